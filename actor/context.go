@@ -1,0 +1,42 @@
+package actor
+
+import "google.golang.org/protobuf/proto"
+
+// Context is what a handler may do. The runtime implements it; one Context
+// is valid only during the handler call it was given to.
+type Context interface {
+	// Index is the index of the task running the handler.
+	Index() Index
+	// PE is the rank of the PE the task runs on now, NumPEs the job's size.
+	PE() int
+	NumPEs() int
+
+	// Post hands a message to the runtime. Proxies call it; applications
+	// use Proxy.Send, Broadcast and Multicast.
+	Post(to Target, key uint64, m proto.Message)
+
+	// Expect states the key of the keyed messages the task accepts next.
+	// Keyed messages with another key wait until the task expects theirs.
+	// A task expects key 0 when created.
+	Expect(key uint64)
+
+	// Contribute adds this task's value to the collection's next reduction.
+	// Every element of the collection must contribute, with the same reducer
+	// and callback; the combined value is delivered to cb as a
+	// *ReductionResult.
+	Contribute(r Reducer, v Value, cb Callback)
+
+	// StartQuiescence asks for a *Quiescence message at cb once no
+	// application message is in flight or being handled anywhere.
+	StartQuiescence(cb Callback)
+
+	// Exit ends the job with the given status once this handler returns.
+	Exit(status int)
+
+	// Printf writes a line of the job's output (on the launcher's standard
+	// output, in the order the calls were made on this PE).
+	Printf(format string, args ...any)
+
+	// Logf writes a diagnostic line on the PE's standard error.
+	Logf(format string, args ...any)
+}
