@@ -1,0 +1,184 @@
+package stencil3d
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Chunk is one task of the chunk collection: a block of the grid with its
+// halo, and where it is in the iteration.
+//
+// Its methods are the task's state machine, without the runtime: begin,
+// storeFace for each face of the current iteration, then completeIteration
+// once all six are in; the handlers in app.go call them and do the sends.
+type Chunk struct {
+	// Fixed by the configuration; not part of the packed state.
+	block      Block
+	iterations uint64
+
+	started  bool
+	finished bool
+	// iteration is the number of sweeps done: the faces being collected
+	// are those of this iteration.
+	iteration uint64
+	// received has bit s set once the halo on Side s of the current
+	// iteration is stored.
+	received uint8
+	// temperature is the chunk's array, halo included (Block.At layout).
+	temperature []float64
+	// scratch receives the next sweep. Every point of it that is read
+	// later is written first (the sweep writes the interior, the faces the
+	// halo), so it is not packed.
+	scratch []float64
+}
+
+// allSides is the received mask of a complete ghost exchange.
+const allSides = 1<<NumSides - 1
+
+func newChunk(cfg Config) *Chunk {
+	b := cfg.Block()
+	return &Chunk{
+		block:       b,
+		iterations:  uint64(cfg.Iterations),
+		temperature: make([]float64, b.Len()),
+		scratch:     make([]float64, b.Len()),
+	}
+}
+
+// begin applies the boundary condition before the first iteration.
+func (c *Chunk) begin() error {
+	if c.started {
+		return errors.New("stencil3d: chunk began twice")
+	}
+	c.started = true
+	ApplyBoundary(c.block, c.temperature)
+	return nil
+}
+
+// storeFace stores the face of the given iteration received for the halo
+// on side s.
+func (c *Chunk) storeFace(iteration uint64, s Side, face []float64) error {
+	switch {
+	case !c.started || c.finished:
+		return fmt.Errorf("stencil3d: face %v of iteration %d reached a chunk that is not iterating (started %v, finished %v)",
+			s, iteration, c.started, c.finished)
+	case iteration != c.iteration:
+		return fmt.Errorf("stencil3d: face %v of iteration %d reached a chunk at iteration %d", s, iteration, c.iteration)
+	case s < 0 || s >= NumSides:
+		return fmt.Errorf("stencil3d: face for invalid side %d", int(s))
+	case c.received&(1<<s) != 0:
+		return fmt.Errorf("stencil3d: face %v of iteration %d received twice", s, iteration)
+	}
+	if err := StoreFace(c.block, c.temperature, s, face); err != nil {
+		return err
+	}
+	c.received |= 1 << s
+	return nil
+}
+
+// completeIteration sweeps the chunk once all six faces of the iteration
+// are stored, swaps the arrays, applies the boundary condition and moves
+// to the next iteration. It reports whether that was the last one.
+func (c *Chunk) completeIteration(iteration uint64) (last bool, err error) {
+	if iteration != c.iteration || c.received != allSides {
+		return false, fmt.Errorf("stencil3d: completion of iteration %d at iteration %d with faces %06b", iteration, c.iteration, c.received)
+	}
+	Sweep(c.block, c.temperature, c.scratch)
+	c.temperature, c.scratch = c.scratch, c.temperature
+	ApplyBoundary(c.block, c.temperature)
+	c.iteration++
+	c.received = 0
+	c.finished = c.iteration == c.iterations
+	return c.finished, nil
+}
+
+// result returns the chunk's sum and hash.
+func (c *Chunk) result() ChunkResult { return Summarize(c.block, c.temperature) }
+
+// Packed form of a Chunk, little-endian:
+//
+//	"S3DC" version(1)
+//	block X, Y, Z (uint32 each)
+//	flags (bit 0 started, bit 1 finished), received mask (1 byte each)
+//	iteration (uint64)
+//	temperature, Block.Len() float64 bits (uint64 each)
+const (
+	chunkMagic       = "S3DC"
+	chunkVersion     = 1
+	chunkHeaderBytes = len(chunkMagic) + 1 + 3*4 + 2 + 8
+
+	flagStarted  = 1 << 0
+	flagFinished = 1 << 1
+)
+
+// MarshalBinary packs the chunk's state for checkpoint and migration.
+func (c *Chunk) MarshalBinary() ([]byte, error) {
+	out := make([]byte, 0, chunkHeaderBytes+8*len(c.temperature))
+	out = append(out, chunkMagic...)
+	out = append(out, chunkVersion)
+	for _, e := range [3]int{c.block.X, c.block.Y, c.block.Z} {
+		out = binary.LittleEndian.AppendUint32(out, uint32(e))
+	}
+	var flags byte
+	if c.started {
+		flags |= flagStarted
+	}
+	if c.finished {
+		flags |= flagFinished
+	}
+	out = append(out, flags, c.received)
+	out = binary.LittleEndian.AppendUint64(out, c.iteration)
+	for _, v := range c.temperature {
+		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
+	}
+	return out, nil
+}
+
+// UnmarshalBinary restores a state packed by MarshalBinary into a chunk
+// made for the same configuration.
+func (c *Chunk) UnmarshalBinary(data []byte) error {
+	want := chunkHeaderBytes + 8*c.block.Len()
+	if len(data) != want {
+		return fmt.Errorf("stencil3d: packed chunk of %d bytes, want %d for chunk %v", len(data), want, c.block)
+	}
+	if string(data[:len(chunkMagic)]) != chunkMagic || data[len(chunkMagic)] != chunkVersion {
+		return fmt.Errorf("stencil3d: packed chunk has header %q, want %q version %d", data[:len(chunkMagic)+1], chunkMagic, chunkVersion)
+	}
+	rest := data[len(chunkMagic)+1:]
+	var packed Block
+	for _, e := range []*int{&packed.X, &packed.Y, &packed.Z} {
+		*e = int(binary.LittleEndian.Uint32(rest))
+		rest = rest[4:]
+	}
+	if packed != c.block {
+		return fmt.Errorf("stencil3d: packed chunk is %v, this job's chunks are %v", packed, c.block)
+	}
+	flags, received := rest[0], rest[1]
+	iteration := binary.LittleEndian.Uint64(rest[2:])
+	rest = rest[10:]
+	if flags&^(flagStarted|flagFinished) != 0 || received&^allSides != 0 {
+		return fmt.Errorf("stencil3d: packed chunk has invalid flags %08b or face mask %08b", flags, received)
+	}
+	started, finished := flags&flagStarted != 0, flags&flagFinished != 0
+	if iteration > c.iterations || finished != (iteration == c.iterations) || (!started && (iteration > 0 || received != 0)) {
+		return fmt.Errorf("stencil3d: packed chunk at iteration %d of %d (started %v, finished %v, faces %06b) is inconsistent",
+			iteration, c.iterations, started, finished, received)
+	}
+	if finished && received != 0 {
+		return fmt.Errorf("stencil3d: packed finished chunk holds %d faces", bits.OnesCount8(received))
+	}
+	if len(c.temperature) != c.block.Len() {
+		c.temperature = make([]float64, c.block.Len())
+	}
+	if len(c.scratch) != c.block.Len() {
+		c.scratch = make([]float64, c.block.Len())
+	}
+	for n := range c.temperature {
+		c.temperature[n] = math.Float64frombits(binary.LittleEndian.Uint64(rest[8*n:]))
+	}
+	c.started, c.finished, c.iteration, c.received = started, finished, iteration, received
+	return nil
+}

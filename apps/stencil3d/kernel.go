@@ -1,0 +1,258 @@
+package stencil3d
+
+import (
+	"fmt"
+	"math"
+)
+
+// The numerical kernel, as plain functions over one chunk's array, shared by
+// the parallel app and the serial reference solver (serial.go).
+
+// Block is the extent of a chunk's interior in points, in x, y and z.
+type Block struct{ X, Y, Z int }
+
+func (b Block) String() string { return fmt.Sprintf("%dx%dx%d", b.X, b.Y, b.Z) }
+
+// extent returns the interior extent along axis 0 (x), 1 (y) or 2 (z).
+func (b Block) extent(axis int) int {
+	switch axis {
+	case 0:
+		return b.X
+	case 1:
+		return b.Y
+	}
+	return b.Z
+}
+
+// Len returns the number of doubles of a chunk's array, halo included:
+// (X+2)(Y+2)(Z+2).
+func (b Block) Len() int { return (b.X + 2) * (b.Y + 2) * (b.Z + 2) }
+
+// Interior returns the number of interior points, X*Y*Z.
+func (b Block) Interior() int { return b.X * b.Y * b.Z }
+
+// At returns the position of local point (i, j, k) in a chunk's array; each
+// coordinate runs over 0..B+1, i fastest, then j, then k.
+func (b Block) At(i, j, k int) int { return i + (b.X+2)*(j+(b.Y+2)*k) }
+
+// stride returns the distance in the array between neighbours along axis.
+func (b Block) stride(axis int) int {
+	switch axis {
+	case 0:
+		return 1
+	case 1:
+		return b.X + 2
+	}
+	return (b.X + 2) * (b.Y + 2)
+}
+
+// Side names one face of a chunk: the halo layer on that side, or the
+// neighbour across it.
+type Side int
+
+// The six sides, in the order in which a chunk sends its faces.
+const (
+	XLow  Side = iota // halo i == 0, neighbour at x-1
+	XHigh             // halo i == BX+1, neighbour at x+1
+	YLow              // halo j == 0, neighbour at y-1
+	YHigh             // halo j == BY+1, neighbour at y+1
+	ZLow              // halo k == 0, neighbour at z-1
+	ZHigh             // halo k == BZ+1, neighbour at z+1
+)
+
+// NumSides is the number of faces of a chunk, and of messages of one
+// iteration's ghost exchange.
+const NumSides = 6
+
+func (s Side) String() string {
+	if s < 0 || s >= NumSides {
+		return fmt.Sprintf("Side(%d)", int(s))
+	}
+	return [...]string{"-x", "+x", "-y", "+y", "-z", "+z"}[s]
+}
+
+// Axis returns 0, 1 or 2 for the x, y or z sides.
+func (s Side) Axis() int { return int(s) / 2 }
+
+// Step returns -1 for a low side, +1 for a high one: the offset of the
+// neighbour across s in the chunk grid.
+func (s Side) Step() int {
+	if s%2 == 0 {
+		return -1
+	}
+	return 1
+}
+
+// Opposite returns the side facing s: the halo in which the neighbour
+// across s stores the face this chunk sends it.
+func (s Side) Opposite() Side { return s ^ 1 }
+
+// boundaryValue is the temperature of the heated interior layers.
+const boundaryValue = 255.0
+
+// oneSeventh is the weight of each of the seven points of the stencil, the
+// literal of the reference implementation.
+const oneSeventh = 0.14285714285714285714
+
+// ApplyBoundary sets every interior point of t with i == 1, j == 1 or
+// k == 1 to 255.0 (each chunk has three heated faces).
+func ApplyBoundary(b Block, t []float64) {
+	checkLen(b, t)
+	for k := 1; k <= b.Z; k++ {
+		for j := 1; j <= b.Y; j++ {
+			if j == 1 || k == 1 {
+				row := b.At(1, j, k)
+				for i := range b.X {
+					t[row+i] = boundaryValue
+				}
+				continue
+			}
+			t[b.At(1, j, k)] = boundaryValue
+		}
+	}
+}
+
+// Sweep writes into next the seven-point average of every interior point
+// of t, summing x-, x+, y-, y+, z-, z+ and the centre in exactly that order.
+// It reads the face halos of t (not its edges or corners) and writes only
+// the interior of next.
+func Sweep(b Block, t, next []float64) {
+	checkLen(b, t)
+	checkLen(b, next)
+	sy, sz := b.stride(1), b.stride(2)
+	for k := 1; k <= b.Z; k++ {
+		for j := 1; j <= b.Y; j++ {
+			row := b.At(1, j, k)
+			for c := row; c < row+b.X; c++ {
+				next[c] = (t[c-1] + t[c+1] + t[c-sy] + t[c+sy] + t[c-sz] + t[c+sz] + t[c]) * oneSeventh
+			}
+		}
+	}
+}
+
+// FaceLen returns the number of points of a face on side s: the product of
+// the interior extents along the two other axes.
+func (b Block) FaceLen(s Side) int {
+	u, v := faceAxes(s.Axis())
+	return b.extent(u) * b.extent(v)
+}
+
+// faceAxes returns the two axes spanning a face normal to axis, the faster
+// one first.
+func faceAxes(axis int) (u, v int) {
+	switch axis {
+	case 0:
+		return 1, 2
+	case 1:
+		return 0, 2
+	}
+	return 0, 1
+}
+
+// visitLayer calls fn with the array position of every interior point of
+// the layer normal to s's axis at local coordinate layer, in face order:
+// the faster of the two other axes (x before y before z) varies fastest.
+func visitLayer(b Block, s Side, layer int, fn func(n, pos int)) {
+	axis := s.Axis()
+	u, v := faceAxes(axis)
+	su, sv := b.stride(u), b.stride(v)
+	base := layer*b.stride(axis) + su + sv
+	n := 0
+	for q := range b.extent(v) {
+		for p := range b.extent(u) {
+			fn(n, base+p*su+q*sv)
+			n++
+		}
+	}
+}
+
+// ExtractFace appends to dst and returns the interior boundary layer of t
+// that goes to the neighbour across s: layer i == 1 for XLow, i == BX for
+// XHigh, and likewise in y and z. The neighbour stores it with StoreFace on
+// side s.Opposite().
+func ExtractFace(b Block, t []float64, s Side, dst []float64) []float64 {
+	checkLen(b, t)
+	layer := 1
+	if s.Step() > 0 {
+		layer = b.extent(s.Axis())
+	}
+	out := append(dst, make([]float64, b.FaceLen(s))...)
+	face := out[len(dst):]
+	visitLayer(b, s, layer, func(n, pos int) { face[n] = t[pos] })
+	return out
+}
+
+// StoreFace writes face into the halo layer of t on side s: i == 0 for
+// XLow, i == BX+1 for XHigh, and likewise in y and z. It reports an error if
+// the face has the wrong number of points.
+func StoreFace(b Block, t []float64, s Side, face []float64) error {
+	checkLen(b, t)
+	if len(face) != b.FaceLen(s) {
+		return fmt.Errorf("stencil3d: face %v of chunk %v has %d points, want %d", s, b, len(face), b.FaceLen(s))
+	}
+	layer := 0
+	if s.Step() > 0 {
+		layer = b.extent(s.Axis()) + 1
+	}
+	visitLayer(b, s, layer, func(n, pos int) { t[pos] = face[n] })
+	return nil
+}
+
+// ChunkResult is what a chunk reports after its last iteration.
+type ChunkResult struct {
+	// Sum is the sum of the interior values, added in k, j, i order with i
+	// fastest, starting from 0.
+	Sum float64
+	// FNV1a is the 64-bit FNV-1a hash of the 8 little-endian bytes of each
+	// interior value, in the same order.
+	FNV1a uint64
+}
+
+// FNV-1a 64-bit parameters.
+const (
+	fnvOffsetBasis = 0xcbf29ce484222325
+	fnvPrime       = 0x100000001b3
+)
+
+// fnv1aAppend continues an FNV-1a 64 hash over the 8 little-endian bytes
+// of word.
+func fnv1aAppend(hash, word uint64) uint64 {
+	for range 8 {
+		hash ^= word & 0xff
+		hash *= fnvPrime
+		word >>= 8
+	}
+	return hash
+}
+
+// Summarize returns the sum and FNV-1a hash of the interior of t.
+func Summarize(b Block, t []float64) ChunkResult {
+	checkLen(b, t)
+	r := ChunkResult{FNV1a: fnvOffsetBasis}
+	for k := 1; k <= b.Z; k++ {
+		for j := 1; j <= b.Y; j++ {
+			row := b.At(1, j, k)
+			for _, v := range t[row : row+b.X] {
+				r.Sum += v
+				r.FNV1a = fnv1aAppend(r.FNV1a, math.Float64bits(v))
+			}
+		}
+	}
+	return r
+}
+
+// JobDigest combines the chunk hashes, given in linear index order, into
+// one FNV-1a 64 hash over their 8 little-endian bytes each.
+func JobDigest(hashes []uint64) uint64 {
+	d := uint64(fnvOffsetBasis)
+	for _, h := range hashes {
+		d = fnv1aAppend(d, h)
+	}
+	return d
+}
+
+func checkLen(b Block, t []float64) {
+	if len(t) != b.Len() {
+		panic(fmt.Sprintf("stencil3d: array of %d doubles for chunk %v, want %d", len(t), b, b.Len()))
+	}
+}
