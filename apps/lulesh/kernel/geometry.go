@@ -1,0 +1,211 @@
+package kernel
+
+import "math"
+
+// Per-element geometry of a trilinear hexahedron. Corners are numbered
+// 0-3 counter-clockwise on the bottom face and 4-7 above them. The
+// arithmetic keeps the reference's operation order: results are meant to
+// agree with it to the last bit wherever the algorithm allows.
+
+// elementVolume is the volume of a hexahedron, as a sum of three triple
+// products of edge and diagonal vectors.
+func elementVolume(x, y, z *[8]float64) float64 {
+	const twelfth = 1.0 / 12.0
+
+	dx61, dy61, dz61 := x[6]-x[1], y[6]-y[1], z[6]-z[1]
+	dx70, dy70, dz70 := x[7]-x[0], y[7]-y[0], z[7]-z[0]
+	dx63, dy63, dz63 := x[6]-x[3], y[6]-y[3], z[6]-z[3]
+	dx20, dy20, dz20 := x[2]-x[0], y[2]-y[0], z[2]-z[0]
+	dx50, dy50, dz50 := x[5]-x[0], y[5]-y[0], z[5]-z[0]
+	dx64, dy64, dz64 := x[6]-x[4], y[6]-y[4], z[6]-z[4]
+	dx31, dy31, dz31 := x[3]-x[1], y[3]-y[1], z[3]-z[1]
+	dx72, dy72, dz72 := x[7]-x[2], y[7]-y[2], z[7]-z[2]
+	dx43, dy43, dz43 := x[4]-x[3], y[4]-y[3], z[4]-z[3]
+	dx57, dy57, dz57 := x[5]-x[7], y[5]-y[7], z[5]-z[7]
+	dx14, dy14, dz14 := x[1]-x[4], y[1]-y[4], z[1]-z[4]
+	dx25, dy25, dz25 := x[2]-x[5], y[2]-y[5], z[2]-z[5]
+
+	volume := tripleProduct(dx31+dx72, dx63, dx20, dy31+dy72, dy63, dy20, dz31+dz72, dz63, dz20) +
+		tripleProduct(dx43+dx57, dx64, dx70, dy43+dy57, dy64, dy70, dz43+dz57, dz64, dz70) +
+		tripleProduct(dx14+dx25, dx61, dx50, dy14+dy25, dy61, dy50, dz14+dz25, dz61, dz50)
+	return volume * twelfth
+}
+
+// tripleProduct is x1·(y2·z3 − z2·y3) + x2·(z1·y3 − y1·z3) + x3·(y1·z2 − z1·y2).
+func tripleProduct(x1, y1, z1, x2, y2, z2, x3, y3, z3 float64) float64 {
+	return x1*(y2*z3-z2*y3) + x2*(z1*y3-y1*z3) + x3*(y1*z2-z1*y2)
+}
+
+// jacobianTerms are the mean edge vectors of a hexahedron along its three
+// parametric directions (xi, eta, zeta) and their cofactors.
+type jacobianTerms struct {
+	fxXi, fxEta, fxZeta float64
+	fyXi, fyEta, fyZeta float64
+	fzXi, fzEta, fzZeta float64
+	cxXi, cxEta, cxZeta float64
+	cyXi, cyEta, cyZeta float64
+	czXi, czEta, czZeta float64
+}
+
+func jacobian(x, y, z *[8]float64) (t jacobianTerms) {
+	x60, x53, x71, x42 := x[6]-x[0], x[5]-x[3], x[7]-x[1], x[4]-x[2]
+	y60, y53, y71, y42 := y[6]-y[0], y[5]-y[3], y[7]-y[1], y[4]-y[2]
+	z60, z53, z71, z42 := z[6]-z[0], z[5]-z[3], z[7]-z[1], z[4]-z[2]
+
+	t.fxXi = 0.125 * (x60 + x53 - x71 - x42)
+	t.fxEta = 0.125 * (x60 - x53 + x71 - x42)
+	t.fxZeta = 0.125 * (x60 + x53 + x71 + x42)
+	t.fyXi = 0.125 * (y60 + y53 - y71 - y42)
+	t.fyEta = 0.125 * (y60 - y53 + y71 - y42)
+	t.fyZeta = 0.125 * (y60 + y53 + y71 + y42)
+	t.fzXi = 0.125 * (z60 + z53 - z71 - z42)
+	t.fzEta = 0.125 * (z60 - z53 + z71 - z42)
+	t.fzZeta = 0.125 * (z60 + z53 + z71 + z42)
+
+	t.cxXi = (t.fyEta * t.fzZeta) - (t.fzEta * t.fyZeta)
+	t.cxEta = -(t.fyXi * t.fzZeta) + (t.fzXi * t.fyZeta)
+	t.cxZeta = (t.fyXi * t.fzEta) - (t.fzXi * t.fyEta)
+	t.cyXi = -(t.fxEta * t.fzZeta) + (t.fzEta * t.fxZeta)
+	t.cyEta = (t.fxXi * t.fzZeta) - (t.fzXi * t.fxZeta)
+	t.cyZeta = -(t.fxXi * t.fzEta) + (t.fzXi * t.fxEta)
+	t.czXi = (t.fxEta * t.fyZeta) - (t.fyEta * t.fxZeta)
+	t.czEta = -(t.fxXi * t.fyZeta) + (t.fyXi * t.fxZeta)
+	t.czZeta = (t.fxXi * t.fyEta) - (t.fyXi * t.fxEta)
+	return t
+}
+
+// volume is the Jacobian determinant times 8: the element's volume.
+func (t *jacobianTerms) volume() float64 {
+	return 8.0 * (t.fxEta*t.cxEta + t.fyEta*t.cyEta + t.fzEta*t.czEta)
+}
+
+// shapeDerivatives returns the derivatives of the shape functions of
+// corners 0-3 (those of 4-7 are their negatives: 6,7,4,5 = -(0,1,2,3)).
+func (t *jacobianTerms) shapeDerivatives() (bx, by, bz [4]float64) {
+	bx[0] = -t.cxXi - t.cxEta - t.cxZeta
+	bx[1] = t.cxXi - t.cxEta - t.cxZeta
+	bx[2] = t.cxXi + t.cxEta - t.cxZeta
+	bx[3] = -t.cxXi + t.cxEta - t.cxZeta
+	by[0] = -t.cyXi - t.cyEta - t.cyZeta
+	by[1] = t.cyXi - t.cyEta - t.cyZeta
+	by[2] = t.cyXi + t.cyEta - t.cyZeta
+	by[3] = -t.cyXi + t.cyEta - t.cyZeta
+	bz[0] = -t.czXi - t.czEta - t.czZeta
+	bz[1] = t.czXi - t.czEta - t.czZeta
+	bz[2] = t.czXi + t.czEta - t.czZeta
+	bz[3] = -t.czXi + t.czEta - t.czZeta
+	return bx, by, bz
+}
+
+// faceArea is the area vector of a quadrilateral face, a quarter of the
+// cross product of its bisectors; every corner of the face gets it.
+func faceArea(x0, y0, z0, x1, y1, z1, x2, y2, z2, x3, y3, z3 float64) (ax, ay, az float64) {
+	bx0 := 0.5 * (x3 + x2 - x1 - x0)
+	by0 := 0.5 * (y3 + y2 - y1 - y0)
+	bz0 := 0.5 * (z3 + z2 - z1 - z0)
+	bx1 := 0.5 * (x2 + x1 - x3 - x0)
+	by1 := 0.5 * (y2 + y1 - y3 - y0)
+	bz1 := 0.5 * (z2 + z1 - z3 - z0)
+	ax = 0.25 * (by0*bz1 - bz0*by1)
+	ay = 0.25 * (bz0*bx1 - bx0*bz1)
+	az = 0.25 * (bx0*by1 - by0*bx1)
+	return ax, ay, az
+}
+
+// nodeNormals sums, at each corner, the area vectors of the three faces
+// that meet there: the corner's share of the element's surface, through
+// which the element's stress pushes on the node.
+func nodeNormals(nx, ny, nz *[8]float64, x, y, z *[8]float64) {
+	*nx, *ny, *nz = [8]float64{}, [8]float64{}, [8]float64{}
+	addFace := func(a, b, c, e int) {
+		ax, ay, az := faceArea(x[a], y[a], z[a], x[b], y[b], z[b], x[c], y[c], z[c], x[e], y[e], z[e])
+		nx[a] += ax
+		nx[b] += ax
+		nx[c] += ax
+		nx[e] += ax
+		ny[a] += ay
+		ny[b] += ay
+		ny[c] += ay
+		ny[e] += ay
+		nz[a] += az
+		nz[b] += az
+		nz[c] += az
+		nz[e] += az
+	}
+	addFace(0, 1, 2, 3)
+	addFace(0, 4, 5, 1)
+	addFace(1, 5, 6, 2)
+	addFace(2, 6, 7, 3)
+	addFace(3, 7, 4, 0)
+	addFace(4, 7, 6, 5)
+}
+
+// volumeDerivative is the derivative of the element volume with respect
+// to the position of one corner, given the six other corners that its
+// three faces touch (in the order the element's connectivity fixes).
+func volumeDerivative(x0, x1, x2, x3, x4, x5, y0, y1, y2, y3, y4, y5, z0, z1, z2, z3, z4, z5 float64) (dx, dy, dz float64) {
+	const twelfth = 1.0 / 12.0
+	dx = (y1+y2)*(z0+z1) - (y0+y1)*(z1+z2) +
+		(y0+y4)*(z3+z4) - (y3+y4)*(z0+z4) -
+		(y2+y5)*(z3+z5) + (y3+y5)*(z2+z5)
+	dy = -(x1+x2)*(z0+z1) + (x0+x1)*(z1+z2) -
+		(x0+x4)*(z3+z4) + (x3+x4)*(z0+z4) +
+		(x2+x5)*(z3+z5) - (x3+x5)*(z2+z5)
+	dz = -(y1+y2)*(x0+x1) + (y0+y1)*(x1+x2) -
+		(y0+y4)*(x3+x4) + (y3+y4)*(x0+x4) +
+		(y2+y5)*(x3+x5) - (y3+y5)*(x2+x5)
+	return dx * twelfth, dy * twelfth, dz * twelfth
+}
+
+// volumeDerivativeStencil lists, for each corner, the six corners its
+// volume derivative depends on.
+var volumeDerivativeStencil = [8][6]int{
+	{1, 2, 3, 4, 5, 7},
+	{2, 3, 0, 5, 6, 4},
+	{3, 0, 1, 6, 7, 5},
+	{0, 1, 2, 7, 4, 6},
+	{7, 6, 5, 0, 3, 1},
+	{4, 7, 6, 1, 0, 2},
+	{5, 4, 7, 2, 1, 3},
+	{6, 5, 4, 3, 2, 0},
+}
+
+func volumeDerivatives(dvdx, dvdy, dvdz *[8]float64, x, y, z *[8]float64) {
+	for c := range 8 {
+		s := &volumeDerivativeStencil[c]
+		dvdx[c], dvdy[c], dvdz[c] = volumeDerivative(
+			x[s[0]], x[s[1]], x[s[2]], x[s[3]], x[s[4]], x[s[5]],
+			y[s[0]], y[s[1]], y[s[2]], y[s[3]], y[s[4]], y[s[5]],
+			z[s[0]], z[s[1]], z[s[2]], z[s[3]], z[s[4]], z[s[5]])
+	}
+}
+
+// faceAreaSquared is the squared area measure of a face used for the
+// characteristic length (|f|²|g|² − (f·g)² of the face diagonals' sum
+// and difference).
+func faceAreaSquared(x0, x1, x2, x3, y0, y1, y2, y3, z0, z1, z2, z3 float64) float64 {
+	fx := (x2 - x0) - (x3 - x1)
+	fy := (y2 - y0) - (y3 - y1)
+	fz := (z2 - z0) - (z3 - z1)
+	gx := (x2 - x0) + (x3 - x1)
+	gy := (y2 - y0) + (y3 - y1)
+	gz := (z2 - z0) + (z3 - z1)
+	fg := fx*gx + fy*gy + fz*gz
+	return (fx*fx+fy*fy+fz*fz)*(gx*gx+gy*gy+gz*gz) - fg*fg
+}
+
+// characteristicLength is 4·volume / sqrt(largest face measure).
+func characteristicLength(x, y, z *[8]float64, volume float64) float64 {
+	largest := 0.0
+	consider := func(a, b, c, e int) {
+		area := faceAreaSquared(x[a], x[b], x[c], x[e], y[a], y[b], y[c], y[e], z[a], z[b], z[c], z[e])
+		largest = max(area, largest)
+	}
+	consider(0, 1, 2, 3)
+	consider(4, 5, 6, 7)
+	consider(0, 1, 5, 4)
+	consider(1, 2, 6, 5)
+	consider(2, 3, 7, 6)
+	consider(3, 0, 4, 7)
+	return 4.0 * volume / math.Sqrt(largest)
+}
