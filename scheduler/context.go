@@ -1,0 +1,55 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/actor"
+)
+
+// taskContext is the actor.Context of one handler invocation.
+type taskContext struct {
+	pe *PE
+	el *element
+}
+
+var _ actor.Context = (*taskContext)(nil)
+
+func (c *taskContext) Index() actor.Index { return c.el.index }
+func (c *taskContext) PE() int            { return c.pe.cfg.Rank }
+func (c *taskContext) NumPEs() int        { return c.pe.cfg.Size }
+
+// TaskID is the global id of a task: its collection and linear index.
+func TaskID(collection int32, lin int) uint64 { return uint64(collection)<<48 | uint64(lin) }
+
+func (c *taskContext) Post(t actor.Target, key uint64, m proto.Message) {
+	c.pe.post(t, key, m, TaskID(c.el.coll.def.ID, c.el.lin))
+}
+
+func (c *taskContext) Expect(key uint64) { c.el.expected = key }
+
+func (c *taskContext) Contribute(r actor.Reducer, v actor.Value, cb actor.Callback) {
+	c.pe.contribute(c.el, r, v, cb)
+}
+
+func (c *taskContext) StartQuiescence(cb actor.Callback) {
+	if cb.MessageName() != string((&actor.Quiescence{}).ProtoReflect().Descriptor().FullName()) {
+		panic(fmt.Sprintf("scheduler: quiescence callback to a handler of %s", cb.MessageName()))
+	}
+	c.pe.qdCallbacks = append(c.pe.qdCallbacks, cb)
+	c.pe.cfg.Control.RequestQuiescence()
+}
+
+func (c *taskContext) Exit(status int) {
+	c.pe.flush()
+	c.pe.cfg.Control.Exit(status)
+}
+
+func (c *taskContext) Printf(format string, args ...any) {
+	c.pe.cfg.Control.Output(fmt.Sprintf(format, args...))
+}
+
+func (c *taskContext) Logf(format string, args ...any) {
+	fmt.Fprintf(c.pe.cfg.Stderr, "%s%v: %s\n", c.el.coll.def.Name, c.el.index, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,337 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/scheduler/internal/testmsg"
+	"github.com/gochare/gochare/scheduler/wire"
+)
+
+// worker is the task of the test app: it exchanges keyed messages with its
+// two ring neighbours for a number of rounds (a commutative region of 2 per
+// round) and keeps a history hash of what it saw.
+type worker struct {
+	round   uint64
+	got     [2]float64
+	history uint64
+}
+
+func (w *worker) MarshalBinary() ([]byte, error) {
+	b := binary.LittleEndian.AppendUint64(nil, w.round)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w.got[0]))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w.got[1]))
+	return binary.LittleEndian.AppendUint64(b, w.history), nil
+}
+
+func (w *worker) UnmarshalBinary(b []byte) error {
+	if len(b) != 32 {
+		return fmt.Errorf("worker state of %d bytes", len(b))
+	}
+	w.round = binary.LittleEndian.Uint64(b)
+	w.got[0] = math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
+	w.got[1] = math.Float64frombits(binary.LittleEndian.Uint64(b[16:]))
+	w.history = binary.LittleEndian.Uint64(b[24:])
+	return nil
+}
+
+type mainTask struct{ replies int }
+
+func (m *mainTask) MarshalBinary() ([]byte, error) { return []byte(strconv.Itoa(m.replies)), nil }
+func (m *mainTask) UnmarshalBinary(b []byte) error {
+	n, err := strconv.Atoi(string(b))
+	m.replies = n
+	return err
+}
+
+// contribution is a value whose floating-point sum depends on the order of
+// addition.
+func contribution(lin int) float64 {
+	return math.Pow(10, float64((lin*7)%17)) / float64(lin+3)
+}
+
+// ringApp builds the test application: n workers in a ring, rounds rounds.
+func ringApp(n, rounds int, m actor.Map) actor.App {
+	return actor.App{Name: "ring", Define: func(j *actor.Job, args []string) error {
+		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
+		workers := actor.NewCollection(j, "workers", actor.Shape{n}, m, func(actor.Index) *worker { return &worker{} })
+		concat := j.CustomReducer("concat", func(a, b actor.Value) actor.Value {
+			return actor.Value{Bytes: append(append([]byte(nil), a.Bytes...), b.Bytes...)}
+		})
+		var neighbour, begin *actor.Proxy[*testmsg.Num]
+		var sums, digests, extremes, reply *actor.Proxy[*actor.ReductionResult]
+		var quiet *actor.Proxy[*actor.Quiescence]
+		send := func(w *worker, ctx actor.Context) {
+			me := int(ctx.Index()[0])
+			v := contribution(me) + float64(w.round)
+			// Round r's messages carry key r+1: key 0 is the begin message,
+			// so a neighbour's first message waits until this worker began.
+			ctx.Expect(w.round + 1)
+			neighbour.Send(ctx, actor.Idx((me+1)%n), &testmsg.Num{Key: w.round + 1, From: 0, Value: v})
+			neighbour.Send(ctx, actor.Idx((me+n-1)%n), &testmsg.Num{Key: w.round + 1, From: 1, Value: v})
+		}
+		neighbour = actor.Handle(workers, "neighbour", actor.AnnotateCommutative(2),
+			func(w *worker, ctx actor.Context, m *testmsg.Num) { w.got[m.From] = m.Value },
+			actor.KeyBy(func(m *testmsg.Num) uint64 { return m.Key }),
+			actor.WhenComplete(func(w *worker, ctx actor.Context, key uint64) {
+				h := fnv.New64a()
+				fmt.Fprintf(h, "%d %x %x %x", key-1, math.Float64bits(w.got[0]), math.Float64bits(w.got[1]), w.history)
+				w.history = h.Sum64()
+				w.round++
+				if int(w.round) < rounds {
+					send(w, ctx)
+					return
+				}
+				me := int(ctx.Index()[0])
+				ctx.Contribute(actor.Sum, actor.Value{Floats: []float64{contribution(me)}, Ints: []int64{int64(me)}}, sums.At(actor.Idx(0)))
+				ctx.Contribute(concat, actor.Value{Bytes: binary.LittleEndian.AppendUint64(nil, w.history)}, digests.At(actor.Idx(0)))
+				ctx.Contribute(actor.Max, actor.Value{Floats: []float64{contribution(me)}, Ints: []int64{int64(me)}}, extremes.At(actor.Idx(0)))
+			}))
+		begin = actor.Handle(workers, "begin", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {
+			send(w, ctx)
+		}, actor.KeyBy(func(m *testmsg.Num) uint64 { return m.Key }))
+		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+			begin.Broadcast(ctx, &testmsg.Num{})
+		})
+		sums = actor.Handle(mains, "sums", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+			ctx.Printf("sum %x ints %d contributors %d", math.Float64bits(r.Floats[0]), r.Ints[0], r.Contributors)
+		})
+		digests = actor.Handle(mains, "digests", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+			h := fnv.New64a()
+			h.Write(r.Bytes)
+			ctx.Printf("digest %x of %d bytes", h.Sum64(), len(r.Bytes))
+		})
+		var ping *actor.Proxy[*testmsg.Num]
+		extremes = actor.Handle(mains, "extremes", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+			ctx.Printf("max %x maxint %d", math.Float64bits(r.Floats[0]), r.Ints[0])
+			// A section multicast whose members reply; quiescence then
+			// tells main that every reply is in.
+			var sec actor.Section
+			for i := 0; i < n; i += 2 {
+				sec = append(sec, actor.Idx(i))
+			}
+			ping.Multicast(ctx, sec, &testmsg.Num{})
+			ctx.StartQuiescence(quiet.At(actor.Idx(0)))
+		})
+		reply = actor.Handle(mains, "reply", actor.AnnotateOrderDependent(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+			t.replies++
+		})
+		ping = actor.Handle(workers, "ping", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {
+			reply.Send(ctx, actor.Idx(0), &actor.ReductionResult{})
+		})
+		quiet = actor.Handle(mains, "quiet", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, q *actor.Quiescence) {
+			ctx.Printf("replies %d", t.replies)
+			ctx.Exit(0)
+		})
+		actor.Main(j, start, actor.Idx(0))
+		return nil
+	}}
+}
+
+// expectedRing computes the ring app's results serially.
+func expectedRing(n, rounds int) []string {
+	values := make([]actor.Value, n)
+	history := make([]uint64, n)
+	got := make([][2]float64, n)
+	for r := 0; r < rounds; r++ {
+		for me := 0; me < n; me++ {
+			v := contribution(me) + float64(r)
+			got[(me+1)%n][0] = v
+			got[(me+n-1)%n][1] = v
+		}
+		for me := 0; me < n; me++ {
+			h := fnv.New64a()
+			fmt.Fprintf(h, "%d %x %x %x", r, math.Float64bits(got[me][0]), math.Float64bits(got[me][1]), history[me])
+			history[me] = h.Sum64()
+		}
+	}
+	var all []byte
+	for me := range values {
+		values[me] = actor.Value{Floats: []float64{contribution(me)}, Ints: []int64{int64(me)}}
+		all = binary.LittleEndian.AppendUint64(all, history[me])
+	}
+	var tree func(r actor.Reducer, lo, hi int) actor.Value
+	tree = func(r actor.Reducer, lo, hi int) actor.Value {
+		if hi-lo == 1 {
+			return values[lo]
+		}
+		mid := (lo + hi) / 2
+		return r.Combine(tree(r, lo, mid), tree(r, mid, hi))
+	}
+	sum, mx := tree(actor.Sum, 0, n), tree(actor.Max, 0, n)
+	h := fnv.New64a()
+	h.Write(all)
+	return []string{
+		fmt.Sprintf("sum %x ints %d contributors %d", math.Float64bits(sum.Floats[0]), sum.Ints[0], n),
+		fmt.Sprintf("digest %x of %d bytes", h.Sum64(), 8*n),
+		fmt.Sprintf("max %x maxint %d", math.Float64bits(mx.Floats[0]), mx.Ints[0]),
+		fmt.Sprintf("replies %d", (n+1)/2),
+	}
+}
+
+func run(t *testing.T, app actor.App, pes int) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := RunInProcess(ctx, app, nil, pes, nil)
+	require.NoError(t, err)
+	return res
+}
+
+func TestRingResultsIndependentOfPlacement(t *testing.T) {
+	const n, rounds = 23, 12
+	want := expectedRing(n, rounds)
+	// The order-sensitive float sum must differ from a plain left-to-right
+	// sum, or the test would not show that the tree is respected.
+	plain := 0.0
+	for me := 0; me < n; me++ {
+		plain += contribution(me)
+	}
+	require.NotEqual(t, fmt.Sprintf("sum %x", math.Float64bits(plain)), strings.Fields(want[0])[0]+" "+strings.Fields(want[0])[1])
+	for _, pes := range []int{1, 2, 3, 5} {
+		for name, m := range map[string]actor.Map{"block": actor.BlockMap, "roundrobin": actor.RoundRobinMap} {
+			t.Run(fmt.Sprintf("%s/%dpes", name, pes), func(t *testing.T) {
+				res := run(t, ringApp(n, rounds, m), pes)
+				require.Equal(t, 0, res.Status)
+				require.Equal(t, want, res.Output)
+				var delivered uint64
+				for _, s := range res.Stats {
+					require.Zero(t, s.Dropped)
+					delivered += s.Delivered
+				}
+				// start + n begins + 2 per worker per round + 3 results +
+				// pings + replies + quiescence callback.
+				require.Equal(t, uint64(1+n+2*n*rounds+3+2*((n+1)/2)+1), delivered)
+			})
+		}
+	}
+}
+
+func TestQuiescenceWithoutExitIsAnError(t *testing.T) {
+	app := actor.App{Name: "stuck", Define: func(j *actor.Job, args []string) error {
+		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
+		workers := actor.NewCollection(j, "w", actor.Shape{4}, actor.BlockMap, func(actor.Index) *worker { return &worker{} })
+		// Keyed with key 7 while workers expect 0: waits forever.
+		wait := actor.Handle(workers, "wait", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {},
+			actor.KeyBy(func(m *testmsg.Num) uint64 { return m.Key }))
+		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+			wait.Broadcast(ctx, &testmsg.Num{Key: 7})
+		})
+		actor.Main(j, start, actor.Idx(0))
+		return nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := RunInProcess(ctx, app, nil, 2, nil)
+	require.ErrorIs(t, err, ErrQuiescentWithoutExit)
+	var buffered uint64
+	for _, s := range res.Stats {
+		buffered += s.Buffered
+	}
+	require.Equal(t, uint64(4), buffered)
+}
+
+// recordingNet captures what a PE sends and posts.
+type recordingNet struct {
+	sent   map[int][][]byte
+	posted []any
+}
+
+func (n *recordingNet) Send(to int, p []byte) { n.sent[to] = append(n.sent[to], p) }
+func (n *recordingNet) Flush()                {}
+func (n *recordingNet) Post(ev any)           { n.posted = append(n.posted, ev) }
+func (n *recordingNet) Backlog() int          { return 0 }
+
+type nopControl struct{}
+
+func (nopControl) Output(string)               {}
+func (nopControl) Exit(int)                    {}
+func (nopControl) Idle(uint64, uint64, uint64) {}
+func (nopControl) RequestQuiescence()          {}
+
+func TestBadInputIsDroppedAndCounted(t *testing.T) {
+	net := &recordingNet{sent: map[int][][]byte{}}
+	pe, err := New(Config{Rank: 1, Size: 2, JobID: 42, App: ringApp(4, 1, actor.BlockMap), Net: net, Control: nopControl{}})
+	require.NoError(t, err)
+	batch := func(job uint64, envs ...*wire.Envelope) []byte {
+		b, err := proto.Marshal(&wire.Batch{Job: job, Envelopes: envs})
+		require.NoError(t, err)
+		return b
+	}
+	good, err := proto.Marshal(&testmsg.Num{})
+	require.NoError(t, err)
+	cases := []struct {
+		name    string
+		payload []byte
+		reason  string
+	}{
+		{"garbage", []byte{0xff, 0xff, 0xff}, "malformed batch"},
+		{"other job", batch(7, &wire.Envelope{Collection: 1, Handler: 1, Dest: 3, Payload: good}), "batch from another job"},
+		{"unknown collection", batch(42, &wire.Envelope{Collection: 9, Payload: good}), "unknown collection or handler"},
+		{"unknown handler", batch(42, &wire.Envelope{Collection: 1, Handler: 99, Payload: good}), "unknown collection or handler"},
+		{"element elsewhere", batch(42, &wire.Envelope{Collection: 1, Handler: 1, Dest: 0, Payload: good}), "no such element here"},
+		{"element out of range", batch(42, &wire.Envelope{Collection: 1, Handler: 1, Dest: 1 << 40, Payload: good}), "no such element here"},
+		{"bad payload", batch(42, &wire.Envelope{Collection: 1, Handler: 1, Dest: 3, Payload: []byte{0xff}}), "message does not decode"},
+		{"bad reduction", batch(42, &wire.Envelope{Kind: wire.Kind_KIND_REDUCTION, Payload: []byte{0xff}}), "inconsistent reduction"},
+		{"reduction to nowhere", batch(42, &wire.Envelope{Kind: wire.Kind_KIND_REDUCTION, Payload: mustMarshal(t, &wire.ReductionPartial{Collection: 1, Reducer: "sum", Callback: &wire.Callback{Collection: 5}})}), "inconsistent reduction"},
+	}
+	for i, c := range cases {
+		pe.Receive(0, c.payload)
+		for len(net.posted) > 0 {
+			ev := net.posted[0]
+			net.posted = net.posted[1:]
+			pe.Event(ev)
+		}
+		st := pe.Stats()
+		require.Equal(t, uint64(i+1), st.Dropped, c.name)
+		require.NotZero(t, st.DroppedByReason[c.reason], c.name)
+	}
+	// The PE still works: a good begin for worker 3 is handled; its send
+	// to worker 2 (also on PE 1) waits, as worker 2 has not begun.
+	pe.Receive(0, batch(42, &wire.Envelope{Collection: 1, Handler: 1, Dest: 3, Payload: good}))
+	for len(net.posted) > 0 {
+		ev := net.posted[0]
+		net.posted = net.posted[1:]
+		pe.Event(ev)
+	}
+	require.Equal(t, uint64(1), pe.Stats().Delivered)
+	require.Equal(t, uint64(1), pe.Stats().Buffered)
+	require.Len(t, net.sent[0], 1, "the send to worker 0 on PE 0")
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	b, err := proto.Marshal(m)
+	require.NoError(t, err)
+	return b
+}
+
+func FuzzReceive(f *testing.F) {
+	good, _ := proto.Marshal(&wire.Batch{Job: 42, Envelopes: []*wire.Envelope{{Collection: 1, Handler: 1, Dest: 3}}})
+	f.Add(good)
+	f.Add([]byte{})
+	f.Add([]byte{0x12, 0x04, 0x10, 0x01, 0x18, 0x01})
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		net := &recordingNet{sent: map[int][][]byte{}}
+		pe, err := New(Config{Rank: 1, Size: 2, JobID: 42, App: ringApp(4, 1, actor.BlockMap), Net: net, Control: nopControl{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pe.Receive(0, payload)
+		for i := 0; i < 100 && len(net.posted) > 0; i++ {
+			ev := net.posted[0]
+			net.posted = net.posted[1:]
+			pe.Event(ev)
+		}
+	})
+}

@@ -1,0 +1,61 @@
+package scheduler
+
+import "slices"
+
+// QuiescenceDetector decides, from rounds of probes, when no application
+// message is in flight or being handled anywhere in a job. It is pure: the
+// caller sends Probe{Round} to every PE when StartRound says so and feeds
+// the answers (PE.Idle) to Reply.
+//
+// A PE answers a probe only when it has no work, with the number of
+// envelopes it has sent and received so far. The job is quiescent when two
+// consecutive complete rounds report the same counters for every PE and the
+// totals sent and received are equal: nothing was sent or received between
+// the two rounds, and nothing sent is still in flight.
+type QuiescenceDetector struct {
+	size    int
+	round   uint64
+	answers int
+	current []counters
+	prev    []counters
+}
+
+type counters struct{ sent, received uint64 }
+
+// NewQuiescenceDetector returns a detector for a job of size PEs.
+func NewQuiescenceDetector(size int) *QuiescenceDetector {
+	return &QuiescenceDetector{size: size, current: make([]counters, size)}
+}
+
+// StartRound begins a new round of probes and returns its number.
+func (q *QuiescenceDetector) StartRound() uint64 {
+	q.round++
+	q.answers = 0
+	clear(q.current)
+	return q.round
+}
+
+// Reply records PE pe's answer to probe round. It returns complete once
+// every PE has answered the current round, and quiescent if the job is.
+// Answers to old rounds are ignored.
+func (q *QuiescenceDetector) Reply(pe int, round, sent, received uint64) (complete, quiescent bool) {
+	if round != q.round || pe < 0 || pe >= q.size {
+		return false, false
+	}
+	q.current[pe] = counters{sent, received}
+	q.answers++
+	if q.answers < q.size {
+		return false, false
+	}
+	var totalSent, totalReceived uint64
+	for _, c := range q.current {
+		totalSent += c.sent
+		totalReceived += c.received
+	}
+	quiescent = totalSent == totalReceived && q.prev != nil && slices.Equal(q.prev, q.current)
+	q.prev = slices.Clone(q.current)
+	return true, quiescent
+}
+
+// Reset forgets previous rounds (after the job changed phase).
+func (q *QuiescenceDetector) Reset() { q.prev = nil }
