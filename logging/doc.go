@@ -1,0 +1,57 @@
+// Package logging implements gochare's fault-tolerance protocols as pure,
+// single-threaded state machines, one instance per PE:
+//
+//   - None: checkpoint/restart. No log, no determinant; a failure rolls every
+//     task back to the last checkpoint (Ready.RollbackAll).
+//   - FullDet: causal message logging. Every sent message is kept in the
+//     sender's log; every reception creates a determinant (SPE, SRN, CPI,
+//     RPE, RSN); a restored task replays its receptions in exactly the
+//     recorded order.
+//   - PartialDet: the same, but only order-dependent receptions create a
+//     determinant. During replay an order-dependent message is delivered only
+//     at its recorded position; ordered and commutative messages fill the
+//     other positions in any order the program admits.
+//
+// Shared machinery: the sender log (kept until the next coordinated
+// checkpoint, with byte accounting in Stats), determinant stability (a
+// determinant is piggybacked on every envelope the PE sends to another PE
+// until it is known to be stored on Config.Failures PEs besides its creator;
+// receivers store it and acknowledge), duplicate removal by message identity,
+// garbage collection at checkpoints, and the recovery steps (on a failure
+// notice every survivor sends each restored task one EnvelopeRecovery with
+// the task's determinants, then resends its logged messages to the task).
+//
+// Nothing here starts a goroutine, reads a clock or draws a random number.
+// It imports commutative and the standard library only.
+//
+// # How the caller drives it
+//
+// The scheduler owns one Protocol per PE and calls it from one goroutine:
+//
+//  1. Task placement: HostTask for new tasks; after a failure, RestoreTask on
+//     the PE chosen for each of the failed PE's tasks, before any envelope
+//     addressed to the task is given to Arrive (earlier ones are kept), and
+//     before FailureNotice is called on any PE.
+//  2. Arrive for every envelope from the network, in arrival order.
+//  3. Deliver: repeatedly call NextDelivery(task, admits); for each delivery
+//     run the handler, calling Send for each message it sends (Send stamps
+//     its identity; do not reuse a MessageID), then EndHandler. If EndHandler
+//     reports a completed region, run the completion step, whose sends are
+//     ordinary Sends. Never call NextDelivery for a task whose handler is
+//     running.
+//  4. Ready, then transmit Ready.Envelopes in order, then Advance. An
+//     envelope must not be transmitted before the Ready that returned it:
+//     the determinants it carries are those its send depends on, so sending
+//     it earlier, or dropping its Determinants, can release a message that
+//     depends on a determinant no other PE stores.
+//  5. Checkpoint only when no application message is in flight and no
+//     handler or region is open; store the returned TaskCheckpoint with each
+//     task's packed state (locally and at the buddy).
+//  6. On a failure: drop envelopes from and to the failed PEs, do step 1,
+//     then call FailureNotice(failed, relocations) on every surviving PE and
+//     transmit their Ready. With None, Ready.RollbackAll asks the caller to
+//     restore every task from its checkpoint on fresh Protocol instances.
+//
+// Main types: Protocol (with None, FullDet and PartialDet), Message,
+// Envelope, Determinant, Delivery, Ready, TaskCheckpoint, Stats.
+package logging

@@ -1,0 +1,501 @@
+package logging
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/gochare/gochare/commutative"
+)
+
+// Protocol is one PE's fault-tolerance protocol: a pure state machine. The
+// scheduler calls it on every send, arrival, delivery, checkpoint and
+// failure, then performs what Ready returns and calls Advance. See the
+// package documentation for the order of the calls.
+type Protocol interface {
+	Kind() Kind
+	PE() PEID
+	// HostTask places a task with fresh counters on this PE.
+	HostTask(task TaskID)
+	// RestoreTask places a failed PE's task, restored from its checkpoint,
+	// on this PE. It delivers nothing until a recovery envelope has arrived
+	// from each PE in survivors (the PEs alive at the failure, this one
+	// included).
+	RestoreTask(checkpoint TaskCheckpoint, survivors []PEID)
+	// Send stamps the identity of a message sent by task from (inside its
+	// running handler, its completion step, or outside any handler), logs it
+	// and queues it for toPE with the determinants it depends on.
+	Send(from TaskID, toPE PEID, msg Message) MessageID
+	// Arrive takes an envelope from the network.
+	Arrive(env Envelope)
+	// NextDelivery returns the next message task may handle now, or false.
+	// admits is the program's own buffering test (keys, phases); the
+	// protocol adds duplicate removal, region isolation and replay order.
+	// The caller must run the handler and then call EndHandler.
+	NextDelivery(task TaskID, admits func(Message) bool) (Delivery, bool)
+	// EndHandler reports that the handler of the last delivery returned.
+	// If it completed a commutative region, the caller runs the region's
+	// completion step next; its sends are ordinary sends.
+	EndHandler(task TaskID) (regionComplete bool)
+	// Checkpoint is called at a coordinated checkpoint (no application
+	// message in flight). It returns the protocol part of each hosted
+	// task's checkpoint, by task id, and discards logs and determinants.
+	Checkpoint() []TaskCheckpoint
+	// FailureNotice tells a surviving PE that the failed PEs are gone and
+	// where their tasks are restored. The PE resends logged messages and
+	// hands over determinants to the restored tasks (through Ready).
+	FailureNotice(failed []PEID, relocated []Relocation)
+	// HoldsDeterminant reports whether this PE stores the determinant of
+	// receiver's reception at rsn.
+	HoldsDeterminant(receiver TaskID, rsn uint64) bool
+	Ready() Ready
+	Advance()
+	Stats() Stats
+}
+
+// Config configures a protocol instance.
+type Config struct {
+	PE PEID
+	// Failures is the number of simultaneous PE failures a determinant must
+	// survive: it is stable once stored on that many PEs besides the one
+	// that created it. Zero means 1.
+	Failures int
+}
+
+// NewNone returns the checkpoint/restart protocol.
+func NewNone(cfg Config) Protocol { return &None{newEngine(KindNone, cfg)} }
+
+// NewFullDet returns causal message logging with a determinant per
+// reception.
+func NewFullDet(cfg Config) Protocol { return &FullDet{newEngine(KindFullDet, cfg)} }
+
+// NewPartialDet returns causal message logging with determinants for
+// order-dependent receptions only.
+func NewPartialDet(cfg Config) Protocol { return &PartialDet{newEngine(KindPartialDet, cfg)} }
+
+// New returns the protocol of the given kind.
+func New(kind Kind, cfg Config) Protocol {
+	switch kind {
+	case KindNone:
+		return NewNone(cfg)
+	case KindFullDet:
+		return NewFullDet(cfg)
+	case KindPartialDet:
+		return NewPartialDet(cfg)
+	}
+	panic(fmt.Sprintf("logging: New with %v", kind))
+}
+
+// None is checkpoint/restart. It keeps identities and removes duplicates
+// but logs nothing and records no determinant; FailureNotice asks the
+// caller to roll every task back.
+type None struct{ *engine }
+
+// FullDet records a determinant for every reception and replays a restored
+// task's receptions in exactly their recorded order.
+type FullDet struct{ *engine }
+
+// PartialDet records determinants for order-dependent receptions only.
+// During replay an order-dependent message is delivered only at its
+// recorded position; ordered and commutative messages fill the other
+// positions in whatever order the program admits.
+type PartialDet struct{ *engine }
+
+// engine is the machinery the three protocols share.
+type engine struct {
+	kind     Kind
+	pe       PEID
+	failures int
+
+	tasks    map[TaskID]*hostedTask
+	unhosted map[TaskID][]Envelope // arrivals for tasks not (yet) placed here
+
+	log          map[TaskID][]loggedMessage // by receiver
+	logBytes     int
+	loggedCount  int
+	determinants map[determinantKey]*storedDeterminant
+	// unstable lists determinants this PE still piggybacks, in creation or
+	// arrival order.
+	unstable []determinantKey
+
+	ready Ready
+	stats Stats
+}
+
+type loggedMessage struct {
+	message Message
+	size    int
+}
+
+type storedDeterminant struct {
+	determinant Determinant
+	createdHere bool
+	// holders are the other PEs known to store it (the creator excluded).
+	holders []PEID
+}
+
+type hostedTask struct {
+	counters commutative.TaskState
+	received map[MessageID]struct{}
+	buffer   []Message
+	// awaiting are the survivors whose recovery envelope has not arrived.
+	awaiting []PEID
+	// pinned maps a message to its recorded reception position, for the
+	// determinants known with an RSN past the task's current one.
+	replayEnd uint64
+}
+
+func newEngine(kind Kind, cfg Config) *engine {
+	failures := cfg.Failures
+	if failures <= 0 {
+		failures = 1
+	}
+	return &engine{
+		kind:         kind,
+		pe:           cfg.PE,
+		failures:     failures,
+		tasks:        map[TaskID]*hostedTask{},
+		unhosted:     map[TaskID][]Envelope{},
+		log:          map[TaskID][]loggedMessage{},
+		determinants: map[determinantKey]*storedDeterminant{},
+	}
+}
+
+func (e *engine) Kind() Kind { return e.kind }
+func (e *engine) PE() PEID   { return e.pe }
+
+func (e *engine) logs() bool { return e.kind != KindNone }
+
+func (e *engine) needsDeterminant(a commutative.Annotation) bool {
+	switch e.kind {
+	case KindFullDet:
+		return true
+	case KindPartialDet:
+		return a.NeedsDeterminant()
+	}
+	return false
+}
+
+func (e *engine) HostTask(task TaskID) {
+	e.place(task, &hostedTask{counters: commutative.NewTaskState(task), received: map[MessageID]struct{}{}})
+}
+
+func (e *engine) RestoreTask(cp TaskCheckpoint, survivors []PEID) {
+	t := &hostedTask{counters: cp.Counters, received: map[MessageID]struct{}{}}
+	for _, id := range cp.Received {
+		t.received[id] = struct{}{}
+	}
+	if e.logs() {
+		t.awaiting = slices.Clone(survivors)
+	}
+	e.place(cp.Counters.Task, t)
+	e.refreshReplayEnd(cp.Counters.Task)
+}
+
+func (e *engine) place(task TaskID, t *hostedTask) {
+	if _, ok := e.tasks[task]; ok {
+		panic(fmt.Sprintf("logging: pe%d already hosts task %d", e.pe, task))
+	}
+	e.tasks[task] = t
+	pending := e.unhosted[task]
+	delete(e.unhosted, task)
+	for _, env := range pending {
+		e.Arrive(env)
+	}
+}
+
+func (e *engine) task(id TaskID) *hostedTask {
+	t, ok := e.tasks[id]
+	if !ok {
+		panic(fmt.Sprintf("logging: pe%d does not host task %d", e.pe, id))
+	}
+	return t
+}
+
+func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
+	sender := e.task(from)
+	msg.ID = sender.counters.NextSendID()
+	e.stats.Sent++
+	if e.logs() {
+		size := msg.wireSize()
+		e.log[msg.To] = append(e.log[msg.To], loggedMessage{message: msg, size: size})
+		e.logBytes += size
+		e.loggedCount++
+		e.stats.LoggedBytes += size
+	}
+	e.emitMessage(toPE, msg, false)
+	return msg.ID
+}
+
+// emitMessage queues an application envelope with every determinant this
+// PE still has to make stable: the send may depend on any of them.
+func (e *engine) emitMessage(toPE PEID, msg Message, replayed bool) {
+	env := Envelope{Kind: EnvelopeMessage, From: e.pe, To: toPE, Message: msg, Replayed: replayed}
+	if toPE != e.pe {
+		env.Determinants = e.piggyback()
+		e.stats.PiggybackedBytes += env.PiggybackBytes()
+	}
+	e.ready.Envelopes = append(e.ready.Envelopes, env)
+}
+
+func (e *engine) piggyback() []Determinant {
+	if len(e.unstable) == 0 {
+		return nil
+	}
+	out := make([]Determinant, 0, len(e.unstable))
+	kept := e.unstable[:0]
+	for _, k := range e.unstable {
+		d, ok := e.determinants[k]
+		if !ok || e.isStable(d) {
+			continue
+		}
+		kept = append(kept, k)
+		out = append(out, d.determinant)
+	}
+	e.unstable = kept
+	return out
+}
+
+func (e *engine) isStable(d *storedDeterminant) bool { return len(d.holders) >= e.failures }
+
+func (e *engine) Arrive(env Envelope) {
+	switch env.Kind {
+	case EnvelopeAck:
+		for _, d := range env.Determinants {
+			if stored, ok := e.determinants[d.key()]; ok && !slices.Contains(stored.holders, env.From) {
+				stored.holders = append(stored.holders, env.From)
+			}
+		}
+		return
+	case EnvelopeRecovery:
+		t, ok := e.tasks[env.Task]
+		if !ok {
+			e.unhosted[env.Task] = append(e.unhosted[env.Task], env)
+			return
+		}
+		e.storeReceived(env.Determinants)
+		t.awaiting = slices.DeleteFunc(t.awaiting, func(p PEID) bool { return p == env.From })
+		e.refreshReplayEnd(env.Task)
+		return
+	case EnvelopeMessage:
+	default:
+		panic(fmt.Sprintf("logging: pe%d: envelope kind %d", e.pe, env.Kind))
+	}
+	if len(env.Determinants) > 0 {
+		e.storeReceived(env.Determinants)
+		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
+			Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants,
+		})
+		for _, d := range env.Determinants {
+			if t, ok := e.tasks[d.Receiver]; ok && d.RSN > t.replayEnd {
+				e.refreshReplayEnd(d.Receiver)
+			}
+		}
+	}
+	t, ok := e.tasks[env.Message.To]
+	if !ok {
+		e.unhosted[env.Message.To] = append(e.unhosted[env.Message.To], env)
+		return
+	}
+	e.stats.Received++
+	id := env.Message.ID
+	if _, dup := t.received[id]; dup || slices.ContainsFunc(t.buffer, func(m Message) bool { return m.ID == id }) {
+		e.stats.Duplicates++
+		return
+	}
+	t.buffer = append(t.buffer, env.Message)
+}
+
+// storeReceived keeps determinants that came from another PE.
+func (e *engine) storeReceived(ds []Determinant) {
+	for _, d := range ds {
+		k := d.key()
+		stored, ok := e.determinants[k]
+		if ok {
+			if stored.determinant.Message != d.Message {
+				panic(fmt.Sprintf("logging: pe%d holds %v and receives %v for the same position", e.pe, stored.determinant, d))
+			}
+			continue
+		}
+		stored = &storedDeterminant{determinant: d, holders: []PEID{e.pe}}
+		e.determinants[k] = stored
+		if !e.isStable(stored) {
+			e.unstable = append(e.unstable, k)
+		}
+	}
+}
+
+// refreshReplayEnd recomputes the last recorded reception position of a
+// hosted task.
+func (e *engine) refreshReplayEnd(task TaskID) {
+	t := e.tasks[task]
+	end := t.counters.RSN
+	for k := range e.determinants {
+		if k.receiver == task && k.rsn > end {
+			end = k.rsn
+		}
+	}
+	t.replayEnd = end
+}
+
+func (e *engine) NextDelivery(task TaskID, admits func(Message) bool) (Delivery, bool) {
+	t := e.task(task)
+	if t.counters.InReception() {
+		panic(fmt.Sprintf("logging: pe%d: NextDelivery for task %d before EndHandler", e.pe, task))
+	}
+	if len(t.awaiting) > 0 {
+		return Delivery{}, false
+	}
+	position := t.counters.RSN + 1
+	replaying := position <= t.replayEnd
+	var recorded *storedDeterminant
+	if replaying {
+		recorded = e.determinants[determinantKey{task, position}]
+	}
+	for i, m := range t.buffer {
+		if !t.counters.Admits(m.Annotation, m.RegionKey()) || !admits(m) {
+			continue
+		}
+		if recorded != nil {
+			if m.ID != recorded.determinant.Message {
+				continue
+			}
+		} else if replaying && (e.isPinned(task, position, m.ID) ||
+			(e.kind == KindPartialDet && m.Annotation.NeedsDeterminant())) {
+			// An order-dependent message without a determinant here
+			// waits for the end of replay; one recorded later waits for
+			// its position.
+			continue
+		}
+		t.buffer = slices.Delete(t.buffer, i, i+1)
+		return e.deliver(task, t, m), true
+	}
+	return Delivery{}, false
+}
+
+// isPinned reports whether message id has a recorded position after
+// position in task's reception sequence.
+func (e *engine) isPinned(task TaskID, position uint64, id MessageID) bool {
+	for rsn := position + 1; rsn <= e.tasks[task].replayEnd; rsn++ {
+		if d, ok := e.determinants[determinantKey{task, rsn}]; ok && d.determinant.Message == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
+	rsn := t.counters.BeginReception(m.ID, m.Annotation, m.RegionKey())
+	t.received[m.ID] = struct{}{}
+	k := determinantKey{task, rsn}
+	if stored, ok := e.determinants[k]; ok {
+		if stored.determinant.Message != m.ID {
+			panic(fmt.Sprintf("logging: pe%d: replay of task %d diverged at RSN %d: recorded %v, delivering %v",
+				e.pe, task, rsn, stored.determinant.Message, m.ID))
+		}
+	} else if e.needsDeterminant(m.Annotation) {
+		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
+		e.determinants[k] = &storedDeterminant{determinant: d, createdHere: true}
+		e.unstable = append(e.unstable, k)
+		e.stats.Determinants++
+		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
+	}
+	return Delivery{Message: m, RSN: rsn}
+}
+
+func (e *engine) EndHandler(task TaskID) bool { return e.task(task).counters.EndReception() }
+
+func (e *engine) Checkpoint() []TaskCheckpoint {
+	ids := e.hostedIDs()
+	out := make([]TaskCheckpoint, 0, len(ids))
+	for _, id := range ids {
+		t := e.tasks[id]
+		if t.counters.InReception() || t.counters.Region.Open {
+			panic(fmt.Sprintf("logging: pe%d: checkpoint of task %d inside a reception or region", e.pe, id))
+		}
+		if len(t.buffer) > 0 {
+			panic(fmt.Sprintf("logging: pe%d: checkpoint with %d messages buffered for task %d", e.pe, len(t.buffer), id))
+		}
+		clear(t.received)
+		t.replayEnd = t.counters.RSN
+		out = append(out, TaskCheckpoint{Counters: t.counters})
+	}
+	clear(e.log)
+	e.logBytes, e.loggedCount = 0, 0
+	clear(e.determinants)
+	e.unstable = nil
+	return out
+}
+
+func (e *engine) hostedIDs() []TaskID {
+	ids := make([]TaskID, 0, len(e.tasks))
+	for id := range e.tasks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
+	if e.kind == KindNone {
+		e.ready.RollbackAll = true
+		return
+	}
+	isFailed := func(p PEID) bool { return slices.Contains(failed, p) }
+	for _, k := range e.sortedDeterminantKeys() {
+		d := e.determinants[k]
+		before := e.isStable(d)
+		d.holders = slices.DeleteFunc(d.holders, isFailed)
+		if before && !e.isStable(d) {
+			e.unstable = append(e.unstable, k)
+		}
+	}
+	for _, id := range e.hostedIDs() {
+		t := e.tasks[id]
+		t.awaiting = slices.DeleteFunc(t.awaiting, isFailed)
+	}
+	relocated = slices.Clone(relocated)
+	slices.SortFunc(relocated, func(a, b Relocation) int { return cmp.Compare(a.Task, b.Task) })
+	for _, r := range relocated {
+		var batch []Determinant
+		for _, k := range e.sortedDeterminantKeys() {
+			if k.receiver == r.Task {
+				batch = append(batch, e.determinants[k].determinant)
+			}
+		}
+		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
+			Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Determinants: batch,
+		})
+		for _, logged := range e.log[r.Task] {
+			e.emitMessage(r.PE, logged.message, true)
+		}
+	}
+}
+
+func (e *engine) sortedDeterminantKeys() []determinantKey {
+	keys := make([]determinantKey, 0, len(e.determinants))
+	for k := range e.determinants {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b determinantKey) int {
+		return cmp.Or(cmp.Compare(a.receiver, b.receiver), cmp.Compare(a.rsn, b.rsn))
+	})
+	return keys
+}
+
+func (e *engine) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
+	_, ok := e.determinants[determinantKey{receiver, rsn}]
+	return ok
+}
+
+func (e *engine) Ready() Ready { return e.ready }
+
+func (e *engine) Advance() { e.ready = Ready{} }
+
+func (e *engine) Stats() Stats {
+	s := e.stats
+	s.LogBytes = e.logBytes
+	s.LoggedMessages = e.loggedCount
+	s.StoredDeterminants = len(e.determinants)
+	return s
+}

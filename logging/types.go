@@ -1,0 +1,201 @@
+package logging
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gochare/gochare/commutative"
+)
+
+// Kind names a protocol.
+type Kind uint8
+
+const (
+	// KindNone is checkpoint/restart: no logging; on a failure every task
+	// rolls back to the last checkpoint.
+	KindNone Kind = iota
+	// KindFullDet is causal message logging with one determinant per
+	// reception, replayed in exact reception order.
+	KindFullDet
+	// KindPartialDet records determinants only for order-dependent
+	// receptions; ordered and commutative ones replay in any order the
+	// program admits.
+	KindPartialDet
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindNone:
+		return "None"
+	case KindFullDet:
+		return "FullDet"
+	case KindPartialDet:
+		return "PartialDet"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// ErrUnknownKind is returned by ParseKind.
+var ErrUnknownKind = errors.New("logging: unknown protocol")
+
+// ParseKind returns the protocol named s ("None", "FullDet", "PartialDet").
+func ParseKind(s string) (Kind, error) {
+	for _, k := range []Kind{KindNone, KindFullDet, KindPartialDet} {
+		if k.String() == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("%q: %w", s, ErrUnknownKind)
+}
+
+// PEID identifies a PE, the unit of failure.
+type PEID int32
+
+// TaskID and MessageID are commutative's identities.
+type (
+	TaskID    = commutative.TaskID
+	MessageID = commutative.MessageID
+)
+
+// Message is an application message as the protocols see it. Payload is
+// opaque; the protocol never reads it.
+type Message struct {
+	ID         MessageID
+	To         TaskID
+	Handler    uint32
+	Annotation commutative.Annotation
+	// Key is the program's key (iteration, step): it names the region of a
+	// commutative message and lets the caller's admission test match keyed
+	// buffering.
+	Key     uint64
+	Payload []byte
+}
+
+// RegionKey is the commutative region the message belongs to.
+func (m Message) RegionKey() commutative.RegionKey {
+	return commutative.RegionKey{Handler: m.Handler, Key: m.Key}
+}
+
+// wireSize is the message's size in a log or on the wire.
+func (m Message) wireSize() int { return m.ID.EncodedSize() + 8 + 4 + 2 + 8 + len(m.Payload) }
+
+// Determinant records that a task received a message at a position of its
+// reception sequence: (SPE, SRN, CPI) of the message, and (RPE, RSN).
+type Determinant struct {
+	Message  MessageID
+	Receiver TaskID
+	RSN      uint64
+}
+
+func (d Determinant) String() string {
+	return fmt.Sprintf("%v->t%d@%d", d.Message, d.Receiver, d.RSN)
+}
+
+// EncodedSize is the number of bytes the determinant takes when piggybacked.
+func (d Determinant) EncodedSize() int { return d.Message.EncodedSize() + 16 }
+
+type determinantKey struct {
+	receiver TaskID
+	rsn      uint64
+}
+
+func (d Determinant) key() determinantKey { return determinantKey{d.Receiver, d.RSN} }
+
+// EnvelopeKind says what an Envelope carries.
+type EnvelopeKind uint8
+
+const (
+	// EnvelopeMessage carries an application message and piggybacked
+	// determinants.
+	EnvelopeMessage EnvelopeKind = iota
+	// EnvelopeAck acknowledges that the sending PE now stores the listed
+	// determinants.
+	EnvelopeAck
+	// EnvelopeRecovery carries, for one restored task, every determinant of
+	// its receptions that the sending PE holds. A restored task delivers
+	// nothing until it has one from each survivor.
+	EnvelopeRecovery
+)
+
+// Envelope is what travels between PEs.
+type Envelope struct {
+	Kind     EnvelopeKind
+	From, To PEID
+	// Message is set for EnvelopeMessage.
+	Message Message
+	// Replayed marks a message resent from a sender log during recovery.
+	Replayed bool
+	// Determinants are piggybacked (EnvelopeMessage), acknowledged
+	// (EnvelopeAck) or handed over (EnvelopeRecovery).
+	Determinants []Determinant
+	// Task is the restored task of an EnvelopeRecovery.
+	Task TaskID
+}
+
+// PiggybackBytes is the size of the determinants the envelope carries.
+func (e Envelope) PiggybackBytes() int {
+	n := 0
+	for _, d := range e.Determinants {
+		n += d.EncodedSize()
+	}
+	return n
+}
+
+// Delivery is a message the caller must now hand to its handler.
+type Delivery struct {
+	Message Message
+	// RSN is the reception's position in the task's reception sequence.
+	RSN uint64
+}
+
+// TaskCheckpoint is the protocol's part of a task checkpoint: identity
+// counters and the identities received since the previous checkpoint
+// (always empty for a coordinated checkpoint, kept for migration).
+type TaskCheckpoint struct {
+	Counters commutative.TaskState
+	Received []MessageID
+}
+
+// Relocation says that a failed PE's task is restored on PE.
+type Relocation struct {
+	Task TaskID
+	PE   PEID
+}
+
+// NewDeterminant is a determinant created on this PE, reported in Ready.
+type NewDeterminant struct {
+	Determinant Determinant
+	Creator     PEID
+}
+
+// Ready is the output of a protocol since the last Advance.
+type Ready struct {
+	// Envelopes must be transmitted, in this order.
+	Envelopes []Envelope
+	// Determinants created since the last Advance (informational: they are
+	// already piggybacked on the envelopes that depend on them).
+	Determinants []NewDeterminant
+	// RollbackAll (None only) asks the caller to restore every task of the
+	// job from its last checkpoint and drop every message in flight.
+	RollbackAll bool
+}
+
+// IsEmpty reports whether there is nothing to do.
+func (r Ready) IsEmpty() bool {
+	return len(r.Envelopes) == 0 && len(r.Determinants) == 0 && !r.RollbackAll
+}
+
+// Stats are cumulative counters and current memory use.
+type Stats struct {
+	Sent             int
+	Received         int
+	Duplicates       int
+	Determinants     int
+	PiggybackedBytes int
+	LoggedBytes      int
+	// LogBytes and LoggedMessages are the current size of the sender log.
+	LogBytes       int
+	LoggedMessages int
+	// StoredDeterminants is the current number of determinants held.
+	StoredDeterminants int
+}
