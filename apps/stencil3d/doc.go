@@ -41,7 +41,7 @@
 //
 //	stencil3d grid 64,64,64 chunk 16,16,16 chunks 4,4,4 iterations 100 pes 4
 //	chunk sum 940420.95797730878 fnv1a 9bd452317f7c54a4 (all 64 chunks equal)
-//	job digest <16 hex digits>
+//	job digest 930c1576c77bc0a5
 //	reference: match
 //	elapsed 0.123456 s
 //
@@ -52,8 +52,9 @@
 // up to 8 lines "chunk (x,y,z) sum S fnv1a H" follow, one per differing
 // chunk. The job digest is the FNV-1a 64 hash of the 8 little-endian bytes
 // of every chunk's hash, in linear index order of the chunk collection
-// (row-major over (x,y,z), z fastest); it depends on the chunk grid, not on
-// the number of PEs. The reference line is one of
+// (row-major over (x,y,z), z fastest); it depends on the grid, the chunk
+// size and the iteration count, not on the number of PEs (pinned values are
+// in TestJobDigestGolden). The reference line is one of
 //
 //	reference: match
 //	reference: MISMATCH (want chunk sum S fnv1a H)

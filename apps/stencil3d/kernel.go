@@ -149,18 +149,60 @@ func faceAxes(axis int) (u, v int) {
 	return 0, 1
 }
 
-// visitLayer calls fn with the array position of every interior point of
-// the layer normal to s's axis at local coordinate layer, in face order:
-// the faster of the two other axes (x before y before z) varies fastest.
-func visitLayer(b Block, s Side, layer int, fn func(n, pos int)) {
+// layerGeometry describes the interior points of one layer of a chunk's
+// array normal to an axis, in face order: rows along the faster of the
+// two other axes (u), stacked along the slower one (v).
+type layerGeometry struct {
+	base           int // array position of the layer's first point
+	uStride, uLen  int
+	vStride, vRows int
+}
+
+func layerOf(b Block, s Side, layer int) layerGeometry {
 	axis := s.Axis()
 	u, v := faceAxes(axis)
 	su, sv := b.stride(u), b.stride(v)
-	base := layer*b.stride(axis) + su + sv
+	return layerGeometry{
+		base:    layer*b.stride(axis) + su + sv,
+		uStride: su, uLen: b.extent(u),
+		vStride: sv, vRows: b.extent(v),
+	}
+}
+
+// visitLayer calls fn with the array position of every interior point of
+// the layer normal to s's axis at local coordinate layer, in face order.
+func visitLayer(b Block, s Side, layer int, fn func(n, pos int)) {
+	g := layerOf(b, s, layer)
 	n := 0
-	for q := range b.extent(v) {
-		for p := range b.extent(u) {
-			fn(n, base+p*su+q*sv)
+	for q := range g.vRows {
+		for p := range g.uLen {
+			fn(n, g.base+q*g.vStride+p*g.uStride)
+			n++
+		}
+	}
+}
+
+// copyLayer copies between a face and a layer of a chunk's array, face to
+// array if toArray, array to face otherwise; rows along x are contiguous.
+func copyLayer(g layerGeometry, array, face []float64, toArray bool) {
+	n := 0
+	for q := range g.vRows {
+		row := g.base + q*g.vStride
+		if g.uStride == 1 {
+			if toArray {
+				copy(array[row:row+g.uLen], face[n:n+g.uLen])
+			} else {
+				copy(face[n:n+g.uLen], array[row:row+g.uLen])
+			}
+			n += g.uLen
+			continue
+		}
+		for p := range g.uLen {
+			if toArray {
+				array[row+p*g.uStride] = face[n]
+			} else {
+				face[n] = array[row+p*g.uStride]
+			}
 			n++
 		}
 	}
@@ -178,7 +220,7 @@ func ExtractFace(b Block, t []float64, s Side, dst []float64) []float64 {
 	}
 	out := append(dst, make([]float64, b.FaceLen(s))...)
 	face := out[len(dst):]
-	visitLayer(b, s, layer, func(n, pos int) { face[n] = t[pos] })
+	copyLayer(layerOf(b, s, layer), t, face, false)
 	return out
 }
 
@@ -194,7 +236,7 @@ func StoreFace(b Block, t []float64, s Side, face []float64) error {
 	if s.Step() > 0 {
 		layer = b.extent(s.Axis()) + 1
 	}
-	visitLayer(b, s, layer, func(n, pos int) { t[pos] = face[n] })
+	copyLayer(layerOf(b, s, layer), t, face, true)
 	return nil
 }
 

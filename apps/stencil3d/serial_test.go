@@ -57,3 +57,25 @@ func TestSerialDiffersWithIterations(t *testing.T) {
 		t.Errorf("1 and 2 iterations give %+v and %+v", a, b)
 	}
 }
+
+// TestJobDigestGolden pins the job digests that the output shows, which
+// integration tests compare against: they depend on the chunk grid, the
+// chunk size and the iteration count, never on the number of PEs.
+func TestJobDigestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Grid: [3]int{64, 64, 64}, Chunk: [3]int{16, 16, 16}, Iterations: 10}, "job digest 077a2f83cdb16c25"},
+		{Config{Grid: [3]int{64, 64, 64}, Chunk: [3]int{16, 16, 16}, Iterations: 100}, "job digest 930c1576c77bc0a5"},
+		{Config{Grid: [3]int{16, 16, 16}, Chunk: [3]int{16, 16, 16}, Iterations: 10}, "job digest 75da0f680115a01f"},
+		{Config{Grid: [3]int{32, 16, 8}, Chunk: [3]int{16, 8, 4}, Iterations: 30}, "job digest 1bb9c77b34bd56a5"},
+	} {
+		if testing.Short() && tc.cfg.Iterations > 30 {
+			continue
+		}
+		if got := serialDigest(tc.cfg); got != tc.want {
+			t.Errorf("grid %v chunk %v, %d iterations: %s, want %s", tc.cfg.Grid, tc.cfg.Chunk, tc.cfg.Iterations, got, tc.want)
+		}
+	}
+}
