@@ -1,7 +1,8 @@
 // Package stencil3d is the Stencil3D mini-app: a 7-point Jacobi sweep over
 // a periodic 3-d grid split into chunks that exchange ghost faces every
 // iteration, the benchmark Charm++ uses for message-logging overhead. It
-// follows /work/shared/reference/stencil3d.md and imports only actor.
+// implements the project's Stencil3D specification (shared notes,
+// reference/stencil3d.md) and imports nothing of gochare but actor.
 //
 // # Running
 //

@@ -7,7 +7,7 @@ type referenceKey struct {
 	Iterations int
 }
 
-// referenceResults is the table of /work/shared/reference/stencil3d.md:
+// referenceResults is the table of the Stencil3D specification:
 // the value every chunk must end with, bit for bit.
 var referenceResults = map[referenceKey]ChunkResult{
 	{Block{16, 16, 16}, 10}:  {Sum: 465997.75732668047, FNV1a: 0xebd12050aa174b8e},
