@@ -146,6 +146,13 @@ type Domain struct {
 	delvXi, delvEta, delvZeta []float64
 	delxXi, delxEta, delxZeta []float64
 
+	// Exchange bookkeeping: shared nodes per neighbour direction (see
+	// directionSlot), their union, and the elements on each face.
+	sharedNodes     [27][]int32
+	sharedNodeUnion []int32
+	sumScratch      []float64
+	faceElements    [6][]int32
+
 	// Material regions and the EOS repetitions of each.
 	regions     [][]int32
 	regionReps  []int
@@ -231,6 +238,10 @@ func NewDomain(cfg Config) (*Domain, error) {
 		return nil, err
 	}
 	d.initialiseFields()
+	d.buildSharedNodes()
+	for _, f := range Faces {
+		d.faceElements[f] = d.FaceElements(f)
+	}
 	return d, nil
 }
 

@@ -97,19 +97,15 @@ func (t *jacobianTerms) shapeDerivatives() (bx, by, bz [4]float64) {
 	return bx, by, bz
 }
 
-// faceArea is the area vector of a quadrilateral face, a quarter of the
-// cross product of its bisectors; every corner of the face gets it.
-func faceArea(x0, y0, z0, x1, y1, z1, x2, y2, z2, x3, y3, z3 float64) (ax, ay, az float64) {
-	bx0 := 0.5 * (x3 + x2 - x1 - x0)
-	by0 := 0.5 * (y3 + y2 - y1 - y0)
-	bz0 := 0.5 * (z3 + z2 - z1 - z0)
-	bx1 := 0.5 * (x2 + x1 - x3 - x0)
-	by1 := 0.5 * (y2 + y1 - y3 - y0)
-	bz1 := 0.5 * (z2 + z1 - z3 - z0)
-	ax = 0.25 * (by0*bz1 - bz0*by1)
-	ay = 0.25 * (bz0*bx1 - bx0*bz1)
-	az = 0.25 * (bx0*by1 - by0*bx1)
-	return ax, ay, az
+// nodeNormalFaces lists the six faces of a hexahedron, each as its four
+// corners in the order their area vector is evaluated and summed.
+var nodeNormalFaces = [6][4]int{
+	{0, 1, 2, 3},
+	{0, 4, 5, 1},
+	{1, 5, 6, 2},
+	{2, 6, 7, 3},
+	{3, 7, 4, 0},
+	{4, 7, 6, 5},
 }
 
 // nodeNormals sums, at each corner, the area vectors of the three faces
@@ -117,48 +113,36 @@ func faceArea(x0, y0, z0, x1, y1, z1, x2, y2, z2, x3, y3, z3 float64) (ax, ay, a
 // which the element's stress pushes on the node.
 func nodeNormals(nx, ny, nz *[8]float64, x, y, z *[8]float64) {
 	*nx, *ny, *nz = [8]float64{}, [8]float64{}, [8]float64{}
-	addFace := func(a, b, c, e int) {
-		ax, ay, az := faceArea(x[a], y[a], z[a], x[b], y[b], z[b], x[c], y[c], z[c], x[e], y[e], z[e])
-		nx[a] += ax
-		nx[b] += ax
-		nx[c] += ax
-		nx[e] += ax
-		ny[a] += ay
-		ny[b] += ay
-		ny[c] += ay
-		ny[e] += ay
-		nz[a] += az
-		nz[b] += az
-		nz[c] += az
-		nz[e] += az
+	for f := range nodeNormalFaces {
+		face := &nodeNormalFaces[f]
+		c0, c1, c2, c3 := face[0]&7, face[1]&7, face[2]&7, face[3]&7
+		bx0 := 0.5 * (x[c3] + x[c2] - x[c1] - x[c0])
+		by0 := 0.5 * (y[c3] + y[c2] - y[c1] - y[c0])
+		bz0 := 0.5 * (z[c3] + z[c2] - z[c1] - z[c0])
+		bx1 := 0.5 * (x[c2] + x[c1] - x[c3] - x[c0])
+		by1 := 0.5 * (y[c2] + y[c1] - y[c3] - y[c0])
+		bz1 := 0.5 * (z[c2] + z[c1] - z[c3] - z[c0])
+		ax := 0.25 * (by0*bz1 - bz0*by1)
+		ay := 0.25 * (bz0*bx1 - bx0*bz1)
+		az := 0.25 * (bx0*by1 - by0*bx1)
+		nx[c0] += ax
+		nx[c1] += ax
+		nx[c2] += ax
+		nx[c3] += ax
+		ny[c0] += ay
+		ny[c1] += ay
+		ny[c2] += ay
+		ny[c3] += ay
+		nz[c0] += az
+		nz[c1] += az
+		nz[c2] += az
+		nz[c3] += az
 	}
-	addFace(0, 1, 2, 3)
-	addFace(0, 4, 5, 1)
-	addFace(1, 5, 6, 2)
-	addFace(2, 6, 7, 3)
-	addFace(3, 7, 4, 0)
-	addFace(4, 7, 6, 5)
-}
-
-// volumeDerivative is the derivative of the element volume with respect
-// to the position of one corner, given the six other corners that its
-// three faces touch (in the order the element's connectivity fixes).
-func volumeDerivative(x0, x1, x2, x3, x4, x5, y0, y1, y2, y3, y4, y5, z0, z1, z2, z3, z4, z5 float64) (dx, dy, dz float64) {
-	const twelfth = 1.0 / 12.0
-	dx = (y1+y2)*(z0+z1) - (y0+y1)*(z1+z2) +
-		(y0+y4)*(z3+z4) - (y3+y4)*(z0+z4) -
-		(y2+y5)*(z3+z5) + (y3+y5)*(z2+z5)
-	dy = -(x1+x2)*(z0+z1) + (x0+x1)*(z1+z2) -
-		(x0+x4)*(z3+z4) + (x3+x4)*(z0+z4) +
-		(x2+x5)*(z3+z5) - (x3+x5)*(z2+z5)
-	dz = -(y1+y2)*(x0+x1) + (y0+y1)*(x1+x2) -
-		(y0+y4)*(x3+x4) + (y3+y4)*(x0+x4) +
-		(y2+y5)*(x3+x5) - (y3+y5)*(x2+x5)
-	return dx * twelfth, dy * twelfth, dz * twelfth
 }
 
 // volumeDerivativeStencil lists, for each corner, the six corners its
-// volume derivative depends on.
+// volume derivative depends on (those of the three faces that meet
+// there, in the order the derivative formula takes them).
 var volumeDerivativeStencil = [8][6]int{
 	{1, 2, 3, 4, 5, 7},
 	{2, 3, 0, 5, 6, 4},
@@ -170,13 +154,26 @@ var volumeDerivativeStencil = [8][6]int{
 	{6, 5, 4, 3, 2, 0},
 }
 
+// volumeDerivatives is the derivative of the element volume with respect
+// to the position of each corner.
 func volumeDerivatives(dvdx, dvdy, dvdz *[8]float64, x, y, z *[8]float64) {
-	for c := range 8 {
+	const twelfth = 1.0 / 12.0
+	for c := range volumeDerivativeStencil {
 		s := &volumeDerivativeStencil[c]
-		dvdx[c], dvdy[c], dvdz[c] = volumeDerivative(
-			x[s[0]], x[s[1]], x[s[2]], x[s[3]], x[s[4]], x[s[5]],
-			y[s[0]], y[s[1]], y[s[2]], y[s[3]], y[s[4]], y[s[5]],
-			z[s[0]], z[s[1]], z[s[2]], z[s[3]], z[s[4]], z[s[5]])
+		i0, i1, i2, i3, i4, i5 := s[0]&7, s[1]&7, s[2]&7, s[3]&7, s[4]&7, s[5]&7
+		x0, x1, x2, x3, x4, x5 := x[i0], x[i1], x[i2], x[i3], x[i4], x[i5]
+		y0, y1, y2, y3, y4, y5 := y[i0], y[i1], y[i2], y[i3], y[i4], y[i5]
+		z0, z1, z2, z3, z4, z5 := z[i0], z[i1], z[i2], z[i3], z[i4], z[i5]
+		dx := (y1+y2)*(z0+z1) - (y0+y1)*(z1+z2) +
+			(y0+y4)*(z3+z4) - (y3+y4)*(z0+z4) -
+			(y2+y5)*(z3+z5) + (y3+y5)*(z2+z5)
+		dy := -(x1+x2)*(z0+z1) + (x0+x1)*(z1+z2) -
+			(x0+x4)*(z3+z4) + (x3+x4)*(z0+z4) +
+			(x2+x5)*(z3+z5) - (x3+x5)*(z2+z5)
+		dz := -(y1+y2)*(x0+x1) + (y0+y1)*(x1+x2) -
+			(y0+y4)*(x3+x4) + (y3+y4)*(x0+x4) +
+			(y2+y5)*(x3+x5) - (y3+y5)*(x2+x5)
+		dvdx[c], dvdy[c], dvdz[c] = dx*twelfth, dy*twelfth, dz*twelfth
 	}
 }
 

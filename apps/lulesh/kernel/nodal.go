@@ -69,7 +69,8 @@ func (d *Domain) integrateStress() error {
 func (d *Domain) addHourglassForces() error {
 	var xs, ys, zs, xv, yv, zv [8]float64
 	var dvdx, dvdy, dvdz [8]float64
-	var hourgam [8][4]float64
+	var gx, gy, gz [8]float64
+	var hourgam [4][8]float64
 	x, y, z := d.x, d.y, d.z
 	xd, yd, zd := d.xd, d.yd, d.zd
 	fx, fy, fz := d.fx, d.fy, d.fz
@@ -92,23 +93,42 @@ func (d *Domain) addHourglassForces() error {
 		volumeDerivatives(&dvdx, &dvdy, &dvdz, &xs, &ys, &zs)
 		determ := volo[el] * v[el]
 		volinv := 1.0 / determ
+
+		// The projections of the coordinates on the four modes. The
+		// modes' entries are ±1, so these are the reference's sums of
+		// products, term by term.
+		var hx, hy, hz [4]float64
+		hx[0] = xs[0] + xs[1] - xs[2] - xs[3] - xs[4] - xs[5] + xs[6] + xs[7]
+		hx[1] = xs[0] - xs[1] - xs[2] + xs[3] - xs[4] + xs[5] + xs[6] - xs[7]
+		hx[2] = xs[0] - xs[1] + xs[2] - xs[3] + xs[4] - xs[5] + xs[6] - xs[7]
+		hx[3] = -xs[0] + xs[1] - xs[2] + xs[3] + xs[4] - xs[5] + xs[6] - xs[7]
+		hy[0] = ys[0] + ys[1] - ys[2] - ys[3] - ys[4] - ys[5] + ys[6] + ys[7]
+		hy[1] = ys[0] - ys[1] - ys[2] + ys[3] - ys[4] + ys[5] + ys[6] - ys[7]
+		hy[2] = ys[0] - ys[1] + ys[2] - ys[3] + ys[4] - ys[5] + ys[6] - ys[7]
+		hy[3] = -ys[0] + ys[1] - ys[2] + ys[3] + ys[4] - ys[5] + ys[6] - ys[7]
+		hz[0] = zs[0] + zs[1] - zs[2] - zs[3] - zs[4] - zs[5] + zs[6] + zs[7]
+		hz[1] = zs[0] - zs[1] - zs[2] + zs[3] - zs[4] + zs[5] + zs[6] - zs[7]
+		hz[2] = zs[0] - zs[1] + zs[2] - zs[3] + zs[4] - zs[5] + zs[6] - zs[7]
+		hz[3] = -zs[0] + zs[1] - zs[2] + zs[3] + zs[4] - zs[5] + zs[6] - zs[7]
 		for mode := range 4 {
 			g := &hourglassModes[mode]
-			hx := xs[0]*g[0] + xs[1]*g[1] + xs[2]*g[2] + xs[3]*g[3] +
-				xs[4]*g[4] + xs[5]*g[5] + xs[6]*g[6] + xs[7]*g[7]
-			hy := ys[0]*g[0] + ys[1]*g[1] + ys[2]*g[2] + ys[3]*g[3] +
-				ys[4]*g[4] + ys[5]*g[5] + ys[6]*g[6] + ys[7]*g[7]
-			hz := zs[0]*g[0] + zs[1]*g[1] + zs[2]*g[2] + zs[3]*g[3] +
-				zs[4]*g[4] + zs[5]*g[5] + zs[6]*g[6] + zs[7]*g[7]
+			hg := &hourgam[mode]
+			mx, my, mz := hx[mode], hy[mode], hz[mode]
 			for c := range 8 {
-				hourgam[c][mode] = g[c] - volinv*(dvdx[c]*hx+dvdy[c]*hy+dvdz[c]*hz)
+				hg[c] = g[c] - volinv*(dvdx[c]*mx+dvdy[c]*my+dvdz[c]*mz)
 			}
 		}
+
 		volume13 := math.Cbrt(determ)
 		coefficient := -hourg * 0.01 * ss[el] * mass[el] / volume13
-		hourglassForce(&hourgam, &xv, coefficient, fx, nl)
-		hourglassForce(&hourgam, &yv, coefficient, fy, nl)
-		hourglassForce(&hourgam, &zv, coefficient, fz, nl)
+		hourglassResistance(&gx, &hourgam, &xv, coefficient)
+		hourglassResistance(&gy, &hourgam, &yv, coefficient)
+		hourglassResistance(&gz, &hourgam, &zv, coefficient)
+		for c, n := range nl {
+			fx[n] += gx[c]
+			fy[n] += gy[c]
+			fz[n] += gz[c]
+		}
 	}
 	if tangled >= 0 {
 		return fmt.Errorf("%w: element %d in hourglass control", ErrNegativeVolume, tangled)
@@ -116,19 +136,18 @@ func (d *Domain) addHourglassForces() error {
 	return nil
 }
 
-// hourglassForce adds to force the hourglass resistance of one velocity
-// component.
-func hourglassForce(hourgam *[8][4]float64, vel *[8]float64, coefficient float64, force []float64, nl *[8]int32) {
+// hourglassResistance is the hourglass force of one velocity component
+// at the 8 corners.
+func hourglassResistance(force *[8]float64, hourgam *[4][8]float64, vel *[8]float64, coefficient float64) {
 	var h [4]float64
 	for mode := range 4 {
-		h[mode] = hourgam[0][mode]*vel[0] + hourgam[1][mode]*vel[1] +
-			hourgam[2][mode]*vel[2] + hourgam[3][mode]*vel[3] +
-			hourgam[4][mode]*vel[4] + hourgam[5][mode]*vel[5] +
-			hourgam[6][mode]*vel[6] + hourgam[7][mode]*vel[7]
+		hg := &hourgam[mode]
+		h[mode] = hg[0]*vel[0] + hg[1]*vel[1] + hg[2]*vel[2] + hg[3]*vel[3] +
+			hg[4]*vel[4] + hg[5]*vel[5] + hg[6]*vel[6] + hg[7]*vel[7]
 	}
-	for c, n := range nl {
-		force[n] += coefficient *
-			(hourgam[c][0]*h[0] + hourgam[c][1]*h[1] + hourgam[c][2]*h[2] + hourgam[c][3]*h[3])
+	for c := range 8 {
+		force[c] = coefficient *
+			(hourgam[0][c]*h[0] + hourgam[1][c]*h[1] + hourgam[2][c]*h[2] + hourgam[3][c]*h[3])
 	}
 }
 
