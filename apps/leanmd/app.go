@@ -1,0 +1,122 @@
+package leanmd
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/leanmd/md"
+)
+
+// App is LeanMD: `gochare run leanmd --pes N --cells 5,5,3 --steps 200`.
+var App = actor.App{
+	Name:    "leanmd",
+	Summary: "Lennard-Jones molecular dynamics with cells, pair computes and atom migration",
+	Define:  func(j *actor.Job, args []string) error { return define(j, args, time.Now) },
+}
+
+// program is what every task of a job shares: the options and the proxies.
+// It is rebuilt identically by Define on every PE and never packed.
+type program struct {
+	opts  Options
+	geo   md.Geometry
+	clock func() time.Time
+
+	begin         *actor.Proxy[*Begin]
+	forces        *actor.Proxy[*Forces]
+	migrants      *actor.Proxy[*Migrants]
+	positions     *actor.Proxy[*Positions]
+	selfPositions *actor.Proxy[*Positions]
+	results       *actor.Proxy[*actor.ReductionResult]
+	stateReducer  actor.Reducer
+}
+
+// Keys: the positions and forces of step s (1-based) carry forceKey(s),
+// its migration lists migrationKey(s). A task expects key 0, that of step
+// 1, when created.
+func forceKey(step uint64) uint64     { return 2 * (step - 1) }
+func migrationKey(step uint64) uint64 { return 2*(step-1) + 1 }
+
+// energyReductions is the number of energy reductions of a run: at the
+// first and at the last step, once if they are the same.
+func (p *program) energyReductions() int {
+	if p.opts.Steps == 1 {
+		return 1
+	}
+	return 2
+}
+
+func define(j *actor.Job, args []string, clock func() time.Time) error {
+	opts, err := ParseOptions(args)
+	if err != nil {
+		return err
+	}
+	p := &program{opts: opts, geo: md.NewGeometry(opts.Config), clock: clock}
+	g := &p.geo
+	cells := actor.NewCollection(j, "cells", actor.Shape{g.Cells[0], g.Cells[1], g.Cells[2]}, p.cellMap, p.newCell)
+	computes := actor.NewCollection(j, "computes",
+		actor.Shape{g.Cells[0], g.Cells[1], g.Cells[2], g.ComputesPerCell(), 1, 1}, p.computeMap, p.newCompute)
+	driver := actor.NewCollection(j, "driver", actor.Shape{1}, func(lin, n, numPEs int) int { return 0 }, p.newDriver)
+
+	p.begin = actor.Handle(cells, "begin", actor.AnnotateOrdered(), (*cellTask).begin)
+	p.forces = actor.Handle(cells, "forces", actor.AnnotateCommutative(g.NumNeighbours()), (*cellTask).receiveForces,
+		actor.KeyBy(func(m *Forces) uint64 { return forceKey(m.Step) }),
+		actor.WhenComplete((*cellTask).forcesComplete))
+	p.migrants = actor.Handle(cells, "migrants", actor.AnnotateCommutative(g.NumNeighbours()), (*cellTask).receiveMigrants,
+		actor.KeyBy(func(m *Migrants) uint64 { return migrationKey(m.Step) }),
+		actor.WhenComplete((*cellTask).migrantsComplete))
+	p.positions = actor.Handle(computes, "positions", actor.AnnotateCommutative(2), (*computeTask).receivePositions,
+		actor.KeyBy(func(m *Positions) uint64 { return forceKey(m.Step) }),
+		actor.WhenComplete((*computeTask).positionsComplete))
+	p.selfPositions = actor.Handle(computes, "self-positions", actor.AnnotateOrdered(), (*computeTask).selfPositions,
+		actor.KeyBy(func(m *Positions) uint64 { return forceKey(m.Step) }))
+	start := actor.Handle(driver, "start", actor.AnnotateOrdered(), (*driverTask).start)
+	p.results = actor.Handle(driver, "results", actor.AnnotateCommutative(p.energyReductions()+1), (*driverTask).receiveResult,
+		actor.WhenComplete((*driverTask).resultsComplete))
+	p.stateReducer = j.CustomReducer("leanmd-state", combineState)
+	actor.Main(j, start, actor.Idx(0))
+	return j.Err()
+}
+
+// cellMap places the cells by the chosen map.
+func (p *program) cellMap(lin, n, numPEs int) int {
+	if p.opts.CellMap == "round-robin" {
+		return actor.RoundRobinMap(lin, n, numPEs)
+	}
+	return actor.BlockMap(lin, n, numPEs)
+}
+
+// computeMap places each compute on the PE of its own cell: the row-major
+// position of compute (x, y, z, k) is cell id · H + k.
+func (p *program) computeMap(lin, n, numPEs int) int {
+	return p.cellMap(lin/p.geo.ComputesPerCell(), p.geo.NumCells(), numPEs)
+}
+
+func cellOf(i actor.Index) md.Cell { return md.Cell{int(i[0]), int(i[1]), int(i[2])} }
+
+func cellIndex(c md.Cell) actor.Index { return actor.Idx(c[0], c[1], c[2]) }
+
+func computeIndex(home md.Cell, k int) actor.Index { return actor.Idx(home[0], home[1], home[2], k) }
+
+// combineState is the final-state reducer: integers added, digest bytes
+// concatenated (a holds the lower indices, so the bytes end in cell order).
+func combineState(a, b actor.Value) actor.Value {
+	if len(a.Ints) != len(b.Ints) || len(a.Floats)+len(b.Floats) != 0 {
+		panic(fmt.Sprintf("leanmd: state reduction of values with %d/%d ints and %d/%d floats",
+			len(a.Ints), len(b.Ints), len(a.Floats), len(b.Floats)))
+	}
+	out := actor.Value{Ints: make([]int64, len(a.Ints))}
+	for k := range a.Ints {
+		out.Ints[k] = a.Ints[k] + b.Ints[k]
+	}
+	out.Bytes = append(slices.Clip(a.Bytes), b.Bytes...)
+	return out
+}
+
+// marshalState and unmarshalState pack task state as protobuf.
+func marshalState(m proto.Message) ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
+}

@@ -1,0 +1,113 @@
+package leanmd
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/leanmd/md"
+)
+
+// computeTask computes the forces between its own cell (home) and the
+// neighbour at half-shell position k (partner), or within home when k = 0.
+type computeTask struct {
+	prog    *program
+	home    md.Cell
+	k       int
+	homeID  int
+	partner md.Cell
+	// partnerID is the partner cell's id (homeID for the self compute).
+	partnerID int
+
+	step uint64 // the step whose positions are awaited, from 1
+	// received holds the open region's messages: [0] from home, [1] from
+	// the partner.
+	received [2]*Positions
+}
+
+func (p *program) newCompute(i actor.Index) *computeTask {
+	g := &p.geo
+	t := &computeTask{prog: p, home: cellOf(i), k: int(i[3]), step: 1}
+	t.homeID = g.CellID(t.home)
+	t.partner = g.PartnerOf(t.home, t.k)
+	t.partnerID = g.CellID(t.partner)
+	return t
+}
+
+// receivePositions keeps one of the pair's two position messages.
+func (t *computeTask) receivePositions(ctx actor.Context, m *Positions) {
+	side := -1
+	switch {
+	case t.k == 0:
+	case int(m.Cell) == t.homeID:
+		side = 0
+	case int(m.Cell) == t.partnerID:
+		side = 1
+	}
+	if side < 0 || m.Step != t.step || t.received[side] != nil {
+		panic(fmt.Sprintf("leanmd: compute %v%d at step %d: unexpected positions of cell %d step %d",
+			t.home, t.k, t.step, m.Cell, m.Step))
+	}
+	t.received[side] = m
+}
+
+// positionsComplete computes the pair's forces and sends each cell its
+// contribution.
+func (t *computeTask) positionsComplete(ctx actor.Context, key uint64) {
+	homePos, partnerPos := t.received[0].Coordinates, t.received[1].Coordinates
+	t.received = [2]*Positions{}
+	homeForce, partnerForce := make([]float64, len(homePos)), make([]float64, len(partnerPos))
+	energy := t.prog.geo.ComputeForces(t.home, t.k, homePos, partnerPos, homeForce, partnerForce, t.prog.opts.IsEnergyStep(int(t.step)))
+	g := &t.prog.geo
+	t.prog.forces.Send(ctx, cellIndex(t.home), &Forces{Step: t.step, Slot: int32(g.HomeSlot(t.k)), Forces: homeForce, PotentialEnergy: energy})
+	t.prog.forces.Send(ctx, cellIndex(t.partner), &Forces{Step: t.step, Slot: int32(g.NeighbourSlot(t.k)), Forces: partnerForce})
+	t.step++
+	ctx.Expect(forceKey(t.step))
+}
+
+// selfPositions computes the forces within the home cell.
+func (t *computeTask) selfPositions(ctx actor.Context, m *Positions) {
+	if t.k != 0 || int(m.Cell) != t.homeID || m.Step != t.step {
+		panic(fmt.Sprintf("leanmd: compute %v%d at step %d: unexpected self positions of cell %d step %d",
+			t.home, t.k, t.step, m.Cell, m.Step))
+	}
+	force := make([]float64, len(m.Coordinates))
+	energy := t.prog.geo.ComputeForces(t.home, 0, m.Coordinates, nil, force, nil, t.prog.opts.IsEnergyStep(int(t.step)))
+	t.prog.forces.Send(ctx, cellIndex(t.home), &Forces{Step: t.step, Slot: int32(t.prog.geo.SelfSlot()), Forces: force, PotentialEnergy: energy})
+	t.step++
+	ctx.Expect(forceKey(t.step))
+}
+
+// MarshalBinary packs the compute.
+func (t *computeTask) MarshalBinary() ([]byte, error) {
+	s := &ComputeState{Step: t.step}
+	for _, m := range t.received {
+		if m != nil {
+			s.Pending = append(s.Pending, m)
+		}
+	}
+	return marshalState(s)
+}
+
+// UnmarshalBinary restores a compute packed by MarshalBinary into a task
+// made by the collection's constructor.
+func (t *computeTask) UnmarshalBinary(data []byte) error {
+	var s ComputeState
+	if err := proto.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("leanmd: unpack compute %v%d: %w", t.home, t.k, err)
+	}
+	t.step = s.Step
+	t.received = [2]*Positions{}
+	for _, m := range s.Pending {
+		switch int(m.Cell) {
+		case t.homeID:
+			t.received[0] = m
+		case t.partnerID:
+			t.received[1] = m
+		default:
+			return fmt.Errorf("leanmd: unpack compute %v%d: positions of cell %d", t.home, t.k, m.Cell)
+		}
+	}
+	return nil
+}

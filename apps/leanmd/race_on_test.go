@@ -1,0 +1,5 @@
+//go:build race
+
+package leanmd
+
+const raceDetector = true
