@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: actor.proto
+// source: actor/actor.proto
 
 package actor
 
@@ -34,7 +34,7 @@ type Start struct {
 
 func (x *Start) Reset() {
 	*x = Start{}
-	mi := &file_actor_proto_msgTypes[0]
+	mi := &file_actor_actor_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -46,7 +46,7 @@ func (x *Start) String() string {
 func (*Start) ProtoMessage() {}
 
 func (x *Start) ProtoReflect() protoreflect.Message {
-	mi := &file_actor_proto_msgTypes[0]
+	mi := &file_actor_actor_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -59,7 +59,7 @@ func (x *Start) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Start.ProtoReflect.Descriptor instead.
 func (*Start) Descriptor() ([]byte, []int) {
-	return file_actor_proto_rawDescGZIP(), []int{0}
+	return file_actor_actor_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Start) GetArgs() []string {
@@ -97,7 +97,7 @@ type ReductionResult struct {
 
 func (x *ReductionResult) Reset() {
 	*x = ReductionResult{}
-	mi := &file_actor_proto_msgTypes[1]
+	mi := &file_actor_actor_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -109,7 +109,7 @@ func (x *ReductionResult) String() string {
 func (*ReductionResult) ProtoMessage() {}
 
 func (x *ReductionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_actor_proto_msgTypes[1]
+	mi := &file_actor_actor_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -122,7 +122,7 @@ func (x *ReductionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReductionResult.ProtoReflect.Descriptor instead.
 func (*ReductionResult) Descriptor() ([]byte, []int) {
-	return file_actor_proto_rawDescGZIP(), []int{1}
+	return file_actor_actor_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ReductionResult) GetReducer() string {
@@ -178,7 +178,7 @@ type Quiescence struct {
 
 func (x *Quiescence) Reset() {
 	*x = Quiescence{}
-	mi := &file_actor_proto_msgTypes[2]
+	mi := &file_actor_actor_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -190,7 +190,7 @@ func (x *Quiescence) String() string {
 func (*Quiescence) ProtoMessage() {}
 
 func (x *Quiescence) ProtoReflect() protoreflect.Message {
-	mi := &file_actor_proto_msgTypes[2]
+	mi := &file_actor_actor_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -203,7 +203,7 @@ func (x *Quiescence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quiescence.ProtoReflect.Descriptor instead.
 func (*Quiescence) Descriptor() ([]byte, []int) {
-	return file_actor_proto_rawDescGZIP(), []int{2}
+	return file_actor_actor_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Quiescence) GetNumber() uint64 {
@@ -213,11 +213,11 @@ func (x *Quiescence) GetNumber() uint64 {
 	return 0
 }
 
-var File_actor_proto protoreflect.FileDescriptor
+var File_actor_actor_proto protoreflect.FileDescriptor
 
-const file_actor_proto_rawDesc = "" +
+const file_actor_actor_proto_rawDesc = "" +
 	"\n" +
-	"\vactor.proto\x12\rgochare.actor\"4\n" +
+	"\x11actor/actor.proto\x12\rgochare.actor\"4\n" +
 	"\x05Start\x12\x12\n" +
 	"\x04args\x18\x01 \x03(\tR\x04args\x12\x17\n" +
 	"\anum_pes\x18\x02 \x01(\x05R\x06numPes\"\xa9\x01\n" +
@@ -233,24 +233,24 @@ const file_actor_proto_rawDesc = "" +
 	"\x06number\x18\x01 \x01(\x04R\x06numberB\"Z github.com/gochare/gochare/actorb\x06proto3"
 
 var (
-	file_actor_proto_rawDescOnce sync.Once
-	file_actor_proto_rawDescData []byte
+	file_actor_actor_proto_rawDescOnce sync.Once
+	file_actor_actor_proto_rawDescData []byte
 )
 
-func file_actor_proto_rawDescGZIP() []byte {
-	file_actor_proto_rawDescOnce.Do(func() {
-		file_actor_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_actor_proto_rawDesc), len(file_actor_proto_rawDesc)))
+func file_actor_actor_proto_rawDescGZIP() []byte {
+	file_actor_actor_proto_rawDescOnce.Do(func() {
+		file_actor_actor_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_actor_actor_proto_rawDesc), len(file_actor_actor_proto_rawDesc)))
 	})
-	return file_actor_proto_rawDescData
+	return file_actor_actor_proto_rawDescData
 }
 
-var file_actor_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
-var file_actor_proto_goTypes = []any{
+var file_actor_actor_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_actor_actor_proto_goTypes = []any{
 	(*Start)(nil),           // 0: gochare.actor.Start
 	(*ReductionResult)(nil), // 1: gochare.actor.ReductionResult
 	(*Quiescence)(nil),      // 2: gochare.actor.Quiescence
 }
-var file_actor_proto_depIdxs = []int32{
+var file_actor_actor_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
 	0, // [0:0] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
@@ -258,26 +258,26 @@ var file_actor_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for field type_name
 }
 
-func init() { file_actor_proto_init() }
-func file_actor_proto_init() {
-	if File_actor_proto != nil {
+func init() { file_actor_actor_proto_init() }
+func file_actor_actor_proto_init() {
+	if File_actor_actor_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actor_proto_rawDesc), len(file_actor_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actor_actor_proto_rawDesc), len(file_actor_actor_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_actor_proto_goTypes,
-		DependencyIndexes: file_actor_proto_depIdxs,
-		MessageInfos:      file_actor_proto_msgTypes,
+		GoTypes:           file_actor_actor_proto_goTypes,
+		DependencyIndexes: file_actor_actor_proto_depIdxs,
+		MessageInfos:      file_actor_actor_proto_msgTypes,
 	}.Build()
-	File_actor_proto = out.File
-	file_actor_proto_goTypes = nil
-	file_actor_proto_depIdxs = nil
+	File_actor_actor_proto = out.File
+	file_actor_actor_proto_goTypes = nil
+	file_actor_actor_proto_depIdxs = nil
 }

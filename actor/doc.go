@@ -18,3 +18,5 @@
 // The runtime (package scheduler) implements Context; this package imports
 // nothing of gochare, and applications import only this package.
 package actor
+
+//go:generate protoc -I .. --go_out=.. --go_opt=module=github.com/gochare/gochare actor/actor.proto

@@ -18,3 +18,5 @@
 // Imports: actor (the API it implements), scheduler/wire (envelopes),
 // scheduler/transport (the network); later logging and migrate.
 package scheduler
+
+//go:generate protoc -I ../.. --go_out=../.. --go_opt=module=github.com/gochare/gochare scheduler/wire/wire.proto

@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: wire.proto
+// source: scheduler/wire/wire.proto
 
 package wire
 
@@ -52,11 +52,11 @@ func (x Kind) String() string {
 }
 
 func (Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_wire_proto_enumTypes[0].Descriptor()
+	return file_scheduler_wire_wire_proto_enumTypes[0].Descriptor()
 }
 
 func (Kind) Type() protoreflect.EnumType {
-	return &file_wire_proto_enumTypes[0]
+	return &file_scheduler_wire_wire_proto_enumTypes[0]
 }
 
 func (x Kind) Number() protoreflect.EnumNumber {
@@ -65,7 +65,7 @@ func (x Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Kind.Descriptor instead.
 func (Kind) EnumDescriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{0}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{0}
 }
 
 // Envelope is one message between tasks (or runtime parts) of a job.
@@ -92,7 +92,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_wire_proto_msgTypes[0]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -104,7 +104,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[0]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -117,7 +117,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{0}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Envelope) GetKind() Kind {
@@ -208,7 +208,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_wire_proto_msgTypes[1]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -220,7 +220,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[1]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -233,7 +233,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{1}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Batch) GetJob() uint64 {
@@ -262,7 +262,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_wire_proto_msgTypes[2]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -274,7 +274,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[2]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -287,7 +287,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{2}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Value) GetFloats() []float64 {
@@ -325,7 +325,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -337,7 +337,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -350,7 +350,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{3}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Callback) GetCollection() uint32 {
@@ -401,7 +401,7 @@ type ReductionNode struct {
 
 func (x *ReductionNode) Reset() {
 	*x = ReductionNode{}
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +413,7 @@ func (x *ReductionNode) String() string {
 func (*ReductionNode) ProtoMessage() {}
 
 func (x *ReductionNode) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +426,7 @@ func (x *ReductionNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReductionNode.ProtoReflect.Descriptor instead.
 func (*ReductionNode) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{4}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReductionNode) GetLo() int64 {
@@ -464,7 +464,7 @@ type ReductionPartial struct {
 
 func (x *ReductionPartial) Reset() {
 	*x = ReductionPartial{}
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +476,7 @@ func (x *ReductionPartial) String() string {
 func (*ReductionPartial) ProtoMessage() {}
 
 func (x *ReductionPartial) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +489,7 @@ func (x *ReductionPartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReductionPartial.ProtoReflect.Descriptor instead.
 func (*ReductionPartial) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{5}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReductionPartial) GetCollection() uint32 {
@@ -527,12 +527,11 @@ func (x *ReductionPartial) GetNodes() []*ReductionNode {
 	return nil
 }
 
-var File_wire_proto protoreflect.FileDescriptor
+var File_scheduler_wire_wire_proto protoreflect.FileDescriptor
 
-const file_wire_proto_rawDesc = "" +
+const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\n" +
-	"\n" +
-	"wire.proto\x12\fgochare.wire\"\x94\x02\n" +
+	"\x19scheduler/wire/wire.proto\x12\fgochare.wire\"\x94\x02\n" +
 	"\bEnvelope\x12&\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x12.gochare.wire.KindR\x04kind\x12\x1e\n" +
 	"\n" +
@@ -580,20 +579,20 @@ const file_wire_proto_rawDesc = "" +
 	"\x0eKIND_REDUCTION\x10\x01B+Z)github.com/gochare/gochare/scheduler/wireb\x06proto3"
 
 var (
-	file_wire_proto_rawDescOnce sync.Once
-	file_wire_proto_rawDescData []byte
+	file_scheduler_wire_wire_proto_rawDescOnce sync.Once
+	file_scheduler_wire_wire_proto_rawDescData []byte
 )
 
-func file_wire_proto_rawDescGZIP() []byte {
-	file_wire_proto_rawDescOnce.Do(func() {
-		file_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)))
+func file_scheduler_wire_wire_proto_rawDescGZIP() []byte {
+	file_scheduler_wire_wire_proto_rawDescOnce.Do(func() {
+		file_scheduler_wire_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_scheduler_wire_wire_proto_rawDesc), len(file_scheduler_wire_wire_proto_rawDesc)))
 	})
-	return file_wire_proto_rawDescData
+	return file_scheduler_wire_wire_proto_rawDescData
 }
 
-var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
-var file_wire_proto_goTypes = []any{
+var file_scheduler_wire_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_scheduler_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_scheduler_wire_wire_proto_goTypes = []any{
 	(Kind)(0),                // 0: gochare.wire.Kind
 	(*Envelope)(nil),         // 1: gochare.wire.Envelope
 	(*Batch)(nil),            // 2: gochare.wire.Batch
@@ -602,7 +601,7 @@ var file_wire_proto_goTypes = []any{
 	(*ReductionNode)(nil),    // 5: gochare.wire.ReductionNode
 	(*ReductionPartial)(nil), // 6: gochare.wire.ReductionPartial
 }
-var file_wire_proto_depIdxs = []int32{
+var file_scheduler_wire_wire_proto_depIdxs = []int32{
 	0, // 0: gochare.wire.Envelope.kind:type_name -> gochare.wire.Kind
 	1, // 1: gochare.wire.Batch.envelopes:type_name -> gochare.wire.Envelope
 	3, // 2: gochare.wire.ReductionNode.value:type_name -> gochare.wire.Value
@@ -615,27 +614,27 @@ var file_wire_proto_depIdxs = []int32{
 	0, // [0:5] is the sub-list for field type_name
 }
 
-func init() { file_wire_proto_init() }
-func file_wire_proto_init() {
-	if File_wire_proto != nil {
+func init() { file_scheduler_wire_wire_proto_init() }
+func file_scheduler_wire_wire_proto_init() {
+	if File_scheduler_wire_wire_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_wire_wire_proto_rawDesc), len(file_scheduler_wire_wire_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_wire_proto_goTypes,
-		DependencyIndexes: file_wire_proto_depIdxs,
-		EnumInfos:         file_wire_proto_enumTypes,
-		MessageInfos:      file_wire_proto_msgTypes,
+		GoTypes:           file_scheduler_wire_wire_proto_goTypes,
+		DependencyIndexes: file_scheduler_wire_wire_proto_depIdxs,
+		EnumInfos:         file_scheduler_wire_wire_proto_enumTypes,
+		MessageInfos:      file_scheduler_wire_wire_proto_msgTypes,
 	}.Build()
-	File_wire_proto = out.File
-	file_wire_proto_goTypes = nil
-	file_wire_proto_depIdxs = nil
+	File_scheduler_wire_wire_proto = out.File
+	file_scheduler_wire_wire_proto_goTypes = nil
+	file_scheduler_wire_wire_proto_depIdxs = nil
 }

@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: testmsg.proto
+// source: scheduler/internal/testmsg/testmsg.proto
 
 package testmsg
 
@@ -35,7 +35,7 @@ type Num struct {
 
 func (x *Num) Reset() {
 	*x = Num{}
-	mi := &file_testmsg_proto_msgTypes[0]
+	mi := &file_scheduler_internal_testmsg_testmsg_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -47,7 +47,7 @@ func (x *Num) String() string {
 func (*Num) ProtoMessage() {}
 
 func (x *Num) ProtoReflect() protoreflect.Message {
-	mi := &file_testmsg_proto_msgTypes[0]
+	mi := &file_scheduler_internal_testmsg_testmsg_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -60,7 +60,7 @@ func (x *Num) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Num.ProtoReflect.Descriptor instead.
 func (*Num) Descriptor() ([]byte, []int) {
-	return file_testmsg_proto_rawDescGZIP(), []int{0}
+	return file_scheduler_internal_testmsg_testmsg_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Num) GetKey() uint64 {
@@ -98,11 +98,11 @@ func (x *Num) GetData() []byte {
 	return nil
 }
 
-var File_testmsg_proto protoreflect.FileDescriptor
+var File_scheduler_internal_testmsg_testmsg_proto protoreflect.FileDescriptor
 
-const file_testmsg_proto_rawDesc = "" +
+const file_scheduler_internal_testmsg_testmsg_proto_rawDesc = "" +
 	"\n" +
-	"\rtestmsg.proto\x12\x0fgochare.testmsg\"m\n" +
+	"(scheduler/internal/testmsg/testmsg.proto\x12\x0fgochare.testmsg\"m\n" +
 	"\x03Num\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\x03R\x04from\x12\x14\n" +
@@ -111,22 +111,22 @@ const file_testmsg_proto_rawDesc = "" +
 	"\x04data\x18\x05 \x01(\fR\x04dataB7Z5github.com/gochare/gochare/scheduler/internal/testmsgb\x06proto3"
 
 var (
-	file_testmsg_proto_rawDescOnce sync.Once
-	file_testmsg_proto_rawDescData []byte
+	file_scheduler_internal_testmsg_testmsg_proto_rawDescOnce sync.Once
+	file_scheduler_internal_testmsg_testmsg_proto_rawDescData []byte
 )
 
-func file_testmsg_proto_rawDescGZIP() []byte {
-	file_testmsg_proto_rawDescOnce.Do(func() {
-		file_testmsg_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_testmsg_proto_rawDesc), len(file_testmsg_proto_rawDesc)))
+func file_scheduler_internal_testmsg_testmsg_proto_rawDescGZIP() []byte {
+	file_scheduler_internal_testmsg_testmsg_proto_rawDescOnce.Do(func() {
+		file_scheduler_internal_testmsg_testmsg_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_scheduler_internal_testmsg_testmsg_proto_rawDesc), len(file_scheduler_internal_testmsg_testmsg_proto_rawDesc)))
 	})
-	return file_testmsg_proto_rawDescData
+	return file_scheduler_internal_testmsg_testmsg_proto_rawDescData
 }
 
-var file_testmsg_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
-var file_testmsg_proto_goTypes = []any{
+var file_scheduler_internal_testmsg_testmsg_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_scheduler_internal_testmsg_testmsg_proto_goTypes = []any{
 	(*Num)(nil), // 0: gochare.testmsg.Num
 }
-var file_testmsg_proto_depIdxs = []int32{
+var file_scheduler_internal_testmsg_testmsg_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
 	0, // [0:0] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
@@ -134,26 +134,26 @@ var file_testmsg_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for field type_name
 }
 
-func init() { file_testmsg_proto_init() }
-func file_testmsg_proto_init() {
-	if File_testmsg_proto != nil {
+func init() { file_scheduler_internal_testmsg_testmsg_proto_init() }
+func file_scheduler_internal_testmsg_testmsg_proto_init() {
+	if File_scheduler_internal_testmsg_testmsg_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_testmsg_proto_rawDesc), len(file_testmsg_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_internal_testmsg_testmsg_proto_rawDesc), len(file_scheduler_internal_testmsg_testmsg_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_testmsg_proto_goTypes,
-		DependencyIndexes: file_testmsg_proto_depIdxs,
-		MessageInfos:      file_testmsg_proto_msgTypes,
+		GoTypes:           file_scheduler_internal_testmsg_testmsg_proto_goTypes,
+		DependencyIndexes: file_scheduler_internal_testmsg_testmsg_proto_depIdxs,
+		MessageInfos:      file_scheduler_internal_testmsg_testmsg_proto_msgTypes,
 	}.Build()
-	File_testmsg_proto = out.File
-	file_testmsg_proto_goTypes = nil
-	file_testmsg_proto_depIdxs = nil
+	File_scheduler_internal_testmsg_testmsg_proto = out.File
+	file_scheduler_internal_testmsg_testmsg_proto_goTypes = nil
+	file_scheduler_internal_testmsg_testmsg_proto_depIdxs = nil
 }

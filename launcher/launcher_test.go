@@ -1,0 +1,279 @@
+package launcher
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/launcher/controlpb"
+)
+
+// gochareBin is the gochare binary built once for the integration tests.
+var gochareBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gochare-test")
+	if err != nil {
+		panic(err)
+	}
+	gochareBin = filepath.Join(dir, "gochare")
+	build := exec.Command("go", "build", "-o", gochareBin, "github.com/gochare/gochare/cmd/gochare")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic(fmt.Sprintf("building gochare: %v", err))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// job is a running `gochare run` whose output lines are collected.
+type job struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []string
+	more  chan struct{}
+	done  chan struct{}
+	err   error
+}
+
+func startJob(t *testing.T, args ...string) *job {
+	t.Helper()
+	j := &job{cmd: exec.Command(gochareBin, args...), more: make(chan struct{}, 1), done: make(chan struct{})}
+	pr, pw := io.Pipe()
+	j.cmd.Stdout = pw
+	j.cmd.Stderr = pw
+	require.NoError(t, j.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			j.mu.Lock()
+			j.lines = append(j.lines, sc.Text())
+			j.mu.Unlock()
+			select {
+			case j.more <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	go func() {
+		j.err = j.cmd.Wait()
+		pw.Close()
+		close(j.done)
+	}()
+	t.Cleanup(func() {
+		j.cmd.Process.Kill()
+		<-j.done
+	})
+	return j
+}
+
+// waitLine waits until a line matches re and returns its submatches.
+func (j *job) waitLine(t *testing.T, re *regexp.Regexp, timeout time.Duration) []string {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		j.mu.Lock()
+		for _, l := range j.lines {
+			if m := re.FindStringSubmatch(l); m != nil {
+				j.mu.Unlock()
+				return m
+			}
+		}
+		j.mu.Unlock()
+		select {
+		case <-j.more:
+		case <-j.done:
+			// One last look after the process ended.
+			select {
+			case <-j.more:
+				continue
+			default:
+			}
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			for _, l := range j.lines {
+				if m := re.FindStringSubmatch(l); m != nil {
+					return m
+				}
+			}
+			t.Fatalf("job ended without a line matching %q; output:\n%s", re, strings.Join(j.lines, "\n"))
+		case <-deadline.C:
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			t.Fatalf("no line matching %q within %v; output:\n%s", re, timeout, strings.Join(j.lines, "\n"))
+		}
+	}
+}
+
+func (j *job) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-j.done:
+	case <-time.After(timeout):
+		t.Fatalf("job still running after %v", timeout)
+	}
+	var ee *exec.ExitError
+	if errors.As(j.err, &ee) {
+		return ee.ExitCode()
+	}
+	require.NoError(t, j.err)
+	return 0
+}
+
+var pidsLine = regexp.MustCompile(`msg="started PEs".* pids="?\[([0-9 ]+)\]`)
+
+func parsePids(t *testing.T, s string) []int {
+	var pids []int
+	for _, f := range strings.Fields(s) {
+		p, err := strconv.Atoi(f)
+		require.NoError(t, err)
+		pids = append(pids, p)
+	}
+	return pids
+}
+
+// gone reports whether no process with this pid exists (zombies count as
+// gone: they no longer run).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] == "Z"
+}
+
+func TestStencilOnRealPEsMatchesReference(t *testing.T) {
+	for _, pes := range []int{1, 2, 3, 4, 8} {
+		t.Run(fmt.Sprintf("%dpes", pes), func(t *testing.T) {
+			j := startJob(t, "run", "stencil3d", "--pes", strconv.Itoa(pes), "--iterations", "10")
+			require.Equal(t, 0, j.wait(t, 2*time.Minute), strings.Join(j.lines, "\n"))
+			j.waitLine(t, regexp.MustCompile(`^chunk sum 465997.75732668047 fnv1a ebd12050aa174b8e \(all 64 chunks equal\)$`), time.Second)
+			j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
+		})
+	}
+}
+
+func TestKilledPEIsReportedWithinOneSecondAndNothingIsLeft(t *testing.T) {
+	j := startJob(t, "run", "stencil3d", "--pes", "3", "--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "100000000")
+	pids := parsePids(t, j.waitLine(t, pidsLine, 30*time.Second)[1])
+	require.Len(t, pids, 3)
+	j.waitLine(t, regexp.MustCompile(`job begins`), 30*time.Second)
+	victim := pids[1]
+	killed := time.Now()
+	require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
+	j.waitLine(t, regexp.MustCompile(fmt.Sprintf(`PE 1 \(pid %d.*killed by signal 9`, victim)), 5*time.Second)
+	detected := time.Since(killed)
+	require.Less(t, detected, time.Second, "the launcher must report a dead PE within one second")
+	require.NotEqual(t, 0, j.wait(t, 30*time.Second))
+	for _, pid := range pids {
+		require.True(t, gone(pid), "PE pid %d still running after the job ended", pid)
+	}
+	t.Logf("dead PE reported after %v", detected)
+}
+
+func TestKilledLauncherLeavesNoOrphans(t *testing.T) {
+	j := startJob(t, "run", "stencil3d", "--pes", "2", "--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "100000000")
+	pids := parsePids(t, j.waitLine(t, pidsLine, 30*time.Second)[1])
+	j.waitLine(t, regexp.MustCompile(`job begins`), 30*time.Second)
+	require.NoError(t, j.cmd.Process.Kill())
+	<-j.done
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for !gone(pid) {
+			require.True(t, time.Now().Before(deadline), "PE pid %d outlived its launcher", pid)
+			time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+		}
+	}
+}
+
+func TestStrangerIsRefusedByCoordinator(t *testing.T) {
+	j := startJob(t, "run", "stencil3d", "--pes", "1", "--external", "--iterations", "10")
+	addr := j.waitLine(t, regexp.MustCompile(`--coordinator (\S+)`), 30*time.Second)[1]
+
+	for _, tc := range []struct {
+		name  string
+		hello func(nonce []byte) *controlpb.Hello
+		why   string
+	}{
+		{"wrong secret", func(nonce []byte) *controlpb.Hello {
+			return &controlpb.Hello{Rank: 0, Size: 1, Mac: helloMAC([]byte("not the job secret at all"), nonce)}
+		}, "wrong job secret"},
+		{"no hello", nil, "first message is not a hello"},
+	} {
+		raw, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		c := newConn(raw)
+		var first controlpb.ToPE
+		require.NoError(t, c.recv(&first))
+		nonce := first.GetChallenge().GetNonce()
+		require.Len(t, nonce, 32)
+		if tc.hello != nil {
+			require.NoError(t, c.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Hello{Hello: tc.hello(nonce)}}))
+		} else {
+			require.NoError(t, c.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Ready{Ready: &controlpb.Ready{}}}))
+		}
+		var reply controlpb.ToPE
+		require.Error(t, c.recv(&reply), "%s: the coordinator must close the connection", tc.name)
+		c.close()
+		j.waitLine(t, regexp.MustCompile(`refused connection" peer=127.0.0.1:\d+ reason="`+tc.why), 10*time.Second)
+	}
+	// A garbage stream is refused too, and the job still accepts its PE.
+	raw, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	raw.Write(bytes.Repeat([]byte{0xff}, 64))
+	raw.Close()
+	secret := j.waitLine(t, regexp.MustCompile(`GOCHARE_JOB_SECRET=([0-9a-f]+)`), time.Second)[1]
+	pe := exec.Command(gochareBin, "pe", "--coordinator", addr, "--rank", "0", "--size", "1")
+	pe.Env = append(os.Environ(), "GOCHARE_JOB_SECRET="+secret)
+	require.NoError(t, pe.Run())
+	require.Equal(t, 0, j.wait(t, time.Minute))
+	j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
+}
+
+func TestBadFlagsAreRefusedBeforeAnyPEStarts(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "stencil3d", "--pes", "2", "--grid", "banana"},
+		{"run", "stencil3d", "--pes", "0"},
+		{"run", "stencil3d"},
+		{"run", "nosuchapp", "--pes", "2"},
+		{"pe", "--coordinator", "127.0.0.1:1"},
+	} {
+		out, err := exec.Command(gochareBin, args...).CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v", args)
+		require.Equal(t, 2, ee.ExitCode(), "%v: %s", args, out)
+		require.NotContains(t, string(out), "started PEs", "%v", args)
+		require.Contains(t, string(out), "gochare:", "%v", args)
+	}
+}
+
+func TestSplitRunArgs(t *testing.T) {
+	o, app, err := splitRunArgs([]string{"--grid", "8,8,8", "--pes=3", "--json", "--listen", "0.0.0.0:7000", "--iterations", "5"})
+	require.NoError(t, err)
+	require.Equal(t, 3, o.pes)
+	require.Equal(t, "0.0.0.0:7000", o.listen)
+	require.Equal(t, []string{"--grid", "8,8,8", "--json", "--iterations", "5"}, app)
+	_, _, err = splitRunArgs([]string{"--pes"})
+	require.ErrorIs(t, err, errUsage)
+}
+
+var _ = context.Background

@@ -1,0 +1,292 @@
+package launcher
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/scheduler"
+)
+
+const usage = `usage:
+  gochare run APP --pes N [launcher flags] [app flags]
+      run APP on N PE processes on this machine
+      launcher flags:
+        --pes N                 number of PEs (required)
+        --listen HOST:PORT      coordinator address (default 127.0.0.1:0)
+        --external              start no PE: wait for N PEs started by hand,
+                                ssh or srun with 'gochare pe'
+        --secret-file FILE      with --external: write the job secret there
+        --heartbeat-timeout D   declare an external PE dead after D of
+                                silence (default 5s)
+  gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
+      run one PE of a job; rank and size default to SLURM_PROCID and
+      SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
+  gochare bench transport [flags]
+      transport latency and throughput between two PE processes
+  gochare apps
+      list the applications in this binary
+`
+
+// Main is the gochare command line: it runs, launches and benchmarks jobs
+// of the given applications and returns the process exit status.
+func Main(args []string, stdout, stderr io.Writer, apps ...actor.App) int {
+	byName := map[string]actor.App{}
+	for _, a := range apps {
+		byName[a.Name] = a
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	status := 0
+	switch args[0] {
+	case "run":
+		status, err = cmdRun(ctx, args[1:], stdout, stderr, log, byName)
+	case "pe":
+		status, err = cmdPE(ctx, args[1:], stderr, log, byName)
+	case "bench":
+		status, err = cmdBench(args[1:], stdout)
+	case "apps":
+		names := make([]string, 0, len(byName))
+		for n := range byName {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			fmt.Fprintf(stdout, "%-12s %s\n", n, byName[n].Summary)
+		}
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "gochare: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gochare: %v\n", err)
+		if status == 0 {
+			status = 1
+		}
+	}
+	return status
+}
+
+// errUsage marks command-line mistakes (exit status 2).
+var errUsage = errors.New("usage")
+
+type runOptions struct {
+	pes              int
+	listen           string
+	external         bool
+	secretFile       string
+	heartbeatTimeout time.Duration
+}
+
+// splitRunArgs separates the launcher's flags from the application's.
+func splitRunArgs(args []string) (runOptions, []string, error) {
+	o := runOptions{listen: "127.0.0.1:0", heartbeatTimeout: 5 * time.Second}
+	var appArgs []string
+	valueOf := func(i *int, name string) (string, error) {
+		a := args[*i]
+		if k := strings.IndexByte(a, '='); k >= 0 {
+			return a[k+1:], nil
+		}
+		if *i+1 >= len(args) {
+			return "", fmt.Errorf("%w: %s needs a value", errUsage, name)
+		}
+		*i++
+		return args[*i], nil
+	}
+	for i := 0; i < len(args); i++ {
+		name := strings.TrimLeft(args[i], "-")
+		if k := strings.IndexByte(name, '='); k >= 0 {
+			name = name[:k]
+		}
+		if !strings.HasPrefix(args[i], "-") {
+			appArgs = append(appArgs, args[i])
+			continue
+		}
+		switch name {
+		case "pes":
+			v, err := valueOf(&i, "--pes")
+			if err != nil {
+				return o, nil, err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return o, nil, fmt.Errorf("%w: --pes %q: want a positive number", errUsage, v)
+			}
+			o.pes = n
+		case "listen":
+			v, err := valueOf(&i, "--listen")
+			if err != nil {
+				return o, nil, err
+			}
+			o.listen = v
+		case "external":
+			o.external = true
+		case "secret-file":
+			v, err := valueOf(&i, "--secret-file")
+			if err != nil {
+				return o, nil, err
+			}
+			o.secretFile = v
+		case "heartbeat-timeout":
+			v, err := valueOf(&i, "--heartbeat-timeout")
+			if err != nil {
+				return o, nil, err
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return o, nil, fmt.Errorf("%w: --heartbeat-timeout %q: want a duration", errUsage, v)
+			}
+			o.heartbeatTimeout = d
+		default:
+			appArgs = append(appArgs, args[i])
+		}
+	}
+	if o.pes == 0 {
+		return o, nil, fmt.Errorf("%w: --pes N is required", errUsage)
+	}
+	return o, appArgs, nil
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, apps map[string]actor.App) (int, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprint(stderr, usage)
+		return 2, fmt.Errorf("%w: run needs an application name", errUsage)
+	}
+	app, ok := apps[args[0]]
+	if !ok {
+		return 2, fmt.Errorf("%w: no application %q (gochare apps lists them)", errUsage, args[0])
+	}
+	o, appArgs, err := splitRunArgs(args[1:])
+	if err != nil {
+		return 2, err
+	}
+	// Check the application's flags here, before any PE starts.
+	if _, err := scheduler.Define(app, appArgs); err != nil {
+		return 2, err
+	}
+	secret := newSecret()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return 1, fmt.Errorf("launcher: listen: %w", err)
+	}
+	cfg := coordinatorConfig{
+		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
+		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout,
+		Output: stdout, Log: log, Spawned: make([]bool, o.pes),
+	}
+	if o.external {
+		if o.secretFile != "" {
+			if err := os.WriteFile(o.secretFile, []byte(hex.EncodeToString(secret)+"\n"), 0o600); err != nil {
+				return 1, fmt.Errorf("launcher: %w", err)
+			}
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --secret-file %s\n", o.pes, ln.Addr(), o.pes, o.secretFile)
+		} else {
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  %s=%s gochare pe --coordinator %s --rank R --size %d\n", o.pes, secretEnv, hex.EncodeToString(secret), ln.Addr(), o.pes)
+		}
+		return newCoordinator(cfg, ln).run(ctx)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return 1, fmt.Errorf("launcher: %w", err)
+	}
+	co := newCoordinator(cfg, ln)
+	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), stdout: stdout, stderr: stderr}
+	for r := 0; r < o.pes; r++ {
+		cfg.Spawned[r] = true
+		if err := sp.start(r, o.pes, ln.Addr().String(), func(ev processExited) { co.post(ctx, ev) }); err != nil {
+			sp.stop(0)
+			return 1, err
+		}
+	}
+	log.Info("started PEs", "app", app.Name, "pes", o.pes, "pids", fmt.Sprint(sp.pids()), "coordinator", ln.Addr().String())
+	status, err := co.run(ctx)
+	grace := 5 * time.Second
+	if err != nil {
+		grace = 500 * time.Millisecond
+	}
+	sp.stop(grace)
+	return status, err
+}
+
+func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, apps map[string]actor.App) (int, error) {
+	fs := flag.NewFlagSet("pe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	coordinator := fs.String("coordinator", "", "coordinator address HOST:PORT")
+	rank := fs.Int("rank", -1, "this PE's rank (default $SLURM_PROCID)")
+	size := fs.Int("size", 0, "number of PEs (default $SLURM_NTASKS)")
+	secretFile := fs.String("secret-file", "", "file holding the job secret (default $"+secretEnv+")")
+	host := fs.String("host", "", "address to listen on for other PEs (default: the one that reaches the coordinator)")
+	if err := fs.Parse(args); err != nil {
+		return 2, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *coordinator == "" {
+		return 2, fmt.Errorf("%w: pe needs --coordinator HOST:PORT", errUsage)
+	}
+	if *rank < 0 {
+		if v, ok := os.LookupEnv("SLURM_PROCID"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 2, fmt.Errorf("%w: SLURM_PROCID=%q", errUsage, v)
+			}
+			*rank = n
+		}
+	}
+	if *size == 0 {
+		if v, ok := os.LookupEnv("SLURM_NTASKS"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 2, fmt.Errorf("%w: SLURM_NTASKS=%q", errUsage, v)
+			}
+			*size = n
+		}
+	}
+	if *rank < 0 || *size < 1 || *rank >= *size {
+		return 2, fmt.Errorf("%w: pe needs --rank R and --size N with 0 <= R < N (or SLURM_PROCID and SLURM_NTASKS)", errUsage)
+	}
+	secret, err := readSecret(*secretFile)
+	if err != nil {
+		return 2, err
+	}
+	return runPE(ctx, peOptions{
+		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host,
+		Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
+	})
+}
+
+func cmdBench(args []string, stdout io.Writer) (int, error) {
+	if len(args) == 0 {
+		return 2, fmt.Errorf("%w: bench needs a target (transport)", errUsage)
+	}
+	switch args[0] {
+	case "transport":
+		return 0, errors.New("TODO")
+	}
+	return 2, fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
+}

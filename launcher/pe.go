@@ -1,0 +1,181 @@
+package launcher
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/launcher/controlpb"
+	"github.com/gochare/gochare/scheduler"
+	"github.com/gochare/gochare/scheduler/transport"
+)
+
+// secretEnv carries the job secret to PEs (hex).
+const secretEnv = "GOCHARE_JOB_SECRET"
+
+// ErrNoSecret reports a PE started without the job secret.
+var ErrNoSecret = errors.New("launcher: no job secret (set " + secretEnv + " or --secret-file)")
+
+func newSecret() []byte {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("launcher: no randomness: %v", err))
+	}
+	return b
+}
+
+func readSecret(file string) ([]byte, error) {
+	text := os.Getenv(secretEnv)
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("launcher: secret file: %w", err)
+		}
+		text = string(b)
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, ErrNoSecret
+	}
+	secret, err := hex.DecodeString(text)
+	if err != nil || len(secret) < 16 {
+		return nil, fmt.Errorf("launcher: job secret must be at least 16 bytes in hex")
+	}
+	return secret, nil
+}
+
+// peOptions configure one PE process.
+type peOptions struct {
+	Coordinator string
+	Rank, Size  int
+	Secret      []byte
+	// Host is the address this PE's transport listens on and advertises.
+	Host   string
+	Apps   map[string]actor.App
+	Stderr io.Writer
+	Log    *slog.Logger
+}
+
+// peControl is the PE's side of the control connection.
+type peControl struct{ conn *conn }
+
+func (c peControl) to(m *controlpb.ToCoordinator) { c.conn.send(m) }
+func (c peControl) Output(line string) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Output{Output: &controlpb.Output{Line: line}}})
+}
+func (c peControl) Exit(status int) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Exit{Exit: &controlpb.ExitRequest{Status: int32(status)}}})
+}
+func (c peControl) Idle(round, sent, received uint64) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Idle{Idle: &controlpb.Idle{Round: round, Sent: sent, Received: received}}})
+}
+func (c peControl) RequestQuiescence() {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Quiescence{Quiescence: &controlpb.QuiescenceRequest{}}})
+}
+
+// runPE runs one PE process until the coordinator stops the job. It returns
+// the status the process should exit with.
+func runPE(ctx context.Context, o peOptions) (int, error) {
+	raw, err := net.DialTimeout("tcp", o.Coordinator, 10*time.Second)
+	if err != nil {
+		return 1, fmt.Errorf("launcher: PE %d: coordinator: %w", o.Rank, err)
+	}
+	cn := newConn(raw)
+	defer cn.close()
+	if o.Host == "" {
+		// Listen where this host reaches the coordinator: the other PEs
+		// reach it the same way.
+		o.Host = raw.LocalAddr().(*net.TCPAddr).IP.String()
+	}
+	ep, err := transport.NewProtoActor(transport.Config{
+		Rank: o.Rank, Size: o.Size, Host: o.Host, Secret: o.Secret, Logger: o.Log,
+	})
+	if err != nil {
+		return 1, fmt.Errorf("launcher: PE %d transport: %w", o.Rank, err)
+	}
+	defer ep.Close()
+
+	var first controlpb.ToPE
+	if err := cn.recv(&first); err != nil {
+		return 1, fmt.Errorf("launcher: PE %d: no challenge from coordinator: %w", o.Rank, err)
+	}
+	ch := first.GetChallenge()
+	if ch == nil {
+		return 1, fmt.Errorf("launcher: PE %d: coordinator did not open with a challenge", o.Rank)
+	}
+	host, _ := os.Hostname()
+	if err := cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Hello{Hello: &controlpb.Hello{
+		Rank: int32(o.Rank), Size: int32(o.Size), Mac: helloMAC(o.Secret, ch.Nonce),
+		TransportAddr: ep.Addr(), Pid: int64(os.Getpid()), Host: host,
+	}}}); err != nil {
+		return 1, err
+	}
+	var setupMsg controlpb.ToPE
+	if err := cn.recv(&setupMsg); err != nil {
+		return 1, fmt.Errorf("launcher: PE %d: refused by the coordinator or no setup: %w", o.Rank, err)
+	}
+	setup := setupMsg.GetSetup()
+	if setup == nil || int(setup.Rank) != o.Rank || int(setup.Size) != o.Size || len(setup.TransportAddrs) != o.Size {
+		return 1, fmt.Errorf("launcher: PE %d: bad setup from coordinator: %v", o.Rank, setupMsg.String())
+	}
+	app, ok := o.Apps[setup.App]
+	if !ok {
+		return 1, fmt.Errorf("launcher: PE %d: this binary has no app %q", o.Rank, setup.App)
+	}
+	control := peControl{conn: cn}
+	pe, err := scheduler.New(scheduler.Config{
+		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args,
+		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
+	})
+	if err != nil {
+		control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})
+		return 1, err
+	}
+	if err := ep.Start(setup.TransportAddrs, pe); err != nil {
+		return 1, fmt.Errorf("launcher: PE %d: start transport: %w", o.Rank, err)
+	}
+	if err := cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Ready{Ready: &controlpb.Ready{}}}); err != nil {
+		return 1, err
+	}
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Heartbeat{Heartbeat: &controlpb.Heartbeat{}}}) != nil {
+					return
+				}
+			}
+		}
+	}()
+	for {
+		var m controlpb.ToPE
+		if err := cn.recv(&m); err != nil {
+			return 1, fmt.Errorf("launcher: PE %d lost the coordinator: %w", o.Rank, err)
+		}
+		switch m := m.Msg.(type) {
+		case *controlpb.ToPE_Begin:
+			ep.Post(scheduler.Begin{})
+		case *controlpb.ToPE_Probe:
+			ep.Post(scheduler.Probe{Round: m.Probe.Round})
+		case *controlpb.ToPE_Quiescence:
+			ep.Post(scheduler.QuiescenceDetected{Number: m.Quiescence.Number})
+		case *controlpb.ToPE_Stop:
+			return 0, nil
+		default:
+			o.Log.Warn("unexpected control message", "type", fmt.Sprintf("%T", m))
+		}
+	}
+}

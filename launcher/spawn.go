@@ -1,0 +1,124 @@
+package launcher
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// exitHow says how a process ended, in words.
+func exitHow(st *os.ProcessState) string {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+	}
+	return fmt.Sprintf("exited with status %d", st.ExitCode())
+}
+
+// spawner starts the PE processes of a job on this machine and streams
+// their output with a PE prefix.
+type spawner struct {
+	exe    string
+	secret string
+	stdout io.Writer
+	stderr io.Writer
+	// extraEnv is added to every PE's environment.
+	extraEnv []string
+
+	mu    sync.Mutex // guards the writers, so prefixed lines do not interleave
+	procs []*exec.Cmd
+	wg    sync.WaitGroup
+	done  []chan struct{}
+}
+
+// start launches PE rank of size, connecting to the coordinator at addr.
+// When it ends, report is called with how.
+func (s *spawner) start(rank, size int, addr string, report func(processExited)) error {
+	cmd := exec.Command(s.exe, "pe", "--coordinator", addr, "--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size))
+	cmd.Env = append(os.Environ(), append([]string{secretEnv + "=" + s.secret}, s.extraEnv...)...)
+	// The PE dies with the launcher, so a killed launcher leaves no orphans.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("launcher: PE %d stdout: %w", rank, err)
+	}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		return fmt.Errorf("launcher: PE %d stderr: %w", rank, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("launcher: start PE %d: %w", rank, err)
+	}
+	done := make(chan struct{})
+	s.procs = append(s.procs, cmd)
+	s.done = append(s.done, done)
+	var streams sync.WaitGroup
+	streams.Add(2)
+	go s.stream(&streams, rank, outPipe, s.stdout)
+	go s.stream(&streams, rank, errPipe, s.stderr)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		err := cmd.Wait()
+		close(done)
+		streams.Wait()
+		report(processExited{rank: rank, pid: cmd.Process.Pid, state: cmd.ProcessState, err: err})
+	}()
+	return nil
+}
+
+func (s *spawner) stream(wg *sync.WaitGroup, rank int, r io.Reader, w io.Writer) {
+	defer wg.Done()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		s.mu.Lock()
+		fmt.Fprintf(w, "[pe %d] %s\n", rank, sc.Bytes())
+		s.mu.Unlock()
+	}
+}
+
+// stop waits up to grace for every PE to end by itself, then kills the rest
+// (the whole process group of each) and waits for them.
+func (s *spawner) stop(grace time.Duration) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	for i, cmd := range s.procs {
+		select {
+		case <-s.done[i]:
+			continue
+		case <-deadline.C:
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Process.Kill()
+		// Later PEs get no further grace.
+		deadline.Reset(0)
+	}
+	s.wg.Wait()
+}
+
+// pids returns the process ids of the PEs started so far.
+func (s *spawner) pids() []int {
+	var p []int
+	for _, c := range s.procs {
+		p = append(p, c.Process.Pid)
+	}
+	return p
+}
+
+// waitAll blocks until every spawned PE has ended or ctx is done.
+func (s *spawner) waitAll(ctx context.Context) {
+	for _, d := range s.done {
+		select {
+		case <-d:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
