@@ -1,0 +1,380 @@
+package transport
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// frameOverhead is what a frame costs in the window beyond its data, so
+// that a stream of empty payloads is bounded too.
+const frameOverhead = 64
+
+// maxBackoffShift caps the doubling of the resend timeout (2^5 = 32 times).
+const maxBackoffShift = 5
+
+// core is the transport protocol of one PE, without I/O: per-peer sequence
+// numbers, fragmentation and reassembly, cumulative acknowledgements,
+// go-back-N resends and the flow-control window. Its owner calls send,
+// receive, tick, flush and peerLost from one goroutine; core calls transmit
+// for each frame to put on the wire and deliver for each complete payload.
+// It reads no clock: time is the number of tick calls.
+type core struct {
+	coreConfig
+	out   []outChannel // indexed by destination rank
+	in    []inChannel  // indexed by source rank
+	ticks uint64
+	stats *counters
+	log   *slog.Logger
+
+	transmit func(to int, f *Frame)
+	deliver  func(from int, payload []byte)
+}
+
+type coreConfig struct {
+	rank, size  int
+	maxFrame    int
+	window      int
+	maxPayload  int
+	resendTicks uint64 // ticks before the oldest unacknowledged frame is resent
+	ackFrames   int    // send a standalone ack after this many frames received...
+	ackBytes    int    // ...or this many bytes, whichever comes first
+}
+
+// outChannel is the state of the frames this PE sends to one peer.
+type outChannel struct {
+	nextSeq  uint64      // sequence number of the next new frame
+	acked    uint64      // highest cumulative ack received
+	unacked  []sentFrame // frames acked+1 .. nextSeq-1, in order
+	inFlight int         // window cost of unacked
+	pending  []pendingPayload
+	// lastGoBack is where the last resend asked for by the peer started;
+	// the peer repeats its request for every frame after a gap, and one
+	// resend answers them all.
+	lastGoBack uint64
+	timeouts   uint // consecutive resend timeouts without progress
+}
+
+type sentFrame struct {
+	seq           uint64
+	data          []byte
+	offset, total int
+	sentTick      uint64
+}
+
+type pendingPayload struct {
+	data   []byte
+	offset int // bytes already cut into frames
+}
+
+// inChannel is the state of the frames this PE receives from one peer.
+type inChannel struct {
+	expected uint64 // sequence number of the next frame accepted
+	assembly []byte // payload being joined from fragments, nil when none
+	// Acknowledgement owed to the peer: since which tick, for how much.
+	owed       bool
+	owedTick   uint64
+	owedFrames int
+	owedBytes  int
+	// nackedFor is the expected seq for which a resend was last requested.
+	nackedFor uint64
+}
+
+func newCore(cc coreConfig, stats *counters, log *slog.Logger) *core {
+	c := &core{
+		coreConfig: cc,
+		out:        make([]outChannel, cc.size),
+		in:         make([]inChannel, cc.size),
+		stats:      stats,
+		log:        log,
+	}
+	for i := range c.out {
+		c.out[i].nextSeq = 1
+		c.in[i].expected = 1
+	}
+	return c
+}
+
+func coreConfigFrom(cfg Config) coreConfig {
+	resendTicks := uint64(cfg.ResendAfter / cfg.TickInterval)
+	if resendTicks < 2 {
+		resendTicks = 2
+	}
+	return coreConfig{
+		rank:        cfg.Rank,
+		size:        cfg.Size,
+		maxFrame:    cfg.MaxFrame,
+		window:      cfg.Window,
+		maxPayload:  cfg.MaxPayload,
+		resendTicks: resendTicks,
+		ackFrames:   32,
+		ackBytes:    cfg.Window / 4,
+	}
+}
+
+// send queues payload for PE to and transmits what the window allows.
+func (c *core) send(to int, payload []byte) {
+	if to < 0 || to >= c.size {
+		panic(fmt.Sprintf("transport: send to rank %d of %d", to, c.size))
+	}
+	c.stats.payloadsSent.Add(1)
+	c.stats.backlog.Add(int64(len(payload)))
+	o := &c.out[to]
+	o.pending = append(o.pending, pendingPayload{data: payload})
+	if len(o.pending) == 1 {
+		c.pump(to)
+	}
+}
+
+// pump cuts pending payloads into frames and transmits them while the
+// window has room. A frame is always allowed when nothing is in flight, so
+// a window smaller than a frame cannot stall the channel.
+func (c *core) pump(to int) {
+	o := &c.out[to]
+	for len(o.pending) > 0 {
+		p := &o.pending[0]
+		n := min(c.maxFrame, len(p.data)-p.offset)
+		cost := n + frameOverhead
+		if o.inFlight > 0 && o.inFlight+cost > c.window {
+			return
+		}
+		sf := sentFrame{
+			seq:    o.nextSeq,
+			data:   p.data[p.offset : p.offset+n : p.offset+n],
+			offset: p.offset,
+			total:  len(p.data),
+		}
+		o.nextSeq++
+		p.offset += n
+		if p.offset == len(p.data) {
+			o.pending[0] = pendingPayload{}
+			o.pending = o.pending[1:]
+			if len(o.pending) == 0 {
+				o.pending = nil
+			}
+		}
+		o.inFlight += cost
+		if peak := uint64(o.inFlight); peak > c.stats.peakInFlight.Load() {
+			c.stats.peakInFlight.Store(peak)
+		}
+		o.unacked = append(o.unacked, sf)
+		c.transmitData(to, &o.unacked[len(o.unacked)-1])
+	}
+}
+
+func (c *core) transmitData(to int, sf *sentFrame) {
+	f := &Frame{
+		From:   uint32(c.rank),
+		Seq:    sf.seq,
+		Offset: uint64(sf.offset),
+		Total:  uint64(sf.total),
+		Data:   sf.data,
+	}
+	c.stampAck(to, f)
+	sf.sentTick = c.ticks
+	c.stats.framesSent.Add(1)
+	c.stats.bytesSent.Add(uint64(len(sf.data)))
+	c.transmit(to, f)
+}
+
+// stampAck piggybacks the cumulative ack for the channel from peer on f.
+func (c *core) stampAck(peer int, f *Frame) {
+	in := &c.in[peer]
+	f.Ack = in.expected - 1
+	in.owed = false
+	in.owedFrames = 0
+	in.owedBytes = 0
+}
+
+func (c *core) transmitAck(to int, resendFrom uint64) {
+	f := &Frame{From: uint32(c.rank), ResendFrom: resendFrom}
+	c.stampAck(to, f)
+	c.stats.acksSent.Add(1)
+	c.transmit(to, f)
+}
+
+// goBack resends every unacknowledged frame to peer to, oldest first.
+func (c *core) goBack(to int) {
+	o := &c.out[to]
+	if len(o.unacked) == 0 {
+		return
+	}
+	c.stats.goBacks.Add(1)
+	c.stats.resends.Add(uint64(len(o.unacked)))
+	for i := range o.unacked {
+		c.transmitData(to, &o.unacked[i])
+	}
+}
+
+// receive handles a frame that arrived from the network. It returns an
+// error (wrapping ErrMalformed or ErrUnknownRank) for a frame it dropped as
+// invalid; duplicates and frames after a gap are dropped silently (counted).
+func (c *core) receive(f *Frame) error {
+	if int64(f.From) >= int64(c.size) {
+		c.stats.malformed.Add(1)
+		return fmt.Errorf("%w: rank %d, job size %d", ErrUnknownRank, f.From, c.size)
+	}
+	from := int(f.From)
+	if err := c.onAck(from, f.Ack, f.ResendFrom); err != nil {
+		c.stats.malformed.Add(1)
+		return err
+	}
+	if f.Seq == 0 {
+		if len(f.Data) != 0 || f.Offset != 0 || f.Total != 0 {
+			c.stats.malformed.Add(1)
+			return fmt.Errorf("%w: ack frame from %d carries data", ErrMalformed, from)
+		}
+		c.stats.acksReceived.Add(1)
+		return nil
+	}
+	in := &c.in[from]
+	switch {
+	case f.Seq < in.expected:
+		c.stats.duplicates.Add(1)
+		c.owe(in) // the peer resent: it may have missed our ack
+		return nil
+	case f.Seq > in.expected:
+		c.stats.outOfOrder.Add(1)
+		if in.nackedFor != in.expected {
+			in.nackedFor = in.expected
+			c.transmitAck(from, in.expected)
+		}
+		return nil
+	}
+	payload, complete, err := in.join(f, c.maxPayload)
+	if err != nil {
+		c.stats.malformed.Add(1)
+		return fmt.Errorf("%w from %d seq %d: %w", ErrMalformed, from, f.Seq, err)
+	}
+	in.expected++
+	c.stats.framesReceived.Add(1)
+	c.stats.bytesReceived.Add(uint64(len(f.Data)))
+	c.owe(in)
+	in.owedFrames++
+	in.owedBytes += len(f.Data) + frameOverhead
+	if complete {
+		c.stats.payloadsDelivered.Add(1)
+		c.deliver(from, payload)
+	}
+	// The handler may have sent to from and so piggybacked the ack.
+	if in.owed && (in.owedFrames >= c.ackFrames || in.owedBytes >= c.ackBytes) {
+		c.transmitAck(from, 0)
+	}
+	return nil
+}
+
+func (c *core) owe(in *inChannel) {
+	if !in.owed {
+		in.owed = true
+		in.owedTick = c.ticks
+	}
+}
+
+// errFragment describes fragments that do not continue the payload.
+var errFragment = fmt.Errorf("fragment does not fit")
+
+// join adds an in-order data frame to the payload being assembled. It
+// returns the payload when f completes it.
+func (in *inChannel) join(f *Frame, maxPayload int) (payload []byte, complete bool, err error) {
+	n := uint64(len(f.Data))
+	switch {
+	case f.Total > uint64(maxPayload):
+		return nil, false, fmt.Errorf("payload of %d bytes above limit %d", f.Total, maxPayload)
+	case f.Offset > f.Total || n > f.Total-f.Offset:
+		return nil, false, fmt.Errorf("%w: %d bytes at %d of %d", errFragment, n, f.Offset, f.Total)
+	case n == 0 && f.Total != 0:
+		return nil, false, fmt.Errorf("%w: empty fragment at %d of %d", errFragment, f.Offset, f.Total)
+	}
+	if in.assembly == nil {
+		if f.Offset != 0 {
+			return nil, false, fmt.Errorf("%w: first fragment at offset %d", errFragment, f.Offset)
+		}
+		if n == f.Total {
+			return f.Data, true, nil
+		}
+		in.assembly = make([]byte, 0, f.Total)
+	} else if f.Offset != uint64(len(in.assembly)) || f.Total != uint64(cap(in.assembly)) {
+		return nil, false, fmt.Errorf("%w: %d bytes at %d of %d, have %d of %d",
+			errFragment, n, f.Offset, f.Total, len(in.assembly), cap(in.assembly))
+	}
+	in.assembly = append(in.assembly, f.Data...)
+	if len(in.assembly) < cap(in.assembly) {
+		return nil, false, nil
+	}
+	payload, in.assembly = in.assembly, nil
+	return payload, true, nil
+}
+
+// onAck applies a cumulative ack and a resend request from peer.
+func (c *core) onAck(peer int, ack, resendFrom uint64) error {
+	o := &c.out[peer]
+	if ack >= o.nextSeq {
+		return fmt.Errorf("%w: ack %d from %d for frames up to %d only", ErrMalformed, ack, peer, o.nextSeq-1)
+	}
+	if ack > o.acked {
+		k := int(ack - o.acked)
+		released := 0
+		for i := range o.unacked[:k] {
+			released += len(o.unacked[i].data)
+			o.inFlight -= len(o.unacked[i].data) + frameOverhead
+			o.unacked[i] = sentFrame{}
+		}
+		o.unacked = o.unacked[k:]
+		if len(o.unacked) == 0 {
+			o.unacked = nil
+		}
+		o.acked = ack
+		o.timeouts = 0
+		c.stats.backlog.Add(-int64(released))
+		c.pump(peer)
+	}
+	if resendFrom != 0 && resendFrom == o.acked+1 && resendFrom != o.lastGoBack && len(o.unacked) > 0 {
+		o.lastGoBack = resendFrom
+		c.goBack(peer)
+	}
+	return nil
+}
+
+// tick advances time by one tick: acknowledgements owed since an earlier
+// tick go out, and channels whose oldest frame timed out go back.
+func (c *core) tick() {
+	c.ticks++
+	c.flushAcks()
+	for to := range c.out {
+		o := &c.out[to]
+		if len(o.unacked) == 0 {
+			continue
+		}
+		timeout := c.resendTicks << min(o.timeouts, maxBackoffShift)
+		if c.ticks-o.unacked[0].sentTick >= timeout {
+			o.timeouts++
+			c.goBack(to)
+		}
+	}
+}
+
+// flush sends the acknowledgements owed since an earlier tick. Newer ones
+// wait for a frame to ride on, the ack thresholds, or the next tick: a busy
+// one-way stream must not cost one ack per frame.
+func (c *core) flush() {
+	c.flushAcks()
+	for to := range c.out {
+		c.pump(to)
+	}
+}
+
+func (c *core) flushAcks() {
+	for from := range c.in {
+		in := &c.in[from]
+		if in.owed && in.owedTick < c.ticks {
+			c.transmitAck(from, 0)
+		}
+	}
+}
+
+// peerLost handles the loss of the connection to peer: frames in flight
+// may be lost, so go back now instead of waiting for the timeout.
+func (c *core) peerLost(peer int) {
+	c.out[peer].lastGoBack = 0
+	c.in[peer].nackedFor = 0
+	c.goBack(peer)
+}

@@ -1,0 +1,356 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// actorName is the name of the actor of every PE.
+const actorName = "pe"
+
+// Remote settings. protoactor's defaults preallocate a million-slot queue
+// per endpoint writer and send batches of up to 1000 messages, which with
+// large frames exceeds gRPC's 4 MB message limit.
+const (
+	writerBatchSize = 64  // frames per gRPC message
+	writerQueueSize = 256 // initial slots of an endpoint writer's queue (it grows)
+	grpcWindow      = 4 << 20
+)
+
+// ProtoActor is an Endpoint over protoactor-go remote (gRPC streams).
+type ProtoActor struct {
+	cfg    Config
+	log    *slog.Logger
+	system *actor.ActorSystem
+	remote *remote.Remote
+	self   *actor.PID
+	addr   string
+	stats  counters
+	pe     *peActor
+
+	mu struct {
+		sync.Mutex
+		started, closed bool
+	}
+	sub        *eventstream.Subscription
+	stopTicker chan struct{}
+	tickerDone chan struct{}
+	tickQueued atomic.Bool
+}
+
+var _ Endpoint = (*ProtoActor)(nil)
+
+// Messages of the PE actor besides *Frame.
+type (
+	postedEvent struct{ ev any }
+	startMsg    struct {
+		peers []*actor.PID
+		h     Handler
+	}
+	tickMsg     struct{}
+	peerLostMsg struct{ rank int }
+)
+
+// NewProtoActor builds an endpoint and starts listening: Addr is valid when
+// it returns. Frames that arrive before Start wait for it.
+func NewProtoActor(cfg Config) (*ProtoActor, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := &ProtoActor{cfg: cfg, log: cfg.Logger.With("rank", cfg.Rank)}
+	e.system = actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return slog.New(minLevel{cfg.Logger.Handler(), slog.LevelError}).With("lib", "protoactor", "rank", cfg.Rank)
+		}),
+		actor.WithDeadLetterRequestLogging(false),
+	)
+	auth := &authenticator{
+		token:     jobToken(cfg.Secret),
+		log:       e.log,
+		refused:   func() { e.stats.refused.Add(1) },
+		malformed: func() { e.stats.malformed.Add(1) },
+	}
+	e.remote = remote.NewRemote(e.system, remoteConfig(cfg, auth))
+	if err := startRemote(e.remote); err != nil {
+		e.system.Shutdown()
+		return nil, fmt.Errorf("%w on %s:%d: %w", ErrListen, cfg.Host, cfg.Port, err)
+	}
+	e.addr = e.system.Address()
+
+	e.pe = &peActor{e: e, core: newCore(coreConfigFrom(cfg), &e.stats, e.log)}
+	e.pe.core.deliver = e.pe.deliver
+	e.pe.core.transmit = e.pe.transmit
+	// The producer hands out the same actor, so a restart by protoactor's
+	// supervisor keeps the transport state.
+	props := actor.PropsFromProducer(func() actor.Actor { return e.pe })
+	e.self, err = e.system.Root.SpawnNamed(props, actorName)
+	if err != nil {
+		e.remote.Shutdown(false)
+		e.system.Shutdown()
+		return nil, fmt.Errorf("transport: spawn %s: %w", actorName, err)
+	}
+	return e, nil
+}
+
+// remoteConfig configures protoactor's remote for HPC-sized traffic.
+func remoteConfig(cfg Config, auth *authenticator) *remote.Config {
+	maxMessage := writerBatchSize*(cfg.MaxFrame+4096) + 1<<20
+	dial := append(auth.dialOptions(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		grpc.WithInitialWindowSize(grpcWindow),
+		grpc.WithInitialConnWindowSize(grpcWindow),
+	)
+	serve := append(auth.serverOptions(),
+		grpc.MaxRecvMsgSize(maxMessage),
+		grpc.MaxSendMsgSize(maxMessage),
+		grpc.InitialWindowSize(grpcWindow),
+		grpc.InitialConnWindowSize(grpcWindow),
+	)
+	return remote.Configure(cfg.Host, cfg.Port,
+		remote.WithEndpointWriterBatchSize(writerBatchSize),
+		remote.WithEndpointWriterQueueSize(writerQueueSize),
+		remote.WithEndpointManagerBatchSize(writerBatchSize),
+		remote.WithEndpointManagerQueueSize(writerQueueSize),
+		remote.WithDialOptions(dial...),
+		remote.WithServerOptions(serve...),
+	)
+}
+
+// startRemote starts protoactor's remote, which panics when it cannot listen.
+func startRemote(r *remote.Remote) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	r.Start()
+	return nil
+}
+
+// Rank returns this PE's rank.
+func (e *ProtoActor) Rank() int { return e.cfg.Rank }
+
+// Addr returns the address the other PEs dial.
+func (e *ProtoActor) Addr() string { return e.addr }
+
+// Start begins delivering to h; peers[r] is the Addr of PE r.
+func (e *ProtoActor) Start(peers []string, h Handler) error {
+	if len(peers) != e.cfg.Size {
+		return fmt.Errorf("%w: %d peer addresses for job size %d", ErrConfig, len(peers), e.cfg.Size)
+	}
+	if peers[e.cfg.Rank] != e.addr {
+		return fmt.Errorf("%w: peers[%d] is %q, this PE listens on %q", ErrConfig, e.cfg.Rank, peers[e.cfg.Rank], e.addr)
+	}
+	if h == nil {
+		return fmt.Errorf("%w: nil handler", ErrConfig)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mu.closed {
+		return ErrClosed
+	}
+	if e.mu.started {
+		return ErrStarted
+	}
+	e.mu.started = true
+
+	pids := make([]*actor.PID, len(peers))
+	rankOf := make(map[string]int, len(peers))
+	for r, addr := range peers {
+		pids[r] = actor.NewPID(addr, actorName)
+		rankOf[addr] = r
+	}
+	e.system.Root.Send(e.self, startMsg{peers: pids, h: h})
+	// protoactor publishes EndpointTerminatedEvent when the stream to an
+	// address failed; whatever was in flight on it may be lost.
+	e.sub = e.system.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*remote.EndpointTerminatedEvent); ok {
+			if r, ok := rankOf[t.Address]; ok {
+				e.system.Root.Send(e.self, peerLostMsg{rank: r})
+			}
+		}
+	})
+	e.stopTicker = make(chan struct{})
+	e.tickerDone = make(chan struct{})
+	go e.runTicker()
+	return nil
+}
+
+// runTicker posts ticks to the actor: from cfg.Ticks one per value, or from
+// a ticker with at most one tick waiting in the mailbox.
+func (e *ProtoActor) runTicker() {
+	defer close(e.tickerDone)
+	ticks, coalesce := e.cfg.Ticks, false
+	if ticks == nil {
+		t := time.NewTicker(e.cfg.TickInterval)
+		defer t.Stop()
+		ticks, coalesce = t.C, true
+	}
+	for {
+		select {
+		case <-e.stopTicker:
+			return
+		case _, ok := <-ticks:
+			if !ok {
+				return
+			}
+			if !coalesce || e.tickQueued.CompareAndSwap(false, true) {
+				e.system.Root.Send(e.self, tickMsg{})
+			}
+		}
+	}
+}
+
+// Send queues payload for PE to. Call it only from Handler callbacks.
+func (e *ProtoActor) Send(to int, payload []byte) { e.pe.core.send(to, payload) }
+
+// Flush pushes held-back frames and due acknowledgements. Call it only from
+// Handler callbacks.
+func (e *ProtoActor) Flush() { e.pe.core.flush() }
+
+// Post makes ev arrive at Handler.Event on the endpoint goroutine.
+func (e *ProtoActor) Post(ev any) { e.system.Root.Send(e.self, postedEvent{ev: ev}) }
+
+// Backlog returns the payload bytes sent and not yet acknowledged.
+func (e *ProtoActor) Backlog() int { return int(e.stats.backlog.Load()) }
+
+// Stats returns the endpoint's counters.
+func (e *ProtoActor) Stats() Stats { return e.stats.snapshot() }
+
+// Close stops the endpoint's actor, its connections and its server.
+func (e *ProtoActor) Close() error {
+	e.mu.Lock()
+	if e.mu.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.mu.closed = true
+	started := e.mu.started
+	e.mu.Unlock()
+	if started {
+		close(e.stopTicker)
+		<-e.tickerDone
+		e.system.EventStream.Unsubscribe(e.sub)
+	}
+	if err := e.system.Root.StopFuture(e.self).Wait(); err != nil {
+		e.log.Warn("transport: stopping the PE actor", "err", err)
+	}
+	shutdownRemote(e.remote)
+	e.system.Shutdown()
+	return nil
+}
+
+// shutdownRemote stops protoactor's remote gracefully: its endpoint writers
+// close their streams and peers are told this PE leaves. The graceful path
+// can panic (it may send on a reader's channel that was just closed); the
+// server is then stopped hard.
+func shutdownRemote(r *remote.Remote) {
+	defer func() {
+		if recover() != nil {
+			r.Shutdown(false)
+		}
+	}()
+	r.Shutdown(true)
+}
+
+// peActor is the actor of the PE: the single goroutine that owns the
+// transport state and runs the Handler.
+type peActor struct {
+	e     *ProtoActor
+	core  *core
+	h     Handler
+	peers []*actor.PID
+	// early holds what arrived before Start, bounded: frames beyond it are
+	// dropped and resent later by their senders.
+	early      []any
+	earlyBytes int
+}
+
+func (a *peActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Frame:
+		if a.h == nil {
+			a.hold(m, len(m.Data))
+			return
+		}
+		if err := a.core.receive(m); err != nil {
+			a.e.log.Warn("transport: dropped frame", "err", err)
+		}
+	case postedEvent:
+		if a.h == nil {
+			a.hold(m, 0)
+			return
+		}
+		a.h.Event(m.ev)
+	case tickMsg:
+		a.e.tickQueued.Store(false)
+		if a.h != nil {
+			a.core.tick()
+		}
+	case peerLostMsg:
+		if a.h != nil {
+			a.core.peerLost(m.rank)
+		}
+	case startMsg:
+		a.peers, a.h = m.peers, m.h
+		early := a.early
+		a.early, a.earlyBytes = nil, 0
+		for _, msg := range early {
+			switch msg := msg.(type) {
+			case *Frame:
+				if err := a.core.receive(msg); err != nil {
+					a.e.log.Warn("transport: dropped frame", "err", err)
+				}
+			case postedEvent:
+				a.h.Event(msg.ev)
+			}
+		}
+	}
+}
+
+func (a *peActor) hold(msg any, size int) {
+	if _, isFrame := msg.(*Frame); isFrame && a.earlyBytes+size > a.core.size*a.core.window {
+		return
+	}
+	a.early = append(a.early, msg)
+	a.earlyBytes += size + frameOverhead
+}
+
+func (a *peActor) deliver(from int, payload []byte) { a.h.Receive(from, payload) }
+
+func (a *peActor) transmit(to int, f *Frame) {
+	if f.Seq != 0 && a.e.cfg.dropOutgoing != nil && a.e.cfg.dropOutgoing(to, f) {
+		return
+	}
+	a.e.system.Root.Send(a.peers[to], f)
+}
+
+// minLevel is a slog.Handler that passes only records at or above a level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(attrs), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}

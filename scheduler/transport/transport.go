@@ -1,0 +1,182 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// Handler receives everything an Endpoint delivers, always on a single
+// goroutine (the endpoint's actor), so the state behind it has one owner.
+type Handler interface {
+	// Receive gets each complete payload from PE from, exactly once, in the
+	// order from sent them. The handler owns payload.
+	Receive(from int, payload []byte)
+	// Event gets each value given to Endpoint.Post, in Post order.
+	Event(ev any)
+}
+
+// Endpoint is one PE's end of the job's reliable PE-to-PE transport.
+type Endpoint interface {
+	// Rank is this PE's rank.
+	Rank() int
+	// Addr is the address the other PEs dial (host:port), known after New.
+	Addr() string
+	// Start begins delivering to h. peers[r] is the Addr of PE r.
+	Start(peers []string, h Handler) error
+	// Send queues payload for PE to: reliable and ordered. Call it only
+	// from inside Handler callbacks. The endpoint owns payload from now on.
+	Send(to int, payload []byte)
+	// Flush pushes frames held back and acknowledgements that are due.
+	// The scheduler calls it at the end of each work slice.
+	Flush()
+	// Post makes ev arrive at Handler.Event on the endpoint goroutine.
+	// Safe from any goroutine.
+	Post(ev any)
+	// Backlog is the number of payload bytes accepted by Send and not yet
+	// acknowledged by their receivers. Safe from any goroutine.
+	Backlog() int
+	// Stats returns the counters so far. Safe from any goroutine.
+	Stats() Stats
+	// Close stops the endpoint. Frames not yet acknowledged are abandoned.
+	Close() error
+}
+
+// Config says how to build an endpoint. Every PE of a job must use the same
+// Size, Secret, MaxFrame and MaxPayload.
+type Config struct {
+	Rank, Size int
+	// Host is the listen host, e.g. 127.0.0.1; it must be an address the
+	// other PEs can dial. Port 0 picks a free port.
+	Host string
+	Port int
+	// Secret is the job secret; connections that do not prove it are refused.
+	Secret []byte
+	// MaxFrame is the fragment size: payloads above it travel in pieces
+	// (default 256 KiB).
+	MaxFrame int
+	// Window is the most unacknowledged bytes in flight to one peer
+	// (default 8 MiB). Sends beyond it wait in a queue counted by Backlog.
+	Window int
+	// MaxPayload bounds one payload; a peer announcing more is malformed
+	// (default 1 GiB).
+	MaxPayload int
+	// TickInterval drives delayed acknowledgements and resend timeouts
+	// (default 5ms). Ticks, when not nil, replaces the internal ticker: the
+	// endpoint counts one tick per value received (tests step time with it).
+	TickInterval time.Duration
+	Ticks        <-chan time.Time
+	// ResendAfter is how long the oldest unacknowledged frame to a peer
+	// may wait before the endpoint goes back and resends (default 200ms,
+	// doubled on each timeout without progress, up to 32 times).
+	ResendAfter time.Duration
+	// Logger receives the transport's log lines (default: discard).
+	// protoactor's own lines go to it too, at Error level only.
+	Logger *slog.Logger
+
+	// dropOutgoing, set by tests, drops a data frame instead of sending it.
+	dropOutgoing func(to int, f *Frame) bool
+}
+
+// Defaults.
+const (
+	DefaultMaxFrame     = 256 << 10
+	DefaultWindow       = 8 << 20
+	DefaultMaxPayload   = 1 << 30
+	DefaultTickInterval = 5 * time.Millisecond
+	DefaultResendAfter  = 200 * time.Millisecond
+)
+
+// Errors.
+var (
+	ErrConfig      = errors.New("transport: bad config")
+	ErrStarted     = errors.New("transport: already started")
+	ErrClosed      = errors.New("transport: closed")
+	ErrListen      = errors.New("transport: cannot listen")
+	ErrMalformed   = errors.New("transport: malformed frame")
+	ErrUnknownRank = errors.New("transport: frame from unknown rank")
+)
+
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Size <= 0 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
+		return cfg, fmt.Errorf("%w: rank %d of size %d", ErrConfig, cfg.Rank, cfg.Size)
+	}
+	if len(cfg.Secret) == 0 {
+		return cfg, fmt.Errorf("%w: empty secret", ErrConfig)
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = DefaultMaxFrame
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.Window < cfg.MaxFrame {
+		return cfg, fmt.Errorf("%w: window %d below frame size %d", ErrConfig, cfg.Window, cfg.MaxFrame)
+	}
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = DefaultMaxPayload
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = DefaultTickInterval
+	}
+	if cfg.ResendAfter <= 0 {
+		cfg.ResendAfter = DefaultResendAfter
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, nil
+}
+
+// Stats counts what an endpoint did.
+type Stats struct {
+	PayloadsSent, PayloadsDelivered uint64
+	FramesSent, BytesSent           uint64 // data frames and their data bytes, resends included
+	FramesReceived, BytesReceived   uint64 // data frames accepted in order
+	Resends                         uint64 // data frames sent again
+	GoBacks                         uint64 // resend rounds (timeout, lost connection, gap report)
+	Duplicates                      uint64 // data frames dropped as already received
+	OutOfOrder                      uint64 // data frames dropped after a gap
+	AcksSent, AcksReceived          uint64 // standalone acknowledgement frames
+	Refused                         uint64 // connections refused (authentication)
+	Malformed                       uint64 // frames dropped as malformed or from an unknown rank
+	PeakInFlight                    uint64 // most unacknowledged bytes to one peer
+}
+
+// counters is Stats updated by the endpoint goroutine and read from anywhere.
+type counters struct {
+	payloadsSent, payloadsDelivered atomic.Uint64
+	framesSent, bytesSent           atomic.Uint64
+	framesReceived, bytesReceived   atomic.Uint64
+	resends, goBacks                atomic.Uint64
+	duplicates, outOfOrder          atomic.Uint64
+	acksSent, acksReceived          atomic.Uint64
+	refused, malformed              atomic.Uint64
+	peakInFlight                    atomic.Uint64
+	backlog                         atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		PayloadsSent:      c.payloadsSent.Load(),
+		PayloadsDelivered: c.payloadsDelivered.Load(),
+		FramesSent:        c.framesSent.Load(),
+		BytesSent:         c.bytesSent.Load(),
+		FramesReceived:    c.framesReceived.Load(),
+		BytesReceived:     c.bytesReceived.Load(),
+		Resends:           c.resends.Load(),
+		GoBacks:           c.goBacks.Load(),
+		Duplicates:        c.duplicates.Load(),
+		OutOfOrder:        c.outOfOrder.Load(),
+		AcksSent:          c.acksSent.Load(),
+		AcksReceived:      c.acksReceived.Load(),
+		Refused:           c.refused.Load(),
+		Malformed:         c.malformed.Load(),
+		PeakInFlight:      c.peakInFlight.Load(),
+	}
+}
