@@ -56,6 +56,8 @@ type Protocol interface {
 // Config configures a protocol instance.
 type Config struct {
 	PE PEID
+	// PEs is the number of PEs of the job, numbered from 0.
+	PEs int
 	// Failures is the number of simultaneous PE failures a determinant must
 	// survive: it is stable once stored on that many PEs besides the one
 	// that created it. Zero means 1.
@@ -117,6 +119,14 @@ type engine struct {
 	// unstable lists determinants this PE still piggybacks, in creation or
 	// arrival order.
 	unstable []determinantKey
+	// progress is the highest known Progress of each task (PartialDet).
+	progress map[TaskID]*storedProgress
+
+	// failed are the PEs known to have failed; relocated are the tasks
+	// restored since the last checkpoint, where they now live.
+	pes       int
+	failed    []PEID
+	relocated []Relocation
 
 	ready Ready
 	stats Stats
@@ -130,7 +140,12 @@ type loggedMessage struct {
 type storedDeterminant struct {
 	determinant Determinant
 	createdHere bool
-	// holders are the other PEs known to store it (the creator excluded).
+	// holders are the PEs known to store it, this one included.
+	holders []PEID
+}
+
+type storedProgress struct {
+	rsn     uint64
 	holders []PEID
 }
 
@@ -153,11 +168,13 @@ func newEngine(kind Kind, cfg Config) *engine {
 	return &engine{
 		kind:         kind,
 		pe:           cfg.PE,
+		pes:          cfg.PEs,
 		failures:     failures,
 		tasks:        map[TaskID]*hostedTask{},
 		unhosted:     map[TaskID][]Envelope{},
 		log:          map[TaskID][]loggedMessage{},
 		determinants: map[determinantKey]*storedDeterminant{},
+		progress:     map[TaskID]*storedProgress{},
 	}
 }
 
@@ -215,6 +232,9 @@ func (e *engine) task(id TaskID) *hostedTask {
 func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	sender := e.task(from)
 	msg.ID = sender.counters.NextSendID()
+	if e.kind == KindPartialDet {
+		e.noteProgress(Progress{Task: from, RSN: sender.counters.RSN}, false)
+	}
 	e.stats.Sent++
 	if e.logs() {
 		size := msg.wireSize()
@@ -233,6 +253,8 @@ func (e *engine) emitMessage(toPE PEID, msg Message, replayed bool) {
 	env := Envelope{Kind: EnvelopeMessage, From: e.pe, To: toPE, Message: msg, Replayed: replayed}
 	if toPE != e.pe {
 		env.Determinants = e.piggyback()
+		env.Progress = e.unstableProgress()
+		e.stats.ProgressRecords += len(env.Progress)
 		e.stats.PiggybackedBytes += env.PiggybackBytes()
 	}
 	e.ready.Envelopes = append(e.ready.Envelopes, env)
@@ -256,13 +278,58 @@ func (e *engine) piggyback() []Determinant {
 	return out
 }
 
-func (e *engine) isStable(d *storedDeterminant) bool { return len(d.holders) >= e.failures }
+// isStable reports whether d survives e.failures simultaneous failures:
+// it is stored on one PE more than that.
+// noteProgress keeps p if it is news; received says whether it came from
+// another PE.
+func (e *engine) noteProgress(p Progress, received bool) {
+	stored, ok := e.progress[p.Task]
+	if ok && stored.rsn > p.RSN {
+		return
+	}
+	if ok && stored.rsn == p.RSN {
+		if received && !slices.Contains(stored.holders, e.pe) {
+			stored.holders = append(stored.holders, e.pe)
+		}
+		return
+	}
+	e.progress[p.Task] = &storedProgress{rsn: p.RSN, holders: []PEID{e.pe}}
+	if t, ok := e.tasks[p.Task]; ok && p.RSN > t.replayEnd {
+		t.replayEnd = p.RSN
+	}
+}
+
+func (e *engine) unstableProgress() []Progress {
+	var out []Progress
+	for _, task := range e.sortedProgressTasks() {
+		if p := e.progress[task]; len(p.holders) <= e.failures {
+			out = append(out, Progress{Task: task, RSN: p.rsn})
+		}
+	}
+	return out
+}
+
+func (e *engine) sortedProgressTasks() []TaskID {
+	tasks := make([]TaskID, 0, len(e.progress))
+	for task := range e.progress {
+		tasks = append(tasks, task)
+	}
+	slices.Sort(tasks)
+	return tasks
+}
+
+func (e *engine) isStable(d *storedDeterminant) bool { return len(d.holders) > e.failures }
 
 func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
 	case EnvelopeAck:
 		for _, d := range env.Determinants {
 			if stored, ok := e.determinants[d.key()]; ok && !slices.Contains(stored.holders, env.From) {
+				stored.holders = append(stored.holders, env.From)
+			}
+		}
+		for _, p := range env.Progress {
+			if stored, ok := e.progress[p.Task]; ok && stored.rsn == p.RSN && !slices.Contains(stored.holders, env.From) {
 				stored.holders = append(stored.holders, env.From)
 			}
 		}
@@ -274,6 +341,9 @@ func (e *engine) Arrive(env Envelope) {
 			return
 		}
 		e.storeReceived(env.Determinants)
+		for _, p := range env.Progress {
+			e.noteProgress(p, true)
+		}
 		t.awaiting = slices.DeleteFunc(t.awaiting, func(p PEID) bool { return p == env.From })
 		e.refreshReplayEnd(env.Task)
 		return
@@ -281,10 +351,13 @@ func (e *engine) Arrive(env Envelope) {
 	default:
 		panic(fmt.Sprintf("logging: pe%d: envelope kind %d", e.pe, env.Kind))
 	}
-	if len(env.Determinants) > 0 {
+	for _, p := range env.Progress {
+		e.noteProgress(p, true)
+	}
+	if len(env.Determinants) > 0 || len(env.Progress) > 0 {
 		e.storeReceived(env.Determinants)
 		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
-			Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants,
+			Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
 		})
 		for _, d := range env.Determinants {
 			if t, ok := e.tasks[d.Receiver]; ok && d.RSN > t.replayEnd {
@@ -334,6 +407,9 @@ func (e *engine) refreshReplayEnd(task TaskID) {
 		if k.receiver == task && k.rsn > end {
 			end = k.rsn
 		}
+	}
+	if p, ok := e.progress[task]; ok && p.rsn > end {
+		end = p.rsn
 	}
 	t.replayEnd = end
 }
@@ -395,7 +471,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 		}
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
-		e.determinants[k] = &storedDeterminant{determinant: d, createdHere: true}
+		e.determinants[k] = &storedDeterminant{determinant: d, createdHere: true, holders: []PEID{e.pe}}
 		e.unstable = append(e.unstable, k)
 		e.stats.Determinants++
 		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
@@ -423,7 +499,9 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	clear(e.log)
 	e.logBytes, e.loggedCount = 0, 0
 	clear(e.determinants)
+	clear(e.progress)
 	e.unstable = nil
+	e.relocated = nil
 	return out
 }
 
@@ -450,22 +528,58 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			e.unstable = append(e.unstable, k)
 		}
 	}
+	for _, task := range e.sortedProgressTasks() {
+		p := e.progress[task]
+		p.holders = slices.DeleteFunc(p.holders, isFailed)
+	}
 	for _, id := range e.hostedIDs() {
 		t := e.tasks[id]
 		t.awaiting = slices.DeleteFunc(t.awaiting, isFailed)
 	}
-	relocated = slices.Clone(relocated)
-	slices.SortFunc(relocated, func(a, b Relocation) int { return cmp.Compare(a.Task, b.Task) })
+	e.failed = append(e.failed, failed...)
+	var live []PEID
+	for p := range PEID(e.pes) {
+		if !slices.Contains(e.failed, p) {
+			live = append(live, p)
+		}
+	}
+	// A task restored by an earlier failure may still miss determinants
+	// that only the newly failed PEs had sent it, or that reached another
+	// survivor after that survivor's recovery envelope: every survivor
+	// sends all restored tasks a fresh recovery envelope, and their hosts
+	// wait for them again.
+	newlyRestored := func(task TaskID) bool {
+		return slices.ContainsFunc(relocated, func(r Relocation) bool { return r.Task == task })
+	}
+	for _, r := range e.relocated {
+		if t, ok := e.tasks[r.Task]; ok && r.PE == e.pe && !newlyRestored(r.Task) {
+			t.awaiting = slices.Clone(live)
+		}
+	}
 	for _, r := range relocated {
+		i := slices.IndexFunc(e.relocated, func(old Relocation) bool { return old.Task == r.Task })
+		if i >= 0 {
+			e.relocated[i] = r
+		} else {
+			e.relocated = append(e.relocated, r)
+		}
+	}
+	slices.SortFunc(e.relocated, func(a, b Relocation) int { return cmp.Compare(a.Task, b.Task) })
+	for _, r := range e.relocated {
 		var batch []Determinant
 		for _, k := range e.sortedDeterminantKeys() {
 			if k.receiver == r.Task {
 				batch = append(batch, e.determinants[k].determinant)
 			}
 		}
-		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
-			Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Determinants: batch,
-		})
+		recovery := Envelope{Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Determinants: batch}
+		if p, ok := e.progress[r.Task]; ok {
+			recovery.Progress = []Progress{{Task: r.Task, RSN: p.rsn}}
+		}
+		e.ready.Envelopes = append(e.ready.Envelopes, recovery)
+		if !newlyRestored(r.Task) {
+			continue
+		}
 		for _, logged := range e.log[r.Task] {
 			e.emitMessage(r.PE, logged.message, true)
 		}

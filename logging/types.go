@@ -128,9 +128,25 @@ type Envelope struct {
 	// Determinants are piggybacked (EnvelopeMessage), acknowledged
 	// (EnvelopeAck) or handed over (EnvelopeRecovery).
 	Determinants []Determinant
+	// Progress records are piggybacked, acknowledged or handed over like
+	// determinants (PartialDet only).
+	Progress []Progress
 	// Task is the restored task of an EnvelopeRecovery.
 	Task TaskID
 }
+
+// Progress says that a task had made RSN receptions when it sent a message
+// that left its PE. PartialDet needs it because receptions without a
+// determinant leave no other trace: a restored task must not take a new
+// order-dependent message before it has re-executed that many receptions,
+// or the sends others have already seen would change identity.
+type Progress struct {
+	Task TaskID
+	RSN  uint64
+}
+
+// progressSize is the encoded size of a Progress record.
+const progressSize = 16
 
 // PiggybackBytes is the size of the determinants the envelope carries.
 func (e Envelope) PiggybackBytes() int {
@@ -138,7 +154,7 @@ func (e Envelope) PiggybackBytes() int {
 	for _, d := range e.Determinants {
 		n += d.EncodedSize()
 	}
-	return n
+	return n + progressSize*len(e.Progress)
 }
 
 // Delivery is a message the caller must now hand to its handler.
@@ -198,4 +214,6 @@ type Stats struct {
 	LoggedMessages int
 	// StoredDeterminants is the current number of determinants held.
 	StoredDeterminants int
+	// ProgressRecords counts Progress records piggybacked (PartialDet).
+	ProgressRecords int
 }

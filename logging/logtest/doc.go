@@ -1,0 +1,20 @@
+// Package logtest is a deterministic simulator for the protocols of
+// package logging: several PEs and tasks in one goroutine, one seeded
+// *rand.Rand choosing every delivery, delay, reordering, duplication and
+// crash. Crashes drop a PE's volatile state (its protocol instance and the
+// messages in flight from and to it) and keep the checkpoints; a second
+// crash may come while the first one's tasks are still replaying.
+//
+// The synthetic program has ordered steps, commutative regions and, with
+// Config.OrderDependent, side messages whose effect really depends on the
+// order in which they are handled. Run checks after every step that no task
+// handles a message twice, that no envelope leaves a PE before the
+// determinants its send depends on are stable or carried with it, and that
+// a replay never diverges from a recorded determinant (the protocol panics
+// if it would); at the end, that each task's final digest equals that of a
+// failure-free re-execution following the reception orders the run ended
+// with (a task that handled an orphan message makes that re-execution
+// impossible, which is reported too).
+//
+// It imports logging and commutative, and is meant for tests.
+package logtest

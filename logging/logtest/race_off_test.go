@@ -1,0 +1,5 @@
+//go:build !race
+
+package logtest
+
+const raceEnabled = false
