@@ -17,7 +17,9 @@ type Context interface {
 
 	// Expect states the key of the keyed messages the task accepts next.
 	// Keyed messages with another key wait until the task expects theirs.
-	// A task expects key 0 when created.
+	// A task expects key 0 when created, so a common pattern keys the
+	// message that starts a task 0 and the messages of its round r with
+	// r+1: a neighbour's first message then waits until the task started.
 	Expect(key uint64)
 
 	// Contribute adds this task's value to the collection's next reduction.
@@ -33,8 +35,9 @@ type Context interface {
 	// Exit ends the job with the given status once this handler returns.
 	Exit(status int)
 
-	// Printf writes a line of the job's output (on the launcher's standard
-	// output, in the order the calls were made on this PE).
+	// Printf writes one line of the job's output (on the launcher's
+	// standard output, in the order the calls were made on this PE). The
+	// format has no trailing newline; the runtime ends the line.
 	Printf(format string, args ...any)
 
 	// Logf writes a diagnostic line on the PE's standard error.
