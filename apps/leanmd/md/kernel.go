@@ -1,5 +1,7 @@
 package md
 
+import "math"
+
 // cutoffSquared is the squared cutoff in Å².
 const cutoffSquared = CutoffDistance * CutoffDistance
 
@@ -10,41 +12,67 @@ const cutoffSquared = CutoffDistance * CutoffDistance
 // and b's atoms. Per atom the contributions are added in the order of the
 // original loop (over a's atoms, then b's), so the result is bitwise that
 // of the original code.
+//
+// Pairs out of reach are skipped by blocks: b's atoms are taken in chunks
+// of chunkAtoms consecutive atoms with their bounding box, and a chunk is
+// skipped for an atom of a whose distance² to the box reaches the cutoff.
+// Rounding is monotone, so every pair's computed r² is at least the
+// computed distance² to the box: the skipped pairs are exactly pairs the
+// cutoff test would reject, and the result keeps its bits.
 func PairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, withEnergy bool) float64 {
 	b = b[:len(b)/3*3]
 	forceB = forceB[:len(b)]
 	clear(forceB)
 	forceA = forceA[:len(a)]
-	twelveA, sixB, vdwA, vdwB := ljTwelveA, ljSixB, ljA, ljB
+	var boxesOnStack [8]chunkBox
+	boxes := chunkBoxes(boxesOnStack[:0], b)
 	energy := 0.0
 	for i := 0; i+2 < len(a); i += 3 {
 		ax, ay, az := a[i]+shift[0], a[i+1]+shift[1], a[i+2]+shift[2]
 		var fx, fy, fz float64
-		for j := 0; j+2 < len(b); j += 3 {
-			sx, sy, sz := ax-b[j], ay-b[j+1], az-b[j+2]
-			r2 := float64(sx*sx) + float64(sy*sy) + float64(sz*sz)
-			if r2 <= 1 || r2 >= cutoffSquared {
+		for c, box := range boxes {
+			dx, dy, dz := outside(ax, box.lo[0], box.hi[0]), outside(ay, box.lo[1], box.hi[1]), outside(az, box.lo[2], box.hi[2])
+			if float64(dx*dx)+float64(dy*dy)+float64(dz*dz) >= cutoffSquared {
 				continue
 			}
-			r2 *= 1e-20
-			r6 := float64(r2*r2) * r2
-			r12 := r6 * r6
-			f := twelveA/r12 - sixB/r6
-			if withEnergy {
-				energy += vdwA/r12 - vdwB/r6
-			}
-			scale := float64(f/r2) * 1e-10
-			px, py, pz := float64(sx*scale), float64(sy*scale), float64(sz*scale)
-			fx += px
-			fy += py
-			fz += pz
-			forceB[j] -= px
-			forceB[j+1] -= py
-			forceB[j+2] -= pz
+			start := 3 * chunkAtoms * c
+			end := min(start+3*chunkAtoms, len(b))
+			fx, fy, fz, energy = pairRow(ax, ay, az, fx, fy, fz, energy, b[start:end], forceB[start:end], withEnergy)
 		}
 		forceA[i], forceA[i+1], forceA[i+2] = fx, fy, fz
 	}
 	return energy
+}
+
+// pairRow adds the interactions of one atom at (ax, ay, az), whose force so
+// far is (fx, fy, fz), with the atoms of b, and returns its new force and
+// the energy so far plus that of these pairs.
+func pairRow(ax, ay, az, fx, fy, fz, energy float64, b, forceB []float64, withEnergy bool) (float64, float64, float64, float64) {
+	twelveA, sixB, vdwA, vdwB := ljTwelveA, ljSixB, ljA, ljB
+	forceB = forceB[:len(b)]
+	for j := 0; j+2 < len(b); j += 3 {
+		sx, sy, sz := ax-b[j], ay-b[j+1], az-b[j+2]
+		r2 := float64(sx*sx) + float64(sy*sy) + float64(sz*sz)
+		if r2 <= 1 || r2 >= cutoffSquared {
+			continue
+		}
+		r2 *= 1e-20
+		r6 := float64(r2*r2) * r2
+		r12 := r6 * r6
+		f := twelveA/r12 - sixB/r6
+		if withEnergy {
+			energy += vdwA/r12 - vdwB/r6
+		}
+		scale := float64(f/r2) * 1e-10
+		px, py, pz := float64(sx*scale), float64(sy*scale), float64(sz*scale)
+		fx += px
+		fy += py
+		fz += pz
+		forceB[j] -= px
+		forceB[j+1] -= py
+		forceB[j+2] -= pz
+	}
+	return fx, fy, fz, energy
 }
 
 // SelfForces computes the forces between the atoms of one cell (each pair
@@ -102,4 +130,41 @@ func (g *Geometry) ComputeForces(home Cell, k int, homePos, partnerPos, homeForc
 		return PairForces(homePos, partnerPos, g.PeriodicShift(home, partner), homeForce, partnerForce, withEnergy)
 	}
 	return PairForces(partnerPos, homePos, g.PeriodicShift(partner, home), partnerForce, homeForce, withEnergy)
+}
+
+// chunkAtoms is the number of consecutive atoms of b culled together.
+const chunkAtoms = 16
+
+// chunkBox is the bounding box of a chunk of atoms.
+type chunkBox struct{ lo, hi [3]float64 }
+
+// chunkBoxes appends to dst the bounding boxes of the chunks of chunkAtoms
+// consecutive atoms of p (x, y, z interleaved).
+func chunkBoxes(dst []chunkBox, p []float64) []chunkBox {
+	for start := 0; start+2 < len(p); start += 3 * chunkAtoms {
+		box := chunkBox{
+			lo: [3]float64{math.Inf(1), math.Inf(1), math.Inf(1)},
+			hi: [3]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1)},
+		}
+		for i := start; i+2 < min(start+3*chunkAtoms, len(p)); i += 3 {
+			for d := range 3 {
+				box.lo[d] = min(box.lo[d], p[i+d])
+				box.hi[d] = max(box.hi[d], p[i+d])
+			}
+		}
+		dst = append(dst, box)
+	}
+	return dst
+}
+
+// outside returns how far x lies outside [lo, hi] (0 inside), computed as
+// the kernel computes separations.
+func outside(x, lo, hi float64) float64 {
+	switch {
+	case x < lo:
+		return x - lo
+	case x > hi:
+		return x - hi
+	}
+	return 0
 }
