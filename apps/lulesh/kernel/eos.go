@@ -58,7 +58,6 @@ func (par *parameters) energyUpdate(eOld, pOld, qOld, qlOld, qqOld, delv, vnewc 
 		pOld, compression, compHalfStep = 0, 0, 0
 	}
 	const work = 0.0
-	rho0 := par.refDensity
 
 	eNew := eOld - 0.5*delv*(pOld+qOld) + 0.5*work
 	if eNew < par.eMin {
@@ -69,7 +68,7 @@ func (par *parameters) energyUpdate(eOld, pOld, qOld, qlOld, qqOld, delv, vnewc 
 	vhalf := 1.0 / (1.0 + compHalfStep)
 	var qNew float64
 	if delv <= 0 {
-		ssc := par.soundSpeed((pbvc*eNew + vhalf*vhalf*bvc*pHalf) / rho0)
+		ssc := par.soundSpeed(par.perDensity(pbvc*eNew + vhalf*vhalf*bvc*pHalf))
 		qNew = ssc*qlOld + qqOld
 	}
 	eNew = eNew + 0.5*delv*(3.0*(pOld+qOld)-4.0*(pHalf+qNew))
@@ -79,7 +78,7 @@ func (par *parameters) energyUpdate(eOld, pOld, qOld, qlOld, qqOld, delv, vnewc 
 	pNew, bvc, pbvc := par.pressure(eNew, compression, vnewc)
 	var qTilde float64
 	if delv <= 0 {
-		ssc := par.soundSpeed((pbvc*eNew + vnewc*vnewc*bvc*pNew) / rho0)
+		ssc := par.soundSpeed(par.perDensity(pbvc*eNew + vnewc*vnewc*bvc*pNew))
 		qTilde = ssc*qlOld + qqOld
 	}
 	eNew = eNew - (7.0*(pOld+qOld)-8.0*(pHalf+qNew)+(pNew+qTilde))*delv*sixth
@@ -87,13 +86,13 @@ func (par *parameters) energyUpdate(eOld, pOld, qOld, qlOld, qqOld, delv, vnewc 
 
 	pNew, bvc, pbvc = par.pressure(eNew, compression, vnewc)
 	if delv <= 0 {
-		ssc := par.soundSpeed((pbvc*eNew + vnewc*vnewc*bvc*pNew) / rho0)
+		ssc := par.soundSpeed(par.perDensity(pbvc*eNew + vnewc*vnewc*bvc*pNew))
 		qNew = ssc*qlOld + qqOld
 		if math.Abs(qNew) < par.qCut {
 			qNew = 0
 		}
 	}
-	ss := par.soundSpeed((pbvc*eNew + vnewc*vnewc*bvc*pNew) / rho0)
+	ss := par.soundSpeed(par.perDensity(pbvc*eNew + vnewc*vnewc*bvc*pNew))
 	return eosState{p: pNew, e: eNew, q: qNew, soundSpeed: ss}
 }
 
@@ -124,6 +123,15 @@ func (par *parameters) cutEnergy(e float64) float64 {
 		e = par.eMin
 	}
 	return e
+}
+
+// perDensity divides by the reference density; x/1 is x exactly, so the
+// division is skipped for the unit density of the problem.
+func (par *parameters) perDensity(x float64) float64 {
+	if par.refDensity == 1 {
+		return x
+	}
+	return x / par.refDensity
 }
 
 // soundSpeed is the square root of a squared sound speed, floored.

@@ -74,6 +74,27 @@ func jacobian(x, y, z *[8]float64) (t jacobianTerms) {
 	return t
 }
 
+// jacobianVolume is jacobian(x, y, z).volume() without the terms the
+// volume does not need.
+func jacobianVolume(x, y, z *[8]float64) float64 {
+	x60, x53, x71, x42 := x[6]-x[0], x[5]-x[3], x[7]-x[1], x[4]-x[2]
+	y60, y53, y71, y42 := y[6]-y[0], y[5]-y[3], y[7]-y[1], y[4]-y[2]
+	z60, z53, z71, z42 := z[6]-z[0], z[5]-z[3], z[7]-z[1], z[4]-z[2]
+	fxXi := 0.125 * (x60 + x53 - x71 - x42)
+	fxEta := 0.125 * (x60 - x53 + x71 - x42)
+	fxZeta := 0.125 * (x60 + x53 + x71 + x42)
+	fyXi := 0.125 * (y60 + y53 - y71 - y42)
+	fyEta := 0.125 * (y60 - y53 + y71 - y42)
+	fyZeta := 0.125 * (y60 + y53 + y71 + y42)
+	fzXi := 0.125 * (z60 + z53 - z71 - z42)
+	fzEta := 0.125 * (z60 - z53 + z71 - z42)
+	fzZeta := 0.125 * (z60 + z53 + z71 + z42)
+	cxEta := -(fyXi * fzZeta) + (fzXi * fyZeta)
+	cyEta := (fxXi * fzZeta) - (fzXi * fxZeta)
+	czEta := -(fxXi * fyZeta) + (fyXi * fxZeta)
+	return 8.0 * (fxEta*cxEta + fyEta*cyEta + fzEta*czEta)
+}
+
 // volume is the Jacobian determinant times 8: the element's volume.
 func (t *jacobianTerms) volume() float64 {
 	return 8.0 * (t.fxEta*t.cxEta + t.fyEta*t.cyEta + t.fzEta*t.czEta)
@@ -155,26 +176,83 @@ var volumeDerivativeStencil = [8][6]int{
 }
 
 // volumeDerivatives is the derivative of the element volume with respect
-// to the position of each corner.
+// to the position of each corner. Corner c's derivative depends on the
+// six corners of the three faces that meet at c, taken in the order
+// volumeDerivativeStencil[c] lists them.
 func volumeDerivatives(dvdx, dvdy, dvdz *[8]float64, x, y, z *[8]float64) {
 	const twelfth = 1.0 / 12.0
-	for c := range volumeDerivativeStencil {
-		s := &volumeDerivativeStencil[c]
-		i0, i1, i2, i3, i4, i5 := s[0]&7, s[1]&7, s[2]&7, s[3]&7, s[4]&7, s[5]&7
-		x0, x1, x2, x3, x4, x5 := x[i0], x[i1], x[i2], x[i3], x[i4], x[i5]
-		y0, y1, y2, y3, y4, y5 := y[i0], y[i1], y[i2], y[i3], y[i4], y[i5]
-		z0, z1, z2, z3, z4, z5 := z[i0], z[i1], z[i2], z[i3], z[i4], z[i5]
-		dx := (y1+y2)*(z0+z1) - (y0+y1)*(z1+z2) +
-			(y0+y4)*(z3+z4) - (y3+y4)*(z0+z4) -
-			(y2+y5)*(z3+z5) + (y3+y5)*(z2+z5)
-		dy := -(x1+x2)*(z0+z1) + (x0+x1)*(z1+z2) -
-			(x0+x4)*(z3+z4) + (x3+x4)*(z0+z4) +
-			(x2+x5)*(z3+z5) - (x3+x5)*(z2+z5)
-		dz := -(y1+y2)*(x0+x1) + (y0+y1)*(x1+x2) -
-			(y0+y4)*(x3+x4) + (y3+y4)*(x0+x4) +
-			(y2+y5)*(x3+x5) - (y3+y5)*(x2+x5)
-		dvdx[c], dvdy[c], dvdz[c] = dx*twelfth, dy*twelfth, dz*twelfth
-	}
+	dvdx[0] = ((y[2]+y[3])*(z[1]+z[2]) - (y[1]+y[2])*(z[2]+z[3]) +
+		(y[1]+y[5])*(z[4]+z[5]) - (y[4]+y[5])*(z[1]+z[5]) -
+		(y[3]+y[7])*(z[4]+z[7]) + (y[4]+y[7])*(z[3]+z[7])) * twelfth
+	dvdy[0] = (-(x[2]+x[3])*(z[1]+z[2]) + (x[1]+x[2])*(z[2]+z[3]) -
+		(x[1]+x[5])*(z[4]+z[5]) + (x[4]+x[5])*(z[1]+z[5]) +
+		(x[3]+x[7])*(z[4]+z[7]) - (x[4]+x[7])*(z[3]+z[7])) * twelfth
+	dvdz[0] = (-(y[2]+y[3])*(x[1]+x[2]) + (y[1]+y[2])*(x[2]+x[3]) -
+		(y[1]+y[5])*(x[4]+x[5]) + (y[4]+y[5])*(x[1]+x[5]) +
+		(y[3]+y[7])*(x[4]+x[7]) - (y[4]+y[7])*(x[3]+x[7])) * twelfth
+	dvdx[1] = ((y[3]+y[0])*(z[2]+z[3]) - (y[2]+y[3])*(z[3]+z[0]) +
+		(y[2]+y[6])*(z[5]+z[6]) - (y[5]+y[6])*(z[2]+z[6]) -
+		(y[0]+y[4])*(z[5]+z[4]) + (y[5]+y[4])*(z[0]+z[4])) * twelfth
+	dvdy[1] = (-(x[3]+x[0])*(z[2]+z[3]) + (x[2]+x[3])*(z[3]+z[0]) -
+		(x[2]+x[6])*(z[5]+z[6]) + (x[5]+x[6])*(z[2]+z[6]) +
+		(x[0]+x[4])*(z[5]+z[4]) - (x[5]+x[4])*(z[0]+z[4])) * twelfth
+	dvdz[1] = (-(y[3]+y[0])*(x[2]+x[3]) + (y[2]+y[3])*(x[3]+x[0]) -
+		(y[2]+y[6])*(x[5]+x[6]) + (y[5]+y[6])*(x[2]+x[6]) +
+		(y[0]+y[4])*(x[5]+x[4]) - (y[5]+y[4])*(x[0]+x[4])) * twelfth
+	dvdx[2] = ((y[0]+y[1])*(z[3]+z[0]) - (y[3]+y[0])*(z[0]+z[1]) +
+		(y[3]+y[7])*(z[6]+z[7]) - (y[6]+y[7])*(z[3]+z[7]) -
+		(y[1]+y[5])*(z[6]+z[5]) + (y[6]+y[5])*(z[1]+z[5])) * twelfth
+	dvdy[2] = (-(x[0]+x[1])*(z[3]+z[0]) + (x[3]+x[0])*(z[0]+z[1]) -
+		(x[3]+x[7])*(z[6]+z[7]) + (x[6]+x[7])*(z[3]+z[7]) +
+		(x[1]+x[5])*(z[6]+z[5]) - (x[6]+x[5])*(z[1]+z[5])) * twelfth
+	dvdz[2] = (-(y[0]+y[1])*(x[3]+x[0]) + (y[3]+y[0])*(x[0]+x[1]) -
+		(y[3]+y[7])*(x[6]+x[7]) + (y[6]+y[7])*(x[3]+x[7]) +
+		(y[1]+y[5])*(x[6]+x[5]) - (y[6]+y[5])*(x[1]+x[5])) * twelfth
+	dvdx[3] = ((y[1]+y[2])*(z[0]+z[1]) - (y[0]+y[1])*(z[1]+z[2]) +
+		(y[0]+y[4])*(z[7]+z[4]) - (y[7]+y[4])*(z[0]+z[4]) -
+		(y[2]+y[6])*(z[7]+z[6]) + (y[7]+y[6])*(z[2]+z[6])) * twelfth
+	dvdy[3] = (-(x[1]+x[2])*(z[0]+z[1]) + (x[0]+x[1])*(z[1]+z[2]) -
+		(x[0]+x[4])*(z[7]+z[4]) + (x[7]+x[4])*(z[0]+z[4]) +
+		(x[2]+x[6])*(z[7]+z[6]) - (x[7]+x[6])*(z[2]+z[6])) * twelfth
+	dvdz[3] = (-(y[1]+y[2])*(x[0]+x[1]) + (y[0]+y[1])*(x[1]+x[2]) -
+		(y[0]+y[4])*(x[7]+x[4]) + (y[7]+y[4])*(x[0]+x[4]) +
+		(y[2]+y[6])*(x[7]+x[6]) - (y[7]+y[6])*(x[2]+x[6])) * twelfth
+	dvdx[4] = ((y[6]+y[5])*(z[7]+z[6]) - (y[7]+y[6])*(z[6]+z[5]) +
+		(y[7]+y[3])*(z[0]+z[3]) - (y[0]+y[3])*(z[7]+z[3]) -
+		(y[5]+y[1])*(z[0]+z[1]) + (y[0]+y[1])*(z[5]+z[1])) * twelfth
+	dvdy[4] = (-(x[6]+x[5])*(z[7]+z[6]) + (x[7]+x[6])*(z[6]+z[5]) -
+		(x[7]+x[3])*(z[0]+z[3]) + (x[0]+x[3])*(z[7]+z[3]) +
+		(x[5]+x[1])*(z[0]+z[1]) - (x[0]+x[1])*(z[5]+z[1])) * twelfth
+	dvdz[4] = (-(y[6]+y[5])*(x[7]+x[6]) + (y[7]+y[6])*(x[6]+x[5]) -
+		(y[7]+y[3])*(x[0]+x[3]) + (y[0]+y[3])*(x[7]+x[3]) +
+		(y[5]+y[1])*(x[0]+x[1]) - (y[0]+y[1])*(x[5]+x[1])) * twelfth
+	dvdx[5] = ((y[7]+y[6])*(z[4]+z[7]) - (y[4]+y[7])*(z[7]+z[6]) +
+		(y[4]+y[0])*(z[1]+z[0]) - (y[1]+y[0])*(z[4]+z[0]) -
+		(y[6]+y[2])*(z[1]+z[2]) + (y[1]+y[2])*(z[6]+z[2])) * twelfth
+	dvdy[5] = (-(x[7]+x[6])*(z[4]+z[7]) + (x[4]+x[7])*(z[7]+z[6]) -
+		(x[4]+x[0])*(z[1]+z[0]) + (x[1]+x[0])*(z[4]+z[0]) +
+		(x[6]+x[2])*(z[1]+z[2]) - (x[1]+x[2])*(z[6]+z[2])) * twelfth
+	dvdz[5] = (-(y[7]+y[6])*(x[4]+x[7]) + (y[4]+y[7])*(x[7]+x[6]) -
+		(y[4]+y[0])*(x[1]+x[0]) + (y[1]+y[0])*(x[4]+x[0]) +
+		(y[6]+y[2])*(x[1]+x[2]) - (y[1]+y[2])*(x[6]+x[2])) * twelfth
+	dvdx[6] = ((y[4]+y[7])*(z[5]+z[4]) - (y[5]+y[4])*(z[4]+z[7]) +
+		(y[5]+y[1])*(z[2]+z[1]) - (y[2]+y[1])*(z[5]+z[1]) -
+		(y[7]+y[3])*(z[2]+z[3]) + (y[2]+y[3])*(z[7]+z[3])) * twelfth
+	dvdy[6] = (-(x[4]+x[7])*(z[5]+z[4]) + (x[5]+x[4])*(z[4]+z[7]) -
+		(x[5]+x[1])*(z[2]+z[1]) + (x[2]+x[1])*(z[5]+z[1]) +
+		(x[7]+x[3])*(z[2]+z[3]) - (x[2]+x[3])*(z[7]+z[3])) * twelfth
+	dvdz[6] = (-(y[4]+y[7])*(x[5]+x[4]) + (y[5]+y[4])*(x[4]+x[7]) -
+		(y[5]+y[1])*(x[2]+x[1]) + (y[2]+y[1])*(x[5]+x[1]) +
+		(y[7]+y[3])*(x[2]+x[3]) - (y[2]+y[3])*(x[7]+x[3])) * twelfth
+	dvdx[7] = ((y[5]+y[4])*(z[6]+z[5]) - (y[6]+y[5])*(z[5]+z[4]) +
+		(y[6]+y[2])*(z[3]+z[2]) - (y[3]+y[2])*(z[6]+z[2]) -
+		(y[4]+y[0])*(z[3]+z[0]) + (y[3]+y[0])*(z[4]+z[0])) * twelfth
+	dvdy[7] = (-(x[5]+x[4])*(z[6]+z[5]) + (x[6]+x[5])*(z[5]+z[4]) -
+		(x[6]+x[2])*(z[3]+z[2]) + (x[3]+x[2])*(z[6]+z[2]) +
+		(x[4]+x[0])*(z[3]+z[0]) - (x[3]+x[0])*(z[4]+z[0])) * twelfth
+	dvdz[7] = (-(y[5]+y[4])*(x[6]+x[5]) + (y[6]+y[5])*(x[5]+x[4]) -
+		(y[6]+y[2])*(x[3]+x[2]) + (y[3]+y[2])*(x[6]+x[2]) +
+		(y[4]+y[0])*(x[3]+x[0]) - (y[3]+y[0])*(x[4]+x[0])) * twelfth
 }
 
 // faceAreaSquared is the squared area measure of a face used for the

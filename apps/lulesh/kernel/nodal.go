@@ -45,8 +45,7 @@ func (d *Domain) integrateStress() error {
 		for c, n := range nl {
 			xs[c], ys[c], zs[c] = x[n], y[n], z[n]
 		}
-		jt := jacobian(&xs, &ys, &zs)
-		if jt.volume() <= 0 && tangled < 0 {
+		if jacobianVolume(&xs, &ys, &zs) <= 0 && tangled < 0 {
 			tangled = el
 		}
 		nodeNormals(&nx, &ny, &nz, &xs, &ys, &zs)
@@ -69,7 +68,6 @@ func (d *Domain) integrateStress() error {
 func (d *Domain) addHourglassForces() error {
 	var xs, ys, zs, xv, yv, zv [8]float64
 	var dvdx, dvdy, dvdz [8]float64
-	var gx, gy, gz [8]float64
 	var hourgam [4][8]float64
 	x, y, z := d.x, d.y, d.z
 	xd, yd, zd := d.xd, d.yd, d.zd
@@ -121,34 +119,30 @@ func (d *Domain) addHourglassForces() error {
 
 		volume13 := math.Cbrt(determ)
 		coefficient := -hourg * 0.01 * ss[el] * mass[el] / volume13
-		hourglassResistance(&gx, &hourgam, &xv, coefficient)
-		hourglassResistance(&gy, &hourgam, &yv, coefficient)
-		hourglassResistance(&gz, &hourgam, &zv, coefficient)
+
+		// The velocity field's components along the corrected modes,
+		// then the resisting force at each corner.
+		var hvx, hvy, hvz [4]float64
+		for mode := range 4 {
+			hg := &hourgam[mode]
+			hvx[mode] = hg[0]*xv[0] + hg[1]*xv[1] + hg[2]*xv[2] + hg[3]*xv[3] +
+				hg[4]*xv[4] + hg[5]*xv[5] + hg[6]*xv[6] + hg[7]*xv[7]
+			hvy[mode] = hg[0]*yv[0] + hg[1]*yv[1] + hg[2]*yv[2] + hg[3]*yv[3] +
+				hg[4]*yv[4] + hg[5]*yv[5] + hg[6]*yv[6] + hg[7]*yv[7]
+			hvz[mode] = hg[0]*zv[0] + hg[1]*zv[1] + hg[2]*zv[2] + hg[3]*zv[3] +
+				hg[4]*zv[4] + hg[5]*zv[5] + hg[6]*zv[6] + hg[7]*zv[7]
+		}
 		for c, n := range nl {
-			fx[n] += gx[c]
-			fy[n] += gy[c]
-			fz[n] += gz[c]
+			g0, g1, g2, g3 := hourgam[0][c], hourgam[1][c], hourgam[2][c], hourgam[3][c]
+			fx[n] += coefficient * (g0*hvx[0] + g1*hvx[1] + g2*hvx[2] + g3*hvx[3])
+			fy[n] += coefficient * (g0*hvy[0] + g1*hvy[1] + g2*hvy[2] + g3*hvy[3])
+			fz[n] += coefficient * (g0*hvz[0] + g1*hvz[1] + g2*hvz[2] + g3*hvz[3])
 		}
 	}
 	if tangled >= 0 {
 		return fmt.Errorf("%w: element %d in hourglass control", ErrNegativeVolume, tangled)
 	}
 	return nil
-}
-
-// hourglassResistance is the hourglass force of one velocity component
-// at the 8 corners.
-func hourglassResistance(force *[8]float64, hourgam *[4][8]float64, vel *[8]float64, coefficient float64) {
-	var h [4]float64
-	for mode := range 4 {
-		hg := &hourgam[mode]
-		h[mode] = hg[0]*vel[0] + hg[1]*vel[1] + hg[2]*vel[2] + hg[3]*vel[3] +
-			hg[4]*vel[4] + hg[5]*vel[5] + hg[6]*vel[6] + hg[7]*vel[7]
-	}
-	for c := range 8 {
-		force[c] = coefficient *
-			(hourgam[0][c]*h[0] + hourgam[1][c]*h[1] + hourgam[2][c]*h[2] + hourgam[3][c]*h[3])
-	}
 }
 
 // NodalMotionPhase moves the nodes: acceleration from the (summed) forces,
