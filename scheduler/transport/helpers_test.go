@@ -64,7 +64,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -176,78 +176,27 @@ func (r *recorder) errors() []error {
 	return append([]error(nil), r.errs...)
 }
 
-// cluster starts n endpoints on 127.0.0.1 with recorders.
-type cluster struct {
-	eps  []*ProtoActor
-	recs []*recorder
-	log  *testLog
+// peerReport is what a recorder tells about itself.
+type peerReport struct {
+	Received []int
+	Errors   []string
+	Backlog  int
+	Stats    Stats
 }
 
-func newCluster(t testing.TB, n int, tune func(*Config)) *cluster {
-	t.Helper()
-	logger, tl := newTestLog(t)
-	c := &cluster{log: tl}
-	addrs := make([]string, n)
-	for r := range n {
-		cfg := Config{Rank: r, Size: n, Host: "127.0.0.1", Secret: []byte("test-secret"), Logger: logger}
-		if tune != nil {
-			tune(&cfg)
-		}
-		ep, err := NewProtoActor(cfg)
-		if err != nil {
-			t.Fatalf("NewProtoActor(rank %d): %v", r, err)
-		}
-		t.Cleanup(func() { ep.Close() })
-		c.eps = append(c.eps, ep)
-		rec := newRecorder(r, n)
-		rec.ep = ep
-		c.recs = append(c.recs, rec)
-		addrs[r] = ep.Addr()
+func (r *recorder) report() peerReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := peerReport{Received: append([]int(nil), r.received...), Backlog: r.ep.Backlog(), Stats: r.ep.Stats()}
+	for _, err := range r.errs {
+		rep.Errors = append(rep.Errors, err.Error())
 	}
-	for r, ep := range c.eps {
-		if err := ep.Start(addrs, c.recs[r]); err != nil {
-			t.Fatalf("Start(rank %d): %v", r, err)
-		}
-	}
-	return c
+	return rep
 }
 
-// plan records that from will send sizes to to; call before sending.
-func (c *cluster) plan(from, to int, sizes []int) {
-	rec := c.recs[to]
-	rec.mu.Lock()
-	rec.sizes[from] = append(rec.sizes[from], sizes...)
-	rec.mu.Unlock()
-}
-
-func (c *cluster) send(from, to int, sizes []int) {
-	c.plan(from, to, sizes)
-	c.eps[from].Post(sendCmd{to: to, sizes: sizes})
-}
-
-// waitDelivered waits until every planned payload arrived and every
-// endpoint's backlog is acknowledged, then checks for errors.
-func (c *cluster) waitDelivered(t testing.TB) {
-	t.Helper()
-	for to, rec := range c.recs {
-		for from := range c.eps {
-			rec.mu.Lock()
-			want := len(rec.sizes[from])
-			rec.mu.Unlock()
-			waitFor(t, fmt.Sprintf("%d payloads %d->%d", want, from, to), func() bool {
-				return rec.count(from) >= want || len(rec.errors()) > 0
-			})
-		}
-	}
-	for _, rec := range c.recs {
-		for _, err := range rec.errors() {
-			t.Error(err)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-	for r, ep := range c.eps {
-		waitFor(t, fmt.Sprintf("backlog of PE %d to drain", r), func() bool { return ep.Backlog() == 0 })
-	}
+// plan records that from will send sizes to r; call it before the sends.
+func (r *recorder) plan(from int, sizes []int) {
+	r.mu.Lock()
+	r.sizes[from] = append(r.sizes[from], sizes...)
+	r.mu.Unlock()
 }

@@ -69,7 +69,7 @@ type Config struct {
 	TickInterval time.Duration
 	Ticks        <-chan time.Time
 	// ResendAfter is how long the oldest unacknowledged frame to a peer
-	// may wait before the endpoint goes back and resends (default 200ms,
+	// may wait before the endpoint goes back and resends (default 1s,
 	// doubled on each timeout without progress, up to 32 times).
 	ResendAfter time.Duration
 	// Logger receives the transport's log lines (default: discard).
@@ -86,7 +86,7 @@ const (
 	DefaultWindow       = 8 << 20
 	DefaultMaxPayload   = 1 << 30
 	DefaultTickInterval = 5 * time.Millisecond
-	DefaultResendAfter  = 200 * time.Millisecond
+	DefaultResendAfter  = time.Second
 )
 
 // Errors.

@@ -1,0 +1,174 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestLocalEndpoint holds the only endpoint this test process starts (see
+// the note in cluster_test.go); the other tests run PEs in children.
+func TestLocalEndpoint(t *testing.T) {
+	logger, tl := newTestLog(t)
+	if _, err := NewProtoActor(Config{Rank: 2, Size: 2, Secret: []byte("s")}); !errors.Is(err, ErrConfig) {
+		t.Errorf("rank 2 of 2: err = %v, want ErrConfig", err)
+	}
+	if _, err := NewProtoActor(Config{Rank: 0, Size: 1}); !errors.Is(err, ErrConfig) {
+		t.Errorf("empty secret: err = %v, want ErrConfig", err)
+	}
+	secret := []byte("job-secret")
+	ep, err := NewProtoActor(Config{Rank: 0, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	rec := newRecorder(0, 2)
+	rec.ep = ep
+	for _, peers := range [][]string{{ep.Addr()}, {"127.0.0.1:1", "127.0.0.1:2"}} {
+		if err := ep.Start(peers, rec); !errors.Is(err, ErrConfig) {
+			t.Errorf("Start(%q): err = %v, want ErrConfig", peers, err)
+		}
+	}
+	if err := ep.Start([]string{ep.Addr(), "127.0.0.1:1"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Start([]string{ep.Addr(), "127.0.0.1:1"}, rec); !errors.Is(err, ErrStarted) {
+		t.Errorf("second Start: err = %v, want ErrStarted", err)
+	}
+
+	t.Run("PostOrder", func(t *testing.T) { testPostOrder(t, ep, rec) })
+	t.Run("Refused", func(t *testing.T) { testRefused(t, ep, tl) })
+	t.Run("BadFrames", func(t *testing.T) { testBadFrames(t, ep, rec, tl, secret) })
+}
+
+func testPostOrder(t *testing.T, ep *ProtoActor, rec *recorder) {
+	const goroutines, each = 4, 500
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				ep.Post([2]int{g, i})
+			}
+		}()
+	}
+	wg.Wait()
+	waitFor(t, "all events", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.events) == goroutines*each
+	})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	next := make([]int, goroutines)
+	for _, ev := range rec.events {
+		e := ev.([2]int)
+		if e[1] != next[e[0]] {
+			t.Fatalf("event %d of goroutine %d arrived when %d was expected", e[1], e[0], next[e[0]])
+		}
+		next[e[0]]++
+	}
+	rec.events = nil
+}
+
+// rawStream opens protoactor's Receive stream to addr with a raw gRPC
+// client, presenting token unless it is empty.
+func rawStream(t *testing.T, addr, token string) (remote.Remoting_ReceiveClient, *grpc.ClientConn) {
+	t.Helper()
+	conn, err := grpc.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx := context.Background()
+	if token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, tokenKey, token)
+	}
+	stream, err := remote.NewRemotingClient(conn).Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream, conn
+}
+
+func testRefused(t *testing.T, ep *ProtoActor, tl *testLog) {
+	before := ep.Stats().Refused
+	for _, token := range []string{"", jobToken([]byte("another job"))} {
+		stream, _ := rawStream(t, ep.Addr(), token)
+		_, err := stream.Recv()
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("stream with token %.8q: err = %v, want Unauthenticated", token, err)
+		}
+	}
+	if got := ep.Stats().Refused - before; got != 2 {
+		t.Errorf("Stats().Refused grew by %d, want 2", got)
+	}
+	if line := tl.find("refused connection", "peer=127.0.0.1:"); line == "" {
+		t.Errorf("no log line naming the refused peer")
+	}
+	// Unary calls are refused too, and protoactor's (which panic) never run.
+	conn, err := grpc.Dial(ep.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(context.Background(), tokenKey, jobToken([]byte("job-secret")))
+	_, err = remote.NewRemotingClient(conn).ListProcesses(ctx, &remote.ListProcessesRequest{})
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("ListProcesses with the token: err = %v, want Unimplemented", err)
+	}
+}
+
+// testBadFrames sends, as an authenticated member, a frame from a rank
+// outside the job and a batch protoactor cannot decode: both are logged,
+// counted and dropped, and the PE keeps running.
+func testBadFrames(t *testing.T, ep *ProtoActor, rec *recorder, tl *testLog, secret []byte) {
+	before := ep.Stats().Malformed
+	stream, _ := rawStream(t, ep.Addr(), jobToken(secret))
+	batch := func(typeName string, data []byte) *remote.RemoteMessage {
+		return &remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: &remote.MessageBatch{
+			TypeNames: []string{typeName},
+			Targets:   []*actor.PID{actor.NewPID(ep.Addr(), actorName)},
+			Envelopes: []*remote.MessageEnvelope{{MessageData: data}},
+		}}}
+	}
+	data, err := proto.Marshal(&Frame{From: 99, Seq: 1, Total: 1, Data: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeName := string(proto.MessageName(&Frame{}))
+	for _, msg := range []*remote.RemoteMessage{
+		batch(typeName, data),
+		batch("no.such.Type", data),
+	} {
+		if err := stream.Send(msg); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := stream.Recv(); err == nil {
+		t.Errorf("stream that sent an undecodable batch still open")
+	}
+	waitFor(t, "bad frames counted", func() bool { return ep.Stats().Malformed-before >= 2 })
+	if line := tl.find("dropped frame", "rank 99"); line == "" {
+		t.Errorf("no log line for the frame from rank 99")
+	}
+	// Still alive: events are delivered.
+	ep.Post("alive")
+	waitFor(t, "event after bad frames", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.events) > 0 && rec.events[len(rec.events)-1] == "alive"
+	})
+}
