@@ -1,6 +1,7 @@
 package md
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -84,11 +85,19 @@ func reportPairRate(b *testing.B, pairsPerOp int) {
 }
 
 // BenchmarkSerialStep measures one time step of the serial driver (all
-// computes and cells on one core, no messages) for the 3×3×3-cell
-// configuration of the Charm++ comparison (8,100 atoms).
+// computes and cells on one core, no messages) for 3×3×3 cells: with 75
+// atoms per cell (2,025 atoms, the app's default) and with 300 (8,100
+// atoms, the size of the Charm++ comparison).
 func BenchmarkSerialStep(b *testing.B) {
+	for _, atoms := range []int{75, 300} {
+		b.Run(fmt.Sprintf("atoms=%d", 27*atoms), func(b *testing.B) { benchmarkSerialStep(b, atoms) })
+	}
+}
+
+func benchmarkSerialStep(b *testing.B, atomsPerCell int) {
 	cfg := DefaultConfig()
 	cfg.Cells = [3]int{3, 3, 3}
+	cfg.AtomsPerCell = atomsPerCell
 	cfg.MigrateEvery = 0
 	sim, err := NewSimulation(cfg)
 	if err != nil {
