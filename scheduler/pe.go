@@ -114,6 +114,9 @@ type PE struct {
 	reductions map[reductionKey]*reductionState
 	roots      map[reductionKey]*rootState
 
+	// ctx is the Context of the running handler (valid during the call only).
+	ctx taskContext
+
 	qdCallbacks []actor.Callback
 	probe       *uint64
 	exited      bool
@@ -124,8 +127,8 @@ type PE struct {
 type collectionState struct {
 	def    *actor.CollectionDef
 	n      int
-	local  map[int]*element
-	sorted []int // local linear indices, ascending
+	local  []*element // by linear index; nil where the element is elsewhere
+	sorted []int      // local linear indices, ascending
 	homeOf []int32
 }
 
@@ -182,9 +185,10 @@ func New(cfg Config) (*PE, error) {
 		reductions: map[reductionKey]*reductionState{},
 		roots:      map[reductionKey]*rootState{},
 	}
+	pe.ctx.pe = pe
 	pe.stats.DroppedByReason = map[string]uint64{}
 	for _, def := range job.Collections() {
-		cs := &collectionState{def: def, n: def.Shape.Size(), local: map[int]*element{}}
+		cs := &collectionState{def: def, n: def.Shape.Size(), local: make([]*element, def.Shape.Size())}
 		cs.homeOf = make([]int32, cs.n)
 		for lin := 0; lin < cs.n; lin++ {
 			home := def.Map(lin, cs.n, cfg.Size)
@@ -232,7 +236,7 @@ func (pe *PE) Stats() Stats {
 func (pe *PE) LocalElements() []int {
 	n := make([]int, len(pe.colls))
 	for i, c := range pe.colls {
-		n[i] = len(c.local)
+		n[i] = len(c.sorted)
 	}
 	return n
 }
@@ -399,7 +403,10 @@ func (pe *PE) handle(env *wire.Envelope) {
 }
 
 func (pe *PE) deliverTo(cs *collectionState, lin int64, env *wire.Envelope, h *actor.HandlerDef) {
-	el := cs.local[int(lin)]
+	var el *element
+	if lin >= 0 && lin < int64(cs.n) {
+		el = cs.local[lin]
+	}
 	if el == nil {
 		pe.drop(fmt.Errorf("%w: %s[%d] for handler %s", ErrNoSuchElement, cs.def.Name, lin, h.Name))
 		return
@@ -444,7 +451,8 @@ func (pe *PE) invoke(el *element, p pending) {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, p.handler.Name, err))
 		return
 	}
-	ctx := &taskContext{pe: pe, el: el}
+	ctx := &pe.ctx
+	ctx.el = el
 	pe.stats.Delivered++
 	p.handler.Invoke(el.task, ctx, m)
 	if p.handler.Annotation.Order != actor.Commutative {
@@ -472,16 +480,16 @@ func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender uint64) {
 	if err != nil {
 		panic(fmt.Sprintf("scheduler: marshal %T: %v", m, err))
 	}
-	base := wire.Envelope{Collection: uint32(t.Collection), Handler: uint32(t.Handler), Key: key, Payload: payload, Sender: sender, Scope: uint32(t.Scope)}
+	// Envelopes are never changed once made, so one may go to several PEs.
+	env := &wire.Envelope{Collection: uint32(t.Collection), Handler: uint32(t.Handler), Key: key, Payload: payload, Sender: sender, Scope: uint32(t.Scope)}
 	switch t.Scope {
 	case actor.ScopeOne:
 		lin := cs.def.Shape.Linear(t.Index)
-		env := proto.Clone(&base).(*wire.Envelope)
 		env.Dest = int64(lin)
 		pe.route(int(cs.homeOf[lin]), env)
 	case actor.ScopeAll:
 		for to := 0; to < pe.cfg.Size; to++ {
-			pe.route(to, proto.Clone(&base).(*wire.Envelope))
+			pe.route(to, env)
 		}
 	case actor.ScopeSection:
 		byPE := map[int][]int64{}
@@ -496,9 +504,9 @@ func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender uint64) {
 		}
 		sort.Ints(pes)
 		for _, to := range pes {
-			env := proto.Clone(&base).(*wire.Envelope)
-			env.Dests = byPE[to]
-			pe.route(to, env)
+			part := proto.CloneOf(env)
+			part.Dests = byPE[to]
+			pe.route(to, part)
 		}
 	}
 }
