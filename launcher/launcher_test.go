@@ -277,3 +277,14 @@ func TestSplitRunArgs(t *testing.T) {
 }
 
 var _ = context.Background
+
+func TestLeanMDDigestIndependentOfPECount(t *testing.T) {
+	digests := map[int]string{}
+	for _, pes := range []int{1, 3} {
+		j := startJob(t, "run", "leanmd", "--pes", strconv.Itoa(pes), "--cells", "3,3,3", "--steps", "25", "--json")
+		require.Equal(t, 0, j.wait(t, 3*time.Minute), strings.Join(j.lines, "\n"))
+		digests[pes] = j.waitLine(t, regexp.MustCompile(`^digest: ([0-9a-f]{16})$`), time.Second)[1]
+		j.waitLine(t, regexp.MustCompile(`^\{"app":"leanmd".*"atoms_migrated":\d+`), time.Second)
+	}
+	require.Equal(t, digests[1], digests[3], "the final atom state must not depend on the number of PEs")
+}

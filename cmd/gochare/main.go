@@ -5,10 +5,11 @@ package main
 import (
 	"os"
 
+	"github.com/gochare/gochare/apps/leanmd"
 	"github.com/gochare/gochare/apps/stencil3d"
 	"github.com/gochare/gochare/launcher"
 )
 
 func main() {
-	os.Exit(launcher.Main(os.Args[1:], os.Stdout, os.Stderr, stencil3d.App))
+	os.Exit(launcher.Main(os.Args[1:], os.Stdout, os.Stderr, stencil3d.App, leanmd.App))
 }
