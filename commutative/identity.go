@@ -76,6 +76,25 @@ func Child(trigger MessageID, sendIndex uint32) Path {
 	return Path{encoded: string(buf)}
 }
 
+// Trigger returns the region message whose per-message handler made the
+// send this path names, and the index of that send within the handler; ok is
+// false for the empty path.
+func (p Path) Trigger() (trigger MessageID, sendIndex uint32, ok bool) {
+	if p.IsEmpty() {
+		return MessageID{}, 0, false
+	}
+	rest := []byte(p.encoded)
+	sender, n := binary.Uvarint(rest)
+	rest = rest[n:]
+	srn, n := binary.Uvarint(rest)
+	rest = rest[n:]
+	parentLen, n := binary.Uvarint(rest)
+	rest = rest[n:]
+	parent := Path{encoded: string(rest[:parentLen])}
+	index, _ := binary.Uvarint(rest[parentLen:])
+	return MessageID{Sender: TaskID(sender), SRN: srn, CPI: parent}, uint32(index), true
+}
+
 func (p Path) String() string {
 	if p.IsEmpty() {
 		return ""

@@ -132,3 +132,16 @@ func TestNestedPathsStayUniqueAndReadable(t *testing.T) {
 		}
 	}
 }
+
+func TestPathNamesItsTrigger(t *testing.T) {
+	_, _, ok := Path{}.Trigger()
+	require.False(t, ok)
+	root := MessageID{Sender: 1, SRN: 4}
+	nested := MessageID{Sender: 2, SRN: 7, CPI: Child(root, 1)}
+	for _, trigger := range []MessageID{root, nested} {
+		got, index, ok := Child(trigger, 3).Trigger()
+		require.True(t, ok)
+		require.Equal(t, trigger, got)
+		require.Equal(t, uint32(3), index)
+	}
+}

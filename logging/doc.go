@@ -10,7 +10,10 @@
 //   - PartialDet: the same, but only order-dependent receptions create a
 //     determinant. During replay an order-dependent message is delivered only
 //     at its recorded position; ordered and commutative messages fill the
-//     other positions in any order the program admits.
+//     other positions in any order the program admits, but never before a
+//     region message whose handler's sends led to them: every message
+//     carries the region receptions in its causal past (Message.Requires,
+//     empty unless region handlers send).
 //
 // Shared machinery: the sender log (kept until the next coordinated
 // checkpoint, with byte accounting in Stats), determinant stability (a

@@ -152,6 +152,9 @@ type storedProgress struct {
 type hostedTask struct {
 	counters commutative.TaskState
 	received map[MessageID]struct{}
+	// requires is the task's causal past of region receptions since the
+	// checkpoint (PartialDet), sorted: its sends carry it.
+	requires []Dependency
 	buffer   []Message
 	// awaiting are the survivors whose recovery envelope has not arrived.
 	awaiting []PEID
@@ -199,6 +202,9 @@ func (e *engine) HostTask(task TaskID) {
 
 func (e *engine) RestoreTask(cp TaskCheckpoint, survivors []PEID) {
 	t := &hostedTask{counters: cp.Counters, received: map[MessageID]struct{}{}}
+	for _, d := range cp.Requires {
+		t.addRequirement(d)
+	}
 	for _, id := range cp.Received {
 		t.received[id] = struct{}{}
 	}
@@ -232,8 +238,10 @@ func (e *engine) task(id TaskID) *hostedTask {
 func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	sender := e.task(from)
 	msg.ID = sender.counters.NextSendID()
+	msg.Requires = nil
 	if e.kind == KindPartialDet {
 		e.noteProgress(Progress{Task: from, RSN: sender.counters.RSN}, false)
+		msg.Requires = slices.Clone(sender.requires)
 	}
 	e.stats.Sent++
 	if e.logs() {
@@ -429,7 +437,7 @@ func (e *engine) NextDelivery(task TaskID, admits func(Message) bool) (Delivery,
 		recorded = e.determinants[determinantKey{task, position}]
 	}
 	for i, m := range t.buffer {
-		if !t.counters.Admits(m.Annotation, m.RegionKey()) || !admits(m) {
+		if !t.counters.Admits(m.Annotation, m.RegionKey()) || !admits(m) || !dependenciesMet(task, t, m) {
 			continue
 		}
 		if recorded != nil {
@@ -460,9 +468,41 @@ func (e *engine) isPinned(task TaskID, position uint64, id MessageID) bool {
 	return false
 }
 
+// dependenciesMet reports whether task has handled every region message
+// that m's send causally follows (always true outside replay).
+func dependenciesMet(task TaskID, t *hostedTask, m Message) bool {
+	for _, d := range m.Requires {
+		if _, ok := t.received[d.Trigger]; d.Task == task && !ok {
+			return false
+		}
+	}
+	if trigger, _, ok := m.ID.CPI.Trigger(); ok && m.ID.Sender == task {
+		if _, handled := t.received[trigger]; !handled {
+			return false
+		}
+	}
+	return true
+}
+
+// addRequirement adds d to the task's sorted causal past.
+func (t *hostedTask) addRequirement(d Dependency) {
+	i, found := slices.BinarySearchFunc(t.requires, d, Dependency.compare)
+	if !found {
+		t.requires = slices.Insert(t.requires, i, d)
+	}
+}
+
 func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 	rsn := t.counters.BeginReception(m.ID, m.Annotation, m.RegionKey())
 	t.received[m.ID] = struct{}{}
+	if e.kind == KindPartialDet {
+		for _, d := range m.Requires {
+			t.addRequirement(d)
+		}
+		if trigger, _, ok := m.ID.CPI.Trigger(); ok {
+			t.addRequirement(Dependency{Task: m.ID.Sender, Trigger: trigger})
+		}
+	}
 	k := determinantKey{task, rsn}
 	if stored, ok := e.determinants[k]; ok {
 		if stored.determinant.Message != m.ID {
@@ -493,6 +533,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 			panic(fmt.Sprintf("logging: pe%d: checkpoint with %d messages buffered for task %d", e.pe, len(t.buffer), id))
 		}
 		clear(t.received)
+		t.requires = nil
 		t.replayEnd = t.counters.RSN
 		out = append(out, TaskCheckpoint{Counters: t.counters})
 	}

@@ -69,7 +69,37 @@ type Message struct {
 	// buffering.
 	Key     uint64
 	Payload []byte
+	// Requires (PartialDet only, set by Send) lists the region receptions
+	// in the send's causal past since the last checkpoint: the message
+	// must not be handled by Dependency.Task before that task has handled
+	// Dependency.Trigger. A replayed commutative region is free to take its
+	// messages in any order, but not to take one before a region message
+	// whose handler's sends led to it.
+	Requires []Dependency
 }
+
+// Dependency says that a region handler of Task sent a message while
+// handling Trigger: whatever that send led to comes after Task's reception
+// of Trigger.
+type Dependency struct {
+	Task    TaskID
+	Trigger MessageID
+}
+
+func (d Dependency) compare(other Dependency) int {
+	if d.Task != other.Task {
+		if d.Task < other.Task {
+			return -1
+		}
+		return 1
+	}
+	return d.Trigger.Compare(other.Trigger)
+}
+
+// encodedSize is the dependency's size on the wire.
+func (d Dependency) encodedSize() int { return 8 + d.Trigger.EncodedSize() }
+
+func (d Dependency) String() string { return fmt.Sprintf("t%d after %v", d.Task, d.Trigger) }
 
 // RegionKey is the commutative region the message belongs to.
 func (m Message) RegionKey() commutative.RegionKey {
@@ -77,7 +107,13 @@ func (m Message) RegionKey() commutative.RegionKey {
 }
 
 // wireSize is the message's size in a log or on the wire.
-func (m Message) wireSize() int { return m.ID.EncodedSize() + 8 + 4 + 2 + 8 + len(m.Payload) }
+func (m Message) wireSize() int {
+	n := m.ID.EncodedSize() + 8 + 4 + 2 + 8 + 2 + len(m.Payload)
+	for _, d := range m.Requires {
+		n += d.encodedSize()
+	}
+	return n
+}
 
 // Determinant records that a task received a message at a position of its
 // reception sequence: (SPE, SRN, CPI) of the message, and (RPE, RSN).
@@ -170,6 +206,9 @@ type Delivery struct {
 type TaskCheckpoint struct {
 	Counters commutative.TaskState
 	Received []MessageID
+	// Requires is the task's causal past of region receptions (PartialDet;
+	// empty for a coordinated checkpoint, kept for migration).
+	Requires []Dependency
 }
 
 // Relocation says that a failed PE's task is restored on PE.

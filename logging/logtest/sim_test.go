@@ -3,7 +3,6 @@ package logtest
 import (
 	"errors"
 	"flag"
-	"slices"
 	"testing"
 
 	"github.com/gochare/gochare/logging"
@@ -15,12 +14,6 @@ var (
 	seedFlag     = flag.Int64("seed", -1, "run only this simulator seed (with -v, trace it)")
 	seedsFlag    = flag.Int("seeds", 0, "simulator seeds per protocol (default 10000, 300 under -race)")
 )
-
-// knownFailingSeeds are sweep seeds (one crash) that still find a real
-// protocol bug, skipped so the sweep guards everything else; replay them
-// with -seed. PartialDet 7987: a task handles a message that the restored
-// sender's re-execution never sends (an orphan), see issue 3's note.
-var knownFailingSeeds = map[logging.Kind][]uint64{logging.KindPartialDet: {7987}}
 
 var kinds = []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet}
 
@@ -50,10 +43,6 @@ func TestSimulatorSeeds(t *testing.T) {
 			}
 			crashes, failures := 0, 0
 			for seed := range uint64(seedCount()) {
-				if !*twoCrashFlag && slices.Contains(knownFailingSeeds[kind], seed) {
-					t.Logf("skipping known failing seed %d", seed)
-					continue
-				}
 				cfg := DefaultConfig(kind, seed)
 				if !*twoCrashFlag {
 					cfg.Crashes = 1
@@ -153,4 +142,15 @@ func FuzzSimulator(f *testing.F) {
 		_, err := Run(cfg)
 		require.NoError(t, err)
 	})
+}
+
+// TestReplayedRegionRespectsCausalOrder replays the seed that found a
+// restored task taking a region message before the region message whose
+// handler's send led to it (an orphan in the failure-free re-execution).
+func TestReplayedRegionRespectsCausalOrder(t *testing.T) {
+	cfg := DefaultConfig(logging.KindPartialDet, 7987)
+	cfg.Crashes = 1
+	result, err := Run(cfg)
+	require.NoError(t, err)
+	require.Equal(t, 1, result.Crashes)
 }
