@@ -116,14 +116,8 @@ func (g *chunkGrid) energies(n int) []float64 {
 	e := make([]float64, n*n*n)
 	for _, pos := range g.order {
 		d := g.domains[pos]
-		c := d.Chunk()
-		for k := range c.Size[2] {
-			for j := range c.Size[1] {
-				for i := range c.Size[0] {
-					global := ((c.Offset[2]+k)*n+c.Offset[1]+j)*n + c.Offset[0] + i
-					e[global] = d.e[d.elemIndex(i, j, k)]
-				}
-			}
+		for el, energy := range d.Energies() {
+			e[d.GlobalElement(el)] = energy
 		}
 	}
 	return e

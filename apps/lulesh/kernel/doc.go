@@ -9,27 +9,31 @@
 // A Domain holds one chunk: a box of elements of the global mesh
 // (Chunk: global size, offset, extent). The chunk knows which of its
 // faces lie on the global symmetry planes (x, y or z = 0), which on the
-// free surface, and which it shares with neighbour chunks. One chunk that
-// covers the whole mesh is the serial kernel: Run and Domain.Step drive
-// it. A distributed run drives each chunk through the phases of a cycle
-// and performs the exchanges between them:
+// free surface, and which it shares with neighbour chunks (Neighbours).
+// One chunk that covers the whole mesh is the serial kernel: Run and
+// Domain.Step drive it. A distributed run drives each chunk through the
+// phases of a cycle and performs the exchanges between them:
 //
-//	courant, hydro := min over chunks of d.TimeConstraints()
+//	courant, hydro := min over all chunks of d.TimeConstraints()
 //	d.TimeIncrement(courant, hydro)
 //	d.NodalForcePhase()       // this chunk's element forces on its nodes
-//	    exchange: add the other chunks' contributions on shared nodes
-//	    (SharedNodes, Forces), summed in a fixed order
+//	    send PackSharedNodes(dir, fx|fy|fz) to each neighbour dir;
+//	    SumSharedNodes(fx|fy|fz, received) once all have arrived
 //	d.NodalMotionPhase()      // acceleration, symmetry planes, velocity, position
 //	d.ElementGradientPhase()  // kinematics and monotonic-Q gradients
-//	    exchange: each face neighbour's boundary gradients into this
-//	    chunk's ghost slots (PackFaceGradients, GhostGradients)
+//	    send PackFaceGradients(f) across each face f with a neighbour;
+//	    copy what arrives from across f into GhostGradients(f)
 //	d.ElementMaterialPhase()  // Q limiter, EOS, volumes, time constraints
 //
 // Nodal masses are summed over shared nodes the same way once, after
-// NewDomain (NodalMass). Both chunks sharing a node compute its motion
-// from the same summed force and mass, so positions and velocities of
-// shared nodes need no synchronisation as long as the sums are formed in
-// the same order everywhere.
+// NewDomain (PackSharedNodes and SumSharedNodes on NodalMass).
+// SumSharedNodes adds a node's contributions in the global order of the
+// chunks that hold it, so all of them compute the same bits; positions and
+// velocities of shared nodes therefore need no synchronisation (the
+// reference MPI code copies them from the higher-ranked owner instead).
+// The time step is chosen from the global minima of the Courant and hydro
+// constraints reduced separately, which makes it independent of the
+// chunking.
 //
 // The arithmetic follows the reference (LLNL/LULESH 2.0, serial build)
 // operation by operation; results agree with it to about 1e-15 relative.

@@ -288,3 +288,16 @@ func (d *Domain) GhostGradients(f Face) []float64 {
 	gradient, start, area := d.faceGradients(f)
 	return gradient[start : start+area]
 }
+
+// Energies are the element energies, indexed by local element: element
+// (i, j, k) of the chunk, x fastest, is at (k·Size[1]+j)·Size[0]+i.
+// The slice belongs to the domain: do not modify it.
+func (d *Domain) Energies() []float64 { return d.e[:d.numElem] }
+
+// GlobalElement is the global index (x fastest, then y, then z) of local
+// element el, for assembling whole-mesh results from chunks.
+func (d *Domain) GlobalElement(el int) int {
+	i, j, k := el%d.elemsX, el/d.elemsX%d.elemsY, el/(d.elemsX*d.elemsY)
+	n := d.chunk.MeshSize
+	return ((d.chunk.Offset[2]+k)*n+d.chunk.Offset[1]+j)*n + d.chunk.Offset[0] + i
+}

@@ -8,11 +8,15 @@ import (
 // TestRunsAreBitwiseReproducible runs the same problem twice and compares
 // the digests of the final energies.
 func TestRunsAreBitwiseReproducible(t *testing.T) {
-	first, err := Run(10, 0)
+	cycles := 0 // to the stop time
+	if raceDetectorEnabled {
+		cycles = 100
+	}
+	first, err := Run(10, cycles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := Run(10, 0)
+	second, err := Run(10, cycles)
 	if err != nil {
 		t.Fatal(err)
 	}
