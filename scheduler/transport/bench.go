@@ -1,0 +1,822 @@
+package transport
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+)
+
+// This file measures round-trip latency and one-way throughput between two
+// PEs for three stacks: this package's Endpoint, bare protoactor remote
+// with the same remote configuration (actor to actor, no sequence numbers
+// or acks), and bare TCP on loopback (length-prefixed frames, one goroutine
+// each side). The same code serves `go test -bench` (both sides in one
+// process) and `gochare bench transport` (the echo side in a child process).
+//
+// Traffic: a payload's first byte says what the echo side does with it:
+// 'P' echo it back, 'S' nothing, 'C' answer with the one-byte credit 'A'.
+// A one-way stream marks every creditEvery-th payload 'C' and keeps at most
+// 4*creditEvery payloads unanswered, about 4 MiB: without it bare
+// protoactor queues without bound.
+
+// Stack names.
+const (
+	StackGochare    = "gochare"
+	StackProtoActor = "protoactor"
+	StackTCP        = "tcp"
+)
+
+// benchStacks lists the stacks in the order they are reported.
+func benchStacks() []string { return []string{StackGochare, StackProtoActor, StackTCP} }
+
+// ErrBench reports a failed measurement.
+var ErrBench = errors.New("transport: bench")
+
+const benchTimeout = 2 * time.Minute
+
+// benchDriver is the measuring side of a stack.
+type benchDriver interface {
+	Addr() string
+	Connect(peerAddr string) error
+	// PingPong makes n round trips of size-byte payloads.
+	PingPong(n, size int) (time.Duration, error)
+	// Stream sends n size-byte payloads one way and waits for the last.
+	Stream(n, size int) (time.Duration, error)
+	Close()
+}
+
+// benchEcho is the answering side of a stack.
+type benchEcho interface {
+	Addr() string
+	Connect(driverAddr string) error
+	Close()
+}
+
+func creditEvery(size int) int { return max(1, (1<<20)/max(size, 1)) }
+
+// benchPayload returns a size-byte payload of kind (at least one byte).
+func benchPayload(kind byte, size int) []byte {
+	p := make([]byte, max(size, 1))
+	p[0] = kind
+	return p
+}
+
+// streamState runs the sender's side of the credit scheme; its owner calls
+// next to get payloads to send and credit on each 'A'.
+type streamState struct {
+	n, sent, credits, wantCredits, every int
+	plain, marked                        []byte
+}
+
+func newStreamState(n, size int) *streamState {
+	every := creditEvery(size)
+	return &streamState{n: n, every: every, wantCredits: (n + every - 1) / every,
+		plain: benchPayload('S', size), marked: benchPayload('C', size)}
+}
+
+// next returns the next payload to send, or nil when the sender must wait.
+func (s *streamState) next() []byte {
+	if s.sent == s.n || s.sent-s.credits*s.every >= 4*s.every {
+		return nil
+	}
+	s.sent++
+	if s.sent%s.every == 0 || s.sent == s.n {
+		return s.marked
+	}
+	return s.plain
+}
+
+func (s *streamState) done() bool { return s.credits == s.wantCredits }
+
+// ---- gochare: this package's Endpoint ----
+
+type benchRun struct {
+	ping bool
+	n    int
+	size int
+}
+
+type gochareDriver struct {
+	ep   *ProtoActor
+	done chan struct{}
+	// Owned by the endpoint goroutine.
+	pingLeft int
+	ping     []byte
+	stream   *streamState
+}
+
+func newGochareDriver(secret []byte, logger *slog.Logger) (*gochareDriver, error) {
+	ep, err := NewProtoActor(Config{Rank: 0, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return &gochareDriver{ep: ep, done: make(chan struct{}, 1)}, nil
+}
+
+func (d *gochareDriver) Addr() string { return d.ep.Addr() }
+func (d *gochareDriver) Close()       { d.ep.Close() }
+func (d *gochareDriver) Connect(peer string) error {
+	return d.ep.Start([]string{d.ep.Addr(), peer}, d)
+}
+
+func (d *gochareDriver) run(r benchRun) (time.Duration, error) {
+	start := time.Now()
+	d.ep.Post(r)
+	select {
+	case <-d.done:
+		return time.Since(start), nil
+	case <-time.After(benchTimeout):
+		return 0, fmt.Errorf("%w: %s run %+v timed out", ErrBench, StackGochare, r)
+	}
+}
+
+func (d *gochareDriver) PingPong(n, size int) (time.Duration, error) {
+	return d.run(benchRun{ping: true, n: n, size: size})
+}
+
+func (d *gochareDriver) Stream(n, size int) (time.Duration, error) {
+	return d.run(benchRun{n: n, size: size})
+}
+
+func (d *gochareDriver) Event(ev any) {
+	r := ev.(benchRun)
+	if r.ping {
+		d.pingLeft, d.ping = r.n, benchPayload('P', r.size)
+		d.ep.Send(1, d.ping)
+	} else {
+		d.stream = newStreamState(r.n, r.size)
+		d.pump()
+	}
+	d.ep.Flush()
+}
+
+func (d *gochareDriver) pump() {
+	for p := d.stream.next(); p != nil; p = d.stream.next() {
+		d.ep.Send(1, p)
+	}
+}
+
+func (d *gochareDriver) Receive(from int, payload []byte) {
+	if payload[0] == 'A' {
+		d.stream.credits++
+		if d.stream.done() {
+			d.done <- struct{}{}
+			return
+		}
+		d.pump()
+		d.ep.Flush()
+		return
+	}
+	d.pingLeft--
+	if d.pingLeft == 0 {
+		d.done <- struct{}{}
+		return
+	}
+	d.ep.Send(1, d.ping)
+	d.ep.Flush()
+}
+
+type gochareEcho struct{ ep *ProtoActor }
+
+func newGochareEcho(secret []byte, logger *slog.Logger) (*gochareEcho, error) {
+	ep, err := NewProtoActor(Config{Rank: 1, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return &gochareEcho{ep: ep}, nil
+}
+
+func (e *gochareEcho) Addr() string { return e.ep.Addr() }
+func (e *gochareEcho) Close()       { e.ep.Close() }
+func (e *gochareEcho) Connect(driver string) error {
+	return e.ep.Start([]string{driver, e.ep.Addr()}, e)
+}
+func (e *gochareEcho) Event(any) {}
+func (e *gochareEcho) Receive(from int, payload []byte) {
+	switch payload[0] {
+	case 'P':
+		e.ep.Send(from, payload)
+	case 'C':
+		e.ep.Send(from, []byte{'A'})
+	}
+	e.ep.Flush()
+}
+
+// ---- protoactor: bare remote, same configuration, no seq/ack layer ----
+
+type paSide struct {
+	system *actor.ActorSystem
+	remote *remote.Remote
+	self   *actor.PID
+}
+
+func newPASide(name string, secret []byte, logger *slog.Logger, a actor.Actor) (*paSide, error) {
+	cfg, err := Config{Rank: 0, Size: 1, Host: "127.0.0.1", Secret: secret, Logger: logger}.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &paSide{system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(minLevel{cfg.Logger.Handler(), slog.LevelError})
+	}))}
+	auth := &authenticator{token: jobToken(secret), log: cfg.Logger, refused: func() {}, malformed: func() {}}
+	s.remote = remote.NewRemote(s.system, remoteConfig(cfg, auth))
+	if err := startRemote(s.remote); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrListen, err)
+	}
+	s.self, err = s.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), name)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *paSide) close() {
+	if s.self != nil {
+		s.system.Root.StopFuture(s.self).Wait()
+	}
+	shutdownRemote(s.remote)
+	s.system.Shutdown()
+}
+
+type paDriver struct {
+	side *paSide
+	done chan struct{}
+	// Owned by the actor.
+	peer     *actor.PID
+	pingLeft int
+	ping     *Frame
+	stream   *streamState
+}
+
+type paConnect struct{ peer *actor.PID }
+
+func newPADriver(secret []byte, logger *slog.Logger) (*paDriver, error) {
+	d := &paDriver{done: make(chan struct{}, 1)}
+	side, err := newPASide("driver", secret, logger, d)
+	if err != nil {
+		return nil, err
+	}
+	d.side = side
+	return d, nil
+}
+
+func (d *paDriver) Addr() string { return d.side.system.Address() }
+func (d *paDriver) Close()       { d.side.close() }
+func (d *paDriver) Connect(peer string) error {
+	d.side.system.Root.Send(d.side.self, paConnect{actor.NewPID(peer, "echo")})
+	return nil
+}
+
+func (d *paDriver) run(r benchRun) (time.Duration, error) {
+	start := time.Now()
+	d.side.system.Root.Send(d.side.self, r)
+	select {
+	case <-d.done:
+		return time.Since(start), nil
+	case <-time.After(benchTimeout):
+		return 0, fmt.Errorf("%w: %s run %+v timed out (protoactor lost a message?)", ErrBench, StackProtoActor, r)
+	}
+}
+
+func (d *paDriver) PingPong(n, size int) (time.Duration, error) {
+	return d.run(benchRun{ping: true, n: n, size: size})
+}
+
+func (d *paDriver) Stream(n, size int) (time.Duration, error) {
+	return d.run(benchRun{n: n, size: size})
+}
+
+func (d *paDriver) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case paConnect:
+		d.peer = m.peer
+	case benchRun:
+		if m.ping {
+			d.pingLeft, d.ping = m.n, &Frame{Data: benchPayload('P', m.size)}
+			ctx.Send(d.peer, d.ping)
+		} else {
+			d.stream = newStreamState(m.n, m.size)
+			d.pump(ctx)
+		}
+	case *Frame:
+		if len(m.Data) > 0 && m.Data[0] == 'A' {
+			d.stream.credits++
+			if d.stream.done() {
+				d.done <- struct{}{}
+				return
+			}
+			d.pump(ctx)
+			return
+		}
+		d.pingLeft--
+		if d.pingLeft == 0 {
+			d.done <- struct{}{}
+			return
+		}
+		ctx.Send(d.peer, d.ping)
+	}
+}
+
+func (d *paDriver) pump(ctx actor.Context) {
+	for p := d.stream.next(); p != nil; p = d.stream.next() {
+		ctx.Send(d.peer, &Frame{Data: p})
+	}
+}
+
+type paEcho struct {
+	side *paSide
+	peer *actor.PID // owned by the actor
+}
+
+func newPAEcho(secret []byte, logger *slog.Logger) (*paEcho, error) {
+	e := &paEcho{}
+	side, err := newPASide("echo", secret, logger, e)
+	if err != nil {
+		return nil, err
+	}
+	e.side = side
+	return e, nil
+}
+
+func (e *paEcho) Addr() string { return e.side.system.Address() }
+func (e *paEcho) Close()       { e.side.close() }
+func (e *paEcho) Connect(driver string) error {
+	e.side.system.Root.Send(e.side.self, paConnect{actor.NewPID(driver, "driver")})
+	return nil
+}
+
+func (e *paEcho) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case paConnect:
+		e.peer = m.peer
+	case *Frame:
+		switch {
+		case len(m.Data) == 0:
+		case m.Data[0] == 'P':
+			ctx.Send(e.peer, m)
+		case m.Data[0] == 'C':
+			ctx.Send(e.peer, &Frame{Data: []byte{'A'}})
+		}
+	}
+}
+
+// ---- tcp: length-prefixed frames on loopback ----
+
+type tcpDriver struct {
+	conn net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
+}
+
+func (d *tcpDriver) Addr() string { return "" }
+func (d *tcpDriver) Close() {
+	if d.conn != nil {
+		d.conn.Close()
+	}
+}
+
+func (d *tcpDriver) Connect(peer string) error {
+	conn, err := net.Dial("tcp", peer)
+	if err != nil {
+		return err
+	}
+	d.conn, d.r, d.w = conn, bufio.NewReaderSize(conn, 1<<20), bufio.NewWriterSize(conn, 1<<20)
+	return nil
+}
+
+func writeFrame(w *bufio.Writer, p []byte) error {
+	var head [4]byte
+	binary.LittleEndian.PutUint32(head[:], uint32(len(p)))
+	if _, err := w.Write(head[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(p)
+	return err
+}
+
+func readFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
+	var head [4]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.LittleEndian.Uint32(head[:]))
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	_, err := io.ReadFull(r, buf)
+	return buf, err
+}
+
+func (d *tcpDriver) PingPong(n, size int) (time.Duration, error) {
+	p := benchPayload('P', size)
+	buf := make([]byte, len(p))
+	start := time.Now()
+	for range n {
+		if err := writeFrame(d.w, p); err != nil {
+			return 0, err
+		}
+		if err := d.w.Flush(); err != nil {
+			return 0, err
+		}
+		var err error
+		if buf, err = readFrame(d.r, buf); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// Stream relies on TCP's own flow control: it writes everything, then
+// reads the credits (a few bytes, which the socket buffers hold).
+func (d *tcpDriver) Stream(n, size int) (time.Duration, error) {
+	every := creditEvery(size)
+	plain, marked := benchPayload('S', size), benchPayload('C', size)
+	credits := 0
+	start := time.Now()
+	for i := 1; i <= n; i++ {
+		p := plain
+		if i%every == 0 || i == n {
+			p = marked
+			credits++
+		}
+		if err := writeFrame(d.w, p); err != nil {
+			return 0, err
+		}
+	}
+	if err := d.w.Flush(); err != nil {
+		return 0, err
+	}
+	var buf []byte
+	for range credits {
+		var err error
+		if buf, err = readFrame(d.r, buf); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+type tcpEcho struct {
+	lis  net.Listener
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	conn net.Conn
+}
+
+func newTCPEcho() (*tcpEcho, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrListen, err)
+	}
+	e := &tcpEcho{lis: lis}
+	e.wg.Add(1)
+	go e.serve()
+	return e, nil
+}
+
+func (e *tcpEcho) Addr() string         { return e.lis.Addr().String() }
+func (e *tcpEcho) Connect(string) error { return nil }
+func (e *tcpEcho) Close() {
+	e.lis.Close()
+	e.mu.Lock()
+	if e.conn != nil {
+		e.conn.Close()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+func (e *tcpEcho) serve() {
+	defer e.wg.Done()
+	conn, err := e.lis.Accept()
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	e.conn = conn
+	e.mu.Unlock()
+	r, w := bufio.NewReaderSize(conn, 1<<20), bufio.NewWriterSize(conn, 1<<20)
+	var buf []byte
+	credit := []byte{'A'}
+	for {
+		buf, err = readFrame(r, buf)
+		if err != nil {
+			return
+		}
+		switch {
+		case len(buf) == 0:
+		case buf[0] == 'P':
+			err = writeFrame(w, buf)
+		case buf[0] == 'C':
+			err = writeFrame(w, credit)
+		}
+		if err == nil && r.Buffered() == 0 {
+			err = w.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func newBenchDriver(stack string, secret []byte, logger *slog.Logger) (benchDriver, error) {
+	switch stack {
+	case StackGochare:
+		return newGochareDriver(secret, logger)
+	case StackProtoActor:
+		return newPADriver(secret, logger)
+	case StackTCP:
+		return &tcpDriver{}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown stack %q", ErrBench, stack)
+}
+
+func newBenchEcho(stack string, secret []byte, logger *slog.Logger) (benchEcho, error) {
+	switch stack {
+	case StackGochare:
+		return newGochareEcho(secret, logger)
+	case StackProtoActor:
+		return newPAEcho(secret, logger)
+	case StackTCP:
+		return newTCPEcho()
+	}
+	return nil, fmt.Errorf("%w: unknown stack %q", ErrBench, stack)
+}
+
+// benchResult is one measurement.
+type benchResult struct {
+	Stack    string
+	Size     int
+	RTT      time.Duration // per round trip
+	RTTs     int
+	MBps     float64 // one-way, 1e6 bytes per second
+	MsgsPerS float64
+	Msgs     int
+}
+
+// measureLoop grows n until one run of fn lasts at least minTime.
+func measureLoop(minTime time.Duration, maxN int, fn func(n int) (time.Duration, error)) (int, time.Duration, error) {
+	n := 1
+	for {
+		d, err := fn(n)
+		if err != nil {
+			return 0, 0, err
+		}
+		if d >= minTime || n >= maxN {
+			return n, d, nil
+		}
+		next := n * 10
+		if d > 0 {
+			next = int(float64(n) * 1.2 * float64(minTime) / float64(d))
+		}
+		n = min(max(next, n+1), 100*n, maxN)
+	}
+}
+
+func measure(d benchDriver, stack string, size int, minTime time.Duration) (benchResult, error) {
+	res := benchResult{Stack: stack, Size: size}
+	// Warm up: connections, buffers.
+	if _, err := d.PingPong(50, size); err != nil {
+		return res, err
+	}
+	n, el, err := measureLoop(minTime, 1_000_000, func(n int) (time.Duration, error) { return d.PingPong(n, size) })
+	if err != nil {
+		return res, err
+	}
+	res.RTTs, res.RTT = n, el/time.Duration(n)
+	n, el, err = measureLoop(minTime, 10_000_000, func(n int) (time.Duration, error) { return d.Stream(n, size) })
+	if err != nil {
+		return res, err
+	}
+	res.Msgs = n
+	res.MsgsPerS = float64(n) / el.Seconds()
+	res.MBps = res.MsgsPerS * float64(size) / 1e6
+	return res, nil
+}
+
+// RunBenchCommand runs `gochare bench transport [flags]`: it starts a child
+// process (os.Executable() bench transport-peer --addr ...) and measures
+// round-trip latency and one-way throughput between the two processes for
+// each stack and payload size, then prints a Markdown table to stdout.
+func RunBenchCommand(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench transport", flag.ContinueOnError)
+	sizesFlag := fs.String("sizes", "64,32768,262144", "payload sizes in bytes, comma-separated")
+	stacksFlag := fs.String("stacks", strings.Join(benchStacks(), ","), "stacks to measure")
+	minTime := fs.Duration("time", 500*time.Millisecond, "minimum duration of each measurement")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", ErrBench, err)
+	}
+	var sizes []int
+	for _, s := range strings.Split(*sizesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("%w: bad size %q", ErrBench, s)
+		}
+		sizes = append(sizes, n)
+	}
+	stacks := strings.Split(*stacksFlag, ",")
+
+	ctl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("%w: control listener: %w", ErrBench, err)
+	}
+	defer ctl.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBench, err)
+	}
+	child := exec.Command(exe, "bench", "transport-peer", "--addr", ctl.Addr().String())
+	child.Stdout, child.Stderr = os.Stderr, os.Stderr
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("%w: start peer process: %w", ErrBench, err)
+	}
+	defer func() {
+		child.Process.Kill()
+		child.Wait()
+	}()
+	conn, err := acceptTimeout(ctl, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("%w: peer process did not connect: %w", ErrBench, err)
+	}
+	defer conn.Close()
+	ctlIn := bufio.NewReader(conn)
+
+	secret := make([]byte, 16)
+	rand.Read(secret)
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var results []benchResult
+	for _, stack := range stacks {
+		d, err := newBenchDriver(stack, secret, logger)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(conn, "START %s %s %s\n", stack, hex.EncodeToString(secret), orDash(d.Addr()))
+		line, err := ctlIn.ReadString('\n')
+		if err != nil {
+			d.Close()
+			return fmt.Errorf("%w: peer process: %w", ErrBench, err)
+		}
+		peerAddr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+		if !ok {
+			d.Close()
+			return fmt.Errorf("%w: peer process answered %q", ErrBench, line)
+		}
+		if err := d.Connect(peerAddr); err != nil {
+			d.Close()
+			return fmt.Errorf("%w: connect %s: %w", ErrBench, stack, err)
+		}
+		for _, size := range sizes {
+			res, err := measure(d, stack, size, *minTime)
+			if err != nil {
+				d.Close()
+				return fmt.Errorf("%w: %s %d B: %w", ErrBench, stack, size, err)
+			}
+			results = append(results, res)
+		}
+		d.Close()
+		fmt.Fprintf(conn, "STOP\n")
+		if _, err := ctlIn.ReadString('\n'); err != nil {
+			return fmt.Errorf("%w: peer process: %w", ErrBench, err)
+		}
+	}
+	fmt.Fprintln(conn, "EXIT")
+	writeBenchTable(stdout, sizes, results)
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func acceptTimeout(l net.Listener, d time.Duration) (net.Conn, error) {
+	if tl, ok := l.(*net.TCPListener); ok {
+		tl.SetDeadline(time.Now().Add(d))
+	}
+	return l.Accept()
+}
+
+// RunBenchPeer is the child side of RunBenchCommand (`gochare bench
+// transport-peer --addr HOST:PORT`): it connects to the parent's control
+// address and runs the echo side of each stack the parent asks for.
+func RunBenchPeer(args []string) error {
+	fs := flag.NewFlagSet("bench transport-peer", flag.ContinueOnError)
+	addr := fs.String("addr", "", "control address of the measuring process")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", ErrBench, err)
+	}
+	conn, err := net.Dial("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("%w: control connection: %w", ErrBench, err)
+	}
+	defer conn.Close()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	in := bufio.NewScanner(conn)
+	var echo benchEcho
+	defer func() {
+		if echo != nil {
+			echo.Close()
+		}
+	}()
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		switch {
+		case len(f) == 4 && f[0] == "START":
+			secret, err := hex.DecodeString(f[2])
+			if err != nil {
+				return fmt.Errorf("%w: bad secret: %w", ErrBench, err)
+			}
+			if echo, err = newBenchEcho(f[1], secret, logger); err != nil {
+				return err
+			}
+			if err := echo.Connect(f[3]); err != nil {
+				return fmt.Errorf("%w: %w", ErrBench, err)
+			}
+			fmt.Fprintf(conn, "ADDR %s\n", echo.Addr())
+		case len(f) == 1 && f[0] == "STOP":
+			if echo != nil {
+				echo.Close()
+				echo = nil
+			}
+			fmt.Fprintln(conn, "OK")
+		case len(f) == 1 && f[0] == "EXIT":
+			return nil
+		default:
+			return fmt.Errorf("%w: unknown control line %q", ErrBench, in.Text())
+		}
+	}
+	return in.Err()
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func writeBenchTable(w io.Writer, sizes []int, results []benchResult) {
+	get := func(stack string, size int) (benchResult, bool) {
+		for _, r := range results {
+			if r.Stack == stack && r.Size == size {
+				return r, true
+			}
+		}
+		return benchResult{}, false
+	}
+	ratio := func(a, b float64) string {
+		if a == 0 || b == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	fmt.Fprintln(w, "| payload | metric | gochare | protoactor | TCP | gochare/protoactor | gochare/TCP |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	for _, size := range sizes {
+		g, _ := get(StackGochare, size)
+		p, _ := get(StackProtoActor, size)
+		t, _ := get(StackTCP, size)
+		us := func(r benchResult) float64 { return float64(r.RTT) / float64(time.Microsecond) }
+		cell := func(r benchResult, ok bool, v float64, format string) string {
+			if !ok || v == 0 {
+				return "–"
+			}
+			return fmt.Sprintf(format, v)
+		}
+		_, gok := get(StackGochare, size)
+		_, pok := get(StackProtoActor, size)
+		_, tok := get(StackTCP, size)
+		fmt.Fprintf(w, "| %s | round trip (µs) | %s | %s | %s | %s | %s |\n", sizeName(size),
+			cell(g, gok, us(g), "%.1f"), cell(p, pok, us(p), "%.1f"), cell(t, tok, us(t), "%.1f"),
+			ratio(us(g), us(p)), ratio(us(g), us(t)))
+		fmt.Fprintf(w, "| %s | one-way (MB/s) | %s | %s | %s | %s | %s |\n", sizeName(size),
+			cell(g, gok, g.MBps, "%.1f"), cell(p, pok, p.MBps, "%.1f"), cell(t, tok, t.MBps, "%.1f"),
+			ratio(g.MBps, p.MBps), ratio(g.MBps, t.MBps))
+		fmt.Fprintf(w, "| %s | one-way (msg/s) | %s | %s | %s | %s | %s |\n", sizeName(size),
+			cell(g, gok, g.MsgsPerS, "%.0f"), cell(p, pok, p.MsgsPerS, "%.0f"), cell(t, tok, t.MsgsPerS, "%.0f"),
+			ratio(g.MsgsPerS, p.MsgsPerS), ratio(g.MsgsPerS, t.MsgsPerS))
+	}
+}
