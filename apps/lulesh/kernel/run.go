@@ -60,20 +60,25 @@ func (d *Domain) Result(elapsed time.Duration) (Result, error) {
 	if !d.coversWholeMesh() {
 		return Result{}, ErrNotWholeMesh
 	}
-	n := d.chunk.MeshSize
+	return Summarise(d.chunk.MeshSize, d.cycle, d.e[:d.numElem], elapsed), nil
+}
+
+// Summarise reports a finished run of an n³ mesh from its final element
+// energies in global element order (x fastest, then y, then z).
+func Summarise(n, iterations int, energies []float64, elapsed time.Duration) Result {
 	r := Result{
 		Size:              n,
-		Iterations:        d.cycle,
-		FinalOriginEnergy: d.e[0],
-		Symmetry:          d.symmetry(),
+		Iterations:        iterations,
+		FinalOriginEnergy: energies[0],
+		Symmetry:          symmetry(n, energies),
 		Elapsed:           elapsed,
-		Digest:            EnergyDigest(d.e[:d.numElem]),
+		Digest:            EnergyDigest(energies),
 	}
-	if d.cycle > 0 && elapsed > 0 {
-		microsPerZoneCycle := elapsed.Seconds() * 1e6 / float64(d.cycle) / float64(n*n*n)
+	if iterations > 0 && elapsed > 0 {
+		microsPerZoneCycle := elapsed.Seconds() * 1e6 / float64(iterations) / float64(n*n*n)
 		r.FOM = 1000.0 / microsPerZoneCycle
 	}
-	return r, nil
+	return r
 }
 
 func (d *Domain) coversWholeMesh() bool {
@@ -82,17 +87,16 @@ func (d *Domain) coversWholeMesh() bool {
 }
 
 // symmetry compares e(x=k, y=j, z=0) with e(x=j, y=k, z=0) for j < k.
-func (d *Domain) symmetry() Symmetry {
+func symmetry(n int, e []float64) Symmetry {
 	var s Symmetry
-	n := d.chunk.MeshSize
 	for j := range n {
 		for k := j + 1; k < n; k++ {
-			diff := math.Abs(d.e[j*n+k] - d.e[k*n+j])
+			diff := math.Abs(e[j*n+k] - e[k*n+j])
 			s.TotalAbsDiff += diff
 			if s.MaxAbsDiff < diff {
 				s.MaxAbsDiff = diff
 			}
-			rel := diff / d.e[k*n+j]
+			rel := diff / e[k*n+j]
 			if s.MaxRelDiff < rel {
 				s.MaxRelDiff = rel
 			}
