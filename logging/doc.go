@@ -22,7 +22,12 @@
 // receivers store it and acknowledge), duplicate removal by message identity,
 // garbage collection at checkpoints, and the recovery steps (on a failure
 // notice every survivor sends each restored task one EnvelopeRecovery with
-// the task's determinants, then resends its logged messages to the task).
+// the task's determinants and, like any envelope, the unstable determinants
+// they depend on, then resends its logged messages to the task). Each
+// failure notice starts a recovery epoch: every task restored since the
+// checkpoint waits again for one recovery envelope of the new epoch from
+// each survivor, because a survivor may have been handed one of its
+// determinants after sending the previous batch, by the PE that just failed.
 //
 // Nothing here starts a goroutine, reads a clock or draws a random number.
 // It imports commutative and the standard library only.

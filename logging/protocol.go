@@ -144,6 +144,30 @@ type storedDeterminant struct {
 	holders []PEID
 }
 
+type recoveryMark struct {
+	pe    PEID
+	epoch uint32
+}
+
+// noteRecovery records a recovery envelope of epoch from pe and stops
+// waiting for the PEs that have sent one of the current epoch.
+func (t *hostedTask) noteRecovery(pe PEID, epoch uint32) {
+	i := slices.IndexFunc(t.recovered, func(m recoveryMark) bool { return m.pe == pe })
+	switch {
+	case i < 0:
+		t.recovered = append(t.recovered, recoveryMark{pe, epoch})
+	case t.recovered[i].epoch < epoch:
+		t.recovered[i].epoch = epoch
+	}
+	t.dropAwaited()
+}
+
+func (t *hostedTask) dropAwaited() {
+	t.awaiting = slices.DeleteFunc(t.awaiting, func(p PEID) bool {
+		return slices.ContainsFunc(t.recovered, func(m recoveryMark) bool { return m.pe == p && m.epoch >= t.epoch })
+	})
+}
+
 type storedProgress struct {
 	rsn     uint64
 	holders []PEID
@@ -156,8 +180,14 @@ type hostedTask struct {
 	// checkpoint (PartialDet), sorted: its sends carry it.
 	requires []Dependency
 	buffer   []Message
-	// awaiting are the survivors whose recovery envelope has not arrived.
-	awaiting []PEID
+	// awaiting are the survivors whose recovery envelope of epoch (or a
+	// later one) has not arrived; recovered is the latest epoch received
+	// from each PE. A recovery envelope of an earlier failure does not
+	// count: its sender may have stored more determinants of the task
+	// since, whose only other holder the new failure took.
+	awaiting  []PEID
+	epoch     uint32
+	recovered []recoveryMark
 	// pinned maps a message to its recorded reception position, for the
 	// determinants known with an RSN past the task's current one.
 	replayEnd uint64
@@ -210,6 +240,9 @@ func (e *engine) RestoreTask(cp TaskCheckpoint, survivors []PEID) {
 	}
 	if e.logs() {
 		t.awaiting = slices.Clone(survivors)
+		// At least one failure this PE has not been notified of yet;
+		// FailureNotice sets the exact epoch.
+		t.epoch = uint32(len(e.failed)) + 1
 	}
 	e.place(cp.Counters.Task, t)
 	e.refreshReplayEnd(cp.Counters.Task)
@@ -352,8 +385,9 @@ func (e *engine) Arrive(env Envelope) {
 		for _, p := range env.Progress {
 			e.noteProgress(p, true)
 		}
-		t.awaiting = slices.DeleteFunc(t.awaiting, func(p PEID) bool { return p == env.From })
+		t.noteRecovery(env.From, env.Epoch)
 		e.refreshReplayEnd(env.Task)
+		e.refreshReplayEnds(env.Determinants)
 		return
 	case EnvelopeMessage:
 	default:
@@ -367,11 +401,7 @@ func (e *engine) Arrive(env Envelope) {
 		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
 			Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
 		})
-		for _, d := range env.Determinants {
-			if t, ok := e.tasks[d.Receiver]; ok && d.RSN > t.replayEnd {
-				e.refreshReplayEnd(d.Receiver)
-			}
-		}
+		e.refreshReplayEnds(env.Determinants)
 	}
 	t, ok := e.tasks[env.Message.To]
 	if !ok {
@@ -402,6 +432,16 @@ func (e *engine) storeReceived(ds []Determinant) {
 		e.determinants[k] = stored
 		if !e.isStable(stored) {
 			e.unstable = append(e.unstable, k)
+		}
+	}
+}
+
+// refreshReplayEnds extends the replay of the hosted tasks that ds record
+// receptions for past their replay end.
+func (e *engine) refreshReplayEnds(ds []Determinant) {
+	for _, d := range ds {
+		if t, ok := e.tasks[d.Receiver]; ok && d.RSN > t.replayEnd {
+			e.refreshReplayEnd(d.Receiver)
 		}
 	}
 }
@@ -592,9 +632,18 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	newlyRestored := func(task TaskID) bool {
 		return slices.ContainsFunc(relocated, func(r Relocation) bool { return r.Task == task })
 	}
+	epoch := uint32(len(e.failed))
 	for _, r := range e.relocated {
 		if t, ok := e.tasks[r.Task]; ok && r.PE == e.pe && !newlyRestored(r.Task) {
 			t.awaiting = slices.Clone(live)
+			t.epoch = epoch
+			t.dropAwaited()
+		}
+	}
+	for _, r := range relocated {
+		if t, ok := e.tasks[r.Task]; ok && r.PE == e.pe {
+			t.epoch = epoch
+			t.dropAwaited()
 		}
 	}
 	for _, r := range relocated {
@@ -613,10 +662,28 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 				batch = append(batch, e.determinants[k].determinant)
 			}
 		}
-		recovery := Envelope{Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Determinants: batch}
+		recovery := Envelope{Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Epoch: epoch}
 		if p, ok := e.progress[r.Task]; ok {
 			recovery.Progress = []Progress{{Task: r.Task, RSN: p.rsn}}
 		}
+		if r.PE != e.pe {
+			// The batch depends on the determinants of its senders'
+			// receptions: like any envelope it carries the unstable ones,
+			// or a second failure could leave the restored task's host
+			// with a determinant that names a message its restored sender
+			// never sends again.
+			for _, d := range e.piggyback() {
+				if d.Receiver != r.Task {
+					batch = append(batch, d)
+				}
+			}
+			for _, p := range e.unstableProgress() {
+				if p.Task != r.Task {
+					recovery.Progress = append(recovery.Progress, p)
+				}
+			}
+		}
+		recovery.Determinants = batch
 		e.ready.Envelopes = append(e.ready.Envelopes, recovery)
 		if !newlyRestored(r.Task) {
 			continue

@@ -169,6 +169,10 @@ type Envelope struct {
 	Progress []Progress
 	// Task is the restored task of an EnvelopeRecovery.
 	Task TaskID
+	// Epoch is, for an EnvelopeRecovery, the number of failed PEs its
+	// sender knew of: a restored task waits for one envelope of the latest
+	// epoch from each survivor.
+	Epoch uint32
 }
 
 // Progress says that a task had made RSN receptions when it sent a message

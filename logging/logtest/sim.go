@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/logging"
@@ -60,8 +61,11 @@ func DefaultConfig(kind logging.Kind, seed uint64) Config {
 type Result struct {
 	Digests []uint64
 	Crashes int
-	Events  int
-	Stats   logging.Stats // summed over the PEs alive at the end
+	// CrashesDuringRecovery counts crashes that came while a task restored
+	// after an earlier one had not yet re-executed all it had handled.
+	CrashesDuringRecovery int
+	Events                int
+	Stats                 logging.Stats // summed over the PEs alive at the end
 }
 
 type historyEntry struct {
@@ -95,7 +99,11 @@ type simulator struct {
 	saved    []checkpointCopy
 	events   int
 	crashes  int
-	crashAt  []int
+	// lostHistory[t] is how many entries t's history had before its last
+	// restore: it is recovering while its history is shorter.
+	lostHistory           []int
+	crashesDuringRecovery int
+	crashAt               []int
 
 	// Causal tracking for the stability check: past[t][r] is the highest
 	// reception of task r in t's causal past.
@@ -145,7 +153,7 @@ func Run(cfg Config) (result Result, err error) {
 			return Result{}, fmt.Errorf("task %d digest %x, failure-free re-execution %x: %w", t, got, digests[t], ErrViolation)
 		}
 	}
-	return Result{Digests: digests, Crashes: s.crashes, Events: s.events, Stats: s.sumStats}, nil
+	return Result{Digests: digests, Crashes: s.crashes, CrashesDuringRecovery: s.crashesDuringRecovery, Events: s.events, Stats: s.sumStats}, nil
 }
 
 func newSimulator(cfg Config) *simulator {
@@ -170,6 +178,7 @@ func newSimulator(cfg Config) *simulator {
 	s.checkedUpTo = make([]uint64, cfg.Tasks)
 	s.checkpointRSN = make([]uint64, cfg.Tasks)
 	s.saved = make([]checkpointCopy, cfg.Tasks)
+	s.lostHistory = make([]int, cfg.Tasks)
 	for t := range cfg.Tasks {
 		id := commutative.TaskID(t)
 		s.location[t] = logging.PEID(t % cfg.PEs)
@@ -280,6 +289,9 @@ func (s *simulator) deliverEnvelope() {
 	}
 	if !s.alive[env.To] {
 		return
+	}
+	if s.trace != nil && (env.Kind != logging.EnvelopeAck || len(env.Determinants) > 0) {
+		s.trace("  pe%d arrives from pe%d: %v", env.To, env.From, describe(env))
 	}
 	s.pes[env.To].Arrive(env)
 	s.flush(env.To)
@@ -450,6 +462,7 @@ func (s *simulator) livePEs() []logging.PEID {
 // restore puts task t back to its checkpoint on PE p.
 func (s *simulator) restore(t int, p logging.PEID, survivors []logging.PEID) {
 	cp := s.saved[t]
+	s.lostHistory[t] = len(s.history[t])
 	s.tasks[t] = cp.app.clone()
 	s.history[t] = slices.Clone(s.history[t][:cp.historyLen])
 	s.handled[t] = map[commutative.MessageID]struct{}{}
@@ -474,6 +487,12 @@ func (s *simulator) crash() {
 		s.trace("crash pe%d", victim)
 	}
 	s.crashes++
+	for t := range s.tasks {
+		if len(s.history[t]) < s.lostHistory[t] {
+			s.crashesDuringRecovery++
+			break
+		}
+	}
 	live = s.livePEs()
 	for r := range s.checkedUpTo {
 		s.checkedUpTo[r] = s.checkpointRSN[r]
@@ -527,4 +546,24 @@ func (s *simulator) crash() {
 			s.resume(t)
 		}
 	}
+}
+
+// describe is an envelope as the trace shows it.
+func describe(env logging.Envelope) string {
+	var b strings.Builder
+	switch env.Kind {
+	case logging.EnvelopeMessage:
+		fmt.Fprintf(&b, "message %v for task %d", env.Message.ID, env.Message.To)
+		if env.Replayed {
+			b.WriteString(" (replayed)")
+		}
+	case logging.EnvelopeAck:
+		b.WriteString("ack")
+	case logging.EnvelopeRecovery:
+		fmt.Fprintf(&b, "recovery for task %d", env.Task)
+	}
+	if len(env.Determinants) > 0 {
+		fmt.Fprintf(&b, " dets %v", env.Determinants)
+	}
+	return b.String()
 }

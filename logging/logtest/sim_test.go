@@ -10,9 +10,9 @@ import (
 )
 
 var (
-	twoCrashFlag = flag.Bool("twocrash", false, "run the seed sweep with two crashes per run (known failures, see TestSimulatorSeeds)")
-	seedFlag     = flag.Int64("seed", -1, "run only this simulator seed (with -v, trace it)")
-	seedsFlag    = flag.Int("seeds", 0, "simulator seeds per protocol (default 10000, 300 under -race)")
+	crashesFlag = flag.Int("crashes", 0, "crashes per run in the seed sweep (default: two, one for every third seed)")
+	seedFlag    = flag.Int64("seed", -1, "run only this simulator seed (with -v, trace it)")
+	seedsFlag   = flag.Int("seeds", 0, "simulator seeds per protocol (default 10000, 300 under -race)")
 )
 
 var kinds = []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet}
@@ -27,39 +27,61 @@ func seedCount() int {
 	return 10000
 }
 
+// sweepConfig is the run of one sweep seed: two crashes (f = 2), the second
+// often during the first one's recovery, except every third seed, which
+// crashes once with the default f = 1.
+func sweepConfig(kind logging.Kind, seed uint64) Config {
+	cfg := DefaultConfig(kind, seed)
+	switch {
+	case *crashesFlag > 0:
+		cfg.Crashes = *crashesFlag
+	case seed%3 == 0:
+		cfg.Crashes = 1
+	default:
+		cfg.Crashes = 2
+	}
+	return cfg
+}
+
 func TestSimulatorSeeds(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
 			if *seedFlag >= 0 {
-				cfg := DefaultConfig(kind, uint64(*seedFlag))
-				if !*twoCrashFlag {
-					cfg.Crashes = 1
-				}
-				result, err := runTraced(t, cfg)
+				result, err := runTraced(t, sweepConfig(kind, uint64(*seedFlag)))
 				require.NoError(t, err, "seed %d", *seedFlag)
 				t.Logf("%+v", result)
 				return
 			}
-			crashes, failures := 0, 0
+			var crashed, twice, duringRecovery, failures int
 			for seed := range uint64(seedCount()) {
-				cfg := DefaultConfig(kind, seed)
-				if !*twoCrashFlag {
-					cfg.Crashes = 1
-				}
-				result, err := Run(cfg)
+				result, err := Run(sweepConfig(kind, seed))
 				if err != nil {
 					failures++
 					if failures <= 5 {
-						t.Errorf("%v seed %d: %v\nreplay: go test ./logging/logtest -run 'TestSimulatorSeeds/%v' -seed %d -v",
-							kind, seed, err, kind, seed)
+						t.Errorf("%v seed %d: %v\nreplay: go test ./logging/logtest -run 'TestSimulatorSeeds/%v' -seed %d -crashes %d -v",
+							kind, seed, err, kind, seed, sweepConfig(kind, seed).Crashes)
 					}
 					continue
 				}
-				crashes += result.Crashes
+				if result.Crashes > 0 {
+					crashed++
+				}
+				if result.Crashes > 1 {
+					twice++
+				}
+				if result.CrashesDuringRecovery > 0 {
+					duringRecovery++
+				}
 			}
+			t.Logf("%v: %d seeds, %d crashed, %d crashed twice, %d crashed during a recovery, %d failed",
+				kind, seedCount(), crashed, twice, duringRecovery, failures)
 			require.Zero(t, failures, "failing seeds")
-			require.Greater(t, crashes, seedCount()/2, "most runs crash")
+			require.Greater(t, crashed, seedCount()/2, "most runs crash")
+			require.Greater(t, twice, seedCount()/3, "many runs crash twice")
+			if kind != logging.KindNone {
+				require.Greater(t, duringRecovery, seedCount()/20, "some runs crash during a recovery")
+			}
 		})
 	}
 }
@@ -144,13 +166,24 @@ func FuzzSimulator(f *testing.F) {
 	})
 }
 
-// TestReplayedRegionRespectsCausalOrder replays the seed that found a
-// restored task taking a region message before the region message whose
-// handler's send led to it (an orphan in the failure-free re-execution).
-func TestReplayedRegionRespectsCausalOrder(t *testing.T) {
-	cfg := DefaultConfig(logging.KindPartialDet, 7987)
-	cfg.Crashes = 1
-	result, err := Run(cfg)
-	require.NoError(t, err)
-	require.Equal(t, 1, result.Crashes)
+// TestRegressionSeeds replays the seeds that found protocol bugs.
+func TestRegressionSeeds(t *testing.T) {
+	for _, c := range []struct {
+		kind    logging.Kind
+		seed    uint64
+		crashes int
+		bug     string
+	}{
+		{logging.KindPartialDet, 7987, 1, "a replayed region took a message before the region message whose handler's send led to it"},
+		{logging.KindFullDet, 2702, 2, "a recovery envelope of the first failure satisfied the wait for the second one's"},
+		{logging.KindFullDet, 3841, 2, "a recovery envelope handed over a determinant without the unstable ones it depends on"},
+		{logging.KindFullDet, 8222, 2, "fixed by the change for 3841 (fails without it)"},
+		{logging.KindPartialDet, 3928, 2, "fixed by the change for 3841 (fails without it)"},
+	} {
+		cfg := DefaultConfig(c.kind, c.seed)
+		cfg.Crashes = c.crashes
+		result, err := Run(cfg)
+		require.NoError(t, err, "%v seed %d: %s", c.kind, c.seed, c.bug)
+		require.Equal(t, c.crashes, result.Crashes, "%v seed %d", c.kind, c.seed)
+	}
 }
