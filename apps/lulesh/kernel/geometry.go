@@ -178,81 +178,125 @@ var volumeDerivativeStencil = [8][6]int{
 // volumeDerivatives is the derivative of the element volume with respect
 // to the position of each corner. Corner c's derivative depends on the
 // six corners of the three faces that meet at c, taken in the order
-// volumeDerivativeStencil[c] lists them.
+// volumeDerivativeStencil[c] lists them. The corners' coordinates are
+// read once and each sum of two coordinates is formed once (addition
+// commutes exactly), then shared by the corners that need it.
 func volumeDerivatives(dvdx, dvdy, dvdz *[8]float64, x, y, z *[8]float64) {
 	const twelfth = 1.0 / 12.0
-	dvdx[0] = ((y[2]+y[3])*(z[1]+z[2]) - (y[1]+y[2])*(z[2]+z[3]) +
-		(y[1]+y[5])*(z[4]+z[5]) - (y[4]+y[5])*(z[1]+z[5]) -
-		(y[3]+y[7])*(z[4]+z[7]) + (y[4]+y[7])*(z[3]+z[7])) * twelfth
-	dvdy[0] = (-(x[2]+x[3])*(z[1]+z[2]) + (x[1]+x[2])*(z[2]+z[3]) -
-		(x[1]+x[5])*(z[4]+z[5]) + (x[4]+x[5])*(z[1]+z[5]) +
-		(x[3]+x[7])*(z[4]+z[7]) - (x[4]+x[7])*(z[3]+z[7])) * twelfth
-	dvdz[0] = (-(y[2]+y[3])*(x[1]+x[2]) + (y[1]+y[2])*(x[2]+x[3]) -
-		(y[1]+y[5])*(x[4]+x[5]) + (y[4]+y[5])*(x[1]+x[5]) +
-		(y[3]+y[7])*(x[4]+x[7]) - (y[4]+y[7])*(x[3]+x[7])) * twelfth
-	dvdx[1] = ((y[3]+y[0])*(z[2]+z[3]) - (y[2]+y[3])*(z[3]+z[0]) +
-		(y[2]+y[6])*(z[5]+z[6]) - (y[5]+y[6])*(z[2]+z[6]) -
-		(y[0]+y[4])*(z[5]+z[4]) + (y[5]+y[4])*(z[0]+z[4])) * twelfth
-	dvdy[1] = (-(x[3]+x[0])*(z[2]+z[3]) + (x[2]+x[3])*(z[3]+z[0]) -
-		(x[2]+x[6])*(z[5]+z[6]) + (x[5]+x[6])*(z[2]+z[6]) +
-		(x[0]+x[4])*(z[5]+z[4]) - (x[5]+x[4])*(z[0]+z[4])) * twelfth
-	dvdz[1] = (-(y[3]+y[0])*(x[2]+x[3]) + (y[2]+y[3])*(x[3]+x[0]) -
-		(y[2]+y[6])*(x[5]+x[6]) + (y[5]+y[6])*(x[2]+x[6]) +
-		(y[0]+y[4])*(x[5]+x[4]) - (y[5]+y[4])*(x[0]+x[4])) * twelfth
-	dvdx[2] = ((y[0]+y[1])*(z[3]+z[0]) - (y[3]+y[0])*(z[0]+z[1]) +
-		(y[3]+y[7])*(z[6]+z[7]) - (y[6]+y[7])*(z[3]+z[7]) -
-		(y[1]+y[5])*(z[6]+z[5]) + (y[6]+y[5])*(z[1]+z[5])) * twelfth
-	dvdy[2] = (-(x[0]+x[1])*(z[3]+z[0]) + (x[3]+x[0])*(z[0]+z[1]) -
-		(x[3]+x[7])*(z[6]+z[7]) + (x[6]+x[7])*(z[3]+z[7]) +
-		(x[1]+x[5])*(z[6]+z[5]) - (x[6]+x[5])*(z[1]+z[5])) * twelfth
-	dvdz[2] = (-(y[0]+y[1])*(x[3]+x[0]) + (y[3]+y[0])*(x[0]+x[1]) -
-		(y[3]+y[7])*(x[6]+x[7]) + (y[6]+y[7])*(x[3]+x[7]) +
-		(y[1]+y[5])*(x[6]+x[5]) - (y[6]+y[5])*(x[1]+x[5])) * twelfth
-	dvdx[3] = ((y[1]+y[2])*(z[0]+z[1]) - (y[0]+y[1])*(z[1]+z[2]) +
-		(y[0]+y[4])*(z[7]+z[4]) - (y[7]+y[4])*(z[0]+z[4]) -
-		(y[2]+y[6])*(z[7]+z[6]) + (y[7]+y[6])*(z[2]+z[6])) * twelfth
-	dvdy[3] = (-(x[1]+x[2])*(z[0]+z[1]) + (x[0]+x[1])*(z[1]+z[2]) -
-		(x[0]+x[4])*(z[7]+z[4]) + (x[7]+x[4])*(z[0]+z[4]) +
-		(x[2]+x[6])*(z[7]+z[6]) - (x[7]+x[6])*(z[2]+z[6])) * twelfth
-	dvdz[3] = (-(y[1]+y[2])*(x[0]+x[1]) + (y[0]+y[1])*(x[1]+x[2]) -
-		(y[0]+y[4])*(x[7]+x[4]) + (y[7]+y[4])*(x[0]+x[4]) +
-		(y[2]+y[6])*(x[7]+x[6]) - (y[7]+y[6])*(x[2]+x[6])) * twelfth
-	dvdx[4] = ((y[6]+y[5])*(z[7]+z[6]) - (y[7]+y[6])*(z[6]+z[5]) +
-		(y[7]+y[3])*(z[0]+z[3]) - (y[0]+y[3])*(z[7]+z[3]) -
-		(y[5]+y[1])*(z[0]+z[1]) + (y[0]+y[1])*(z[5]+z[1])) * twelfth
-	dvdy[4] = (-(x[6]+x[5])*(z[7]+z[6]) + (x[7]+x[6])*(z[6]+z[5]) -
-		(x[7]+x[3])*(z[0]+z[3]) + (x[0]+x[3])*(z[7]+z[3]) +
-		(x[5]+x[1])*(z[0]+z[1]) - (x[0]+x[1])*(z[5]+z[1])) * twelfth
-	dvdz[4] = (-(y[6]+y[5])*(x[7]+x[6]) + (y[7]+y[6])*(x[6]+x[5]) -
-		(y[7]+y[3])*(x[0]+x[3]) + (y[0]+y[3])*(x[7]+x[3]) +
-		(y[5]+y[1])*(x[0]+x[1]) - (y[0]+y[1])*(x[5]+x[1])) * twelfth
-	dvdx[5] = ((y[7]+y[6])*(z[4]+z[7]) - (y[4]+y[7])*(z[7]+z[6]) +
-		(y[4]+y[0])*(z[1]+z[0]) - (y[1]+y[0])*(z[4]+z[0]) -
-		(y[6]+y[2])*(z[1]+z[2]) + (y[1]+y[2])*(z[6]+z[2])) * twelfth
-	dvdy[5] = (-(x[7]+x[6])*(z[4]+z[7]) + (x[4]+x[7])*(z[7]+z[6]) -
-		(x[4]+x[0])*(z[1]+z[0]) + (x[1]+x[0])*(z[4]+z[0]) +
-		(x[6]+x[2])*(z[1]+z[2]) - (x[1]+x[2])*(z[6]+z[2])) * twelfth
-	dvdz[5] = (-(y[7]+y[6])*(x[4]+x[7]) + (y[4]+y[7])*(x[7]+x[6]) -
-		(y[4]+y[0])*(x[1]+x[0]) + (y[1]+y[0])*(x[4]+x[0]) +
-		(y[6]+y[2])*(x[1]+x[2]) - (y[1]+y[2])*(x[6]+x[2])) * twelfth
-	dvdx[6] = ((y[4]+y[7])*(z[5]+z[4]) - (y[5]+y[4])*(z[4]+z[7]) +
-		(y[5]+y[1])*(z[2]+z[1]) - (y[2]+y[1])*(z[5]+z[1]) -
-		(y[7]+y[3])*(z[2]+z[3]) + (y[2]+y[3])*(z[7]+z[3])) * twelfth
-	dvdy[6] = (-(x[4]+x[7])*(z[5]+z[4]) + (x[5]+x[4])*(z[4]+z[7]) -
-		(x[5]+x[1])*(z[2]+z[1]) + (x[2]+x[1])*(z[5]+z[1]) +
-		(x[7]+x[3])*(z[2]+z[3]) - (x[2]+x[3])*(z[7]+z[3])) * twelfth
-	dvdz[6] = (-(y[4]+y[7])*(x[5]+x[4]) + (y[5]+y[4])*(x[4]+x[7]) -
-		(y[5]+y[1])*(x[2]+x[1]) + (y[2]+y[1])*(x[5]+x[1]) +
-		(y[7]+y[3])*(x[2]+x[3]) - (y[2]+y[3])*(x[7]+x[3])) * twelfth
-	dvdx[7] = ((y[5]+y[4])*(z[6]+z[5]) - (y[6]+y[5])*(z[5]+z[4]) +
-		(y[6]+y[2])*(z[3]+z[2]) - (y[3]+y[2])*(z[6]+z[2]) -
-		(y[4]+y[0])*(z[3]+z[0]) + (y[3]+y[0])*(z[4]+z[0])) * twelfth
-	dvdy[7] = (-(x[5]+x[4])*(z[6]+z[5]) + (x[6]+x[5])*(z[5]+z[4]) -
-		(x[6]+x[2])*(z[3]+z[2]) + (x[3]+x[2])*(z[6]+z[2]) +
-		(x[4]+x[0])*(z[3]+z[0]) - (x[3]+x[0])*(z[4]+z[0])) * twelfth
-	dvdz[7] = (-(y[5]+y[4])*(x[6]+x[5]) + (y[6]+y[5])*(x[5]+x[4]) -
-		(y[6]+y[2])*(x[3]+x[2]) + (y[3]+y[2])*(x[6]+x[2]) +
-		(y[4]+y[0])*(x[3]+x[0]) - (y[3]+y[0])*(x[4]+x[0])) * twelfth
+	x0, x1, x2, x3, x4, x5, x6, x7 := x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+	y0, y1, y2, y3, y4, y5, y6, y7 := y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7]
+	z0, z1, z2, z3, z4, z5, z6, z7 := z[0], z[1], z[2], z[3], z[4], z[5], z[6], z[7]
+	x01 := x0 + x1
+	x03 := x0 + x3
+	x04 := x0 + x4
+	x12 := x1 + x2
+	x15 := x1 + x5
+	x23 := x2 + x3
+	x26 := x2 + x6
+	x37 := x3 + x7
+	x45 := x4 + x5
+	x47 := x4 + x7
+	x56 := x5 + x6
+	x67 := x6 + x7
+	y01 := y0 + y1
+	y03 := y0 + y3
+	y04 := y0 + y4
+	y12 := y1 + y2
+	y15 := y1 + y5
+	y23 := y2 + y3
+	y26 := y2 + y6
+	y37 := y3 + y7
+	y45 := y4 + y5
+	y47 := y4 + y7
+	y56 := y5 + y6
+	y67 := y6 + y7
+	z01 := z0 + z1
+	z03 := z0 + z3
+	z04 := z0 + z4
+	z12 := z1 + z2
+	z15 := z1 + z5
+	z23 := z2 + z3
+	z26 := z2 + z6
+	z37 := z3 + z7
+	z45 := z4 + z5
+	z47 := z4 + z7
+	z56 := z5 + z6
+	z67 := z6 + z7
+	dx0 := (y23*z12 - y12*z23 +
+		y15*z45 - y45*z15 -
+		y37*z47 + y47*z37) * twelfth
+	dy0 := (-x23*z12 + x12*z23 -
+		x15*z45 + x45*z15 +
+		x37*z47 - x47*z37) * twelfth
+	dz0 := (-y23*x12 + y12*x23 -
+		y15*x45 + y45*x15 +
+		y37*x47 - y47*x37) * twelfth
+	dx1 := (y03*z23 - y23*z03 +
+		y26*z56 - y56*z26 -
+		y04*z45 + y45*z04) * twelfth
+	dy1 := (-x03*z23 + x23*z03 -
+		x26*z56 + x56*z26 +
+		x04*z45 - x45*z04) * twelfth
+	dz1 := (-y03*x23 + y23*x03 -
+		y26*x56 + y56*x26 +
+		y04*x45 - y45*x04) * twelfth
+	dx2 := (y01*z03 - y03*z01 +
+		y37*z67 - y67*z37 -
+		y15*z56 + y56*z15) * twelfth
+	dy2 := (-x01*z03 + x03*z01 -
+		x37*z67 + x67*z37 +
+		x15*z56 - x56*z15) * twelfth
+	dz2 := (-y01*x03 + y03*x01 -
+		y37*x67 + y67*x37 +
+		y15*x56 - y56*x15) * twelfth
+	dx3 := (y12*z01 - y01*z12 +
+		y04*z47 - y47*z04 -
+		y26*z67 + y67*z26) * twelfth
+	dy3 := (-x12*z01 + x01*z12 -
+		x04*z47 + x47*z04 +
+		x26*z67 - x67*z26) * twelfth
+	dz3 := (-y12*x01 + y01*x12 -
+		y04*x47 + y47*x04 +
+		y26*x67 - y67*x26) * twelfth
+	dx4 := (y56*z67 - y67*z56 +
+		y37*z03 - y03*z37 -
+		y15*z01 + y01*z15) * twelfth
+	dy4 := (-x56*z67 + x67*z56 -
+		x37*z03 + x03*z37 +
+		x15*z01 - x01*z15) * twelfth
+	dz4 := (-y56*x67 + y67*x56 -
+		y37*x03 + y03*x37 +
+		y15*x01 - y01*x15) * twelfth
+	dx5 := (y67*z47 - y47*z67 +
+		y04*z01 - y01*z04 -
+		y26*z12 + y12*z26) * twelfth
+	dy5 := (-x67*z47 + x47*z67 -
+		x04*z01 + x01*z04 +
+		x26*z12 - x12*z26) * twelfth
+	dz5 := (-y67*x47 + y47*x67 -
+		y04*x01 + y01*x04 +
+		y26*x12 - y12*x26) * twelfth
+	dx6 := (y47*z45 - y45*z47 +
+		y15*z12 - y12*z15 -
+		y37*z23 + y23*z37) * twelfth
+	dy6 := (-x47*z45 + x45*z47 -
+		x15*z12 + x12*z15 +
+		x37*z23 - x23*z37) * twelfth
+	dz6 := (-y47*x45 + y45*x47 -
+		y15*x12 + y12*x15 +
+		y37*x23 - y23*x37) * twelfth
+	dx7 := (y45*z56 - y56*z45 +
+		y26*z23 - y23*z26 -
+		y04*z03 + y03*z04) * twelfth
+	dy7 := (-x45*z56 + x56*z45 -
+		x26*z23 + x23*z26 +
+		x04*z03 - x03*z04) * twelfth
+	dz7 := (-y45*x56 + y56*x45 -
+		y26*x23 + y23*x26 +
+		y04*x03 - y03*x04) * twelfth
+	*dvdx = [8]float64{dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7}
+	*dvdy = [8]float64{dy0, dy1, dy2, dy3, dy4, dy5, dy6, dy7}
+	*dvdz = [8]float64{dz0, dz1, dz2, dz3, dz4, dz5, dz6, dz7}
 }
 
 // faceAreaSquared is the squared area measure of a face used for the
