@@ -605,7 +605,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		d := e.determinants[k]
 		before := e.isStable(d)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
-		if before && !e.isStable(d) {
+		if before && !e.isStable(d) && !slices.Contains(e.unstable, k) {
 			e.unstable = append(e.unstable, k)
 		}
 	}

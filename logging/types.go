@@ -185,6 +185,8 @@ type Progress struct {
 	RSN  uint64
 }
 
+func (p Progress) String() string { return fmt.Sprintf("t%d@%d", p.Task, p.RSN) }
+
 // progressSize is the encoded size of a Progress record.
 const progressSize = 16
 
