@@ -20,6 +20,7 @@ import (
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/scheduler"
+	"github.com/gochare/gochare/scheduler/transport"
 )
 
 const usage = `usage:
@@ -286,7 +287,9 @@ func cmdBench(args []string, stdout io.Writer) (int, error) {
 	}
 	switch args[0] {
 	case "transport":
-		return 0, errors.New("TODO")
+		return 0, transport.RunBenchCommand(args[1:], stdout)
+	case "transport-peer":
+		return 0, transport.RunBenchPeer(args[1:])
 	}
 	return 2, fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
 }
