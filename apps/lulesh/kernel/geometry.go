@@ -161,24 +161,10 @@ func nodeNormals(nx, ny, nz *[8]float64, x, y, z *[8]float64) {
 	}
 }
 
-// volumeDerivativeStencil lists, for each corner, the six corners its
-// volume derivative depends on (those of the three faces that meet
-// there, in the order the derivative formula takes them).
-var volumeDerivativeStencil = [8][6]int{
-	{1, 2, 3, 4, 5, 7},
-	{2, 3, 0, 5, 6, 4},
-	{3, 0, 1, 6, 7, 5},
-	{0, 1, 2, 7, 4, 6},
-	{7, 6, 5, 0, 3, 1},
-	{4, 7, 6, 1, 0, 2},
-	{5, 4, 7, 2, 1, 3},
-	{6, 5, 4, 3, 2, 0},
-}
-
 // volumeDerivatives is the derivative of the element volume with respect
 // to the position of each corner. Corner c's derivative depends on the
-// six corners of the three faces that meet at c, taken in the order
-// volumeDerivativeStencil[c] lists them. The corners' coordinates are
+// six corners of the three faces that meet at c, in a fixed order (see
+// naiveVolumeDerivatives in the tests). The corners' coordinates are
 // read once and each sum of two coordinates is formed once (addition
 // commutes exactly), then shared by the corners that need it.
 func volumeDerivatives(dvdx, dvdy, dvdz *[8]float64, x, y, z *[8]float64) {
