@@ -1,0 +1,422 @@
+package lulesh
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/lulesh/kernel"
+)
+
+// App is the lulesh application, run by `gochare run lulesh`.
+var App = actor.App{
+	Name:    appName,
+	Summary: "LULESH 2.0 shock hydrodynamics (Sedov blast) on an N³ mesh split into chunks with 26-neighbour node sums",
+	Define:  define,
+}
+
+func define(j *actor.Job, args []string) error {
+	cfg, err := ParseConfig(args)
+	if err != nil {
+		return err
+	}
+	declare(j, cfg, time.Now)
+	return j.Err()
+}
+
+// Names of the application, its collections and its reducer, as the
+// runtime shows them.
+const (
+	appName          = "lulesh"
+	mainCollection   = "main"
+	chunksCollection = "chunks"
+	gatherReducer    = "lulesh.energies"
+)
+
+// mainIndex is the index of the only element of the main collection.
+var mainIndex = actor.Idx(0)
+
+// program holds the declarations of one job: its configuration and the
+// proxies the handlers send through. It is built identically on every PE
+// by Define and is never changed afterwards.
+type program struct {
+	cfg   Config
+	grid  [3]int      // chunks along x, y, z
+	shape actor.Shape // of the chunk collection: (x, y, z)
+	// now reads the clock of the main element's PE, for elapsed_s only.
+	now func() time.Time
+
+	begin *actor.Proxy[*Begin]
+	// sharedNodes and faceGradients are the exchange handlers by region
+	// size: a commutative region has a fixed number of messages per
+	// handler, and a chunk's neighbour count depends on where it is in
+	// the grid, so there is one handler per count that occurs.
+	sharedNodes   map[int]*actor.Proxy[*SharedNodes]
+	faceGradients map[int]*actor.Proxy[*FaceGradients]
+	timestep      *actor.Proxy[*actor.ReductionResult]
+	results       *actor.Proxy[*actor.ReductionResult]
+	gather        actor.Reducer
+}
+
+func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
+	grid := cfg.ChunkGrid()
+	p := &program{cfg: cfg, grid: grid, shape: actor.Shape{grid[0], grid[1], grid[2]}, now: now,
+		sharedNodes: map[int]*actor.Proxy[*SharedNodes]{}, faceGradients: map[int]*actor.Proxy[*FaceGradients]{}}
+	p.gather = j.CustomReducer(gatherReducer, concatRecords)
+
+	mains := actor.NewCollection(j, mainCollection, actor.Shape{1}, actor.BlockMap,
+		func(actor.Index) *mainTask { return &mainTask{} })
+	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), p.onStart)
+	p.results = actor.Handle(mains, "results", actor.AnnotateOrdered(), p.onResults)
+	actor.Main(j, start, mainIndex)
+
+	chunks := actor.NewCollection(j, chunksCollection, p.shape, actor.BlockMap,
+		func(at actor.Index) *Chunk { return newChunk(cfg, positionOf(at)) })
+	p.begin = actor.Handle(chunks, "begin", actor.AnnotateOrdered(), p.onBegin)
+	// Only one time-step result can be pending: a chunk contributes to the
+	// next reduction only after it has used the previous result.
+	p.timestep = actor.Handle(chunks, "timestep", actor.AnnotateOrdered(), p.onTimestep)
+	sharedSizes, faceSizes := regionSizes(grid)
+	for _, n := range sharedSizes {
+		p.sharedNodes[n] = actor.Handle(chunks, fmt.Sprintf("shared_nodes_%d", n), actor.AnnotateCommutative(n), p.onSharedNodes,
+			actor.KeyBy(func(m *SharedNodes) uint64 { return m.GetKey() }),
+			actor.WhenComplete(p.onSharedNodesComplete))
+	}
+	for _, n := range faceSizes {
+		p.faceGradients[n] = actor.Handle(chunks, fmt.Sprintf("face_gradients_%d", n), actor.AnnotateCommutative(n), p.onFaceGradients,
+			actor.KeyBy(func(m *FaceGradients) uint64 { return m.GetKey() }),
+			actor.WhenComplete(p.onFaceGradientsComplete))
+	}
+	return p
+}
+
+func positionOf(at actor.Index) [3]int { return [3]int{int(at[0]), int(at[1]), int(at[2])} }
+
+func indexOf(pos [3]int) actor.Index { return actor.Idx(pos[0], pos[1], pos[2]) }
+
+func step(pos [3]int, dir kernel.Direction) [3]int {
+	return [3]int{pos[0] + dir[0], pos[1] + dir[1], pos[2] + dir[2]}
+}
+
+// neighbourCounts returns how many neighbours (of 26) and how many face
+// neighbours (of 6) the chunk at pos has in a grid of chunks.
+func neighbourCounts(grid, pos [3]int) (all, faces int) {
+	all = 1
+	for axis := range 3 {
+		options := 1
+		if pos[axis] > 0 {
+			options++
+		}
+		if pos[axis] < grid[axis]-1 {
+			options++
+		}
+		all *= options
+		faces += options - 1
+	}
+	return all - 1, faces
+}
+
+// regionSizes lists, in increasing order, the neighbour counts and face
+// neighbour counts that occur in the grid (0 excluded: a chunk without
+// neighbours has no region).
+func regionSizes(grid [3]int) (shared, faces []int) {
+	seenShared, seenFaces := map[int]bool{}, map[int]bool{}
+	for x := range grid[0] {
+		for y := range grid[1] {
+			for z := range grid[2] {
+				all, f := neighbourCounts(grid, [3]int{x, y, z})
+				if all > 0 && !seenShared[all] {
+					seenShared[all] = true
+					shared = append(shared, all)
+				}
+				if f > 0 && !seenFaces[f] {
+					seenFaces[f] = true
+					faces = append(faces, f)
+				}
+			}
+		}
+	}
+	sort.Ints(shared)
+	sort.Ints(faces)
+	return shared, faces
+}
+
+// fail reports an error of the physics (the reference aborts there) or
+// of the protocol and ends the job with status 1.
+func fail(ctx actor.Context, err error) {
+	ctx.Printf("error: %v", err)
+	ctx.Exit(1)
+}
+
+// onStart begins the run: every chunk sends its nodal masses.
+func (p *program) onStart(m *mainTask, ctx actor.Context, start *actor.Start) {
+	if m.startedAt != 0 {
+		panic("lulesh: main element started twice")
+	}
+	m.startedAt = p.now().UnixNano()
+	m.numPEs = start.GetNumPes()
+	p.begin.Broadcast(ctx, &Begin{})
+}
+
+// onBegin sums the nodal masses of shared nodes: this chunk's share goes
+// to every neighbour, and theirs come back as a region of key massKey.
+func (p *program) onBegin(c *Chunk, ctx actor.Context, _ *Begin) {
+	c.expectStage(stageCreated, "Begin")
+	c.stage = stageMass
+	if !p.sendShared(c, ctx, massKey, c.domain.NodalMass()) {
+		p.contributeTimestep(c, ctx)
+	}
+}
+
+// sendShared expects the region of key and sends this chunk's values of
+// fields on the nodes it shares with each neighbour. It reports whether
+// the chunk has neighbours (whether a region will come).
+func (p *program) sendShared(c *Chunk, ctx actor.Context, key uint64, fields ...[]float64) bool {
+	neighbours := c.domain.Neighbours()
+	if len(neighbours) == 0 {
+		return false
+	}
+	ctx.Expect(key)
+	for _, dir := range neighbours {
+		to := step(c.position, dir)
+		all, _ := neighbourCounts(p.grid, to)
+		back := dir.Opposite()
+		p.sharedNodes[all].Send(ctx, indexOf(to), &SharedNodes{
+			Key:   key,
+			FromX: int32(back[0]), FromY: int32(back[1]), FromZ: int32(back[2]),
+			Values: c.packShared(dir, fields...),
+		})
+	}
+	return true
+}
+
+// onSharedNodes is the per-message handler of a shared-node exchange: it
+// keeps the neighbour's values in their own slot and nothing else, so the
+// messages of a region commute.
+func (p *program) onSharedNodes(c *Chunk, ctx actor.Context, m *SharedNodes) {
+	components := 3
+	if m.GetKey() == massKey {
+		c.expectStage(stageMass, "nodal masses")
+		components = 1
+	} else {
+		c.expectStage(stageForces, "forces")
+		if m.GetKey() != forcesKey(c.domain.Cycle()) {
+			panic(fmt.Sprintf("lulesh: chunk %v received forces of key %d in cycle %d", c.position, m.GetKey(), c.domain.Cycle()))
+		}
+	}
+	from := kernel.Direction{int(m.GetFromX()), int(m.GetFromY()), int(m.GetFromZ())}
+	if err := c.storeShared(from, m.GetValues(), components); err != nil {
+		panic(err)
+	}
+}
+
+// onSharedNodesComplete adds the received values in the fixed order of
+// kernel.Domain.SumSharedNodes and goes on with the cycle.
+func (p *program) onSharedNodesComplete(c *Chunk, ctx actor.Context, key uint64) {
+	if key == massKey {
+		c.sumShared(c.domain.NodalMass(), 0)
+		c.clearReceived()
+		p.contributeTimestep(c, ctx)
+		return
+	}
+	fx, fy, fz := c.domain.Forces()
+	c.sumShared(fx, 0)
+	c.sumShared(fy, 1)
+	c.sumShared(fz, 2)
+	c.clearReceived()
+	p.afterForces(c, ctx)
+}
+
+// contributeTimestep contributes the chunk's Courant and hydro limits to
+// the min reduction that every chunk receives.
+func (p *program) contributeTimestep(c *Chunk, ctx actor.Context) {
+	c.stage = stageTimestep
+	courant, hydro := c.domain.TimeConstraints()
+	ctx.Contribute(actor.Min, actor.Value{Floats: []float64{courant, hydro}}, p.timestep.All())
+}
+
+// onTimestep starts a cycle with the global time constraints: time
+// increment, nodal forces, and their exchange.
+func (p *program) onTimestep(c *Chunk, ctx actor.Context, r *actor.ReductionResult) {
+	c.expectStage(stageTimestep, "the time step")
+	if r.GetReducer() != actor.Min.Name() || len(r.GetFloats()) != 2 {
+		panic(fmt.Sprintf("lulesh: time-step reduction by %q with %d floats, want min of 2", r.GetReducer(), len(r.GetFloats())))
+	}
+	d := c.domain
+	d.TimeIncrement(r.Floats[0], r.Floats[1])
+	if p.cfg.Progress > 0 && d.Cycle()%p.cfg.Progress == 0 && c.position == [3]int{} {
+		ctx.Printf("cycle = %d, time = %e, dt = %e", d.Cycle(), d.Time(), d.DeltaTime())
+	}
+	if err := d.NodalForcePhase(); err != nil {
+		fail(ctx, fmt.Errorf("chunk %v, cycle %d: %w", c.position, d.Cycle(), err))
+		return
+	}
+	c.stage = stageForces
+	fx, fy, fz := d.Forces()
+	if !p.sendShared(c, ctx, forcesKey(d.Cycle()), fx, fy, fz) {
+		p.afterForces(c, ctx)
+	}
+}
+
+// afterForces moves the nodes, computes the element kinematics and
+// gradients, and sends the face gradients.
+func (p *program) afterForces(c *Chunk, ctx actor.Context) {
+	d := c.domain
+	d.NodalMotionPhase()
+	if err := d.ElementGradientPhase(); err != nil {
+		fail(ctx, fmt.Errorf("chunk %v, cycle %d: %w", c.position, d.Cycle(), err))
+		return
+	}
+	c.stage = stageGradients
+	c.gradientFaces = 0
+	key := gradientsKey(d.Cycle())
+	sent := false
+	for _, f := range kernel.Faces {
+		if !d.HasNeighbour(f.Direction()) {
+			continue
+		}
+		if !sent {
+			ctx.Expect(key)
+			sent = true
+		}
+		to := step(c.position, f.Direction())
+		_, faces := neighbourCounts(p.grid, to)
+		p.faceGradients[faces].Send(ctx, indexOf(to), &FaceGradients{
+			Key:    key,
+			Face:   int32(f.Opposite()),
+			Values: d.PackFaceGradients(f, nil),
+		})
+	}
+	if !sent {
+		p.afterGradients(c, ctx)
+	}
+}
+
+// onFaceGradients is the per-message handler of the gradient exchange:
+// it fills the ghost slots of its own face and nothing else.
+func (p *program) onFaceGradients(c *Chunk, ctx actor.Context, m *FaceGradients) {
+	c.expectStage(stageGradients, "face gradients")
+	if m.GetKey() != gradientsKey(c.domain.Cycle()) {
+		panic(fmt.Sprintf("lulesh: chunk %v received gradients of key %d in cycle %d", c.position, m.GetKey(), c.domain.Cycle()))
+	}
+	if err := c.storeGradients(kernel.Face(m.GetFace()), m.GetValues()); err != nil {
+		panic(err)
+	}
+}
+
+func (p *program) onFaceGradientsComplete(c *Chunk, ctx actor.Context, _ uint64) {
+	p.afterGradients(c, ctx)
+}
+
+// afterGradients finishes the cycle (Q, EOS, volumes, time constraints)
+// and contributes either to the next time step or, after the last cycle,
+// the chunk's energies to the final gather.
+func (p *program) afterGradients(c *Chunk, ctx actor.Context) {
+	d := c.domain
+	if err := d.ElementMaterialPhase(); err != nil {
+		fail(ctx, fmt.Errorf("chunk %v, cycle %d: %w", c.position, d.Cycle(), err))
+		return
+	}
+	if !d.Finished(p.cfg.Iterations) {
+		p.contributeTimestep(c, ctx)
+		return
+	}
+	c.stage = stageDone
+	record := encodeRecord(p.shape.Linear(ctx.Index()), d.Cycle(), d.Energies())
+	ctx.Contribute(p.gather, actor.Value{Bytes: record}, p.results.At(mainIndex))
+}
+
+// A record is one chunk's final state, little-endian: its linear index
+// in the chunk collection (uint32), its cycle count (uint32), its number
+// of elements (uint32) and their energies (float64 bits, local element
+// order, x fastest). The reducer concatenates records; the main element
+// places them by index, so the result does not depend on the combining
+// order.
+const recordHeaderBytes = 3 * 4
+
+func encodeRecord(linear, cycle int, energies []float64) []byte {
+	out := make([]byte, 0, recordHeaderBytes+8*len(energies))
+	out = binary.LittleEndian.AppendUint32(out, uint32(linear))
+	out = binary.LittleEndian.AppendUint32(out, uint32(cycle))
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(energies)))
+	for _, e := range energies {
+		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(e))
+	}
+	return out
+}
+
+func concatRecords(a, b actor.Value) actor.Value {
+	return actor.Value{Bytes: slices.Concat(a.Bytes, b.Bytes)}
+}
+
+// gatherEnergies decodes the records of every chunk into the energies of
+// the whole mesh in global element order (x fastest, then y, then z) and
+// the common cycle count, checking that each chunk reported once.
+func gatherEnergies(cfg Config, data []byte) (energies []float64, cycles int, err error) {
+	n, grid := cfg.Size, cfg.ChunkGrid()
+	shape := actor.Shape{grid[0], grid[1], grid[2]}
+	perChunk := cfg.Chunk[0] * cfg.Chunk[1] * cfg.Chunk[2]
+	energies = make([]float64, n*n*n)
+	seen := make([]bool, shape.Size())
+	cycles = -1
+	for len(data) > 0 {
+		if len(data) < recordHeaderBytes {
+			return nil, 0, fmt.Errorf("lulesh: %d trailing bytes of chunk records", len(data))
+		}
+		linear := int(binary.LittleEndian.Uint32(data))
+		cycle := int(binary.LittleEndian.Uint32(data[4:]))
+		count := int(binary.LittleEndian.Uint32(data[8:]))
+		data = data[recordHeaderBytes:]
+		switch {
+		case linear >= len(seen) || seen[linear]:
+			return nil, 0, fmt.Errorf("lulesh: chunk record for linear index %d (of %d) is out of range or repeated", linear, len(seen))
+		case count != perChunk || len(data) < 8*count:
+			return nil, 0, fmt.Errorf("lulesh: chunk record %d has %d energies (%d bytes left), want %d", linear, count, len(data), perChunk)
+		case cycles >= 0 && cycle != cycles:
+			return nil, 0, fmt.Errorf("lulesh: chunk record %d ended at cycle %d, others at %d", linear, cycle, cycles)
+		}
+		seen[linear] = true
+		cycles = cycle
+		pos := positionOf(shape.At(linear))
+		for el := range count {
+			i, j, k := el%cfg.Chunk[0], el/cfg.Chunk[0]%cfg.Chunk[1], el/(cfg.Chunk[0]*cfg.Chunk[1])
+			x, y, z := pos[0]*cfg.Chunk[0]+i, pos[1]*cfg.Chunk[1]+j, pos[2]*cfg.Chunk[2]+k
+			energies[(z*n+y)*n+x] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*el:]))
+		}
+		data = data[8*count:]
+	}
+	for linear, ok := range seen {
+		if !ok {
+			return nil, 0, fmt.Errorf("lulesh: no record from chunk %v", shape.At(linear))
+		}
+	}
+	return energies, cycles, nil
+}
+
+// onResults receives every chunk's energies, prints the results and ends
+// the job.
+func (p *program) onResults(m *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+	if m.finished {
+		panic("lulesh: results delivered twice")
+	}
+	m.finished = true
+	elapsed := p.now().Sub(time.Unix(0, m.startedAt))
+	if r.GetReducer() != gatherReducer {
+		fail(ctx, fmt.Errorf("lulesh: results combined by reducer %q, want %q", r.GetReducer(), gatherReducer))
+		return
+	}
+	energies, cycles, err := gatherEnergies(p.cfg, r.GetBytes())
+	if err != nil {
+		fail(ctx, err)
+		return
+	}
+	lines, status := report(p.cfg, kernel.Summarise(p.cfg.Size, cycles, energies, elapsed), int(m.numPEs))
+	for _, line := range lines {
+		ctx.Printf("%s", line)
+	}
+	ctx.Exit(status)
+}
