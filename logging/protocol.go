@@ -116,6 +116,12 @@ type engine struct {
 	logBytes     int
 	loggedCount  int
 	determinants map[determinantKey]*storedDeterminant
+	// lastRecorded is the highest RSN of each task's stored determinants,
+	// and recordedAt the (highest) RSN recorded for each message a task
+	// received: indexes of determinants, so that the replay bound and the
+	// pinning test cost O(1) whatever the number held since the checkpoint.
+	lastRecorded map[TaskID]uint64
+	recordedAt   map[receivedMessage]uint64
 	// unstable lists determinants this PE still piggybacks, in creation or
 	// arrival order.
 	unstable []determinantKey
@@ -130,6 +136,11 @@ type engine struct {
 
 	ready Ready
 	stats Stats
+}
+
+type receivedMessage struct {
+	receiver TaskID
+	message  MessageID
 }
 
 type loggedMessage struct {
@@ -207,6 +218,8 @@ func newEngine(kind Kind, cfg Config) *engine {
 		unhosted:     map[TaskID][]Envelope{},
 		log:          map[TaskID][]loggedMessage{},
 		determinants: map[determinantKey]*storedDeterminant{},
+		lastRecorded: map[TaskID]uint64{},
+		recordedAt:   map[receivedMessage]uint64{},
 		progress:     map[TaskID]*storedProgress{},
 	}
 }
@@ -429,11 +442,20 @@ func (e *engine) storeReceived(ds []Determinant) {
 			continue
 		}
 		stored = &storedDeterminant{determinant: d, holders: []PEID{e.pe}}
-		e.determinants[k] = stored
+		e.store(stored)
 		if !e.isStable(stored) {
 			e.unstable = append(e.unstable, k)
 		}
 	}
+}
+
+// store keeps a determinant and indexes it.
+func (e *engine) store(stored *storedDeterminant) {
+	d := stored.determinant
+	e.determinants[d.key()] = stored
+	e.lastRecorded[d.Receiver] = max(e.lastRecorded[d.Receiver], d.RSN)
+	received := receivedMessage{d.Receiver, d.Message}
+	e.recordedAt[received] = max(e.recordedAt[received], d.RSN)
 }
 
 // refreshReplayEnds extends the replay of the hosted tasks that ds record
@@ -450,12 +472,7 @@ func (e *engine) refreshReplayEnds(ds []Determinant) {
 // hosted task.
 func (e *engine) refreshReplayEnd(task TaskID) {
 	t := e.tasks[task]
-	end := t.counters.RSN
-	for k := range e.determinants {
-		if k.receiver == task && k.rsn > end {
-			end = k.rsn
-		}
-	}
+	end := max(t.counters.RSN, e.lastRecorded[task])
 	if p, ok := e.progress[task]; ok && p.rsn > end {
 		end = p.rsn
 	}
@@ -500,12 +517,8 @@ func (e *engine) NextDelivery(task TaskID, admits func(Message) bool) (Delivery,
 // isPinned reports whether message id has a recorded position after
 // position in task's reception sequence.
 func (e *engine) isPinned(task TaskID, position uint64, id MessageID) bool {
-	for rsn := position + 1; rsn <= e.tasks[task].replayEnd; rsn++ {
-		if d, ok := e.determinants[determinantKey{task, rsn}]; ok && d.determinant.Message == id {
-			return true
-		}
-	}
-	return false
+	rsn, ok := e.recordedAt[receivedMessage{task, id}]
+	return ok && rsn > position && rsn <= e.tasks[task].replayEnd
 }
 
 // dependenciesMet reports whether task has handled every region message
@@ -551,7 +564,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 		}
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
-		e.determinants[k] = &storedDeterminant{determinant: d, createdHere: true, holders: []PEID{e.pe}}
+		e.store(&storedDeterminant{determinant: d, createdHere: true, holders: []PEID{e.pe}})
 		e.unstable = append(e.unstable, k)
 		e.stats.Determinants++
 		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
@@ -580,6 +593,8 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	clear(e.log)
 	e.logBytes, e.loggedCount = 0, 0
 	clear(e.determinants)
+	clear(e.lastRecorded)
+	clear(e.recordedAt)
 	clear(e.progress)
 	e.unstable = nil
 	e.relocated = nil

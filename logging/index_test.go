@@ -1,0 +1,83 @@
+package logging
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gochare/gochare/commutative"
+	"github.com/stretchr/testify/require"
+)
+
+// naiveReplayEnd is the replay bound by a scan of every determinant held.
+func naiveReplayEnd(e *engine, task TaskID) uint64 {
+	end := e.tasks[task].counters.RSN
+	for k := range e.determinants {
+		if k.receiver == task && k.rsn > end {
+			end = k.rsn
+		}
+	}
+	if p, ok := e.progress[task]; ok && p.rsn > end {
+		end = p.rsn
+	}
+	return end
+}
+
+// naiveIsPinned looks for a recorded position of id after position, one
+// position at a time.
+func naiveIsPinned(e *engine, task TaskID, position uint64, id MessageID) bool {
+	for rsn := position + 1; rsn <= e.tasks[task].replayEnd; rsn++ {
+		if d, ok := e.determinants[determinantKey{task, rsn}]; ok && d.determinant.Message == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDeterminantIndexMatchesScan checks the indexed replay bound and
+// pinning test against the obvious scans, through random determinant
+// arrivals, receptions and checkpoints.
+func TestDeterminantIndexMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := range 10 {
+		e := newEngine(KindFullDet, Config{PE: 0, PEs: 3})
+		tasks := []TaskID{1, 2}
+		for _, task := range tasks {
+			e.HostTask(task)
+		}
+		var pool []MessageID
+		for sender := range TaskID(3) {
+			for srn := uint64(1); srn <= 6; srn++ {
+				pool = append(pool, MessageID{Sender: sender + 10, SRN: srn})
+			}
+		}
+		for step := range 200 {
+			task := tasks[rng.IntN(len(tasks))]
+			switch op := rng.IntN(10); {
+			case op < 6:
+				d := Determinant{Message: pool[rng.IntN(len(pool))], Receiver: task, RSN: 1 + uint64(rng.IntN(40))}
+				if _, taken := e.determinants[d.key()]; !taken {
+					e.storeReceived([]Determinant{d})
+					e.refreshReplayEnds([]Determinant{d})
+				}
+			case op < 9:
+				counters := &e.tasks[task].counters
+				counters.BeginReception(MessageID{Sender: 99, SRN: uint64(step) + 1}, commutative.OrderedAnnotation(), commutative.RegionKey{})
+				counters.EndReception()
+			default:
+				e.Checkpoint()
+			}
+			for _, task := range tasks {
+				e.refreshReplayEnd(task)
+				require.Equal(t, naiveReplayEnd(e, task), e.tasks[task].replayEnd, "trial %d step %d", trial, step)
+				for position := uint64(0); position <= 41; position += 1 + uint64(rng.IntN(4)) {
+					for _, id := range pool {
+						if want := naiveIsPinned(e, task, position, id); e.isPinned(task, position, id) != want {
+							t.Fatalf("trial %d step %d: task %d position %d %v: pinned %v, scan says %v",
+								trial, step, task, position, id, !want, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
