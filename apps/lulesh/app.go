@@ -275,7 +275,7 @@ func (p *program) afterForces(c *Chunk, ctx actor.Context) {
 	c.gradientFaces = 0
 	key := gradientsKey(d.Cycle())
 	sent := false
-	for _, f := range kernel.Faces {
+	for _, f := range kernel.Faces() {
 		if !d.HasNeighbour(f.Direction()) {
 			continue
 		}

@@ -223,7 +223,7 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 	faces := rest[13]
 	mask := binary.LittleEndian.Uint32(rest[14:])
 	rest = rest[18:]
-	if faces>>len(kernel.Faces) != 0 {
+	if faces>>len(kernel.Faces()) != 0 {
 		return fmt.Errorf("lulesh: packed chunk %v has invalid gradient face mask %x", pos, faces)
 	}
 	if mask>>numSlots != 0 {

@@ -3,8 +3,8 @@ package kernel
 import "testing"
 
 // benchmarkKernel runs the whole serial problem on an n³ mesh per
-// iteration and reports the reference's figure of merit (zones·cycles
-// per second / 1000... precisely 1000 / µs per zone per cycle).
+// iteration and reports the reference's figure of merit,
+// 1000 / (µs per zone per cycle), and the cycle count.
 func benchmarkKernel(b *testing.B, n int) {
 	var fom, iterations float64
 	for b.Loop() {

@@ -135,7 +135,7 @@ func (g *chunkGrid) step() error {
 		}
 	}
 	for i, d := range g.domains {
-		for _, f := range Faces {
+		for _, f := range Faces() {
 			across, ok := g.neighbour(i, f.Direction())
 			if !ok {
 				continue

@@ -239,7 +239,7 @@ func NewDomain(cfg Config) (*Domain, error) {
 	}
 	d.initialiseFields()
 	d.buildSharedNodes()
-	for _, f := range Faces {
+	for _, f := range Faces() {
 		d.faceElements[f] = d.FaceElements(f)
 	}
 	return d, nil

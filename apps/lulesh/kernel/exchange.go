@@ -20,20 +20,10 @@ func (dir Direction) kind() int {
 	return k
 }
 
-// less orders directions by z, then y, then x. Translating all chunk
-// positions by the same offset keeps this order, so the chunks that share
-// a node all see its holders in the same (global) order.
-func (dir Direction) less(other Direction) bool {
-	for axis := 2; axis >= 0; axis-- {
-		if dir[axis] != other[axis] {
-			return dir[axis] < other[axis]
-		}
-	}
-	return false
-}
-
 // allDirections are the 26 neighbour directions and the chunk itself
-// (the zero direction), in the order of Direction.less.
+// (the zero direction), ordered by z, then y, then x component. Adding
+// the same offset to all chunk positions keeps this order, so the chunks
+// that share a node all see its holders in the same (global) order.
 var allDirections = func() []Direction {
 	var dirs []Direction
 	for dz := -1; dz <= 1; dz++ {
@@ -206,7 +196,7 @@ const (
 )
 
 // Faces lists the six faces.
-var Faces = [6]Face{XMinus, XPlus, YMinus, YPlus, ZMinus, ZPlus}
+func Faces() [6]Face { return [6]Face{XMinus, XPlus, YMinus, YPlus, ZMinus, ZPlus} }
 
 func (f Face) axis() int  { return int(f) / 2 }
 func (f Face) high() bool { return int(f)%2 == 1 }

@@ -20,8 +20,8 @@ type Result struct {
 	FinalOriginEnergy float64 // e of element 0
 	Symmetry          Symmetry
 	Elapsed           time.Duration
-	// FOM is the reference's figure of merit: zones updated per
-	// microsecond times 1000 (1000 / µs per zone per iteration).
+	// FOM is the reference's figure of merit:
+	// 1000 / (microseconds per zone per iteration), from Elapsed.
 	FOM float64
 	// Digest is FNV-1a 64 over the little-endian bytes of the final
 	// element energies in element order.

@@ -1,0 +1,5 @@
+//go:build race
+
+package lulesh
+
+const raceDetector = true
