@@ -49,8 +49,15 @@ type job struct {
 	mu    sync.Mutex
 	lines []string
 	more  chan struct{}
-	done  chan struct{}
+	done  chan struct{} // closed once the process ended and its output was read
 	err   error
+}
+
+// output returns everything the job printed so far.
+func (j *job) output() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return strings.Join(j.lines, "\n")
 }
 
 func startJob(t *testing.T, args ...string) *job {
@@ -60,7 +67,9 @@ func startJob(t *testing.T, args ...string) *job {
 	j.cmd.Stdout = pw
 	j.cmd.Stderr = pw
 	require.NoError(t, j.cmd.Start())
+	eof := make(chan struct{})
 	go func() {
+		defer close(eof)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			j.mu.Lock()
@@ -75,6 +84,7 @@ func startJob(t *testing.T, args ...string) *job {
 	go func() {
 		j.err = j.cmd.Wait()
 		pw.Close()
+		<-eof
 		close(j.done)
 	}()
 	t.Cleanup(func() {
@@ -165,7 +175,7 @@ func TestStencilOnRealPEsMatchesReference(t *testing.T) {
 	for _, pes := range []int{1, 2, 3, 4, 8} {
 		t.Run(fmt.Sprintf("%dpes", pes), func(t *testing.T) {
 			j := startJob(t, "run", "stencil3d", "--pes", strconv.Itoa(pes), "--iterations", "10")
-			require.Equal(t, 0, j.wait(t, 2*time.Minute), strings.Join(j.lines, "\n"))
+			require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
 			j.waitLine(t, regexp.MustCompile(`^chunk sum 465997.75732668047 fnv1a ebd12050aa174b8e \(all 64 chunks equal\)$`), time.Second)
 			j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
 		})
@@ -282,7 +292,7 @@ func TestLeanMDDigestIndependentOfPECount(t *testing.T) {
 	digests := map[int]string{}
 	for _, pes := range []int{1, 3} {
 		j := startJob(t, "run", "leanmd", "--pes", strconv.Itoa(pes), "--cells", "3,3,3", "--steps", "25", "--json")
-		require.Equal(t, 0, j.wait(t, 3*time.Minute), strings.Join(j.lines, "\n"))
+		require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
 		digests[pes] = j.waitLine(t, regexp.MustCompile(`^digest: ([0-9a-f]{16})$`), time.Second)[1]
 		j.waitLine(t, regexp.MustCompile(`^\{"app":"leanmd".*"atoms_migrated":\d+`), time.Second)
 	}

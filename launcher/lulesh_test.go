@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 // reference row on two PE processes in 2×2×2 chunks.
 func TestLuleshOnRealPEsMatchesReference(t *testing.T) {
 	j := startJob(t, "run", "lulesh", "--pes", "2", "--size", "10", "--chunk", "5,5,5", "--iterations", "50", "--json")
-	require.Equal(t, 0, j.wait(t, 2*time.Minute), strings.Join(j.lines, "\n"))
+	require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
 	j.waitLine(t, regexp.MustCompile(`^   Iteration count     =  50$`), time.Second)
 	j.waitLine(t, regexp.MustCompile(`^   Final Origin Energy =  81047.95751845\d+$`), time.Second)
 	j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
