@@ -144,3 +144,27 @@ func TestChunkKnowsItsBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestStepDoesNotAllocate: a cycle works in the domain's preallocated
+// arrays only.
+func TestStepDoesNotAllocate(t *testing.T) {
+	if raceDetectorEnabled {
+		t.Skip("the race detector allocates")
+	}
+	d, err := NewSerialDomain(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stepErr error
+	allocs := testing.AllocsPerRun(10, func() {
+		if err := d.Step(); err != nil {
+			stepErr = err
+		}
+	})
+	if stepErr != nil {
+		t.Fatal(stepErr)
+	}
+	if allocs != 0 {
+		t.Fatalf("Step allocates %.1f times per cycle", allocs)
+	}
+}
