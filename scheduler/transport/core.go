@@ -371,6 +371,15 @@ func (c *core) flushAcks() {
 	}
 }
 
+// flushAllAcks sends every acknowledgement owed, due or not.
+func (c *core) flushAllAcks() {
+	for from := range c.in {
+		if c.in[from].owed {
+			c.transmitAck(from, 0)
+		}
+	}
+}
+
 // peerLost handles the loss of the connection to peer: frames in flight
 // may be lost, so go back now instead of waiting for the timeout.
 func (c *core) peerLost(peer int) {

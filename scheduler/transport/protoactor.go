@@ -59,6 +59,7 @@ type (
 	}
 	tickMsg     struct{}
 	peerLostMsg struct{ rank int }
+	closeMsg    struct{}
 )
 
 // NewProtoActor builds an endpoint and starts listening: Addr is valid when
@@ -229,7 +230,11 @@ func (e *ProtoActor) Backlog() int { return int(e.stats.backlog.Load()) }
 // Stats returns the endpoint's counters.
 func (e *ProtoActor) Stats() Stats { return e.stats.snapshot() }
 
-// Close stops the endpoint's actor, its connections and its server.
+// Close stops the endpoint: the actor sends the acknowledgements it owes
+// (so that peers need not resend to a PE that left), then stops; the gRPC
+// server stops at once. protoactor's endpoint writers are left to finish
+// what they hold: stopping them waits for any that is retrying a
+// connection, 2 s per attempt.
 func (e *ProtoActor) Close() error {
 	e.mu.Lock()
 	if e.mu.closed {
@@ -243,26 +248,16 @@ func (e *ProtoActor) Close() error {
 		close(e.stopTicker)
 		<-e.tickerDone
 		e.system.EventStream.Unsubscribe(e.sub)
+		if _, err := e.system.Root.RequestFuture(e.self, closeMsg{}, time.Second).Result(); err != nil {
+			e.log.Warn("transport: closing: acknowledgements not flushed", "err", err)
+		}
 	}
 	if err := e.system.Root.StopFuture(e.self).Wait(); err != nil {
 		e.log.Warn("transport: stopping the PE actor", "err", err)
 	}
-	shutdownRemote(e.remote)
+	e.remote.Shutdown(false)
 	e.system.Shutdown()
 	return nil
-}
-
-// shutdownRemote stops protoactor's remote gracefully: its endpoint writers
-// close their streams and peers are told this PE leaves. The graceful path
-// can panic (it may send on a reader's channel that was just closed); the
-// server is then stopped hard.
-func shutdownRemote(r *remote.Remote) {
-	defer func() {
-		if recover() != nil {
-			r.Shutdown(false)
-		}
-	}()
-	r.Shutdown(true)
 }
 
 // peActor is the actor of the PE: the single goroutine that owns the
@@ -303,6 +298,11 @@ func (a *peActor) Receive(ctx actor.Context) {
 		if a.h != nil {
 			a.core.peerLost(m.rank)
 		}
+	case closeMsg:
+		if a.h != nil {
+			a.core.flushAllAcks()
+		}
+		ctx.Respond(true)
 	case startMsg:
 		a.peers, a.h = m.peers, m.h
 		early := a.early

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -108,6 +109,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
+	}
+	if strings.Contains(cfg.Host, ":") && !strings.HasPrefix(cfg.Host, "[") {
+		cfg.Host = "[" + cfg.Host + "]" // protoactor joins host and port with a plain colon
 	}
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = DefaultMaxFrame
