@@ -194,3 +194,23 @@ func (s *Store) Memory() Memory {
 		Staged: s.staged.ownBytes + s.staged.buddyBytes,
 	}
 }
+
+// AdoptBuddy installs, at the committed epoch, the copy that ward re-sends
+// after its buddy failed (its new buddy is this PE), so that a further
+// failure of ward before the next checkpoint is still recoverable.
+func (s *Store) AdoptBuddy(ward int, epoch uint64, records []TaskRecord) error {
+	if epoch == 0 || epoch != s.committed.epoch {
+		return fmt.Errorf("%w: adopting a copy of epoch %d, committed epoch is %d", ErrEpoch, epoch, s.committed.epoch)
+	}
+	sorted, err := sortedRecords(records)
+	if err != nil {
+		return err
+	}
+	if s.committed.buddies == nil {
+		s.committed.buddies = map[int][]TaskRecord{}
+	}
+	s.committed.buddyBytes -= recordsBytes(s.committed.buddies[ward])
+	s.committed.buddies[ward] = sorted
+	s.committed.buddyBytes += recordsBytes(sorted)
+	return nil
+}
