@@ -2,6 +2,7 @@ package logging
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gochare/gochare/commutative"
@@ -79,5 +80,25 @@ func TestDeterminantIndexMatchesScan(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestProgressOrderMatchesSortedKeys checks the kept order of progress
+// records against sorting the map's keys.
+func TestProgressOrderMatchesSortedKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	e := newEngine(KindPartialDet, Config{PE: 0, PEs: 3})
+	for step := range 2000 {
+		if rng.IntN(50) == 0 {
+			e.Checkpoint()
+		} else {
+			e.noteProgress(Progress{Task: TaskID(rng.IntN(40)), RSN: uint64(rng.IntN(20))}, rng.IntN(2) == 0)
+		}
+		keys := make([]TaskID, 0, len(e.progress))
+		for task := range e.progress {
+			keys = append(keys, task)
+		}
+		slices.Sort(keys)
+		require.True(t, slices.Equal(keys, e.sortedProgressTasks()), "step %d: %v, sorted keys %v", step, e.sortedProgressTasks(), keys)
 	}
 }

@@ -127,6 +127,8 @@ type engine struct {
 	unstable []determinantKey
 	// progress is the highest known Progress of each task (PartialDet).
 	progress map[TaskID]*storedProgress
+	// progressTasks are the keys of progress, sorted.
+	progressTasks []TaskID
 
 	// failed are the PEs known to have failed; relocated are the tasks
 	// restored since the last checkpoint, where they now live.
@@ -332,8 +334,6 @@ func (e *engine) piggyback() []Determinant {
 	return out
 }
 
-// isStable reports whether d survives e.failures simultaneous failures:
-// it is stored on one PE more than that.
 // noteProgress keeps p if it is news; received says whether it came from
 // another PE.
 func (e *engine) noteProgress(p Progress, received bool) {
@@ -346,6 +346,10 @@ func (e *engine) noteProgress(p Progress, received bool) {
 			stored.holders = append(stored.holders, e.pe)
 		}
 		return
+	}
+	if !ok {
+		i, _ := slices.BinarySearch(e.progressTasks, p.Task)
+		e.progressTasks = slices.Insert(e.progressTasks, i, p.Task)
 	}
 	e.progress[p.Task] = &storedProgress{rsn: p.RSN, holders: []PEID{e.pe}}
 	if t, ok := e.tasks[p.Task]; ok && p.RSN > t.replayEnd {
@@ -363,15 +367,10 @@ func (e *engine) unstableProgress() []Progress {
 	return out
 }
 
-func (e *engine) sortedProgressTasks() []TaskID {
-	tasks := make([]TaskID, 0, len(e.progress))
-	for task := range e.progress {
-		tasks = append(tasks, task)
-	}
-	slices.Sort(tasks)
-	return tasks
-}
+func (e *engine) sortedProgressTasks() []TaskID { return e.progressTasks }
 
+// isStable reports whether d survives e.failures simultaneous failures:
+// it is stored on one PE more than that.
 func (e *engine) isStable(d *storedDeterminant) bool { return len(d.holders) > e.failures }
 
 func (e *engine) Arrive(env Envelope) {
@@ -596,6 +595,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	clear(e.lastRecorded)
 	clear(e.recordedAt)
 	clear(e.progress)
+	e.progressTasks = e.progressTasks[:0]
 	e.unstable = nil
 	e.relocated = nil
 	return out
