@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 )
@@ -13,7 +14,8 @@ const frameOverhead = 64
 const maxBackoffShift = 5
 
 // core is the transport protocol of one PE, without I/O: per-peer sequence
-// numbers, fragmentation and reassembly, cumulative acknowledgements,
+// numbers, packing of payloads into frames and unpacking, cumulative
+// acknowledgements,
 // go-back-N resends and the flow-control window. Its owner calls send,
 // receive, tick, flush and peerLost from one goroutine; core calls transmit
 // for each frame to put on the wire and deliver for each complete payload.
@@ -42,11 +44,15 @@ type coreConfig struct {
 
 // outChannel is the state of the frames this PE sends to one peer.
 type outChannel struct {
-	nextSeq  uint64      // sequence number of the next new frame
-	acked    uint64      // highest cumulative ack received
-	unacked  []sentFrame // frames acked+1 .. nextSeq-1, in order
-	inFlight int         // window cost of unacked
-	pending  []pendingPayload
+	nextSeq uint64 // sequence number of the next new frame
+	acked   uint64 // highest cumulative ack received
+	// open is the frame being filled by send; sealed by flush, tick, or
+	// when full. openPayload counts the payload bytes in it.
+	open        []byte
+	openPayload int
+	queued      []sentFrame // sealed, waiting for room in the window
+	unacked     []sentFrame // sent: frames acked+1 .. nextSeq-1, in order
+	inFlight    int         // window cost of unacked
 	// lastGoBack is where the last resend asked for by the peer started;
 	// the peer repeats its request for every frame after a gap, and one
 	// resend answers them all.
@@ -55,21 +61,18 @@ type outChannel struct {
 }
 
 type sentFrame struct {
-	seq           uint64
-	data          []byte
-	offset, total int
-	sentTick      uint64
-}
-
-type pendingPayload struct {
-	data   []byte
-	offset int // bytes already cut into frames
+	seq          uint64
+	data         []byte
+	payloadBytes int // payload bytes in data (not record headers)
+	sentTick     uint64
 }
 
 // inChannel is the state of the frames this PE receives from one peer.
 type inChannel struct {
 	expected uint64 // sequence number of the next frame accepted
-	assembly []byte // payload being joined from fragments, nil when none
+	// The payload being joined: need more bytes go into assembly.
+	assembly []byte
+	need     int
 	// Acknowledgement owed to the peer: since which tick, for how much.
 	owed       bool
 	owedTick   uint64
@@ -111,7 +114,11 @@ func coreConfigFrom(cfg Config) coreConfig {
 	}
 }
 
-// send queues payload for PE to and transmits what the window allows.
+// minOpenFrame is the least capacity given to a new open frame.
+const minOpenFrame = 4 << 10
+
+// send appends payload to the stream to PE to. Full frames go out at once
+// (window permitting); the last, partly filled one waits for flush or tick.
 func (c *core) send(to int, payload []byte) {
 	if to < 0 || to >= c.size {
 		panic(fmt.Sprintf("transport: send to rank %d of %d", to, c.size))
@@ -119,39 +126,68 @@ func (c *core) send(to int, payload []byte) {
 	c.stats.payloadsSent.Add(1)
 	c.stats.backlog.Add(int64(len(payload)))
 	o := &c.out[to]
-	o.pending = append(o.pending, pendingPayload{data: payload})
-	if len(o.pending) == 1 {
-		c.pump(to)
+	var header [binary.MaxVarintLen64]byte
+	h := binary.PutUvarint(header[:], uint64(len(payload)))
+	if len(o.open)+h > c.maxFrame {
+		c.seal(to)
+	}
+	c.grow(o, h+len(payload))
+	o.open = append(o.open, header[:h]...)
+	for rest := payload; len(rest) > 0; {
+		if len(o.open) == c.maxFrame {
+			c.seal(to)
+			c.grow(o, len(rest))
+		}
+		n := min(c.maxFrame-len(o.open), len(rest))
+		o.open = append(o.open, rest[:n]...)
+		o.openPayload += n
+		rest = rest[n:]
+	}
+	if len(o.open) == c.maxFrame {
+		c.seal(to)
 	}
 }
 
-// pump cuts pending payloads into frames and transmits them while the
-// window has room. A frame is always allowed when nothing is in flight, so
-// a window smaller than a frame cannot stall the channel.
+// grow makes room in the open frame for want more bytes, up to a frame.
+func (c *core) grow(o *outChannel, want int) {
+	if o.open == nil {
+		o.open = make([]byte, 0, min(c.maxFrame, max(want, minOpenFrame)))
+		return
+	}
+	if free := cap(o.open) - len(o.open); free < want && cap(o.open) < c.maxFrame {
+		grown := make([]byte, len(o.open), min(c.maxFrame, max(2*cap(o.open), len(o.open)+want)))
+		copy(grown, o.open)
+		o.open = grown
+	}
+}
+
+// seal closes the open frame to PE to and transmits what the window allows.
+func (c *core) seal(to int) {
+	o := &c.out[to]
+	if len(o.open) > 0 {
+		o.queued = append(o.queued, sentFrame{data: o.open, payloadBytes: o.openPayload})
+		o.open, o.openPayload = nil, 0
+	}
+	c.pump(to)
+}
+
+// pump transmits queued frames while the window has room. A frame is always
+// allowed when nothing is in flight, so the channel cannot stall.
 func (c *core) pump(to int) {
 	o := &c.out[to]
-	for len(o.pending) > 0 {
-		p := &o.pending[0]
-		n := min(c.maxFrame, len(p.data)-p.offset)
-		cost := n + frameOverhead
+	for len(o.queued) > 0 {
+		sf := o.queued[0]
+		cost := len(sf.data) + frameOverhead
 		if o.inFlight > 0 && o.inFlight+cost > c.window {
 			return
 		}
-		sf := sentFrame{
-			seq:    o.nextSeq,
-			data:   p.data[p.offset : p.offset+n : p.offset+n],
-			offset: p.offset,
-			total:  len(p.data),
+		o.queued[0] = sentFrame{}
+		o.queued = o.queued[1:]
+		if len(o.queued) == 0 {
+			o.queued = nil
 		}
+		sf.seq = o.nextSeq
 		o.nextSeq++
-		p.offset += n
-		if p.offset == len(p.data) {
-			o.pending[0] = pendingPayload{}
-			o.pending = o.pending[1:]
-			if len(o.pending) == 0 {
-				o.pending = nil
-			}
-		}
 		o.inFlight += cost
 		if peak := uint64(o.inFlight); peak > c.stats.peakInFlight.Load() {
 			c.stats.peakInFlight.Store(peak)
@@ -162,13 +198,7 @@ func (c *core) pump(to int) {
 }
 
 func (c *core) transmitData(to int, sf *sentFrame) {
-	f := &Frame{
-		From:   uint32(c.rank),
-		Seq:    sf.seq,
-		Offset: uint64(sf.offset),
-		Total:  uint64(sf.total),
-		Data:   sf.data,
-	}
+	f := &Frame{From: uint32(c.rank), Seq: sf.seq, Data: sf.data}
 	c.stampAck(to, f)
 	sf.sentTick = c.ticks
 	c.stats.framesSent.Add(1)
@@ -219,7 +249,7 @@ func (c *core) receive(f *Frame) error {
 		return err
 	}
 	if f.Seq == 0 {
-		if len(f.Data) != 0 || f.Offset != 0 || f.Total != 0 {
+		if len(f.Data) != 0 {
 			c.stats.malformed.Add(1)
 			return fmt.Errorf("%w: ack frame from %d carries data", ErrMalformed, from)
 		}
@@ -240,8 +270,7 @@ func (c *core) receive(f *Frame) error {
 		}
 		return nil
 	}
-	payload, complete, err := in.join(f, c.maxPayload)
-	if err != nil {
+	if err := in.check(f.Data, c.maxPayload); err != nil {
 		c.stats.malformed.Add(1)
 		return fmt.Errorf("%w from %d seq %d: %w", ErrMalformed, from, f.Seq, err)
 	}
@@ -251,10 +280,10 @@ func (c *core) receive(f *Frame) error {
 	c.owe(in)
 	in.owedFrames++
 	in.owedBytes += len(f.Data) + frameOverhead
-	if complete {
+	in.unpack(f.Data, func(payload []byte) {
 		c.stats.payloadsDelivered.Add(1)
 		c.deliver(from, payload)
-	}
+	})
 	// The handler may have sent to from and so piggybacked the ack.
 	if in.owed && (in.owedFrames >= c.ackFrames || in.owedBytes >= c.ackBytes) {
 		c.transmitAck(from, 0)
@@ -269,39 +298,58 @@ func (c *core) owe(in *inChannel) {
 	}
 }
 
-// errFragment describes fragments that do not continue the payload.
-var errFragment = fmt.Errorf("fragment does not fit")
+// check reports whether data continues the stream: records whose length
+// headers lie whole within the frame, and no payload above maxPayload.
+func (in *inChannel) check(data []byte, maxPayload int) error {
+	if len(data) == 0 {
+		return fmt.Errorf("empty data frame")
+	}
+	rest := data
+	if in.need > 0 {
+		rest = rest[min(in.need, len(rest)):]
+	}
+	for len(rest) > 0 {
+		n, h := binary.Uvarint(rest)
+		if h <= 0 {
+			return fmt.Errorf("bad record header at byte %d", len(data)-len(rest))
+		}
+		if n > uint64(maxPayload) {
+			return fmt.Errorf("payload of %d bytes above limit %d", n, maxPayload)
+		}
+		rest = rest[h:]
+		rest = rest[min(int(n), len(rest)):]
+	}
+	return nil
+}
 
-// join adds an in-order data frame to the payload being assembled. It
-// returns the payload when f completes it.
-func (in *inChannel) join(f *Frame, maxPayload int) (payload []byte, complete bool, err error) {
-	n := uint64(len(f.Data))
-	switch {
-	case f.Total > uint64(maxPayload):
-		return nil, false, fmt.Errorf("payload of %d bytes above limit %d", f.Total, maxPayload)
-	case f.Offset > f.Total || n > f.Total-f.Offset:
-		return nil, false, fmt.Errorf("%w: %d bytes at %d of %d", errFragment, n, f.Offset, f.Total)
-	case n == 0 && f.Total != 0:
-		return nil, false, fmt.Errorf("%w: empty fragment at %d of %d", errFragment, f.Offset, f.Total)
-	}
-	if in.assembly == nil {
-		if f.Offset != 0 {
-			return nil, false, fmt.Errorf("%w: first fragment at offset %d", errFragment, f.Offset)
+// unpack adds a checked frame's data to the stream and calls deliver for
+// each payload it completes. A payload that lies whole in data is a
+// subslice of it; others are joined in a new buffer.
+func (in *inChannel) unpack(data []byte, deliver func([]byte)) {
+	if in.need > 0 {
+		n := min(in.need, len(data))
+		in.assembly = append(in.assembly, data[:n]...)
+		in.need -= n
+		data = data[n:]
+		if in.need == 0 {
+			payload := in.assembly
+			in.assembly = nil
+			deliver(payload)
 		}
-		if n == f.Total {
-			return f.Data, true, nil
+	}
+	for len(data) > 0 {
+		size, h := binary.Uvarint(data)
+		data = data[h:]
+		if int(size) <= len(data) {
+			deliver(data[:size:size])
+			data = data[size:]
+			continue
 		}
-		in.assembly = make([]byte, 0, f.Total)
-	} else if f.Offset != uint64(len(in.assembly)) || f.Total != uint64(cap(in.assembly)) {
-		return nil, false, fmt.Errorf("%w: %d bytes at %d of %d, have %d of %d",
-			errFragment, n, f.Offset, f.Total, len(in.assembly), cap(in.assembly))
+		in.assembly = make([]byte, len(data), size)
+		copy(in.assembly, data)
+		in.need = int(size) - len(data)
+		return
 	}
-	in.assembly = append(in.assembly, f.Data...)
-	if len(in.assembly) < cap(in.assembly) {
-		return nil, false, nil
-	}
-	payload, in.assembly = in.assembly, nil
-	return payload, true, nil
 }
 
 // onAck applies a cumulative ack and a resend request from peer.
@@ -314,7 +362,7 @@ func (c *core) onAck(peer int, ack, resendFrom uint64) error {
 		k := int(ack - o.acked)
 		released := 0
 		for i := range o.unacked[:k] {
-			released += len(o.unacked[i].data)
+			released += o.unacked[i].payloadBytes
 			o.inFlight -= len(o.unacked[i].data) + frameOverhead
 			o.unacked[i] = sentFrame{}
 		}
@@ -338,6 +386,9 @@ func (c *core) onAck(peer int, ack, resendFrom uint64) error {
 // tick go out, and channels whose oldest frame timed out go back.
 func (c *core) tick() {
 	c.ticks++
+	for to := range c.out {
+		c.seal(to)
+	}
 	c.flushAcks()
 	for to := range c.out {
 		o := &c.out[to]
@@ -352,14 +403,15 @@ func (c *core) tick() {
 	}
 }
 
-// flush sends the acknowledgements owed since an earlier tick. Newer ones
-// wait for a frame to ride on, the ack thresholds, or the next tick: a busy
-// one-way stream must not cost one ack per frame.
+// flush seals the open frames, which carry acknowledgements along, then
+// sends the acknowledgements owed since an earlier tick. Newer ones wait for
+// a frame to ride on, the ack thresholds, or the next tick: a busy one-way
+// stream must not cost one ack per frame.
 func (c *core) flush() {
-	c.flushAcks()
 	for to := range c.out {
-		c.pump(to)
+		c.seal(to)
 	}
+	c.flushAcks()
 }
 
 func (c *core) flushAcks() {

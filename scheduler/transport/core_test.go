@@ -108,11 +108,12 @@ func (s *simNet) checkInvariants() {
 				s.t.Fatalf("PE %d -> %d: %d bytes in flight, window %d", r, to, o.inFlight, c.window)
 			}
 			for _, f := range o.unacked {
-				backlog += len(f.data)
+				backlog += f.payloadBytes
 			}
-			for _, p := range o.pending {
-				backlog += len(p.data) - p.offset
+			for _, f := range o.queued {
+				backlog += f.payloadBytes
 			}
+			backlog += o.openPayload
 		}
 		if got := s.stats[r].backlog.Load(); got != int64(backlog) {
 			s.t.Fatalf("PE %d: backlog counter %d, queues hold %d", r, got, backlog)
@@ -134,7 +135,8 @@ func (s *simNet) settle() {
 		done := true
 		for _, c := range s.cores {
 			for peer := range c.in {
-				if c.in[peer].owed || len(c.out[peer].unacked) > 0 || len(c.out[peer].pending) > 0 {
+				o := &c.out[peer]
+				if c.in[peer].owed || len(o.unacked) > 0 || len(o.queued) > 0 || len(o.open) > 0 {
 					done = false
 				}
 			}
@@ -189,9 +191,10 @@ func TestCoreNoLossNoResend(t *testing.T) {
 // above the payload limit may be delivered.
 func FuzzDecodeFrame(f *testing.F) {
 	seeds := []*Frame{
-		{From: 1, Seq: 1, Total: 3, Data: []byte("abc")},
-		{From: 1, Seq: 1, Total: 6, Data: []byte("abc")},
-		{From: 1, Seq: 2, Offset: 3, Total: 6, Data: []byte("def")},
+		{From: 1, Seq: 1, Data: []byte("\x03abc\x00\x02de")},
+		{From: 1, Seq: 1, Data: []byte("\x06abc")},
+		{From: 1, Seq: 2, Data: []byte("def\x01")},
+		{From: 1, Seq: 3, Data: []byte("\xff\xff\xff\xff\x0f")},
 		{From: 2, Ack: 5, ResendFrom: 6},
 		{From: 7, Seq: 1},
 	}

@@ -20,11 +20,14 @@
 // batch above gRPC's message limit, so this layer adds its own, in a pure
 // state machine (core) that the endpoint's actor drives:
 //
-//   - Each ordered pair of PEs is a channel with sequence numbers from 1.
-//     Payloads above Config.MaxFrame are cut into fragments with consecutive
-//     sequence numbers; the receiver accepts only the next number, joins the
-//     fragments and delivers whole payloads. Duplicates and frames after a
-//     gap are dropped.
+//   - Each ordered pair of PEs is a channel. The payloads sent on it form a
+//     byte stream of records (uvarint length, bytes), cut into frames of at
+//     most Config.MaxFrame bytes with sequence numbers from 1: small
+//     payloads sent in one work slice share a frame, large ones span
+//     several. The frame being filled goes out on Flush, at the next tick,
+//     or when full. The receiver accepts only the next sequence number and
+//     unpacks whole payloads (a payload within one frame is delivered
+//     without a copy). Duplicates and frames after a gap are dropped.
 //   - Acknowledgements are cumulative and ride on data frames going the
 //     other way. Without return traffic a standalone ack goes out after 32
 //     frames or a quarter window of bytes, or at the next tick; Flush sends

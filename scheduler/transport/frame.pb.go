@@ -21,9 +21,12 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Frame is the unit the transport moves between two PEs. A payload larger
-// than the configured frame size travels as several frames with consecutive
-// sequence numbers; the receiver joins them in order.
+// Frame is the unit the transport moves between two PEs. The payloads one
+// PE sends another form a byte stream of records, each a uvarint length
+// followed by that many bytes; frames cut the stream into pieces of at most
+// the configured frame size, so one frame may hold many small payloads and
+// one large payload may span many frames. A record's length never spans two
+// frames.
 type Frame struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// from is the sender's rank.
@@ -37,10 +40,8 @@ type Frame struct {
 	// resend_from, when not 0, asks the receiver to go back and resend the
 	// reverse channel from this sequence number (the sender saw a gap).
 	ResendFrom uint64 `protobuf:"varint,4,opt,name=resend_from,json=resendFrom,proto3" json:"resend_from,omitempty"`
-	// offset is where data starts in the payload; total is the payload size.
-	Offset        uint64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
-	Total         uint64 `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
-	Data          []byte `protobuf:"bytes,7,opt,name=data,proto3" json:"data,omitempty"`
+	// data is the next piece of the stream.
+	Data          []byte `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -103,20 +104,6 @@ func (x *Frame) GetResendFrom() uint64 {
 	return 0
 }
 
-func (x *Frame) GetOffset() uint64 {
-	if x != nil {
-		return x.Offset
-	}
-	return 0
-}
-
-func (x *Frame) GetTotal() uint64 {
-	if x != nil {
-		return x.Total
-	}
-	return 0
-}
-
 func (x *Frame) GetData() []byte {
 	if x != nil {
 		return x.Data
@@ -128,16 +115,14 @@ var File_frame_proto protoreflect.FileDescriptor
 
 const file_frame_proto_rawDesc = "" +
 	"\n" +
-	"\vframe.proto\x12\x11gochare.transport\"\xa2\x01\n" +
+	"\vframe.proto\x12\x11gochare.transport\"t\n" +
 	"\x05Frame\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\rR\x04from\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03ack\x18\x03 \x01(\x04R\x03ack\x12\x1f\n" +
 	"\vresend_from\x18\x04 \x01(\x04R\n" +
-	"resendFrom\x12\x16\n" +
-	"\x06offset\x18\x05 \x01(\x04R\x06offset\x12\x14\n" +
-	"\x05total\x18\x06 \x01(\x04R\x05total\x12\x12\n" +
-	"\x04data\x18\a \x01(\fR\x04dataB0Z.github.com/gochare/gochare/scheduler/transportb\x06proto3"
+	"resendFrom\x12\x12\n" +
+	"\x04data\x18\x05 \x01(\fR\x04dataB0Z.github.com/gochare/gochare/scheduler/transportb\x06proto3"
 
 var (
 	file_frame_proto_rawDescOnce sync.Once

@@ -144,7 +144,7 @@ func testBadFrames(t *testing.T, ep *ProtoActor, rec *recorder, tl *testLog, sec
 			Envelopes: []*remote.MessageEnvelope{{MessageData: data}},
 		}}}
 	}
-	data, err := proto.Marshal(&Frame{From: 99, Seq: 1, Total: 1, Data: []byte{1}})
+	data, err := proto.Marshal(&Frame{From: 99, Seq: 1, Data: []byte{1, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

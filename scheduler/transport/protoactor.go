@@ -217,8 +217,8 @@ func (e *ProtoActor) runTicker() {
 // Send queues payload for PE to. Call it only from Handler callbacks.
 func (e *ProtoActor) Send(to int, payload []byte) { e.pe.core.send(to, payload) }
 
-// Flush pushes held-back frames and due acknowledgements. Call it only from
-// Handler callbacks.
+// Flush sends the frames being filled and the due acknowledgements. Call it
+// only from Handler callbacks.
 func (e *ProtoActor) Flush() { e.pe.core.flush() }
 
 // Post makes ev arrive at Handler.Event on the endpoint goroutine.

@@ -27,11 +27,13 @@ type Endpoint interface {
 	Addr() string
 	// Start begins delivering to h. peers[r] is the Addr of PE r.
 	Start(peers []string, h Handler) error
-	// Send queues payload for PE to: reliable and ordered. Call it only
-	// from inside Handler callbacks. The endpoint owns payload from now on.
+	// Send queues payload for PE to: reliable and ordered. Full frames go
+	// out at once; the frame being filled waits for Flush (or the next
+	// tick). Call it only from inside Handler callbacks. The endpoint owns
+	// payload from now on.
 	Send(to int, payload []byte)
-	// Flush pushes frames held back and acknowledgements that are due.
-	// The scheduler calls it at the end of each work slice.
+	// Flush sends the frames being filled and the acknowledgements that
+	// are due. The scheduler calls it at the end of each work slice.
 	Flush()
 	// Post makes ev arrive at Handler.Event on the endpoint goroutine.
 	// Safe from any goroutine.
@@ -55,8 +57,9 @@ type Config struct {
 	Port int
 	// Secret is the job secret; connections that do not prove it are refused.
 	Secret []byte
-	// MaxFrame is the fragment size: payloads above it travel in pieces
-	// (default 256 KiB).
+	// MaxFrame is the most data bytes in a frame (default 256 KiB + 16, at least
+	// 64). Small payloads sent in one work slice share frames; larger ones
+	// travel in pieces.
 	MaxFrame int
 	// Window is the most unacknowledged bytes in flight to one peer
 	// (default 8 MiB). Sends beyond it wait in a queue counted by Backlog.
@@ -83,11 +86,13 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultMaxFrame     = 256 << 10
+	DefaultMaxFrame     = 256<<10 + 16 // room for a record header: a 256 KiB payload fits one frame
 	DefaultWindow       = 8 << 20
 	DefaultMaxPayload   = 1 << 30
 	DefaultTickInterval = 5 * time.Millisecond
 	DefaultResendAfter  = time.Second
+
+	minMaxFrame = 64
 )
 
 // Errors.
@@ -115,6 +120,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = DefaultMaxFrame
+	}
+	if cfg.MaxFrame < minMaxFrame {
+		return cfg, fmt.Errorf("%w: frame size %d below %d", ErrConfig, cfg.MaxFrame, minMaxFrame)
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
