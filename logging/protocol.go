@@ -201,8 +201,9 @@ type hostedTask struct {
 	awaiting  []PEID
 	epoch     uint32
 	recovered []recoveryMark
-	// pinned maps a message to its recorded reception position, for the
-	// determinants known with an RSN past the task's current one.
+	// replayEnd is the last reception position the task is known to have
+	// reached before a failure (by a determinant or a progress record):
+	// until its RSN passes it, the task is replaying.
 	replayEnd uint64
 }
 
@@ -616,11 +617,16 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		return
 	}
 	isFailed := func(p PEID) bool { return slices.Contains(failed, p) }
-	for _, k := range e.sortedDeterminantKeys() {
+	keys := e.sortedDeterminantKeys()
+	queued := make(map[determinantKey]bool, len(e.unstable))
+	for _, k := range e.unstable {
+		queued[k] = true
+	}
+	for _, k := range keys {
 		d := e.determinants[k]
 		before := e.isStable(d)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
-		if before && !e.isStable(d) && !slices.Contains(e.unstable, k) {
+		if before && !e.isStable(d) && !queued[k] {
 			e.unstable = append(e.unstable, k)
 		}
 	}
@@ -672,7 +678,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	slices.SortFunc(e.relocated, func(a, b Relocation) int { return cmp.Compare(a.Task, b.Task) })
 	for _, r := range e.relocated {
 		var batch []Determinant
-		for _, k := range e.sortedDeterminantKeys() {
+		for _, k := range keys {
 			if k.receiver == r.Task {
 				batch = append(batch, e.determinants[k].determinant)
 			}
