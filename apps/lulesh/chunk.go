@@ -2,6 +2,7 @@ package lulesh
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -165,29 +166,40 @@ func (c *Chunk) packShared(dir kernel.Direction, fields ...[]float64) []float64 
 
 // Packed form of a Chunk, little-endian:
 //
-//	"LULC" version(1)
+//	"LULC" version(2)
 //	position x, y, z (uint32 each), stage, gradient face mask (1 byte each)
 //	received: a 27-bit mask (uint32), then for each set slot in order
 //	   the value count (uint32) and the values (float64 bits)
-//	the domain (see appendDomain)
+//	the domain's length (uint64) and its state (kernel.Domain.MarshalBinary)
+//
+// The position and the chunk geometry are fixed by the configuration and
+// the index; the position is packed only to refuse a state unpacked at
+// another index (the domain's state checks the geometry itself).
 const (
 	chunkMagic   = "LULC"
-	chunkVersion = 1
+	chunkVersion = 2
 )
+
+// errBadChunkState reports a packed chunk that UnmarshalBinary refuses.
+var errBadChunkState = errors.New("lulesh: bad packed chunk")
 
 // MarshalBinary packs the chunk's state for checkpoint and migration.
 func (c *Chunk) MarshalBinary() ([]byte, error) {
-	out := append([]byte(chunkMagic), chunkVersion)
-	for _, p := range c.position {
-		out = binary.LittleEndian.AppendUint32(out, uint32(p))
-	}
-	out = append(out, byte(c.stage), c.gradientFaces)
+	size := len(chunkMagic) + 1 + 3*4 + 2 + 4 + 8 + c.domain.StateSize()
 	var mask uint32
 	for slot, values := range c.received {
 		if values != nil {
 			mask |= 1 << slot
+			size += 4 + 8*len(values)
 		}
 	}
+	out := make([]byte, 0, size)
+	out = append(out, chunkMagic...)
+	out = append(out, chunkVersion)
+	for _, p := range c.position {
+		out = binary.LittleEndian.AppendUint32(out, uint32(p))
+	}
+	out = append(out, byte(c.stage), c.gradientFaces)
 	out = binary.LittleEndian.AppendUint32(out, mask)
 	for _, values := range c.received {
 		if values == nil {
@@ -198,15 +210,21 @@ func (c *Chunk) MarshalBinary() ([]byte, error) {
 			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
 		}
 	}
-	return appendDomain(out, c.domain), nil
+	out = binary.LittleEndian.AppendUint64(out, uint64(c.domain.StateSize()))
+	out, err := c.domain.AppendBinary(out)
+	if err != nil {
+		return nil, fmt.Errorf("lulesh: chunk %v: %w", c.position, err)
+	}
+	return out, nil
 }
 
 // UnmarshalBinary restores a state packed by MarshalBinary into a chunk
-// made for the same configuration and position.
+// made for the same configuration and position. A refused state leaves
+// the chunk as it was.
 func (c *Chunk) UnmarshalBinary(data []byte) error {
 	header := len(chunkMagic) + 1 + 3*4 + 2 + 4
 	if len(data) < header || string(data[:len(chunkMagic)]) != chunkMagic || data[len(chunkMagic)] != chunkVersion {
-		return fmt.Errorf("lulesh: packed chunk of %d bytes is not %q version %d", len(data), chunkMagic, chunkVersion)
+		return fmt.Errorf("%w: %d bytes that are not %q version %d", errBadChunkState, len(data), chunkMagic, chunkVersion)
 	}
 	rest := data[len(chunkMagic)+1:]
 	var pos [3]int
@@ -214,20 +232,20 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 		pos[d] = int(binary.LittleEndian.Uint32(rest[4*d:]))
 	}
 	if pos != c.position {
-		return fmt.Errorf("lulesh: packed chunk %v unpacked into chunk %v", pos, c.position)
+		return fmt.Errorf("%w: chunk %v unpacked into chunk %v", errBadChunkState, pos, c.position)
 	}
 	st := stage(rest[12])
 	if st >= numStages {
-		return fmt.Errorf("lulesh: packed chunk %v has invalid stage %d", pos, st)
+		return fmt.Errorf("%w: chunk %v has invalid stage %d", errBadChunkState, pos, st)
 	}
 	faces := rest[13]
 	mask := binary.LittleEndian.Uint32(rest[14:])
 	rest = rest[18:]
 	if faces>>len(kernel.Faces()) != 0 {
-		return fmt.Errorf("lulesh: packed chunk %v has invalid gradient face mask %x", pos, faces)
+		return fmt.Errorf("%w: chunk %v has invalid gradient face mask %x", errBadChunkState, pos, faces)
 	}
 	if mask>>numSlots != 0 {
-		return fmt.Errorf("lulesh: packed chunk %v has invalid received mask %x", pos, mask)
+		return fmt.Errorf("%w: chunk %v has invalid received mask %x", errBadChunkState, pos, mask)
 	}
 	var received [numSlots][]float64
 	for slot := range received {
@@ -235,12 +253,12 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 			continue
 		}
 		if len(rest) < 4 {
-			return fmt.Errorf("lulesh: packed chunk %v truncated in received values", pos)
+			return fmt.Errorf("%w: chunk %v truncated in received values", errBadChunkState, pos)
 		}
 		n := int(binary.LittleEndian.Uint32(rest))
 		rest = rest[4:]
 		if n > len(rest)/8 {
-			return fmt.Errorf("lulesh: packed chunk %v truncated in received values", pos)
+			return fmt.Errorf("%w: chunk %v truncated in received values", errBadChunkState, pos)
 		}
 		values := make([]float64, n)
 		for i := range values {
@@ -249,12 +267,16 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 		received[slot] = values
 		rest = rest[8*n:]
 	}
-	rest, err := readDomain(rest, c.domain)
-	if err != nil {
-		return err
+	if len(rest) < 8 {
+		return fmt.Errorf("%w: chunk %v truncated before its domain", errBadChunkState, pos)
 	}
-	if len(rest) != 0 {
-		return fmt.Errorf("lulesh: packed chunk %v has %d trailing bytes", pos, len(rest))
+	n := binary.LittleEndian.Uint64(rest)
+	rest = rest[8:]
+	if n != uint64(len(rest)) {
+		return fmt.Errorf("%w: chunk %v has a domain of %d bytes, %d bytes follow", errBadChunkState, pos, n, len(rest))
+	}
+	if err := c.domain.UnmarshalBinary(rest); err != nil {
+		return fmt.Errorf("%w: chunk %v: %w", errBadChunkState, pos, err)
 	}
 	c.stage, c.received, c.gradientFaces = st, received, faces
 	return nil

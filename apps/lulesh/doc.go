@@ -107,16 +107,17 @@
 //
 // # Packing
 //
-// kernel.Domain has no serialisation and keeps its state in unexported
-// fields; Chunk.MarshalBinary packs its float64, int and []float64 fields
-// by reflection, behind a fingerprint of the field layout, and
-// UnmarshalBinary copies them into a domain freshly built for the same
-// chunk (domainstate.go).
+// Chunk.MarshalBinary packs the task's own state (its stage, the
+// gradient faces received and the shared-node values received in the
+// open exchange) and its domain's state, which the kernel serialises
+// itself (kernel.Domain.MarshalBinary: a versioned, checksummed format
+// that UnmarshalBinary restores only into a domain of the same chunk).
+// The runtime keeps the messages of an open region it has not delivered.
 //
 // # Files
 //
 // config.go holds the flags, chunk.go the Chunk task and its packed form,
-// domainstate.go the domain's packed form, app.go the declarations and
+// app.go the declarations and
 // handlers, report.go the output, reference.go the reference table, and
 // lulesh.proto the messages (generate from the module root:
 // protoc -I. --go_out=. --go_opt=module=github.com/gochare/gochare apps/lulesh/lulesh.proto).

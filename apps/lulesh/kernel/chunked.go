@@ -66,6 +66,28 @@ type chunkGrid struct {
 	index     map[[3]int]int // grid position to index in domains
 	packed    []map[Direction][]float64
 	gradients []float64 // face gradients in transit
+	// between, if set, is called at each phase boundary of step (where a
+	// distributed run may checkpoint or migrate a chunk); tests use it.
+	between func(boundary gridBoundary) error
+}
+
+// gridBoundary names a point between two phases of a cycle.
+type gridBoundary int
+
+const (
+	afterNodalForces    gridBoundary = iota // before the force sums
+	afterForceSums                          // before NodalMotionPhase
+	afterGradients                          // before the ghost gradients
+	afterGhostGradients                     // before ElementMaterialPhase
+	afterCycle                              // before the next time step
+	numGridBoundaries
+)
+
+func (g *chunkGrid) reachBoundary(b gridBoundary) error {
+	if g.between == nil {
+		return nil
+	}
+	return g.between(b)
 }
 
 func newChunkGrid(n int, chunking Chunking) (*chunkGrid, error) {
@@ -125,14 +147,23 @@ func (g *chunkGrid) step() error {
 			return err
 		}
 	}
+	if err := g.reachBoundary(afterNodalForces); err != nil {
+		return err
+	}
 	g.sumShared(func(d *Domain) []float64 { fx, _, _ := d.Forces(); return fx })
 	g.sumShared(func(d *Domain) []float64 { _, fy, _ := d.Forces(); return fy })
 	g.sumShared(func(d *Domain) []float64 { _, _, fz := d.Forces(); return fz })
+	if err := g.reachBoundary(afterForceSums); err != nil {
+		return err
+	}
 	for _, d := range g.domains {
 		d.NodalMotionPhase()
 		if err := d.ElementGradientPhase(); err != nil {
 			return err
 		}
+	}
+	if err := g.reachBoundary(afterGradients); err != nil {
+		return err
 	}
 	for i, d := range g.domains {
 		for _, f := range Faces() {
@@ -149,12 +180,15 @@ func (g *chunkGrid) step() error {
 			copy(ghosts, g.gradients)
 		}
 	}
+	if err := g.reachBoundary(afterGhostGradients); err != nil {
+		return err
+	}
 	for _, d := range g.domains {
 		if err := d.ElementMaterialPhase(); err != nil {
 			return err
 		}
 	}
-	return nil
+	return g.reachBoundary(afterCycle)
 }
 
 // energies gathers the element energies in global element order.
