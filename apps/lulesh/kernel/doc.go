@@ -39,6 +39,12 @@
 // distributed run that follows the protocol above computes the same bits,
 // so its digest is the one to expect.
 //
+// A Domain packs its state with MarshalBinary at any of the points above
+// between two phases (a checkpoint or a migration) and UnmarshalBinary
+// restores it into a domain that NewDomain built for the same chunk,
+// which then computes the same bits as the original; it refuses (with
+// ErrBadState) any other state. The format is described in state.go.
+//
 // The arithmetic follows the reference (LLNL/LULESH 2.0, serial build)
 // operation by operation; results agree with it to about 1e-15 relative.
 //
