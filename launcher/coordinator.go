@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/launcher/controlpb"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 )
 
@@ -29,6 +30,7 @@ type coordinatorConfig struct {
 	JobID            uint64
 	HeartbeatTimeout time.Duration
 	QuiescenceEvery  time.Duration
+	Protocol         logging.Kind
 	// Output receives the job's output lines; Log the launcher's reports.
 	Output io.Writer
 	Log    *slog.Logger
@@ -247,7 +249,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 					for i, p := range c.peers {
 						p.conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Setup{Setup: &controlpb.Setup{
 							Rank: int32(i), Size: int32(c.cfg.Size), JobId: c.cfg.JobID,
-							App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs,
+							App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
 						}}})
 					}
 				}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 	"github.com/gochare/gochare/scheduler/transport"
 )
@@ -34,6 +35,8 @@ const usage = `usage:
         --secret-file FILE      with --external: write the job secret there
         --heartbeat-timeout D   declare an external PE dead after D of
                                 silence (default 5s)
+        --ft PROTOCOL           fault tolerance: none (checkpoint/restart),
+                                fulldet or partialdet (default partialdet)
   gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
       run one PE of a job; rank and size default to SLURM_PROCID and
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
@@ -104,11 +107,24 @@ type runOptions struct {
 	external         bool
 	secretFile       string
 	heartbeatTimeout time.Duration
+	protocol         logging.Kind
+}
+
+// protocolNames are the --ft values.
+var protocolNames = map[string]logging.Kind{"none": logging.KindNone, "fulldet": logging.KindFullDet, "partialdet": logging.KindPartialDet}
+
+func protocolName(k logging.Kind) string {
+	for name, kind := range protocolNames {
+		if kind == k {
+			return name
+		}
+	}
+	return k.String()
 }
 
 // splitRunArgs separates the launcher's flags from the application's.
 func splitRunArgs(args []string) (runOptions, []string, error) {
-	o := runOptions{listen: "127.0.0.1:0", heartbeatTimeout: 5 * time.Second}
+	o := runOptions{listen: "127.0.0.1:0", heartbeatTimeout: 5 * time.Second, protocol: logging.KindPartialDet}
 	var appArgs []string
 	valueOf := func(i *int, name string) (string, error) {
 		a := args[*i]
@@ -149,6 +165,16 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			o.listen = v
 		case "external":
 			o.external = true
+		case "ft":
+			v, err := valueOf(&i, "--ft")
+			if err != nil {
+				return o, nil, err
+			}
+			k, ok := protocolNames[v]
+			if !ok {
+				return o, nil, fmt.Errorf("%w: --ft %q: want none, fulldet or partialdet", errUsage, v)
+			}
+			o.protocol = k
 		case "secret-file":
 			v, err := valueOf(&i, "--secret-file")
 			if err != nil {
@@ -200,7 +226,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	cfg := coordinatorConfig{
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout,
-		Output: stdout, Log: log, Spawned: make([]bool, o.pes),
+		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 	}
 	if o.external {
 		if o.secretFile != "" {

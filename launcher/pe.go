@@ -131,9 +131,13 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if !ok {
 		return 1, fmt.Errorf("launcher: PE %d: this binary has no app %q", o.Rank, setup.App)
 	}
+	kind, ok := protocolNames[setup.Protocol]
+	if !ok {
+		return 1, fmt.Errorf("launcher: PE %d: unknown protocol %q in setup", o.Rank, setup.Protocol)
+	}
 	control := peControl{conn: cn}
 	pe, err := scheduler.New(scheduler.Config{
-		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args,
+		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args, Protocol: kind,
 		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
 	})
 	if err != nil {

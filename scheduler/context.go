@@ -20,11 +20,8 @@ func (c *taskContext) Index() actor.Index { return c.el.index }
 func (c *taskContext) PE() int            { return c.pe.cfg.Rank }
 func (c *taskContext) NumPEs() int        { return c.pe.cfg.Size }
 
-// TaskID is the global id of a task: its collection and linear index.
-func TaskID(collection int32, lin int) uint64 { return uint64(collection)<<48 | uint64(lin) }
-
 func (c *taskContext) Post(t actor.Target, key uint64, m proto.Message) {
-	c.pe.post(t, key, m, TaskID(c.el.coll.def.ID, c.el.lin))
+	c.pe.post(t, key, m, c.el.id)
 }
 
 func (c *taskContext) Expect(key uint64) { c.el.expected = key }
@@ -42,7 +39,7 @@ func (c *taskContext) StartQuiescence(cb actor.Callback) {
 }
 
 func (c *taskContext) Exit(status int) {
-	c.pe.flush()
+	c.pe.transmit()
 	c.pe.cfg.Control.Exit(status)
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/logging"
 )
 
 // ErrQuiescentWithoutExit reports a job in which nothing is left to do
@@ -25,9 +26,13 @@ type Result struct {
 // goroutine and the PEs connected by in-memory queues. It exists to test
 // applications and the scheduler; real jobs run one PE per OS process
 // (package launcher) over the network transport.
-func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, stderr io.Writer) (Result, error) {
+func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, stderr io.Writer, opts ...Option) (Result, error) {
 	if stderr == nil {
 		stderr = io.Discard
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	coord := &localCoordinator{events: make(chan any, 1024), qd: NewQuiescenceDetector(pes)}
 	done := make(chan struct{})
@@ -38,7 +43,7 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 	pesList := make([]*PE, pes)
 	for r := 0; r < pes; r++ {
 		pe, err := New(Config{
-			Rank: r, Size: pes, JobID: 1, App: app, Args: args,
+			Rank: r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol,
 			Net: nets[r], Control: localControl{rank: r, events: coord.events, done: done}, Stderr: stderr,
 		})
 		if err != nil {
@@ -68,6 +73,17 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 	}
 	return res, err
 }
+
+// Option changes how RunInProcess runs a job.
+type Option func(*options)
+
+type options struct {
+	protocol logging.Kind
+}
+
+// WithProtocol runs the job under a fault-tolerance protocol (default
+// logging.KindNone).
+func WithProtocol(k logging.Kind) Option { return func(o *options) { o.protocol = k } }
 
 type (
 	ctlOutput struct {

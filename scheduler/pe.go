@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"sort"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler/wire"
 )
 
@@ -36,7 +36,7 @@ type Control interface {
 	// Exit asks the launcher to end the job with status.
 	Exit(status int)
 	// Idle answers a quiescence probe: this PE has no work, and has sent
-	// and received these numbers of application envelopes so far.
+	// and received these numbers of envelopes so far.
 	Idle(round uint64, sent, received uint64)
 	// RequestQuiescence asks the launcher to detect quiescence and then
 	// post QuiescenceDetected to this PE.
@@ -49,12 +49,15 @@ type Config struct {
 	JobID      uint64
 	App        actor.App
 	Args       []string
-	Net        Net
-	Control    Control
-	Logger     *slog.Logger
+	// Protocol is the fault-tolerance protocol (logging.KindNone,
+	// KindFullDet or KindPartialDet).
+	Protocol logging.Kind
+	Net      Net
+	Control  Control
+	Logger   *slog.Logger
 	// Stderr receives Logf lines (defaults to io.Discard).
 	Stderr io.Writer
-	// SliceBudget is how many envelopes a PE handles before it lets the
+	// SliceBudget is how many handlers a PE runs before it lets the
 	// transport deliver more (default 256).
 	SliceBudget int
 	// MaxBacklog is the number of unacknowledged bytes above which the PE
@@ -76,50 +79,57 @@ type (
 
 // Errors reported for bad input; the PE drops the input and keeps running.
 var (
-	ErrMalformed       = errors.New("scheduler: malformed batch")
-	ErrWrongJob        = errors.New("scheduler: batch from another job")
-	ErrUnknownTarget   = errors.New("scheduler: unknown collection or handler")
-	ErrNoSuchElement   = errors.New("scheduler: no such element here")
-	ErrBadMessage      = errors.New("scheduler: message does not decode")
-	ErrBadReduction    = errors.New("scheduler: inconsistent reduction")
-	errHandlerPanicked = errors.New("scheduler: handler panicked")
+	ErrMalformed     = errors.New("scheduler: malformed batch")
+	ErrWrongJob      = errors.New("scheduler: batch from another job")
+	ErrUnknownTarget = errors.New("scheduler: unknown collection or handler")
+	ErrNoSuchElement = errors.New("scheduler: no such element here")
+	ErrBadMessage    = errors.New("scheduler: message does not decode")
+	ErrBadReduction  = errors.New("scheduler: inconsistent reduction")
 )
 
 // Stats counts what a PE did.
 type Stats struct {
-	Sent, Received  uint64 // application envelopes (quiescence counters)
+	Sent, Received  uint64 // envelopes (quiescence counters)
 	Delivered       uint64 // handler invocations
-	Buffered        uint64 // receptions that waited for a key or a region
 	BatchesSent     uint64
 	BytesSent       uint64
 	Dropped         uint64 // bad input dropped
 	DroppedByReason map[string]uint64
+	// Protocol is the fault-tolerance protocol's own counters.
+	Protocol logging.Stats
 }
 
-// PE is one processing element: the tasks placed on it, their queues, and
-// the reductions it takes part in. All its methods run on one goroutine
-// (the transport's actor), so it needs no locks.
+// PE is one processing element: the tasks placed on it and its share of
+// the fault-tolerance protocol. All its methods run on one goroutine (the
+// transport's actor), so it needs no locks.
+//
+// Every message goes the same way: a handler's send is stamped and logged
+// by the protocol (post), the protocol's Ready envelopes are batched per PE
+// (transmit), an arriving envelope is checked and given to the protocol
+// (Receive), and the protocol decides which message each task handles next
+// (runSlice, invoke).
 type PE struct {
 	cfg   Config
 	job   *actor.Job
 	colls []*collectionState
 	log   *slog.Logger
+	proto logging.Protocol
 
-	queue    []*wire.Envelope
-	queueAt  int
+	// system is the task id of this PE's runtime, the sender of Start and
+	// quiescence notices.
+	system commutative.TaskID
+
+	runnable []*element
+	runAt    int
 	outgoing [][]*wire.Envelope
 	outBytes []int
 	posted   bool
-
-	reductions map[reductionKey]*reductionState
-	roots      map[reductionKey]*rootState
 
 	// ctx is the Context of the running handler (valid during the call only).
 	ctx taskContext
 
 	qdCallbacks []actor.Callback
 	probe       *uint64
-	exited      bool
 
 	stats Stats
 }
@@ -135,24 +145,26 @@ type collectionState struct {
 type element struct {
 	coll     *collectionState
 	lin      int
+	id       commutative.TaskID
 	index    actor.Index
 	task     actor.Task
 	expected uint64
-	waiting  []pending
-	region   *openRegion
+	queued   bool
 	nextRed  uint64
+	admits   func(logging.Message) bool
 }
 
-type openRegion struct {
-	handler *actor.HandlerDef
-	key     uint64
-	handled int
+// systemCollection is the collection number of the runtime's own tasks.
+const systemCollection = 0xFFFF
+
+// TaskID is the global id of a task: its collection and linear index.
+func TaskID(collection int32, lin int) uint64 { return uint64(collection)<<48 | uint64(lin) }
+
+func splitTaskID(id commutative.TaskID) (collection int, lin int64) {
+	return int(uint64(id) >> 48), int64(uint64(id) & (1<<48 - 1))
 }
 
-type pending struct {
-	env     *wire.Envelope
-	handler *actor.HandlerDef
-}
+func handlerID(collection, handler int32) uint32 { return uint32(collection)<<16 | uint32(handler) }
 
 // New builds a PE: declares the application's job and creates the elements
 // whose initial place is this PE.
@@ -177,17 +189,22 @@ func New(cfg Config) (*PE, error) {
 		return nil, err
 	}
 	pe := &PE{
-		cfg:        cfg,
-		job:        job,
-		log:        cfg.Logger,
-		outgoing:   make([][]*wire.Envelope, cfg.Size),
-		outBytes:   make([]int, cfg.Size),
-		reductions: map[reductionKey]*reductionState{},
-		roots:      map[reductionKey]*rootState{},
+		cfg:      cfg,
+		job:      job,
+		log:      cfg.Logger,
+		proto:    logging.New(cfg.Protocol, logging.Config{PE: logging.PEID(cfg.Rank), PEs: cfg.Size}),
+		system:   commutative.TaskID(TaskID(systemCollection, cfg.Rank)),
+		outgoing: make([][]*wire.Envelope, cfg.Size),
+		outBytes: make([]int, cfg.Size),
 	}
 	pe.ctx.pe = pe
 	pe.stats.DroppedByReason = map[string]uint64{}
-	for _, def := range job.Collections() {
+	pe.proto.HostTask(pe.system)
+	defs := append(append([]*actor.CollectionDef(nil), job.Collections()...), reducerCollection(job))
+	for _, def := range defs {
+		if len(def.Handlers) > 1<<16 {
+			return nil, fmt.Errorf("scheduler: collection %q has %d handlers, at most %d", def.Name, len(def.Handlers), 1<<16)
+		}
 		cs := &collectionState{def: def, n: def.Shape.Size(), local: make([]*element, def.Shape.Size())}
 		cs.homeOf = make([]int32, cs.n)
 		for lin := 0; lin < cs.n; lin++ {
@@ -198,14 +215,30 @@ func New(cfg Config) (*PE, error) {
 			cs.homeOf[lin] = int32(home)
 			if home == cfg.Rank {
 				idx := def.Shape.At(lin)
-				cs.local[lin] = &element{coll: cs, lin: lin, index: idx, task: def.New(idx)}
-				cs.sorted = append(cs.sorted, lin)
+				pe.addElement(cs, lin, def.New(idx))
 			}
 		}
 		pe.colls = append(pe.colls, cs)
 	}
+	if len(pe.colls) >= systemCollection {
+		return nil, fmt.Errorf("scheduler: %d collections, at most %d", len(pe.colls)-1, systemCollection-1)
+	}
 	return pe, nil
 }
+
+func (pe *PE) addElement(cs *collectionState, lin int, task actor.Task) *element {
+	el := &element{coll: cs, lin: lin, id: commutative.TaskID(TaskID(cs.def.ID, lin)), index: cs.def.Shape.At(lin), task: task}
+	el.admits = func(m logging.Message) bool {
+		_, h := splitHandler(m.Handler)
+		return !cs.def.Handlers[h].Keyed || m.Key == el.expected
+	}
+	cs.local[lin] = el
+	cs.sorted = append(cs.sorted, lin)
+	pe.proto.HostTask(el.id)
+	return el
+}
+
+func splitHandler(h uint32) (collection, handler int) { return int(h >> 16), int(h & 0xFFFF) }
 
 // Define runs an application's declaration and checks it.
 func Define(app actor.App, args []string) (*actor.Job, error) {
@@ -229,16 +262,49 @@ func (pe *PE) Stats() Stats {
 	for k, v := range pe.stats.DroppedByReason {
 		s.DroppedByReason[k] = v
 	}
+	s.Protocol = pe.proto.Stats()
 	return s
 }
 
-// LocalElements returns the number of elements of each collection on this PE.
+// LocalElements returns the number of application elements of each
+// collection on this PE.
 func (pe *PE) LocalElements() []int {
-	n := make([]int, len(pe.colls))
-	for i, c := range pe.colls {
-		n[i] = len(c.sorted)
+	n := make([]int, len(pe.colls)-1)
+	for i := range n {
+		n[i] = len(pe.colls[i].sorted)
 	}
 	return n
+}
+
+// element returns the local element with this task id, or nil.
+func (pe *PE) element(id commutative.TaskID) *element {
+	coll, lin := splitTaskID(id)
+	if coll >= len(pe.colls) {
+		return nil
+	}
+	cs := pe.colls[coll]
+	if lin < 0 || lin >= int64(cs.n) {
+		return nil
+	}
+	return cs.local[lin]
+}
+
+// checkMessage reports whether a message names an existing element and
+// handler of the job.
+func (pe *PE) checkMessage(m logging.Message) error {
+	coll, lin := splitTaskID(m.To)
+	if coll >= len(pe.colls) {
+		return fmt.Errorf("%w: collection %d", ErrUnknownTarget, coll)
+	}
+	cs := pe.colls[coll]
+	hc, h := splitHandler(m.Handler)
+	if hc != coll || h >= len(cs.def.Handlers) {
+		return fmt.Errorf("%w: handler %d of collection %q", ErrUnknownTarget, m.Handler, cs.def.Name)
+	}
+	if lin < 0 || lin >= int64(cs.n) || cs.local[lin] == nil {
+		return fmt.Errorf("%w: %s[%d] for handler %s", ErrNoSuchElement, cs.def.Name, lin, cs.def.Handlers[h].Name)
+	}
+	return nil
 }
 
 // Receive handles a payload from PE from (transport callback).
@@ -252,9 +318,37 @@ func (pe *PE) Receive(from int, payload []byte) {
 		pe.drop(fmt.Errorf("%w: PE %d sent job %x, this is job %x", ErrWrongJob, from, b.Job, pe.cfg.JobID))
 		return
 	}
-	pe.stats.Received += uint64(len(b.Envelopes))
-	pe.queue = append(pe.queue, b.Envelopes...)
+	for _, w := range b.Envelopes {
+		env, err := envelopeFromWire(w, from, pe.cfg.Rank, pe.cfg.Size)
+		if err == nil && env.Kind == logging.EnvelopeMessage {
+			err = pe.checkMessage(env.Message)
+		}
+		if err != nil {
+			pe.drop(err)
+			continue
+		}
+		pe.arrive(env)
+	}
 	pe.schedule()
+}
+
+func (pe *PE) arrive(env logging.Envelope) {
+	pe.stats.Received++
+	pe.proto.Arrive(env)
+	switch env.Kind {
+	case logging.EnvelopeMessage:
+		pe.markRunnable(pe.element(env.Message.To))
+	case logging.EnvelopeRecovery:
+		pe.markRunnable(pe.element(env.Task))
+	}
+}
+
+func (pe *PE) markRunnable(el *element) {
+	if el == nil || el.queued {
+		return
+	}
+	el.queued = true
+	pe.runnable = append(pe.runnable, el)
 }
 
 // Event handles a posted event (transport callback).
@@ -273,8 +367,9 @@ func (pe *PE) Event(ev any) {
 		cbs := pe.qdCallbacks
 		pe.qdCallbacks = nil
 		for _, cb := range cbs {
-			pe.deliverToCallback(cb, &actor.Quiescence{Number: ev.Number})
+			pe.deliverToCallback(pe.system, cb, &actor.Quiescence{Number: ev.Number})
 		}
+		pe.transmit()
 		pe.schedule()
 	default:
 		pe.log.Warn("unknown event", "type", fmt.Sprintf("%T", ev))
@@ -291,49 +386,43 @@ func (pe *PE) schedule() {
 func (pe *PE) begin() {
 	t := pe.job.MainTarget()
 	cs := pe.colls[t.Collection]
-	lin := cs.def.Shape.Linear(t.Index)
-	if int(cs.homeOf[lin]) != pe.cfg.Rank {
+	if int(cs.homeOf[cs.def.Shape.Linear(t.Index)]) != pe.cfg.Rank {
 		return
 	}
-	payload, err := proto.Marshal(&actor.Start{Args: pe.cfg.Args, NumPes: int32(pe.cfg.Size)})
-	if err != nil {
-		panic(fmt.Sprintf("scheduler: marshal Start: %v", err))
-	}
-	pe.stats.Sent++
-	pe.stats.Received++
-	pe.queue = append(pe.queue, &wire.Envelope{Collection: uint32(t.Collection), Handler: uint32(t.Handler), Dest: int64(lin), Payload: payload, Sender: systemSender})
+	pe.post(t, 0, &actor.Start{Args: pe.cfg.Args, NumPes: int32(pe.cfg.Size)}, pe.system)
+	pe.transmit()
 	pe.schedule()
 }
 
-// systemSender is the sender id of messages the runtime itself makes.
-const systemSender = ^uint64(0)
-
 func (pe *PE) runSlice() {
-	if pe.exited {
-		return
-	}
 	budget := pe.cfg.SliceBudget
-	for budget > 0 && pe.queueAt < len(pe.queue) {
+	for budget > 0 && pe.runAt < len(pe.runnable) {
 		if pe.cfg.Net.Backlog() > pe.cfg.MaxBacklog {
 			break // wait for acknowledgements before producing more
 		}
-		env := pe.queue[pe.queueAt]
-		pe.queue[pe.queueAt] = nil
-		pe.queueAt++
-		pe.handle(env)
+		el := pe.runnable[pe.runAt]
+		pe.runnable[pe.runAt] = nil
+		pe.runAt++
+		el.queued = false
+		d, ok := pe.proto.NextDelivery(el.id, el.admits)
+		if !ok {
+			continue
+		}
+		pe.invoke(el, d)
+		pe.markRunnable(el)
 		budget--
 	}
-	if pe.queueAt == len(pe.queue) {
-		pe.queue = pe.queue[:0]
-		pe.queueAt = 0
-	} else if pe.queueAt > 4096 && pe.queueAt*2 > len(pe.queue) {
-		n := copy(pe.queue, pe.queue[pe.queueAt:])
-		clear(pe.queue[n:])
-		pe.queue = pe.queue[:n]
-		pe.queueAt = 0
+	if pe.runAt == len(pe.runnable) {
+		pe.runnable = pe.runnable[:0]
+		pe.runAt = 0
+	} else if pe.runAt > 4096 && pe.runAt*2 > len(pe.runnable) {
+		n := copy(pe.runnable, pe.runnable[pe.runAt:])
+		clear(pe.runnable[n:])
+		pe.runnable = pe.runnable[:n]
+		pe.runAt = 0
 	}
-	pe.flush()
-	if pe.queueAt < len(pe.queue) {
+	pe.transmit()
+	if pe.runAt < len(pe.runnable) {
 		pe.schedule()
 	} else {
 		pe.answerProbe()
@@ -341,188 +430,43 @@ func (pe *PE) runSlice() {
 }
 
 func (pe *PE) answerProbe() {
-	if pe.probe == nil || pe.queueAt < len(pe.queue) || pe.posted {
+	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted {
 		return
 	}
 	pe.cfg.Control.Idle(*pe.probe, pe.stats.Sent, pe.stats.Received)
 	pe.probe = nil
 }
 
-func (pe *PE) flush() {
+// transmit performs the protocol's Ready: envelopes for this PE arrive
+// here after Advance, the others are batched per PE and sent.
+func (pe *PE) transmit() {
+	ready := pe.proto.Ready()
+	var local []logging.Envelope
+	for _, env := range ready.Envelopes {
+		pe.stats.Sent++
+		if int(env.To) == pe.cfg.Rank {
+			local = append(local, env)
+			continue
+		}
+		to := int(env.To)
+		pe.outgoing[to] = append(pe.outgoing[to], envelopeToWire(env))
+		pe.outBytes[to] += len(env.Message.Payload)
+		if pe.outBytes[to] >= 1<<20 {
+			pe.flushTo(to)
+		}
+	}
+	pe.proto.Advance()
+	for _, env := range local {
+		pe.arrive(env)
+	}
 	for to, envs := range pe.outgoing {
 		if len(envs) > 0 {
 			pe.flushTo(to)
 		}
 	}
 	pe.cfg.Net.Flush()
-}
-
-func (pe *PE) drop(err error) {
-	pe.stats.Dropped++
-	reason := err.Error()
-	for _, sentinel := range []error{ErrMalformed, ErrWrongJob, ErrUnknownTarget, ErrNoSuchElement, ErrBadMessage, ErrBadReduction} {
-		if errors.Is(err, sentinel) {
-			reason = sentinel.Error()
-			break
-		}
-	}
-	pe.stats.DroppedByReason[strings.TrimPrefix(reason, "scheduler: ")]++
-	pe.log.Error("dropped input", "pe", pe.cfg.Rank, "err", err)
-}
-
-// handle routes one envelope that arrived at this PE.
-func (pe *PE) handle(env *wire.Envelope) {
-	if env.Kind == wire.Kind_KIND_REDUCTION {
-		pe.handleReduction(env)
-		return
-	}
-	if int(env.Collection) >= len(pe.colls) {
-		pe.drop(fmt.Errorf("%w: collection %d", ErrUnknownTarget, env.Collection))
-		return
-	}
-	cs := pe.colls[env.Collection]
-	if int(env.Handler) >= len(cs.def.Handlers) {
-		pe.drop(fmt.Errorf("%w: handler %d of collection %q", ErrUnknownTarget, env.Handler, cs.def.Name))
-		return
-	}
-	h := cs.def.Handlers[env.Handler]
-	switch env.Scope {
-	case uint32(actor.ScopeOne):
-		pe.deliverTo(cs, env.Dest, env, h)
-	case uint32(actor.ScopeSection):
-		for _, lin := range env.Dests {
-			pe.deliverTo(cs, lin, env, h)
-		}
-	case uint32(actor.ScopeAll):
-		for _, lin := range cs.sorted {
-			pe.deliverTo(cs, int64(lin), env, h)
-		}
-	default:
-		pe.drop(fmt.Errorf("%w: scope %d", ErrMalformed, env.Scope))
-	}
-}
-
-func (pe *PE) deliverTo(cs *collectionState, lin int64, env *wire.Envelope, h *actor.HandlerDef) {
-	var el *element
-	if lin >= 0 && lin < int64(cs.n) {
-		el = cs.local[lin]
-	}
-	if el == nil {
-		pe.drop(fmt.Errorf("%w: %s[%d] for handler %s", ErrNoSuchElement, cs.def.Name, lin, h.Name))
-		return
-	}
-	p := pending{env: env, handler: h}
-	if !el.accepts(p) {
-		pe.stats.Buffered++
-		el.waiting = append(el.waiting, p)
-		return
-	}
-	pe.invoke(el, p)
-	pe.release(el)
-}
-
-// accepts reports whether a message can be handled now: a keyed message
-// needs its key expected, and an open commutative region admits only its
-// own messages.
-func (el *element) accepts(p pending) bool {
-	if el.region != nil {
-		return p.handler == el.region.handler && p.env.Key == el.region.key
-	}
-	return !p.handler.Keyed || p.env.Key == el.expected
-}
-
-// release delivers waiting messages that became acceptable, in arrival
-// order, until none is.
-func (pe *PE) release(el *element) {
-	for {
-		i := slices.IndexFunc(el.waiting, el.accepts)
-		if i < 0 {
-			return
-		}
-		p := el.waiting[i]
-		el.waiting = slices.Delete(el.waiting, i, i+1)
-		pe.invoke(el, p)
-	}
-}
-
-func (pe *PE) invoke(el *element, p pending) {
-	m := p.handler.NewMessage()
-	if err := proto.Unmarshal(p.env.Payload, m); err != nil {
-		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, p.handler.Name, err))
-		return
-	}
-	ctx := &pe.ctx
-	ctx.el = el
-	pe.stats.Delivered++
-	p.handler.Invoke(el.task, ctx, m)
-	if p.handler.Annotation.Order != actor.Commutative {
-		return
-	}
-	if el.region == nil {
-		el.region = &openRegion{handler: p.handler, key: p.env.Key}
-	}
-	el.region.handled++
-	if el.region.handled == p.handler.Annotation.RegionSize {
-		el.region = nil
-		if p.handler.Complete != nil {
-			p.handler.Complete(el.task, ctx, p.env.Key)
-		}
-	}
-}
-
-// post sends a message on behalf of element from (nil: the runtime).
-func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender uint64) {
-	if int(t.Collection) >= len(pe.colls) {
-		panic(fmt.Sprintf("scheduler: post to unknown collection %d", t.Collection))
-	}
-	cs := pe.colls[t.Collection]
-	payload, err := proto.Marshal(m)
-	if err != nil {
-		panic(fmt.Sprintf("scheduler: marshal %T: %v", m, err))
-	}
-	// Envelopes are never changed once made, so one may go to several PEs.
-	env := &wire.Envelope{Collection: uint32(t.Collection), Handler: uint32(t.Handler), Key: key, Payload: payload, Sender: sender, Scope: uint32(t.Scope)}
-	switch t.Scope {
-	case actor.ScopeOne:
-		lin := cs.def.Shape.Linear(t.Index)
-		env.Dest = int64(lin)
-		pe.route(int(cs.homeOf[lin]), env)
-	case actor.ScopeAll:
-		for to := 0; to < pe.cfg.Size; to++ {
-			pe.route(to, env)
-		}
-	case actor.ScopeSection:
-		byPE := map[int][]int64{}
-		for _, idx := range t.Section {
-			lin := cs.def.Shape.Linear(idx)
-			home := int(cs.homeOf[lin])
-			byPE[home] = append(byPE[home], int64(lin))
-		}
-		pes := make([]int, 0, len(byPE))
-		for to := range byPE {
-			pes = append(pes, to)
-		}
-		sort.Ints(pes)
-		for _, to := range pes {
-			part := proto.CloneOf(env)
-			part.Dests = byPE[to]
-			pe.route(to, part)
-		}
-	}
-}
-
-func (pe *PE) route(to int, env *wire.Envelope) {
-	pe.stats.Sent++
-	if to == pe.cfg.Rank {
-		pe.stats.Received++
-		pe.queue = append(pe.queue, env)
+	if len(local) > 0 {
 		pe.schedule()
-		return
-	}
-	pe.outgoing[to] = append(pe.outgoing[to], env)
-	pe.outBytes[to] += len(env.Payload)
-	if pe.outBytes[to] >= 1<<20 {
-		pe.flushTo(to)
 	}
 }
 
@@ -540,9 +484,84 @@ func (pe *PE) flushTo(to int) {
 	pe.outBytes[to] = 0
 }
 
-func (pe *PE) deliverToCallback(cb actor.Callback, m proto.Message) {
+func (pe *PE) drop(err error) {
+	pe.stats.Dropped++
+	reason := err.Error()
+	for _, sentinel := range []error{ErrMalformed, ErrWrongJob, ErrUnknownTarget, ErrNoSuchElement, ErrBadMessage, ErrBadReduction} {
+		if errors.Is(err, sentinel) {
+			reason = sentinel.Error()
+			break
+		}
+	}
+	pe.stats.DroppedByReason[strings.TrimPrefix(reason, "scheduler: ")]++
+	pe.log.Error("dropped input", "pe", pe.cfg.Rank, "err", err)
+}
+
+// invoke runs the handler of one delivery, then the region's completion
+// step if the delivery completed a commutative region.
+func (pe *PE) invoke(el *element, d logging.Delivery) {
+	_, hi := splitHandler(d.Message.Handler)
+	h := el.coll.def.Handlers[hi]
+	ctx := &pe.ctx
+	ctx.el = el
+	m := h.NewMessage()
+	if err := proto.Unmarshal(d.Message.Payload, m); err != nil {
+		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
+	} else {
+		pe.stats.Delivered++
+		h.Invoke(el.task, ctx, m)
+	}
+	if pe.proto.EndHandler(el.id) && h.Complete != nil {
+		h.Complete(el.task, ctx, d.Message.Key)
+	}
+}
+
+// post sends a message to a target on behalf of task sender.
+func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender commutative.TaskID) {
+	if int(t.Collection) >= len(pe.colls) {
+		panic(fmt.Sprintf("scheduler: post to unknown collection %d", t.Collection))
+	}
+	cs := pe.colls[t.Collection]
+	if int(t.Handler) >= len(cs.def.Handlers) {
+		panic(fmt.Sprintf("scheduler: post to unknown handler %d of %q", t.Handler, cs.def.Name))
+	}
+	payload, err := proto.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("scheduler: marshal %T: %v", m, err))
+	}
+	h := cs.def.Handlers[t.Handler]
+	msg := logging.Message{Handler: handlerID(t.Collection, t.Handler), Annotation: annotationOf(h.Annotation), Key: key, Payload: payload}
+	send := func(lin int) {
+		msg.To = commutative.TaskID(TaskID(cs.def.ID, lin))
+		pe.proto.Send(sender, logging.PEID(cs.homeOf[lin]), msg)
+	}
+	switch t.Scope {
+	case actor.ScopeOne:
+		send(cs.def.Shape.Linear(t.Index))
+	case actor.ScopeSection:
+		for _, idx := range t.Section {
+			send(cs.def.Shape.Linear(idx))
+		}
+	case actor.ScopeAll:
+		for lin := 0; lin < cs.n; lin++ {
+			send(lin)
+		}
+	}
+}
+
+func annotationOf(a actor.Annotation) commutative.Annotation {
+	switch a.Order {
+	case actor.Ordered:
+		return commutative.Annotation{Order: commutative.Ordered}
+	case actor.Commutative:
+		return commutative.Annotation{Order: commutative.Commutative, RegionSize: a.RegionSize}
+	}
+	return commutative.Annotation{Order: commutative.OrderDependent}
+}
+
+func (pe *PE) deliverToCallback(sender commutative.TaskID, cb actor.Callback, m proto.Message) {
 	if got, want := string(m.ProtoReflect().Descriptor().FullName()), cb.MessageName(); got != want {
 		panic(fmt.Sprintf("scheduler: callback handler takes %s, runtime delivers %s", want, got))
 	}
-	pe.post(cb.Target, 0, m, systemSender)
+	pe.post(cb.Target, 0, m, sender)
 }

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler/internal/testmsg"
 	"github.com/gochare/gochare/scheduler/wire"
 )
@@ -180,16 +182,22 @@ func expectedRing(n, rounds int) []string {
 	}
 }
 
-func run(t *testing.T, app actor.App, pes int) Result {
+func run(t *testing.T, app actor.App, pes int, kind logging.Kind) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := RunInProcess(ctx, app, nil, pes, nil)
+	res, err := RunInProcess(ctx, app, nil, pes, nil, WithProtocol(kind))
 	require.NoError(t, err)
 	return res
 }
 
 func TestRingResultsIndependentOfPlacement(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
+		t.Run(kind.String(), func(t *testing.T) { testRing(t, kind) })
+	}
+}
+
+func testRing(t *testing.T, kind logging.Kind) {
 	const n, rounds = 23, 12
 	want := expectedRing(n, rounds)
 	// The order-sensitive float sum must differ from a plain left-to-right
@@ -202,17 +210,29 @@ func TestRingResultsIndependentOfPlacement(t *testing.T) {
 	for _, pes := range []int{1, 2, 3, 5} {
 		for name, m := range map[string]actor.Map{"block": actor.BlockMap, "roundrobin": actor.RoundRobinMap} {
 			t.Run(fmt.Sprintf("%s/%dpes", name, pes), func(t *testing.T) {
-				res := run(t, ringApp(n, rounds, m), pes)
+				res := run(t, ringApp(n, rounds, m), pes, kind)
 				require.Equal(t, 0, res.Status)
 				require.Equal(t, want, res.Output)
 				var delivered uint64
+				var determinants int
 				for _, s := range res.Stats {
 					require.Zero(t, s.Dropped)
 					delivered += s.Delivered
+					determinants += s.Protocol.Determinants
 				}
-				// start + n begins + 2 per worker per round + 3 results +
-				// pings + replies + quiescence callback.
-				require.Equal(t, uint64(1+n+2*n*rounds+3+2*((n+1)/2)+1), delivered)
+				switch kind {
+				case logging.KindPartialDet:
+					// Only the replies to main are order-dependent.
+					require.Equal(t, (n+1)/2, determinants)
+				case logging.KindFullDet:
+					require.Equal(t, int(delivered), determinants)
+				case logging.KindNone:
+					require.Zero(t, determinants)
+				}
+				// start + n begins + 2 per worker per round + 3 reductions
+				// of n contributions at the reducer + 3 results + pings +
+				// replies + quiescence callback.
+				require.Equal(t, uint64(1+n+2*n*rounds+3*n+3+2*((n+1)/2)+1), delivered)
 			})
 		}
 	}
@@ -235,11 +255,11 @@ func TestQuiescenceWithoutExitIsAnError(t *testing.T) {
 	defer cancel()
 	res, err := RunInProcess(ctx, app, nil, 2, nil)
 	require.ErrorIs(t, err, ErrQuiescentWithoutExit)
-	var buffered uint64
+	var delivered uint64
 	for _, s := range res.Stats {
-		buffered += s.Buffered
+		delivered += s.Delivered
 	}
-	require.Equal(t, uint64(4), buffered)
+	require.Equal(t, uint64(1), delivered, "only Start is handled; the four keyed messages wait")
 }
 
 // recordingNet captures what a PE sends and posts.
@@ -261,77 +281,98 @@ func (nopControl) Idle(uint64, uint64, uint64) {}
 func (nopControl) RequestQuiescence()          {}
 
 func TestBadInputIsDroppedAndCounted(t *testing.T) {
-	net := &recordingNet{sent: map[int][][]byte{}}
-	pe, err := New(Config{Rank: 1, Size: 2, JobID: 42, App: ringApp(4, 1, actor.BlockMap), Net: net, Control: nopControl{}})
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindPartialDet} {
+		t.Run(kind.String(), func(t *testing.T) { testBadInput(t, kind) })
+	}
+}
+
+// goodMessage is a begin message for worker 3 (on PE 1 of 2) from PE 0.
+func goodMessage(t testing.TB) *wire.Envelope {
+	payload, err := proto.Marshal(&testmsg.Num{})
 	require.NoError(t, err)
-	batch := func(job uint64, envs ...*wire.Envelope) []byte {
-		b, err := proto.Marshal(&wire.Batch{Job: job, Envelopes: envs})
+	return &wire.Envelope{Kind: uint32(logging.EnvelopeMessage), From: 0, To: 1, Message: &wire.Message{
+		Id: &wire.MessageID{Sender: TaskID(1, 0), Srn: 1}, To: TaskID(1, 3), Handler: handlerID(1, 1),
+		Order: uint32(commutative.Ordered), Key: 0, Payload: payload,
+	}}
+}
+
+func testBadInput(t *testing.T, kind logging.Kind) {
+	net := &recordingNet{sent: map[int][][]byte{}}
+	pe, err := New(Config{Rank: 1, Size: 2, JobID: 42, App: ringApp(4, 1, actor.BlockMap), Protocol: kind, Net: net, Control: nopControl{}})
+	require.NoError(t, err)
+	batch := func(job uint64, mutate func(*wire.Envelope)) []byte {
+		env := goodMessage(t)
+		if mutate != nil {
+			mutate(env)
+		}
+		b, err := proto.Marshal(&wire.Batch{Job: job, Envelopes: []*wire.Envelope{env}})
 		require.NoError(t, err)
 		return b
 	}
-	good, err := proto.Marshal(&testmsg.Num{})
-	require.NoError(t, err)
 	cases := []struct {
 		name    string
 		payload []byte
 		reason  string
 	}{
 		{"garbage", []byte{0xff, 0xff, 0xff}, "malformed batch"},
-		{"other job", batch(7, &wire.Envelope{Collection: 1, Handler: 1, Dest: 3, Payload: good}), "batch from another job"},
-		{"unknown collection", batch(42, &wire.Envelope{Collection: 9, Payload: good}), "unknown collection or handler"},
-		{"unknown handler", batch(42, &wire.Envelope{Collection: 1, Handler: 99, Payload: good}), "unknown collection or handler"},
-		{"element elsewhere", batch(42, &wire.Envelope{Collection: 1, Handler: 1, Dest: 0, Payload: good}), "no such element here"},
-		{"element out of range", batch(42, &wire.Envelope{Collection: 1, Handler: 1, Dest: 1 << 40, Payload: good}), "no such element here"},
-		{"bad payload", batch(42, &wire.Envelope{Collection: 1, Handler: 1, Dest: 3, Payload: []byte{0xff}}), "message does not decode"},
-		{"bad reduction", batch(42, &wire.Envelope{Kind: wire.Kind_KIND_REDUCTION, Payload: []byte{0xff}}), "inconsistent reduction"},
-		{"reduction to nowhere", batch(42, &wire.Envelope{Kind: wire.Kind_KIND_REDUCTION, Payload: mustMarshal(t, &wire.ReductionPartial{Collection: 1, Reducer: "sum", Callback: &wire.Callback{Collection: 5}})}), "inconsistent reduction"},
+		{"other job", batch(7, nil), "batch from another job"},
+		{"unknown collection", batch(42, func(e *wire.Envelope) { e.Message.To = TaskID(9, 0) }), "unknown collection or handler"},
+		{"unknown handler", batch(42, func(e *wire.Envelope) { e.Message.Handler = handlerID(1, 99) }), "unknown collection or handler"},
+		{"handler of another collection", batch(42, func(e *wire.Envelope) { e.Message.Handler = handlerID(0, 0) }), "unknown collection or handler"},
+		{"element elsewhere", batch(42, func(e *wire.Envelope) { e.Message.To = TaskID(1, 0) }), "no such element here"},
+		{"element out of range", batch(42, func(e *wire.Envelope) { e.Message.To = TaskID(1, 1<<40) }), "no such element here"},
+		{"wrong sender PE", batch(42, func(e *wire.Envelope) { e.From = 5 }), "malformed batch"},
+		{"bad path", batch(42, func(e *wire.Envelope) { e.Message.Id.Cpi = []byte{0x80} }), "malformed batch"},
+		{"no message", batch(42, func(e *wire.Envelope) { e.Message = nil }), "malformed batch"},
+		{"bad kind", batch(42, func(e *wire.Envelope) { e.Kind = 17 }), "malformed batch"},
+		{"bad order", batch(42, func(e *wire.Envelope) { e.Message.Order = 9 }), "malformed batch"},
+		{"bad payload", batch(42, func(e *wire.Envelope) {
+			e.Message.Payload = []byte{0xff}
+			e.Message.Id.Srn = 2
+		}), "message does not decode"},
 	}
 	for i, c := range cases {
 		pe.Receive(0, c.payload)
-		for len(net.posted) > 0 {
-			ev := net.posted[0]
-			net.posted = net.posted[1:]
-			pe.Event(ev)
-		}
+		runPosted(pe, net)
 		st := pe.Stats()
 		require.Equal(t, uint64(i+1), st.Dropped, c.name)
 		require.NotZero(t, st.DroppedByReason[c.reason], c.name)
 	}
 	// The PE still works: a good begin for worker 3 is handled; its send
-	// to worker 2 (also on PE 1) waits, as worker 2 has not begun.
-	pe.Receive(0, batch(42, &wire.Envelope{Collection: 1, Handler: 1, Dest: 3, Payload: good}))
-	for len(net.posted) > 0 {
+	// to worker 2 (also on PE 1) waits, as worker 2 has not begun, and its
+	// send to worker 0 goes to PE 0.
+	pe.Receive(0, batch(42, func(e *wire.Envelope) { e.Message.Id.Srn = 3 }))
+	runPosted(pe, net)
+	require.Equal(t, uint64(1), pe.Stats().Delivered)
+	require.Len(t, net.sent[0], 1, "the send to worker 0 on PE 0")
+	// The same message again is a duplicate: not handled twice.
+	pe.Receive(0, batch(42, func(e *wire.Envelope) { e.Message.Id.Srn = 3 }))
+	runPosted(pe, net)
+	require.Equal(t, uint64(1), pe.Stats().Delivered)
+}
+
+func runPosted(pe *PE, net *recordingNet) {
+	for i := 0; i < 1000 && len(net.posted) > 0; i++ {
 		ev := net.posted[0]
 		net.posted = net.posted[1:]
 		pe.Event(ev)
 	}
-	require.Equal(t, uint64(1), pe.Stats().Delivered)
-	require.Equal(t, uint64(1), pe.Stats().Buffered)
-	require.Len(t, net.sent[0], 1, "the send to worker 0 on PE 0")
-}
-
-func mustMarshal(t *testing.T, m proto.Message) []byte {
-	b, err := proto.Marshal(m)
-	require.NoError(t, err)
-	return b
 }
 
 func FuzzReceive(f *testing.F) {
-	good, _ := proto.Marshal(&wire.Batch{Job: 42, Envelopes: []*wire.Envelope{{Collection: 1, Handler: 1, Dest: 3}}})
+	good, _ := proto.Marshal(&wire.Batch{Job: 42, Envelopes: []*wire.Envelope{goodMessage(f)}})
 	f.Add(good)
 	f.Add([]byte{})
 	f.Add([]byte{0x12, 0x04, 0x10, 0x01, 0x18, 0x01})
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		net := &recordingNet{sent: map[int][][]byte{}}
-		pe, err := New(Config{Rank: 1, Size: 2, JobID: 42, App: ringApp(4, 1, actor.BlockMap), Net: net, Control: nopControl{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pe.Receive(0, payload)
-		for i := 0; i < 100 && len(net.posted) > 0; i++ {
-			ev := net.posted[0]
-			net.posted = net.posted[1:]
-			pe.Event(ev)
+		for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
+			net := &recordingNet{sent: map[int][][]byte{}}
+			pe, err := New(Config{Rank: 1, Size: 2, JobID: 42, App: ringApp(4, 1, actor.BlockMap), Protocol: kind, Net: net, Control: nopControl{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pe.Receive(0, payload)
+			runPosted(pe, net)
 		}
 	})
 }

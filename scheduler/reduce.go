@@ -1,161 +1,209 @@
 package scheduler
 
 import (
+	"encoding/binary"
 	"fmt"
-	"sort"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler/wire"
 )
 
-// Reductions are combined over a fixed binary tree of linear element
-// indices: node [lo,hi) splits at (lo+hi)/2. Each PE combines the largest
-// subtrees whose elements are all its own and sends them to the root PE
-// (PE 0), which combines the rest of the tree. The result therefore depends
-// only on the contributions, never on placement or arrival order.
+// Reductions: every element sends its contribution to its collection's
+// reducer, a task of the runtime's own collection "_reduce" (one element
+// per application collection). The contributions of one reduction are a
+// commutative region of n messages at the reducer, keyed by the reduction
+// number; its completion step combines them over a fixed binary tree of
+// linear indices (node [lo,hi) splits at (lo+hi)/2) and sends the result to
+// the callback. The result therefore depends only on the contributions,
+// never on placement or arrival order, and the reducer is a task like any
+// other for checkpoints, logging and recovery.
 
-type reductionKey struct {
-	collection int32
-	number     uint64
+// reducerCollection declares the runtime's reducer collection of a job.
+func reducerCollection(job *actor.Job) *actor.CollectionDef {
+	colls := job.Collections()
+	id := int32(len(colls))
+	def := &actor.CollectionDef{
+		ID:    id,
+		Name:  "_reduce",
+		Shape: actor.Shape{len(colls)},
+		Map:   actor.RoundRobinMap,
+		New:   func(i actor.Index) actor.Task { return &reducerTask{collection: i[0]} },
+	}
+	def.Handlers = []*actor.HandlerDef{{
+		ID:          0,
+		Name:        "contribute",
+		Annotation:  actor.Annotation{Order: actor.Commutative, RegionSize: 1}, // the size travels in each message
+		MessageName: (&wire.Contribution{}).ProtoReflect().Descriptor().FullName(),
+		NewMessage:  func() proto.Message { return &wire.Contribution{} },
+		Invoke: func(t actor.Task, ctx actor.Context, m proto.Message) {
+			t.(*reducerTask).add(ctx, m.(*wire.Contribution))
+		},
+		Keyed:    true,
+		Complete: func(t actor.Task, ctx actor.Context, key uint64) { t.(*reducerTask).complete(ctx, key) },
+	}}
+	return def
 }
-
-type reductionState struct {
-	reducer  actor.Reducer
-	callback actor.Callback
-	values   map[int]actor.Value
-}
-
-type rootState struct {
-	reducer  actor.Reducer
-	callback *wire.Callback
-	nodes    map[[2]int64]actor.Value
-	covered  int64
-}
-
-const rootPE = 0
 
 func (pe *PE) contribute(el *element, r actor.Reducer, v actor.Value, cb actor.Callback) {
-	key := reductionKey{el.coll.def.ID, el.nextRed}
+	number := el.nextRed
 	el.nextRed++
-	st := pe.reductions[key]
-	if st == nil {
-		st = &reductionState{reducer: r, callback: cb, values: map[int]actor.Value{}}
-		pe.reductions[key] = st
+	c := &wire.Contribution{
+		Collection: uint32(el.coll.def.ID), Number: number, Lin: int64(el.lin),
+		Reducer: r.Name(), Callback: callbackToWire(cb), Value: valueToWire(v),
 	}
-	if st.reducer.Name() != r.Name() || !sameTarget(st.callback, cb) {
-		panic(fmt.Sprintf("scheduler: %s%v contributes to reduction %d with reducer %q and callback %v, others used %q and %v",
-			el.coll.def.Name, el.index, key.number, r.Name(), cb.Target, st.reducer.Name(), st.callback.Target))
-	}
-	st.values[el.lin] = v
-	cs := el.coll
-	if len(st.values) < len(cs.sorted) {
-		return
-	}
-	delete(pe.reductions, key)
-	partial := &wire.ReductionPartial{
-		Collection: uint32(key.collection),
-		Number:     key.number,
-		Reducer:    r.Name(),
-		Callback:   callbackToWire(cb),
-	}
-	var visit func(lo, hi int)
-	visit = func(lo, hi int) {
-		n := countIn(cs.sorted, lo, hi)
-		switch {
-		case n == 0:
-		case n == hi-lo:
-			partial.Nodes = append(partial.Nodes, &wire.ReductionNode{Lo: int64(lo), Hi: int64(hi), Value: valueToWire(fold(r, st.values, lo, hi))})
-		default:
-			mid := (lo + hi) / 2
-			visit(lo, mid)
-			visit(mid, hi)
-		}
-	}
-	visit(0, cs.n)
-	payload, err := proto.Marshal(partial)
+	payload, err := proto.Marshal(c)
 	if err != nil {
-		panic(fmt.Sprintf("scheduler: marshal reduction: %v", err))
+		panic(fmt.Sprintf("scheduler: marshal contribution: %v", err))
 	}
-	pe.route(rootPE, &wire.Envelope{Kind: wire.Kind_KIND_REDUCTION, Collection: uint32(key.collection), Payload: payload, Sender: TaskID(el.coll.def.ID, el.lin)})
+	reducers := pe.colls[len(pe.colls)-1]
+	lin := int(el.coll.def.ID)
+	pe.proto.Send(el.id, logging.PEID(reducers.homeOf[lin]), logging.Message{
+		To:         commutative.TaskID(TaskID(reducers.def.ID, lin)),
+		Handler:    handlerID(reducers.def.ID, 0),
+		Annotation: commutative.Annotation{Order: commutative.Commutative, RegionSize: el.coll.n},
+		Key:        number,
+		Payload:    payload,
+	})
 }
 
-// fold combines the values of [lo,hi) with the tree's own shape.
-func fold(r actor.Reducer, values map[int]actor.Value, lo, hi int) actor.Value {
-	if hi-lo == 1 {
-		return values[lo]
-	}
-	mid := (lo + hi) / 2
-	return r.Combine(fold(r, values, lo, mid), fold(r, values, mid, hi))
+// reducerTask combines the reductions of one application collection.
+type reducerTask struct {
+	collection int32
+	values     map[int64]*wire.Contribution
+	bad        error
 }
 
-func countIn(sorted []int, lo, hi int) int {
-	return sort.SearchInts(sorted, hi) - sort.SearchInts(sorted, lo)
+func (r *reducerTask) add(ctx actor.Context, c *wire.Contribution) {
+	pe := ctx.(*taskContext).pe
+	if r.values == nil {
+		r.values = map[int64]*wire.Contribution{}
+	}
+	n := int64(pe.colls[r.collection].n)
+	switch {
+	case int32(c.Collection) != r.collection || c.Lin < 0 || c.Lin >= n:
+		r.bad = fmt.Errorf("contribution for %d[%d] at the reducer of collection %d", c.Collection, c.Lin, r.collection)
+	case r.values[c.Lin] != nil:
+		r.bad = fmt.Errorf("element %d contributed twice to reduction %d", c.Lin, c.Number)
+	default:
+		r.values[c.Lin] = c
+	}
 }
 
-func (pe *PE) handleReduction(env *wire.Envelope) {
-	var p wire.ReductionPartial
-	if err := proto.Unmarshal(env.Payload, &p); err != nil {
-		pe.drop(fmt.Errorf("%w: %v", ErrBadReduction, err))
-		return
+func (r *reducerTask) complete(ctx actor.Context, number uint64) {
+	tc := ctx.(*taskContext)
+	pe := tc.pe
+	defer func() {
+		r.values, r.bad = nil, nil
+		ctx.Expect(number + 1)
+	}()
+	cs := pe.colls[r.collection]
+	first := r.values[0]
+	if r.bad == nil && (first == nil || len(r.values) != cs.n) {
+		r.bad = fmt.Errorf("%d contributions of %d", len(r.values), cs.n)
 	}
-	if int(p.Collection) >= len(pe.colls) {
-		pe.drop(fmt.Errorf("%w: collection %d", ErrBadReduction, p.Collection))
-		return
-	}
-	cs := pe.colls[p.Collection]
-	r, ok := pe.job.Reducer(p.Reducer)
-	if !ok {
-		pe.drop(fmt.Errorf("%w: unknown reducer %q", ErrBadReduction, p.Reducer))
-		return
-	}
-	if err := pe.checkCallback(p.Callback); err != nil {
-		pe.drop(fmt.Errorf("%w: %v", ErrBadReduction, err))
-		return
-	}
-	key := reductionKey{int32(p.Collection), p.Number}
-	st := pe.roots[key]
-	if st == nil {
-		st = &rootState{reducer: r, callback: p.Callback, nodes: map[[2]int64]actor.Value{}}
-		pe.roots[key] = st
-	}
-	for _, node := range p.Nodes {
-		span := [2]int64{node.Lo, node.Hi}
-		if node.Lo < 0 || node.Hi > int64(cs.n) || node.Lo >= node.Hi {
-			pe.drop(fmt.Errorf("%w: node [%d,%d) of %d elements", ErrBadReduction, node.Lo, node.Hi, cs.n))
-			continue
+	var reducer actor.Reducer
+	if r.bad == nil {
+		var ok bool
+		if reducer, ok = pe.job.Reducer(first.Reducer); !ok {
+			r.bad = fmt.Errorf("unknown reducer %q", first.Reducer)
 		}
-		if _, dup := st.nodes[span]; dup {
-			pe.drop(fmt.Errorf("%w: node [%d,%d) twice", ErrBadReduction, node.Lo, node.Hi))
-			continue
-		}
-		st.nodes[span] = valueFromWire(node.Value)
-		st.covered += node.Hi - node.Lo
 	}
-	if st.covered < int64(cs.n) {
+	if r.bad == nil {
+		r.bad = pe.checkCallback(first.Callback)
+	}
+	for lin := int64(0); r.bad == nil && lin < int64(cs.n); lin++ {
+		c := r.values[lin]
+		if c.Reducer != first.Reducer || !proto.Equal(c.Callback, first.Callback) {
+			r.bad = fmt.Errorf("element %d used reducer %q and callback %v, element 0 %q and %v", lin, c.Reducer, c.Callback, first.Reducer, first.Callback)
+		}
+	}
+	if r.bad != nil {
+		pe.drop(fmt.Errorf("%w: reduction %d of %q: %v", ErrBadReduction, number, cs.def.Name, r.bad))
 		return
 	}
-	delete(pe.roots, key)
-	var eval func(lo, hi int64) actor.Value
-	eval = func(lo, hi int64) actor.Value {
-		if v, ok := st.nodes[[2]int64{lo, hi}]; ok {
-			return v
-		}
-		if hi-lo <= 1 {
-			panic(fmt.Sprintf("scheduler: reduction %d of %q has no value for element %d", p.Number, cs.def.Name, lo))
+	var fold func(lo, hi int64) actor.Value
+	fold = func(lo, hi int64) actor.Value {
+		if hi-lo == 1 {
+			return valueFromWire(r.values[lo].Value)
 		}
 		mid := (lo + hi) / 2
-		return st.reducer.Combine(eval(lo, mid), eval(mid, hi))
+		return reducer.Combine(fold(lo, mid), fold(mid, hi))
 	}
-	v := eval(0, int64(cs.n))
-	res := &actor.ReductionResult{Reducer: p.Reducer, Floats: v.Floats, Ints: v.Ints, Bytes: v.Bytes, Number: p.Number, Contributors: int64(cs.n)}
-	pe.deliverToCallback(callbackFromWire(st.callback), res)
+	v := fold(0, int64(cs.n))
+	res := &actor.ReductionResult{Reducer: first.Reducer, Floats: v.Floats, Ints: v.Ints, Bytes: v.Bytes, Number: number, Contributors: int64(cs.n)}
+	pe.deliverToCallback(tc.el.id, callbackFromWire(first.Callback), res)
 }
 
-func sameTarget(a, b actor.Callback) bool {
-	return a.Target.Collection == b.Target.Collection && a.Target.Handler == b.Target.Handler &&
-		a.Target.Scope == b.Target.Scope && a.Target.Index == b.Target.Index
+// MarshalBinary packs the reducer: its collection and the contributions of
+// the open reduction (none at a coordinated checkpoint).
+func (r *reducerTask) MarshalBinary() ([]byte, error) {
+	b := binary.AppendUvarint(nil, uint64(r.collection))
+	lins := make([]int64, 0, len(r.values))
+	for lin := range r.values {
+		lins = append(lins, lin)
+	}
+	slices.Sort(lins)
+	for _, lin := range lins {
+		c, err := proto.Marshal(r.values[lin])
+		if err != nil {
+			return nil, err
+		}
+		b = binary.AppendUvarint(b, uint64(len(c)))
+		b = append(b, c...)
+	}
+	return b, nil
+}
+
+// UnmarshalBinary restores what MarshalBinary packed.
+func (r *reducerTask) UnmarshalBinary(b []byte) error {
+	coll, n := binary.Uvarint(b)
+	if n <= 0 {
+		return fmt.Errorf("%w: reducer state", ErrMalformed)
+	}
+	r.collection, b = int32(coll), b[n:]
+	r.values = nil
+	for len(b) > 0 {
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return fmt.Errorf("%w: reducer state", ErrMalformed)
+		}
+		c := &wire.Contribution{}
+		if err := proto.Unmarshal(b[n:n+int(size)], c); err != nil {
+			return fmt.Errorf("%w: reducer state: %v", ErrMalformed, err)
+		}
+		if r.values == nil {
+			r.values = map[int64]*wire.Contribution{}
+		}
+		r.values[c.Lin] = c
+		b = b[n+int(size):]
+	}
+	return nil
+}
+
+// checkCallback validates a callback that came off the wire.
+func (pe *PE) checkCallback(w *wire.Callback) error {
+	if w == nil {
+		return fmt.Errorf("no callback")
+	}
+	if int(w.Collection) >= len(pe.colls)-1 {
+		return fmt.Errorf("callback to collection %d", w.Collection)
+	}
+	def := pe.colls[w.Collection].def
+	if int(w.Handler) >= len(def.Handlers) {
+		return fmt.Errorf("callback to handler %d of %q", w.Handler, def.Name)
+	}
+	if got := string(def.Handlers[w.Handler].MessageName); got != w.Message {
+		return fmt.Errorf("callback handler %s.%s takes %s, not %s", def.Name, def.Handlers[w.Handler].Name, got, w.Message)
+	}
+	if !w.All && !def.Shape.Contains(callbackFromWire(w).Target.Index) {
+		return fmt.Errorf("callback to %v outside %q", w.Index, def.Name)
+	}
+	return nil
 }
 
 func callbackToWire(cb actor.Callback) *wire.Callback {
@@ -186,25 +234,4 @@ func valueFromWire(w *wire.Value) actor.Value {
 		return actor.Value{}
 	}
 	return actor.Value{Floats: w.Floats, Ints: w.Ints, Bytes: w.Bytes}
-}
-
-// checkCallback validates a callback that came off the wire.
-func (pe *PE) checkCallback(w *wire.Callback) error {
-	if w == nil {
-		return fmt.Errorf("no callback")
-	}
-	if int(w.Collection) >= len(pe.colls) {
-		return fmt.Errorf("callback to collection %d", w.Collection)
-	}
-	def := pe.colls[w.Collection].def
-	if int(w.Handler) >= len(def.Handlers) {
-		return fmt.Errorf("callback to handler %d of %q", w.Handler, def.Name)
-	}
-	if got := string(def.Handlers[w.Handler].MessageName); got != w.Message {
-		return fmt.Errorf("callback handler %s.%s takes %s, not %s", def.Name, def.Handlers[w.Handler].Name, got, w.Message)
-	}
-	if !w.All && !def.Shape.Contains(callbackFromWire(w).Target.Index) {
-		return fmt.Errorf("callback to %v outside %q", w.Index, def.Name)
-	}
-	return nil
 }

@@ -489,8 +489,10 @@ type Setup struct {
 	App            string                 `protobuf:"bytes,4,opt,name=app,proto3" json:"app,omitempty"`
 	Args           []string               `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
 	TransportAddrs []string               `protobuf:"bytes,6,rep,name=transport_addrs,json=transportAddrs,proto3" json:"transport_addrs,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Protocol is the fault-tolerance protocol: none, fulldet or partialdet.
+	Protocol      string `protobuf:"bytes,7,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Setup) Reset() {
@@ -563,6 +565,13 @@ func (x *Setup) GetTransportAddrs() []string {
 		return x.TransportAddrs
 	}
 	return nil
+}
+
+func (x *Setup) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
 }
 
 type Ready struct {
@@ -1068,14 +1077,15 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x03mac\x18\x03 \x01(\fR\x03mac\x12%\n" +
 	"\x0etransport_addr\x18\x04 \x01(\tR\rtransportAddr\x12\x10\n" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x12\n" +
-	"\x04host\x18\x06 \x01(\tR\x04host\"\x95\x01\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\"\xb1\x01\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
 	"\x06job_id\x18\x03 \x01(\x04R\x05jobId\x12\x10\n" +
 	"\x03app\x18\x04 \x01(\tR\x03app\x12\x12\n" +
 	"\x04args\x18\x05 \x03(\tR\x04args\x12'\n" +
-	"\x0ftransport_addrs\x18\x06 \x03(\tR\x0etransportAddrs\"\a\n" +
+	"\x0ftransport_addrs\x18\x06 \x03(\tR\x0etransportAddrs\x12\x1a\n" +
+	"\bprotocol\x18\a \x01(\tR\bprotocol\"\a\n" +
 	"\x05Ready\"\a\n" +
 	"\x05Begin\"\x1c\n" +
 	"\x06Output\x12\x12\n" +

@@ -21,183 +21,9 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Kind says what an envelope carries.
-type Kind int32
-
-const (
-	Kind_KIND_APP       Kind = 0 // an application message for a handler
-	Kind_KIND_REDUCTION Kind = 1 // partial reduction results travelling to the root PE
-)
-
-// Enum value maps for Kind.
-var (
-	Kind_name = map[int32]string{
-		0: "KIND_APP",
-		1: "KIND_REDUCTION",
-	}
-	Kind_value = map[string]int32{
-		"KIND_APP":       0,
-		"KIND_REDUCTION": 1,
-	}
-)
-
-func (x Kind) Enum() *Kind {
-	p := new(Kind)
-	*p = x
-	return p
-}
-
-func (x Kind) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_scheduler_wire_wire_proto_enumTypes[0].Descriptor()
-}
-
-func (Kind) Type() protoreflect.EnumType {
-	return &file_scheduler_wire_wire_proto_enumTypes[0]
-}
-
-func (x Kind) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Kind.Descriptor instead.
-func (Kind) EnumDescriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{0}
-}
-
-// Envelope is one message between tasks (or runtime parts) of a job.
-type Envelope struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	Kind       Kind                   `protobuf:"varint,1,opt,name=kind,proto3,enum=gochare.wire.Kind" json:"kind,omitempty"`
-	Collection uint32                 `protobuf:"varint,2,opt,name=collection,proto3" json:"collection,omitempty"`
-	Handler    uint32                 `protobuf:"varint,3,opt,name=handler,proto3" json:"handler,omitempty"`
-	// Scope of the destination: 0 one element (dest), 1 a section (dests),
-	// 2 every element of the collection on the receiving PE.
-	Scope   uint32  `protobuf:"varint,4,opt,name=scope,proto3" json:"scope,omitempty"`
-	Dest    int64   `protobuf:"varint,5,opt,name=dest,proto3" json:"dest,omitempty"`
-	Dests   []int64 `protobuf:"varint,6,rep,packed,name=dests,proto3" json:"dests,omitempty"`
-	Key     uint64  `protobuf:"varint,7,opt,name=key,proto3" json:"key,omitempty"`
-	Payload []byte  `protobuf:"bytes,8,opt,name=payload,proto3" json:"payload,omitempty"`
-	// Identity of the message, for the fault-tolerance protocols: sending
-	// task (SPE), sender region number (SRN), commutative path (CPI).
-	Sender        uint64 `protobuf:"varint,9,opt,name=sender,proto3" json:"sender,omitempty"`
-	Srn           uint64 `protobuf:"varint,10,opt,name=srn,proto3" json:"srn,omitempty"`
-	Cpi           []byte `protobuf:"bytes,11,opt,name=cpi,proto3" json:"cpi,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Envelope) Reset() {
-	*x = Envelope{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Envelope) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Envelope) ProtoMessage() {}
-
-func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
-func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *Envelope) GetKind() Kind {
-	if x != nil {
-		return x.Kind
-	}
-	return Kind_KIND_APP
-}
-
-func (x *Envelope) GetCollection() uint32 {
-	if x != nil {
-		return x.Collection
-	}
-	return 0
-}
-
-func (x *Envelope) GetHandler() uint32 {
-	if x != nil {
-		return x.Handler
-	}
-	return 0
-}
-
-func (x *Envelope) GetScope() uint32 {
-	if x != nil {
-		return x.Scope
-	}
-	return 0
-}
-
-func (x *Envelope) GetDest() int64 {
-	if x != nil {
-		return x.Dest
-	}
-	return 0
-}
-
-func (x *Envelope) GetDests() []int64 {
-	if x != nil {
-		return x.Dests
-	}
-	return nil
-}
-
-func (x *Envelope) GetKey() uint64 {
-	if x != nil {
-		return x.Key
-	}
-	return 0
-}
-
-func (x *Envelope) GetPayload() []byte {
-	if x != nil {
-		return x.Payload
-	}
-	return nil
-}
-
-func (x *Envelope) GetSender() uint64 {
-	if x != nil {
-		return x.Sender
-	}
-	return 0
-}
-
-func (x *Envelope) GetSrn() uint64 {
-	if x != nil {
-		return x.Srn
-	}
-	return 0
-}
-
-func (x *Envelope) GetCpi() []byte {
-	if x != nil {
-		return x.Cpi
-	}
-	return nil
-}
-
-// Batch is what one PE sends another in one transport payload.
+// Batch is what one PE sends another in one transport payload: protocol
+// envelopes (messages with piggybacked determinants, acknowledgements,
+// recovery hand-overs).
 type Batch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Job           uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
@@ -208,7 +34,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -220,7 +46,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -233,7 +59,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{1}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Batch) GetJob() uint64 {
@@ -250,6 +76,443 @@ func (x *Batch) GetEnvelopes() []*Envelope {
 	return nil
 }
 
+// MessageID is a message's identity: sending task (SPE), sender region
+// number (SRN) and commutative path (CPI).
+type MessageID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sender        uint64                 `protobuf:"varint,1,opt,name=sender,proto3" json:"sender,omitempty"`
+	Srn           uint64                 `protobuf:"varint,2,opt,name=srn,proto3" json:"srn,omitempty"`
+	Cpi           []byte                 `protobuf:"bytes,3,opt,name=cpi,proto3" json:"cpi,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageID) Reset() {
+	*x = MessageID{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageID) ProtoMessage() {}
+
+func (x *MessageID) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageID.ProtoReflect.Descriptor instead.
+func (*MessageID) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *MessageID) GetSender() uint64 {
+	if x != nil {
+		return x.Sender
+	}
+	return 0
+}
+
+func (x *MessageID) GetSrn() uint64 {
+	if x != nil {
+		return x.Srn
+	}
+	return 0
+}
+
+func (x *MessageID) GetCpi() []byte {
+	if x != nil {
+		return x.Cpi
+	}
+	return nil
+}
+
+// Message is one application (or runtime) message to one task.
+type Message struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    *MessageID             `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	To    uint64                 `protobuf:"varint,2,opt,name=to,proto3" json:"to,omitempty"`
+	// Handler is collection << 16 | handler index.
+	Handler       uint32        `protobuf:"varint,3,opt,name=handler,proto3" json:"handler,omitempty"`
+	Order         uint32        `protobuf:"varint,4,opt,name=order,proto3" json:"order,omitempty"`
+	RegionSize    uint32        `protobuf:"varint,5,opt,name=region_size,json=regionSize,proto3" json:"region_size,omitempty"`
+	Key           uint64        `protobuf:"varint,6,opt,name=key,proto3" json:"key,omitempty"`
+	Payload       []byte        `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
+	Requires      []*Dependency `protobuf:"bytes,8,rep,name=requires,proto3" json:"requires,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Message) Reset() {
+	*x = Message{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Message) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Message) ProtoMessage() {}
+
+func (x *Message) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Message.ProtoReflect.Descriptor instead.
+func (*Message) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Message) GetId() *MessageID {
+	if x != nil {
+		return x.Id
+	}
+	return nil
+}
+
+func (x *Message) GetTo() uint64 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+func (x *Message) GetHandler() uint32 {
+	if x != nil {
+		return x.Handler
+	}
+	return 0
+}
+
+func (x *Message) GetOrder() uint32 {
+	if x != nil {
+		return x.Order
+	}
+	return 0
+}
+
+func (x *Message) GetRegionSize() uint32 {
+	if x != nil {
+		return x.RegionSize
+	}
+	return 0
+}
+
+func (x *Message) GetKey() uint64 {
+	if x != nil {
+		return x.Key
+	}
+	return 0
+}
+
+func (x *Message) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *Message) GetRequires() []*Dependency {
+	if x != nil {
+		return x.Requires
+	}
+	return nil
+}
+
+type Dependency struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          uint64                 `protobuf:"varint,1,opt,name=task,proto3" json:"task,omitempty"`
+	Trigger       *MessageID             `protobuf:"bytes,2,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dependency) Reset() {
+	*x = Dependency{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dependency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dependency) ProtoMessage() {}
+
+func (x *Dependency) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
+func (*Dependency) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Dependency) GetTask() uint64 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *Dependency) GetTrigger() *MessageID {
+	if x != nil {
+		return x.Trigger
+	}
+	return nil
+}
+
+type Determinant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Message       *MessageID             `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Receiver      uint64                 `protobuf:"varint,2,opt,name=receiver,proto3" json:"receiver,omitempty"`
+	Rsn           uint64                 `protobuf:"varint,3,opt,name=rsn,proto3" json:"rsn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Determinant) Reset() {
+	*x = Determinant{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Determinant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Determinant) ProtoMessage() {}
+
+func (x *Determinant) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Determinant.ProtoReflect.Descriptor instead.
+func (*Determinant) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Determinant) GetMessage() *MessageID {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *Determinant) GetReceiver() uint64 {
+	if x != nil {
+		return x.Receiver
+	}
+	return 0
+}
+
+func (x *Determinant) GetRsn() uint64 {
+	if x != nil {
+		return x.Rsn
+	}
+	return 0
+}
+
+type Progress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          uint64                 `protobuf:"varint,1,opt,name=task,proto3" json:"task,omitempty"`
+	Rsn           uint64                 `protobuf:"varint,2,opt,name=rsn,proto3" json:"rsn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Progress) Reset() {
+	*x = Progress{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Progress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Progress) ProtoMessage() {}
+
+func (x *Progress) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Progress.ProtoReflect.Descriptor instead.
+func (*Progress) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Progress) GetTask() uint64 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *Progress) GetRsn() uint64 {
+	if x != nil {
+		return x.Rsn
+	}
+	return 0
+}
+
+// Envelope is a logging.Envelope on the wire.
+type Envelope struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	From          int32                  `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	To            int32                  `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
+	Message       *Message               `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	Replayed      bool                   `protobuf:"varint,5,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	Determinants  []*Determinant         `protobuf:"bytes,6,rep,name=determinants,proto3" json:"determinants,omitempty"`
+	Progress      []*Progress            `protobuf:"bytes,7,rep,name=progress,proto3" json:"progress,omitempty"`
+	Task          uint64                 `protobuf:"varint,8,opt,name=task,proto3" json:"task,omitempty"`
+	Epoch         uint32                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Envelope) Reset() {
+	*x = Envelope{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Envelope) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Envelope) ProtoMessage() {}
+
+func (x *Envelope) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
+func (*Envelope) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Envelope) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *Envelope) GetFrom() int32 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *Envelope) GetTo() int32 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+func (x *Envelope) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *Envelope) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
+func (x *Envelope) GetDeterminants() []*Determinant {
+	if x != nil {
+		return x.Determinants
+	}
+	return nil
+}
+
+func (x *Envelope) GetProgress() []*Progress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *Envelope) GetTask() uint64 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *Envelope) GetEpoch() uint32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // Value is a reduction value.
 type Value struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -262,7 +525,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -274,7 +537,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -287,7 +550,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{2}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Value) GetFloats() []float64 {
@@ -325,7 +588,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -337,7 +600,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -350,7 +613,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{3}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Callback) GetCollection() uint32 {
@@ -388,95 +651,35 @@ func (x *Callback) GetMessage() string {
 	return ""
 }
 
-// ReductionNode is the combined value of the contributions of the elements
-// with linear index in [lo, hi) of a collection.
-type ReductionNode struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Lo            int64                  `protobuf:"varint,1,opt,name=lo,proto3" json:"lo,omitempty"`
-	Hi            int64                  `protobuf:"varint,2,opt,name=hi,proto3" json:"hi,omitempty"`
-	Value         *Value                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReductionNode) Reset() {
-	*x = ReductionNode{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReductionNode) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReductionNode) ProtoMessage() {}
-
-func (x *ReductionNode) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReductionNode.ProtoReflect.Descriptor instead.
-func (*ReductionNode) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *ReductionNode) GetLo() int64 {
-	if x != nil {
-		return x.Lo
-	}
-	return 0
-}
-
-func (x *ReductionNode) GetHi() int64 {
-	if x != nil {
-		return x.Hi
-	}
-	return 0
-}
-
-func (x *ReductionNode) GetValue() *Value {
-	if x != nil {
-		return x.Value
-	}
-	return nil
-}
-
-// ReductionPartial carries a PE's complete subtrees of one reduction.
-type ReductionPartial struct {
+// Contribution is one element's value for one reduction of its collection,
+// sent to the collection's reducer task.
+type Contribution struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Collection    uint32                 `protobuf:"varint,1,opt,name=collection,proto3" json:"collection,omitempty"`
 	Number        uint64                 `protobuf:"varint,2,opt,name=number,proto3" json:"number,omitempty"`
-	Reducer       string                 `protobuf:"bytes,3,opt,name=reducer,proto3" json:"reducer,omitempty"`
-	Callback      *Callback              `protobuf:"bytes,4,opt,name=callback,proto3" json:"callback,omitempty"`
-	Nodes         []*ReductionNode       `protobuf:"bytes,5,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Lin           int64                  `protobuf:"varint,3,opt,name=lin,proto3" json:"lin,omitempty"`
+	Reducer       string                 `protobuf:"bytes,4,opt,name=reducer,proto3" json:"reducer,omitempty"`
+	Callback      *Callback              `protobuf:"bytes,5,opt,name=callback,proto3" json:"callback,omitempty"`
+	Value         *Value                 `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ReductionPartial) Reset() {
-	*x = ReductionPartial{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
+func (x *Contribution) Reset() {
+	*x = Contribution{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ReductionPartial) String() string {
+func (x *Contribution) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ReductionPartial) ProtoMessage() {}
+func (*Contribution) ProtoMessage() {}
 
-func (x *ReductionPartial) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
+func (x *Contribution) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,42 +690,49 @@ func (x *ReductionPartial) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ReductionPartial.ProtoReflect.Descriptor instead.
-func (*ReductionPartial) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{5}
+// Deprecated: Use Contribution.ProtoReflect.Descriptor instead.
+func (*Contribution) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *ReductionPartial) GetCollection() uint32 {
+func (x *Contribution) GetCollection() uint32 {
 	if x != nil {
 		return x.Collection
 	}
 	return 0
 }
 
-func (x *ReductionPartial) GetNumber() uint64 {
+func (x *Contribution) GetNumber() uint64 {
 	if x != nil {
 		return x.Number
 	}
 	return 0
 }
 
-func (x *ReductionPartial) GetReducer() string {
+func (x *Contribution) GetLin() int64 {
+	if x != nil {
+		return x.Lin
+	}
+	return 0
+}
+
+func (x *Contribution) GetReducer() string {
 	if x != nil {
 		return x.Reducer
 	}
 	return ""
 }
 
-func (x *ReductionPartial) GetCallback() *Callback {
+func (x *Contribution) GetCallback() *Callback {
 	if x != nil {
 		return x.Callback
 	}
 	return nil
 }
 
-func (x *ReductionPartial) GetNodes() []*ReductionNode {
+func (x *Contribution) GetValue() *Value {
 	if x != nil {
-		return x.Nodes
+		return x.Value
 	}
 	return nil
 }
@@ -531,25 +741,45 @@ var File_scheduler_wire_wire_proto protoreflect.FileDescriptor
 
 const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\n" +
-	"\x19scheduler/wire/wire.proto\x12\fgochare.wire\"\x94\x02\n" +
-	"\bEnvelope\x12&\n" +
-	"\x04kind\x18\x01 \x01(\x0e2\x12.gochare.wire.KindR\x04kind\x12\x1e\n" +
-	"\n" +
-	"collection\x18\x02 \x01(\rR\n" +
-	"collection\x12\x18\n" +
-	"\ahandler\x18\x03 \x01(\rR\ahandler\x12\x14\n" +
-	"\x05scope\x18\x04 \x01(\rR\x05scope\x12\x12\n" +
-	"\x04dest\x18\x05 \x01(\x03R\x04dest\x12\x14\n" +
-	"\x05dests\x18\x06 \x03(\x03R\x05dests\x12\x10\n" +
-	"\x03key\x18\a \x01(\x04R\x03key\x12\x18\n" +
-	"\apayload\x18\b \x01(\fR\apayload\x12\x16\n" +
-	"\x06sender\x18\t \x01(\x04R\x06sender\x12\x10\n" +
-	"\x03srn\x18\n" +
-	" \x01(\x04R\x03srn\x12\x10\n" +
-	"\x03cpi\x18\v \x01(\fR\x03cpi\"O\n" +
+	"\x19scheduler/wire/wire.proto\x12\fgochare.wire\"O\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x124\n" +
-	"\tenvelopes\x18\x02 \x03(\v2\x16.gochare.wire.EnvelopeR\tenvelopes\"I\n" +
+	"\tenvelopes\x18\x02 \x03(\v2\x16.gochare.wire.EnvelopeR\tenvelopes\"G\n" +
+	"\tMessageID\x12\x16\n" +
+	"\x06sender\x18\x01 \x01(\x04R\x06sender\x12\x10\n" +
+	"\x03srn\x18\x02 \x01(\x04R\x03srn\x12\x10\n" +
+	"\x03cpi\x18\x03 \x01(\fR\x03cpi\"\xf5\x01\n" +
+	"\aMessage\x12'\n" +
+	"\x02id\x18\x01 \x01(\v2\x17.gochare.wire.MessageIDR\x02id\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\x04R\x02to\x12\x18\n" +
+	"\ahandler\x18\x03 \x01(\rR\ahandler\x12\x14\n" +
+	"\x05order\x18\x04 \x01(\rR\x05order\x12\x1f\n" +
+	"\vregion_size\x18\x05 \x01(\rR\n" +
+	"regionSize\x12\x10\n" +
+	"\x03key\x18\x06 \x01(\x04R\x03key\x12\x18\n" +
+	"\apayload\x18\a \x01(\fR\apayload\x124\n" +
+	"\brequires\x18\b \x03(\v2\x18.gochare.wire.DependencyR\brequires\"S\n" +
+	"\n" +
+	"Dependency\x12\x12\n" +
+	"\x04task\x18\x01 \x01(\x04R\x04task\x121\n" +
+	"\atrigger\x18\x02 \x01(\v2\x17.gochare.wire.MessageIDR\atrigger\"n\n" +
+	"\vDeterminant\x121\n" +
+	"\amessage\x18\x01 \x01(\v2\x17.gochare.wire.MessageIDR\amessage\x12\x1a\n" +
+	"\breceiver\x18\x02 \x01(\x04R\breceiver\x12\x10\n" +
+	"\x03rsn\x18\x03 \x01(\x04R\x03rsn\"0\n" +
+	"\bProgress\x12\x12\n" +
+	"\x04task\x18\x01 \x01(\x04R\x04task\x12\x10\n" +
+	"\x03rsn\x18\x02 \x01(\x04R\x03rsn\"\xac\x02\n" +
+	"\bEnvelope\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x05R\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\x05R\x02to\x12/\n" +
+	"\amessage\x18\x04 \x01(\v2\x15.gochare.wire.MessageR\amessage\x12\x1a\n" +
+	"\breplayed\x18\x05 \x01(\bR\breplayed\x12=\n" +
+	"\fdeterminants\x18\x06 \x03(\v2\x19.gochare.wire.DeterminantR\fdeterminants\x122\n" +
+	"\bprogress\x18\a \x03(\v2\x16.gochare.wire.ProgressR\bprogress\x12\x12\n" +
+	"\x04task\x18\b \x01(\x04R\x04task\x12\x14\n" +
+	"\x05epoch\x18\t \x01(\rR\x05epoch\"I\n" +
 	"\x05Value\x12\x16\n" +
 	"\x06floats\x18\x01 \x03(\x01R\x06floats\x12\x12\n" +
 	"\x04ints\x18\x02 \x03(\x12R\x04ints\x12\x14\n" +
@@ -561,22 +791,16 @@ const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\ahandler\x18\x02 \x01(\rR\ahandler\x12\x10\n" +
 	"\x03all\x18\x03 \x01(\bR\x03all\x12\x14\n" +
 	"\x05index\x18\x04 \x03(\x05R\x05index\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"Z\n" +
-	"\rReductionNode\x12\x0e\n" +
-	"\x02lo\x18\x01 \x01(\x03R\x02lo\x12\x0e\n" +
-	"\x02hi\x18\x02 \x01(\x03R\x02hi\x12)\n" +
-	"\x05value\x18\x03 \x01(\v2\x13.gochare.wire.ValueR\x05value\"\xcb\x01\n" +
-	"\x10ReductionPartial\x12\x1e\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xd1\x01\n" +
+	"\fContribution\x12\x1e\n" +
 	"\n" +
 	"collection\x18\x01 \x01(\rR\n" +
 	"collection\x12\x16\n" +
-	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x18\n" +
-	"\areducer\x18\x03 \x01(\tR\areducer\x122\n" +
-	"\bcallback\x18\x04 \x01(\v2\x16.gochare.wire.CallbackR\bcallback\x121\n" +
-	"\x05nodes\x18\x05 \x03(\v2\x1b.gochare.wire.ReductionNodeR\x05nodes*(\n" +
-	"\x04Kind\x12\f\n" +
-	"\bKIND_APP\x10\x00\x12\x12\n" +
-	"\x0eKIND_REDUCTION\x10\x01B+Z)github.com/gochare/gochare/scheduler/wireb\x06proto3"
+	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x10\n" +
+	"\x03lin\x18\x03 \x01(\x03R\x03lin\x12\x18\n" +
+	"\areducer\x18\x04 \x01(\tR\areducer\x122\n" +
+	"\bcallback\x18\x05 \x01(\v2\x16.gochare.wire.CallbackR\bcallback\x12)\n" +
+	"\x05value\x18\x06 \x01(\v2\x13.gochare.wire.ValueR\x05valueB+Z)github.com/gochare/gochare/scheduler/wireb\x06proto3"
 
 var (
 	file_scheduler_wire_wire_proto_rawDescOnce sync.Once
@@ -590,28 +814,35 @@ func file_scheduler_wire_wire_proto_rawDescGZIP() []byte {
 	return file_scheduler_wire_wire_proto_rawDescData
 }
 
-var file_scheduler_wire_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_scheduler_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_scheduler_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_scheduler_wire_wire_proto_goTypes = []any{
-	(Kind)(0),                // 0: gochare.wire.Kind
-	(*Envelope)(nil),         // 1: gochare.wire.Envelope
-	(*Batch)(nil),            // 2: gochare.wire.Batch
-	(*Value)(nil),            // 3: gochare.wire.Value
-	(*Callback)(nil),         // 4: gochare.wire.Callback
-	(*ReductionNode)(nil),    // 5: gochare.wire.ReductionNode
-	(*ReductionPartial)(nil), // 6: gochare.wire.ReductionPartial
+	(*Batch)(nil),        // 0: gochare.wire.Batch
+	(*MessageID)(nil),    // 1: gochare.wire.MessageID
+	(*Message)(nil),      // 2: gochare.wire.Message
+	(*Dependency)(nil),   // 3: gochare.wire.Dependency
+	(*Determinant)(nil),  // 4: gochare.wire.Determinant
+	(*Progress)(nil),     // 5: gochare.wire.Progress
+	(*Envelope)(nil),     // 6: gochare.wire.Envelope
+	(*Value)(nil),        // 7: gochare.wire.Value
+	(*Callback)(nil),     // 8: gochare.wire.Callback
+	(*Contribution)(nil), // 9: gochare.wire.Contribution
 }
 var file_scheduler_wire_wire_proto_depIdxs = []int32{
-	0, // 0: gochare.wire.Envelope.kind:type_name -> gochare.wire.Kind
-	1, // 1: gochare.wire.Batch.envelopes:type_name -> gochare.wire.Envelope
-	3, // 2: gochare.wire.ReductionNode.value:type_name -> gochare.wire.Value
-	4, // 3: gochare.wire.ReductionPartial.callback:type_name -> gochare.wire.Callback
-	5, // 4: gochare.wire.ReductionPartial.nodes:type_name -> gochare.wire.ReductionNode
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	6,  // 0: gochare.wire.Batch.envelopes:type_name -> gochare.wire.Envelope
+	1,  // 1: gochare.wire.Message.id:type_name -> gochare.wire.MessageID
+	3,  // 2: gochare.wire.Message.requires:type_name -> gochare.wire.Dependency
+	1,  // 3: gochare.wire.Dependency.trigger:type_name -> gochare.wire.MessageID
+	1,  // 4: gochare.wire.Determinant.message:type_name -> gochare.wire.MessageID
+	2,  // 5: gochare.wire.Envelope.message:type_name -> gochare.wire.Message
+	4,  // 6: gochare.wire.Envelope.determinants:type_name -> gochare.wire.Determinant
+	5,  // 7: gochare.wire.Envelope.progress:type_name -> gochare.wire.Progress
+	8,  // 8: gochare.wire.Contribution.callback:type_name -> gochare.wire.Callback
+	7,  // 9: gochare.wire.Contribution.value:type_name -> gochare.wire.Value
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_wire_wire_proto_init() }
@@ -624,14 +855,13 @@ func file_scheduler_wire_wire_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_wire_wire_proto_rawDesc), len(file_scheduler_wire_wire_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   6,
+			NumEnums:      0,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_scheduler_wire_wire_proto_goTypes,
 		DependencyIndexes: file_scheduler_wire_wire_proto_depIdxs,
-		EnumInfos:         file_scheduler_wire_wire_proto_enumTypes,
 		MessageInfos:      file_scheduler_wire_wire_proto_msgTypes,
 	}.Build()
 	File_scheduler_wire_wire_proto = out.File

@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler/wire"
+)
+
+// Conversions between the protocol's envelopes and their wire form. Every
+// field that comes off the wire is checked here, so the protocol only ever
+// sees well-formed envelopes.
+
+func idToWire(id logging.MessageID) *wire.MessageID {
+	return &wire.MessageID{Sender: uint64(id.Sender), Srn: id.SRN, Cpi: id.CPI.Bytes()}
+}
+
+func idFromWire(w *wire.MessageID) (logging.MessageID, error) {
+	if w == nil {
+		return logging.MessageID{}, fmt.Errorf("%w: missing message id", ErrMalformed)
+	}
+	cpi, err := commutative.ParsePath(w.Cpi)
+	if err != nil {
+		return logging.MessageID{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return logging.MessageID{Sender: commutative.TaskID(w.Sender), SRN: w.Srn, CPI: cpi}, nil
+}
+
+func envelopeToWire(e logging.Envelope) *wire.Envelope {
+	w := &wire.Envelope{Kind: uint32(e.Kind), From: int32(e.From), To: int32(e.To), Replayed: e.Replayed, Task: uint64(e.Task), Epoch: e.Epoch}
+	if e.Kind == logging.EnvelopeMessage {
+		m := e.Message
+		w.Message = &wire.Message{
+			Id: idToWire(m.ID), To: uint64(m.To), Handler: m.Handler,
+			Order: uint32(m.Annotation.Order), RegionSize: uint32(m.Annotation.RegionSize),
+			Key: m.Key, Payload: m.Payload,
+		}
+		for _, d := range m.Requires {
+			w.Message.Requires = append(w.Message.Requires, &wire.Dependency{Task: uint64(d.Task), Trigger: idToWire(d.Trigger)})
+		}
+	}
+	for _, d := range e.Determinants {
+		w.Determinants = append(w.Determinants, &wire.Determinant{Message: idToWire(d.Message), Receiver: uint64(d.Receiver), Rsn: d.RSN})
+	}
+	for _, p := range e.Progress {
+		w.Progress = append(w.Progress, &wire.Progress{Task: uint64(p.Task), Rsn: p.RSN})
+	}
+	return w
+}
+
+// envelopeFromWire decodes and checks an envelope that arrived from PE
+// from at PE self of a job of size PEs.
+func envelopeFromWire(w *wire.Envelope, from, self, size int) (logging.Envelope, error) {
+	e := logging.Envelope{Kind: logging.EnvelopeKind(w.Kind), From: logging.PEID(w.From), To: logging.PEID(w.To), Replayed: w.Replayed, Task: commutative.TaskID(w.Task), Epoch: w.Epoch}
+	if int(w.From) != from || int(w.To) != self {
+		return e, fmt.Errorf("%w: envelope from PE %d to PE %d arrived from PE %d at PE %d", ErrMalformed, w.From, w.To, from, self)
+	}
+	switch e.Kind {
+	case logging.EnvelopeMessage:
+		if w.Message == nil {
+			return e, fmt.Errorf("%w: message envelope without a message", ErrMalformed)
+		}
+		m := w.Message
+		id, err := idFromWire(m.Id)
+		if err != nil {
+			return e, err
+		}
+		if m.Order > uint32(commutative.Commutative) {
+			return e, fmt.Errorf("%w: order %d", ErrMalformed, m.Order)
+		}
+		if commutative.Order(m.Order) == commutative.Commutative && m.RegionSize < 1 {
+			return e, fmt.Errorf("%w: commutative region of %d messages", ErrMalformed, m.RegionSize)
+		}
+		e.Message = logging.Message{
+			ID: id, To: commutative.TaskID(m.To), Handler: m.Handler,
+			Annotation: commutative.Annotation{Order: commutative.Order(m.Order), RegionSize: int(m.RegionSize)},
+			Key:        m.Key, Payload: m.Payload,
+		}
+		for _, d := range m.Requires {
+			trig, err := idFromWire(d.Trigger)
+			if err != nil {
+				return e, err
+			}
+			e.Message.Requires = append(e.Message.Requires, logging.Dependency{Task: commutative.TaskID(d.Task), Trigger: trig})
+		}
+	case logging.EnvelopeAck, logging.EnvelopeRecovery:
+	default:
+		return e, fmt.Errorf("%w: envelope kind %d", ErrMalformed, w.Kind)
+	}
+	for _, d := range w.Determinants {
+		id, err := idFromWire(d.Message)
+		if err != nil {
+			return e, err
+		}
+		e.Determinants = append(e.Determinants, logging.Determinant{Message: id, Receiver: commutative.TaskID(d.Receiver), RSN: d.Rsn})
+	}
+	for _, p := range w.Progress {
+		e.Progress = append(e.Progress, logging.Progress{Task: commutative.TaskID(p.Task), RSN: p.Rsn})
+	}
+	return e, nil
+}
