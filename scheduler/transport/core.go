@@ -62,10 +62,12 @@ type outChannel struct {
 
 type sentFrame struct {
 	seq          uint64
-	data         []byte
-	payloadBytes int // payload bytes in data (not record headers)
+	head, data   []byte // the stream piece is head then data
+	payloadBytes int    // payload bytes in it (not record headers)
 	sentTick     uint64
 }
+
+func (sf *sentFrame) cost() int { return len(sf.head) + len(sf.data) + frameOverhead }
 
 // inChannel is the state of the frames this PE receives from one peer.
 type inChannel struct {
@@ -117,6 +119,11 @@ func coreConfigFrom(cfg Config) coreConfig {
 // minOpenFrame is the least capacity given to a new open frame.
 const minOpenFrame = 4 << 10
 
+// largePayload is the size from which payloads are not copied into frames
+// but sent from their own memory: below it, packing several into one frame
+// saves more (protoactor costs microseconds per message) than the copy.
+const largePayload = 16 << 10
+
 // send appends payload to the stream to PE to. Full frames go out at once
 // (window permitting); the last, partly filled one waits for flush or tick.
 func (c *core) send(to int, payload []byte) {
@@ -130,6 +137,25 @@ func (c *core) send(to int, payload []byte) {
 	h := binary.PutUvarint(header[:], uint64(len(payload)))
 	if len(o.open)+h > c.maxFrame {
 		c.seal(to)
+	}
+	if len(payload) >= min(largePayload, c.maxFrame/4) {
+		// Large: the payload's bytes go out as they are, not copied.
+		c.grow(o, h)
+		o.open = append(o.open, header[:h]...)
+		rest := payload
+		for len(rest) >= largePayload || len(rest) > c.maxFrame-len(o.open) {
+			n := min(len(rest), c.maxFrame-len(o.open))
+			o.queued = append(o.queued, sentFrame{head: o.open, data: rest[:n:n], payloadBytes: o.openPayload + n})
+			o.open, o.openPayload = nil, 0
+			rest = rest[n:]
+			c.pump(to)
+		}
+		if len(rest) > 0 { // a short tail shares a frame with what follows
+			c.grow(o, len(rest))
+			o.open = append(o.open, rest...)
+			o.openPayload += len(rest)
+		}
+		return
 	}
 	c.grow(o, h+len(payload))
 	o.open = append(o.open, header[:h]...)
@@ -177,7 +203,7 @@ func (c *core) pump(to int) {
 	o := &c.out[to]
 	for len(o.queued) > 0 {
 		sf := o.queued[0]
-		cost := len(sf.data) + frameOverhead
+		cost := sf.cost()
 		if o.inFlight > 0 && o.inFlight+cost > c.window {
 			return
 		}
@@ -198,11 +224,11 @@ func (c *core) pump(to int) {
 }
 
 func (c *core) transmitData(to int, sf *sentFrame) {
-	f := &Frame{From: uint32(c.rank), Seq: sf.seq, Data: sf.data}
+	f := &Frame{From: uint32(c.rank), Seq: sf.seq, Head: sf.head, Data: sf.data}
 	c.stampAck(to, f)
 	sf.sentTick = c.ticks
 	c.stats.framesSent.Add(1)
-	c.stats.bytesSent.Add(uint64(len(sf.data)))
+	c.stats.bytesSent.Add(uint64(len(sf.head) + len(sf.data)))
 	c.transmit(to, f)
 }
 
@@ -249,7 +275,7 @@ func (c *core) receive(f *Frame) error {
 		return err
 	}
 	if f.Seq == 0 {
-		if len(f.Data) != 0 {
+		if len(f.Data) != 0 || len(f.Head) != 0 {
 			c.stats.malformed.Add(1)
 			return fmt.Errorf("%w: ack frame from %d carries data", ErrMalformed, from)
 		}
@@ -270,20 +296,23 @@ func (c *core) receive(f *Frame) error {
 		}
 		return nil
 	}
-	if err := in.check(f.Data, c.maxPayload); err != nil {
+	if err := in.check(f.Head, f.Data, c.maxPayload); err != nil {
 		c.stats.malformed.Add(1)
 		return fmt.Errorf("%w from %d seq %d: %w", ErrMalformed, from, f.Seq, err)
 	}
 	in.expected++
+	size := len(f.Head) + len(f.Data)
 	c.stats.framesReceived.Add(1)
-	c.stats.bytesReceived.Add(uint64(len(f.Data)))
+	c.stats.bytesReceived.Add(uint64(size))
 	c.owe(in)
 	in.owedFrames++
-	in.owedBytes += len(f.Data) + frameOverhead
-	in.unpack(f.Data, func(payload []byte) {
+	in.owedBytes += size + frameOverhead
+	deliver := func(payload []byte) {
 		c.stats.payloadsDelivered.Add(1)
 		c.deliver(from, payload)
-	})
+	}
+	in.unpack(f.Head, deliver)
+	in.unpack(f.Data, deliver)
 	// The handler may have sent to from and so piggybacked the ack.
 	if in.owed && (in.owedFrames >= c.ackFrames || in.owedBytes >= c.ackBytes) {
 		c.transmitAck(from, 0)
@@ -298,43 +327,60 @@ func (c *core) owe(in *inChannel) {
 	}
 }
 
-// check reports whether data continues the stream: records whose length
-// headers lie whole within the frame, and no payload above maxPayload.
-func (in *inChannel) check(data []byte, maxPayload int) error {
-	if len(data) == 0 {
+// check reports whether head then data continue the stream: records whose
+// length headers lie whole within one of them, no payload above maxPayload.
+func (in *inChannel) check(head, data []byte, maxPayload int) error {
+	if len(head)+len(data) == 0 {
 		return fmt.Errorf("empty data frame")
 	}
-	rest := data
-	if in.need > 0 {
-		rest = rest[min(in.need, len(rest)):]
-	}
-	for len(rest) > 0 {
-		n, h := binary.Uvarint(rest)
-		if h <= 0 {
-			return fmt.Errorf("bad record header at byte %d", len(data)-len(rest))
+	need := in.need
+	for _, piece := range [2][]byte{head, data} {
+		rest := piece
+		skip := min(need, len(rest))
+		rest, need = rest[skip:], need-skip
+		for len(rest) > 0 {
+			n, h := binary.Uvarint(rest)
+			if h <= 0 {
+				return fmt.Errorf("bad record header at byte %d", len(piece)-len(rest))
+			}
+			if n > uint64(maxPayload) {
+				return fmt.Errorf("payload of %d bytes above limit %d", n, maxPayload)
+			}
+			rest = rest[h:]
+			skip := min(int(n), len(rest))
+			rest, need = rest[skip:], int(n)-skip
 		}
-		if n > uint64(maxPayload) {
-			return fmt.Errorf("payload of %d bytes above limit %d", n, maxPayload)
-		}
-		rest = rest[h:]
-		rest = rest[min(int(n), len(rest)):]
 	}
 	return nil
 }
 
-// unpack adds a checked frame's data to the stream and calls deliver for
-// each payload it completes. A payload that lies whole in data is a
+// unpack adds a piece of a checked frame to the stream and calls deliver
+// for each payload it completes. A payload that lies whole in data is a
 // subslice of it; others are joined in a new buffer.
 func (in *inChannel) unpack(data []byte, deliver func([]byte)) {
+	if len(data) == 0 {
+		return
+	}
 	if in.need > 0 {
-		n := min(in.need, len(data))
-		in.assembly = append(in.assembly, data[:n]...)
-		in.need -= n
-		data = data[n:]
-		if in.need == 0 {
-			payload := in.assembly
-			in.assembly = nil
+		if len(in.assembly) == 0 && len(data) >= in.need {
+			// The whole body is here: the frame's own bytes will do.
+			payload := data[:in.need:in.need]
+			data = data[in.need:]
+			in.need, in.assembly = 0, nil
 			deliver(payload)
+		} else {
+			if in.assembly == nil {
+				in.assembly = make([]byte, 0, in.need)
+			}
+			n := min(in.need, len(data))
+			in.assembly = append(in.assembly, data[:n]...)
+			in.need -= n
+			data = data[n:]
+			if in.need == 0 {
+				payload := in.assembly
+				in.assembly = nil
+				deliver(payload)
+			}
 		}
 	}
 	for len(data) > 0 {
@@ -345,9 +391,12 @@ func (in *inChannel) unpack(data []byte, deliver func([]byte)) {
 			data = data[size:]
 			continue
 		}
-		in.assembly = make([]byte, len(data), size)
-		copy(in.assembly, data)
-		in.need = int(size) - len(data)
+		in.need = int(size)
+		if len(data) > 0 {
+			in.assembly = make([]byte, len(data), size)
+			copy(in.assembly, data)
+			in.need -= len(data)
+		}
 		return
 	}
 }
@@ -363,7 +412,7 @@ func (c *core) onAck(peer int, ack, resendFrom uint64) error {
 		released := 0
 		for i := range o.unacked[:k] {
 			released += o.unacked[i].payloadBytes
-			o.inFlight -= len(o.unacked[i].data) + frameOverhead
+			o.inFlight -= o.unacked[i].cost()
 			o.unacked[i] = sentFrame{}
 		}
 		o.unacked = o.unacked[k:]

@@ -195,6 +195,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		{From: 1, Seq: 1, Data: []byte("\x06abc")},
 		{From: 1, Seq: 2, Data: []byte("def\x01")},
 		{From: 1, Seq: 3, Data: []byte("\xff\xff\xff\xff\x0f")},
+		{From: 1, Seq: 4, Head: []byte("\x01x\x05"), Data: []byte("hello\x02")},
 		{From: 2, Ack: 5, ResendFrom: 6},
 		{From: 7, Seq: 1},
 	}

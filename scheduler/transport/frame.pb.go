@@ -40,8 +40,11 @@ type Frame struct {
 	// resend_from, when not 0, asks the receiver to go back and resend the
 	// reverse channel from this sequence number (the sender saw a gap).
 	ResendFrom uint64 `protobuf:"varint,4,opt,name=resend_from,json=resendFrom,proto3" json:"resend_from,omitempty"`
-	// data is the next piece of the stream.
+	// head and then data are the next piece of the stream. A large payload's
+	// bytes travel in data, unchanged, after its record header and any
+	// smaller records in head.
 	Data          []byte `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	Head          []byte `protobuf:"bytes,6,opt,name=head,proto3" json:"head,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -111,18 +114,26 @@ func (x *Frame) GetData() []byte {
 	return nil
 }
 
+func (x *Frame) GetHead() []byte {
+	if x != nil {
+		return x.Head
+	}
+	return nil
+}
+
 var File_frame_proto protoreflect.FileDescriptor
 
 const file_frame_proto_rawDesc = "" +
 	"\n" +
-	"\vframe.proto\x12\x11gochare.transport\"t\n" +
+	"\vframe.proto\x12\x11gochare.transport\"\x88\x01\n" +
 	"\x05Frame\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\rR\x04from\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03ack\x18\x03 \x01(\x04R\x03ack\x12\x1f\n" +
 	"\vresend_from\x18\x04 \x01(\x04R\n" +
 	"resendFrom\x12\x12\n" +
-	"\x04data\x18\x05 \x01(\fR\x04dataB0Z.github.com/gochare/gochare/scheduler/transportb\x06proto3"
+	"\x04data\x18\x05 \x01(\fR\x04data\x12\x12\n" +
+	"\x04head\x18\x06 \x01(\fR\x04headB0Z.github.com/gochare/gochare/scheduler/transportb\x06proto3"
 
 var (
 	file_frame_proto_rawDescOnce sync.Once
