@@ -25,9 +25,12 @@
 //     most Config.MaxFrame bytes with sequence numbers from 1: small
 //     payloads sent in one work slice share a frame, large ones span
 //     several. The frame being filled goes out on Flush, at the next tick,
-//     or when full. The receiver accepts only the next sequence number and
-//     unpacks whole payloads (a payload within one frame is delivered
-//     without a copy). Duplicates and frames after a gap are dropped.
+//     or when full. Payloads from 16 KiB are not copied: a frame's head
+//     holds the record header (and smaller records before it), its data
+//     the payload's own memory. The receiver accepts only the next sequence
+//     number and unpacks whole payloads; one that lies within a frame is
+//     delivered without a copy. Duplicates and frames after a gap are
+//     dropped.
 //   - Acknowledgements are cumulative and ride on data frames going the
 //     other way. Without return traffic a standalone ack goes out after 32
 //     frames or a quarter window of bytes, or at the next tick; Flush sends
