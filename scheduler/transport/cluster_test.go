@@ -164,6 +164,14 @@ type peerProc struct {
 	reports chan string
 	entered chan struct{}
 	readers sync.WaitGroup
+	killed  bool
+	stopped sync.Once
+}
+
+// kill ends the child PE with SIGKILL, as a failure would.
+func (p *peerProc) kill() {
+	p.killed = true
+	p.cmd.Process.Kill()
 }
 
 func startPeer(t testing.TB, o peerOptions, tl *testLog) *peerProc {
@@ -226,8 +234,12 @@ func (p *peerProc) send(line string) {
 	}
 }
 
-func (p *peerProc) stop() {
-	p.send("EXIT")
+func (p *peerProc) stop() { p.stopped.Do(p.stopOnce) }
+
+func (p *peerProc) stopOnce() {
+	if !p.killed {
+		p.send("EXIT")
+	}
 	p.stdin.Close()
 	done := make(chan struct{})
 	go func() {
@@ -241,7 +253,7 @@ func (p *peerProc) stop() {
 		p.cmd.Process.Kill()
 		<-done
 	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.cmd.Wait(); err != nil && !p.killed {
 		p.t.Errorf("PE %d: %v (a race report exits with status 66)", p.rank, err)
 	}
 }
@@ -312,6 +324,7 @@ func (c *cluster) command(rank int, op string, peer int, sizes []int) {
 func (c *cluster) send(from, to int, sizes []int) {
 	c.planned[to][from] += len(sizes)
 	c.command(to, "PLAN", from, sizes)
+	c.report(to) // the receiver has the plan before the first payload can come
 	c.command(from, "SEND", to, sizes)
 }
 

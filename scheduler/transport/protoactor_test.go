@@ -137,3 +137,36 @@ func TestDelayedAcks(t *testing.T) {
 		t.Errorf("%d standalone acks for %d one-way frames: want at most one per 32", acks, n)
 	}
 }
+
+// TestPeerDeath kills a PE that holds unacknowledged frames: the sender
+// keeps running and keeps its backlog, and exits promptly when told to.
+func TestPeerDeath(t *testing.T) {
+	c := newCluster(t, 3, peerOptions{ResendAfterMs: 50}, func(o *peerOptions) { o.Gate = o.Rank == 1 })
+	c.send(0, 1, []int{1000, 1000, 1000})
+	select {
+	case <-c.peers[1].entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("receiver never got a payload")
+	}
+	c.peers[1].kill()
+	// PE 0 and PE 2 still talk.
+	c.send(0, 2, []int{10, 20000})
+	c.send(2, 0, []int{30})
+	waitFor(t, "traffic between survivors", func() bool {
+		r0, r2 := c.report(0), c.report(2)
+		if r2.Received[0] == 2 && r0.Received[2] == 1 {
+			return true
+		}
+		t.Logf("PE 0: %+v\nPE 2: %+v", r0, r2)
+		return false
+	})
+	waitFor(t, "resends to the dead PE", func() bool { return c.report(0).Stats.GoBacks > 0 })
+	if rep := c.report(0); rep.Backlog == 0 || len(rep.Errors) > 0 {
+		t.Errorf("PE 0 after the death of PE 1: backlog %d, errors %v", rep.Backlog, rep.Errors)
+	}
+	start := time.Now()
+	c.peers[0].stop()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("PE 0 took %v to exit after a peer died", d)
+	}
+}
