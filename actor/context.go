@@ -32,6 +32,17 @@ type Context interface {
 	// application message is in flight or being handled anywhere.
 	StartQuiescence(cb Callback)
 
+	// AtSync offers a sync point at the end of step (a collection declared
+	// with UsesAtSync must offer one every step). It returns true when the
+	// runtime takes it (a checkpoint or load-balancing period, set by the
+	// launcher's --checkpoint-every): the task must then send nothing more
+	// and wait; once every element of every such collection is waiting and
+	// no message is in flight, the runtime checkpoints (and may migrate
+	// tasks), then calls the task's ResumeFromSync (see Resumer). It
+	// returns false otherwise, and the task goes on. The answer depends on
+	// step only, so a re-executing task gets the same one.
+	AtSync(step uint64) bool
+
 	// Exit ends the job with the given status once this handler returns.
 	Exit(status int)
 

@@ -92,7 +92,27 @@ type CollectionDef struct {
 	Map      Map
 	New      func(Index) Task
 	Handlers []*HandlerDef
+	// AtSync reports that the elements offer sync points (UsesAtSync).
+	AtSync   bool
 	taskType reflect.Type
+}
+
+// Resumer is implemented by tasks of collections that use sync points: the
+// runtime calls ResumeFromSync after a sync point AtSync took, and after
+// restoring the task from a checkpoint taken there. Sends made in it are
+// ordinary sends of the task.
+type Resumer interface {
+	ResumeFromSync(ctx Context)
+}
+
+// UsesAtSync declares that the collection's elements offer a sync point
+// (Context.AtSync) at the end of every step, where the runtime may
+// checkpoint and migrate them. T must implement Resumer.
+func (c *Collection[T]) UsesAtSync() {
+	if _, ok := any(*new(T)).(Resumer); !ok {
+		c.job.fail("collection %q uses AtSync but %v has no ResumeFromSync", c.def.Name, c.def.taskType)
+	}
+	c.def.AtSync = true
 }
 
 // HandlerDef is the runtime's view of a declared handler.

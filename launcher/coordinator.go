@@ -15,6 +15,7 @@ import (
 
 	"github.com/gochare/gochare/launcher/controlpb"
 	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
 )
 
@@ -37,6 +38,15 @@ type coordinatorConfig struct {
 	// Spawned tells, per rank, whether the launcher started that PE (its
 	// exit is then reported through processExited).
 	Spawned []bool
+	// Layout is the initial place of every task (scheduler.Layout).
+	Layout          [][]int
+	CheckpointEvery uint64
+	CheckpointDir   string
+	Spread          int
+	// KillAtStep, per rank, makes that PE kill itself at a step (0: never).
+	KillAtStep []uint64
+	// Kills are failures the launcher injects itself.
+	Kills []kill
 }
 
 // coordinator admits the PEs of one job, wires them together, runs
@@ -46,6 +56,14 @@ type coordinator struct {
 	ln     net.Listener
 	events chan any
 	peers  []*peer
+	// failure is the error that ends the job, if a PE's failure does.
+	failure error
+	// stopping is set once the job exits normally: PEs ending then are no
+	// failures.
+	stopping bool
+	stats    map[int]*controlpb.PEStats
+	// killProcess kills a spawned PE (failure injection).
+	killProcess func(rank int) (pid int, err error)
 }
 
 type peer struct {
@@ -90,7 +108,10 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 	if cfg.Spawned == nil {
 		cfg.Spawned = make([]bool, cfg.Size)
 	}
-	return &coordinator{cfg: cfg, ln: ln, events: make(chan any, 256), peers: make([]*peer, cfg.Size)}
+	if cfg.KillAtStep == nil {
+		cfg.KillAtStep = make([]uint64, cfg.Size)
+	}
+	return &coordinator{cfg: cfg, ln: ln, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{}}
 }
 
 func (c *coordinator) post(ctx context.Context, ev any) {
@@ -167,7 +188,9 @@ func (c *coordinator) sendAll(m *controlpb.ToPE) {
 	}
 }
 
-// run drives the job to its end and returns its exit status.
+// run drives the job to its end and returns its exit status. Decisions
+// are the JobCoordinator's; this loop moves messages, watches the PEs and
+// keeps time.
 func (c *coordinator) run(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -184,51 +207,107 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	ticker := time.NewTicker(c.cfg.QuiescenceEvery)
 	defer ticker.Stop()
 	joined, ready := 0, 0
-	running := false
-	qd := scheduler.NewQuiescenceDetector(c.cfg.Size)
-	roundOpen := false
-	var askers []int
+	var core *scheduler.JobCoordinator
 	// A PE whose connection broke may be a spawned process about to be
 	// reported by the spawner with how it died; give it a moment.
 	lostAt := map[int]time.Time{}
 	lostErr := map[int]error{}
+	var began, failedAt time.Time
 
-	fail := func(rank int, how string) (int, error) {
+	deliver := func(cmds []scheduler.Command) {
+		for _, cmd := range cmds {
+			switch {
+			case cmd.To == -2:
+				if wm, ok := cmd.Event.(scheduler.WriteManifest); ok {
+					if err := migrate.WriteManifest(wm.Dir, wm.Manifest); err != nil {
+						c.cfg.Log.Error("cannot write checkpoint manifest", "err", err)
+					}
+				}
+			case cmd.To == -1:
+				c.sendAll(commandToPB(cmd.Event))
+			default:
+				if p := c.peers[cmd.To]; p != nil && !p.gone {
+					p.conn.send(commandToPB(cmd.Event))
+				}
+			}
+			switch ev := cmd.Event.(type) {
+			case scheduler.Begin:
+				began = time.Now()
+				c.cfg.Log.Info("all PEs ready; job begins", "pes", c.cfg.Size, "ft", protocolName(c.cfg.Protocol))
+			case scheduler.NoticeFailure:
+				c.cfg.Log.Info("recovery: tasks restored, replay starts", "failed", fmt.Sprint(ev.Failed), "restore_ms", time.Since(failedAt).Milliseconds(), "relocated", len(ev.Relocations))
+			case scheduler.Resume:
+				if !failedAt.IsZero() && c.cfg.Protocol == logging.KindNone {
+					c.cfg.Log.Info("recovery: every task rolled back to the checkpoint", "restore_ms", time.Since(failedAt).Milliseconds())
+					failedAt = time.Time{}
+				}
+			}
+		}
+		if core != nil {
+			for _, e := range core.Events() {
+				c.cfg.Log.Info(e)
+			}
+		}
+	}
+	failure := func(rank int, how string) {
 		p := c.peers[rank]
 		where := ""
 		if p != nil && p.hello != nil {
 			where = fmt.Sprintf(" (pid %d on %s)", p.hello.Pid, p.hello.Host)
 		}
-		err := fmt.Errorf("%w: PE %d%s %s", ErrPEFailed, rank, where, how)
-		c.cfg.Log.Error("PE failed; stopping the job (no recovery configured)", "pe", rank, "detail", fmt.Sprintf("PE %d%s %s", rank, where, how))
-		c.sendAll(&controlpb.ToPE{Msg: &controlpb.ToPE_Stop{Stop: &controlpb.Stop{Status: 1}}})
-		return 1, err
+		detail := fmt.Sprintf("PE %d%s %s", rank, where, how)
+		if p != nil {
+			p.gone = true
+		}
+		delete(lostAt, rank)
+		if core == nil || !core.Live()[rank] {
+			if core == nil {
+				c.failure = fmt.Errorf("%w: %s", ErrPEFailed, detail)
+			}
+			return
+		}
+		failedAt = time.Now()
+		c.cfg.Log.Error("PE failed", "detail", detail, "after_begin_ms", time.Since(began).Milliseconds())
+		deliver(core.OnFailure(rank))
+		if out, done := core.Done(); done && out.Err != nil {
+			c.failure = fmt.Errorf("%w: %s: %w", ErrPEFailed, detail, out.Err)
+		}
 	}
 
 	for {
+		if c.failure != nil && core == nil {
+			c.sendAll(commandToPB(scheduler.Stop{Status: 1}))
+			return 1, c.failure
+		}
+		if core != nil {
+			if out, done := core.Done(); done {
+				if c.failure != nil {
+					return out.Status, c.failure
+				}
+				return out.Status, out.Err
+			}
+		}
 		select {
 		case <-ctx.Done():
-			c.sendAll(&controlpb.ToPE{Msg: &controlpb.ToPE_Stop{Stop: &controlpb.Stop{Status: 1}}})
+			c.sendAll(commandToPB(scheduler.Stop{Status: 1}))
 			return 1, ctx.Err()
 		case <-ticker.C:
 			now := time.Now()
-			for rank, at := range lostAt {
-				if now.Sub(at) > 300*time.Millisecond {
-					return fail(rank, fmt.Sprintf("lost its connection to the launcher: %v", lostErr[rank]))
+			for _, rank := range sortedRanks(lostAt) {
+				if now.Sub(lostAt[rank]) > 300*time.Millisecond {
+					failure(rank, fmt.Sprintf("lost its connection to the launcher: %v", lostErr[rank]))
 				}
 			}
-			if running {
+			if core != nil {
 				for _, p := range c.peers {
-					if !c.cfg.Spawned[p.rank] && now.Sub(p.lastSeen) > c.cfg.HeartbeatTimeout {
-						return fail(p.rank, fmt.Sprintf("missed heartbeats for %v", now.Sub(p.lastSeen).Round(time.Millisecond)))
+					if !p.gone && !c.cfg.Spawned[p.rank] && now.Sub(p.lastSeen) > c.cfg.HeartbeatTimeout {
+						p.conn.close()
+						failure(p.rank, fmt.Sprintf("missed heartbeats for %v", now.Sub(p.lastSeen).Round(time.Millisecond)))
 					}
 				}
-				if !roundOpen {
-					roundOpen = true
-					round := qd.StartRound()
-					c.sendAll(&controlpb.ToPE{Msg: &controlpb.ToPE_Probe{Probe: &controlpb.Probe{Round: round}}})
-				}
+				deliver(core.Tick())
 			}
+			c.killDue(now, began)
 		case ev := <-c.events:
 			switch ev := ev.(type) {
 			case evJoined:
@@ -250,12 +329,16 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 						p.conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Setup{Setup: &controlpb.Setup{
 							Rank: int32(i), Size: int32(c.cfg.Size), JobId: c.cfg.JobID,
 							App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
+							CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: c.cfg.KillAtStep[i],
 						}}})
 					}
 				}
 			case evMessage:
 				p := c.peers[ev.rank]
 				p.lastSeen = time.Now()
+				if p.gone {
+					continue
+				}
 				switch m := ev.msg.Msg.(type) {
 				case *controlpb.ToCoordinator_Ready:
 					if !p.ready {
@@ -263,63 +346,95 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 						ready++
 					}
 					if ready == c.cfg.Size {
-						running = true
-						c.cfg.Log.Info("all PEs ready; job begins", "pes", c.cfg.Size)
-						c.sendAll(&controlpb.ToPE{Msg: &controlpb.ToPE_Begin{Begin: &controlpb.Begin{}}})
+						core = scheduler.NewJobCoordinator(scheduler.CoordinatorConfig{
+							Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
+							CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
+						})
+						deliver(core.Ready())
 					}
 				case *controlpb.ToCoordinator_Output:
 					fmt.Fprintln(c.cfg.Output, m.Output.Line)
-				case *controlpb.ToCoordinator_Exit:
-					status := int(m.Exit.Status)
-					c.sendAll(&controlpb.ToPE{Msg: &controlpb.ToPE_Stop{Stop: &controlpb.Stop{Status: int32(status)}}})
-					return status, nil
-				case *controlpb.ToCoordinator_Idle:
-					complete, quiescent := qd.Reply(ev.rank, m.Idle.Round, m.Idle.Sent, m.Idle.Received)
-					if !complete {
-						continue
-					}
-					roundOpen = false
-					if !quiescent {
-						continue
-					}
-					if len(askers) == 0 {
-						c.sendAll(&controlpb.ToPE{Msg: &controlpb.ToPE_Stop{Stop: &controlpb.Stop{Status: 1}}})
-						return 1, scheduler.ErrQuiescentWithoutExit
-					}
-					for _, r := range askers {
-						c.peers[r].conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Quiescence{Quiescence: &controlpb.QuiescenceDetected{}}})
-					}
-					askers = nil
-					qd.Reset()
-				case *controlpb.ToCoordinator_Quiescence:
-					if !slices.Contains(askers, ev.rank) {
-						askers = append(askers, ev.rank)
-					}
 				case *controlpb.ToCoordinator_Heartbeat:
+				case *controlpb.ToCoordinator_Stats:
+					c.stats[ev.rank] = m.Stats
 				case *controlpb.ToCoordinator_Failed:
-					return fail(ev.rank, "reported an error: "+m.Failed.Error)
+					if core == nil {
+						c.failure = fmt.Errorf("%w: PE %d reported an error: %s", ErrPEFailed, ev.rank, m.Failed.Error)
+						continue
+					}
+					deliver(core.OnError(ev.rank, errors.New(m.Failed.Error)))
 				default:
-					c.cfg.Log.Warn("unexpected control message", "pe", ev.rank, "type", fmt.Sprintf("%T", m))
+					if core == nil {
+						c.cfg.Log.Warn("control message before the job began", "pe", ev.rank, "type", fmt.Sprintf("%T", m))
+						continue
+					}
+					deliver(c.handleReport(core, ev.rank, ev.msg))
 				}
 			case evLost:
 				p := c.peers[ev.rank]
-				p.gone = true
+				if p.gone {
+					continue
+				}
 				if c.cfg.Spawned[ev.rank] {
 					lostAt[ev.rank] = time.Now()
 					lostErr[ev.rank] = ev.err
 					continue
 				}
-				return fail(ev.rank, fmt.Sprintf("lost its connection to the launcher: %v", ev.err))
+				failure(ev.rank, fmt.Sprintf("lost its connection to the launcher: %v", ev.err))
 			case processExited:
-				return fail(ev.rank, describeExit(ev))
+				if c.stopping {
+					continue
+				}
+				failure(ev.rank, describeExit(ev))
 			}
 		}
 	}
+}
+
+// handleReport hands a PE's report to the job coordinator.
+func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg *controlpb.ToCoordinator) []scheduler.Command {
+	switch m := msg.Msg.(type) {
+	case *controlpb.ToCoordinator_Exit:
+		c.stopping = true
+		return core.OnExit(rank, int(m.Exit.Status))
+	case *controlpb.ToCoordinator_Idle:
+		i := m.Idle
+		return core.OnIdle(rank, scheduler.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks)})
+	case *controlpb.ToCoordinator_Quiescence:
+		core.OnQuiescenceRequest(rank)
+	case *controlpb.ToCoordinator_Staged:
+		return core.OnStaged(rank, m.Staged.Epoch, int(m.Staged.Bytes))
+	case *controlpb.ToCoordinator_BuddyStored:
+		return core.OnBuddyStored(rank, m.BuddyStored.Epoch, int(m.BuddyStored.Ward))
+	case *controlpb.ToCoordinator_DiskWritten:
+		d := m.DiskWritten
+		var err error
+		if d.Error != "" {
+			err = errors.New(d.Error)
+		}
+		var sum [32]byte
+		copy(sum[:], d.Sha256)
+		return core.OnDiskWritten(rank, d.Epoch, migrate.FileEntry{Name: d.Name, PE: int(d.Pe), SHA256: sum, Size: d.Size}, err)
+	case *controlpb.ToCoordinator_Restored:
+		return core.OnRestored(rank, m.Restored.Generation)
+	default:
+		c.cfg.Log.Warn("unexpected control message", "pe", rank, "type", fmt.Sprintf("%T", m))
+	}
+	return nil
+}
+
+func sortedRanks(m map[int]time.Time) []int {
+	ranks := make([]int, 0, len(m))
+	for r := range m {
+		ranks = append(ranks, r)
+	}
+	slices.Sort(ranks)
+	return ranks
 }
 
 func describeExit(ev processExited) string {
 	if ev.err != nil && ev.state == nil {
 		return fmt.Sprintf("(pid %d) could not be waited for: %v", ev.pid, ev.err)
 	}
-	return fmt.Sprintf("(pid %d) %s", ev.pid, exitHow(ev.state))
+	return exitHow(ev.state)
 }

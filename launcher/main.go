@@ -37,6 +37,15 @@ const usage = `usage:
                                 silence (default 5s)
         --ft PROTOCOL           fault tolerance: none (checkpoint/restart),
                                 fulldet or partialdet (default partialdet)
+        --checkpoint-every K    checkpoint at every K-th sync point (step) of
+                                the application (default 0: only the
+                                initial checkpoint)
+        --checkpoint-dir DIR    also write every checkpoint to DIR
+        --restore-spread K      restore a failed PE's tasks on K survivors
+                                (default 0: all)
+        --kill SPEC             inject a failure (repeatable): pe=R,at=step:S
+                                (PE R kills itself when a task reaches step
+                                S), pe=R,after=1.5s, or random[,seed=N]
   gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
       run one PE of a job; rank and size default to SLURM_PROCID and
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
@@ -108,6 +117,10 @@ type runOptions struct {
 	secretFile       string
 	heartbeatTimeout time.Duration
 	protocol         logging.Kind
+	checkpointEvery  uint64
+	checkpointDir    string
+	spread           int
+	kills            []string
 }
 
 // protocolNames are the --ft values.
@@ -165,6 +178,32 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			o.listen = v
 		case "external":
 			o.external = true
+		case "checkpoint-every", "restore-spread":
+			v, err := valueOf(&i, "--"+name)
+			if err != nil {
+				return o, nil, err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return o, nil, fmt.Errorf("%w: --%s %q: want a number >= 0", errUsage, name, v)
+			}
+			if name == "checkpoint-every" {
+				o.checkpointEvery = uint64(n)
+			} else {
+				o.spread = n
+			}
+		case "checkpoint-dir":
+			v, err := valueOf(&i, "--checkpoint-dir")
+			if err != nil {
+				return o, nil, err
+			}
+			o.checkpointDir = v
+		case "kill":
+			v, err := valueOf(&i, "--kill")
+			if err != nil {
+				return o, nil, err
+			}
+			o.kills = append(o.kills, v)
 		case "ft":
 			v, err := valueOf(&i, "--ft")
 			if err != nil {
@@ -215,8 +254,30 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		return 2, err
 	}
 	// Check the application's flags here, before any PE starts.
-	if _, err := scheduler.Define(app, appArgs); err != nil {
+	job, err := scheduler.Define(app, appArgs)
+	if err != nil {
 		return 2, err
+	}
+	killAtStep := make([]uint64, o.pes)
+	var kills []kill
+	for i, spec := range o.kills {
+		k, note, err := parseKill(spec, o.pes, uint64(time.Now().UnixNano())+uint64(i))
+		if err != nil {
+			return 2, err
+		}
+		if note != "" {
+			log.Info("failure injection", "plan", note)
+		}
+		if k.AtStep > 0 {
+			killAtStep[k.Rank] = k.AtStep
+		} else {
+			kills = append(kills, k)
+		}
+	}
+	if o.checkpointDir != "" {
+		if err := os.MkdirAll(o.checkpointDir, 0o755); err != nil {
+			return 1, fmt.Errorf("launcher: %w", err)
+		}
 	}
 	secret := newSecret()
 	ln, err := net.Listen("tcp", o.listen)
@@ -227,6 +288,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
+		Layout: scheduler.Layout(job, o.pes), CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
+		Spread: o.spread, KillAtStep: killAtStep, Kills: kills,
 	}
 	if o.external {
 		if o.secretFile != "" {
@@ -245,6 +308,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	co := newCoordinator(cfg, ln)
 	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), stdout: stdout, stderr: stderr}
+	co.killProcess = sp.kill
 	for r := 0; r < o.pes; r++ {
 		cfg.Spawned[r] = true
 		if err := sp.start(r, o.pes, ln.Addr().String(), func(ev processExited) { co.post(ctx, ev) }); err != nil {

@@ -11,10 +11,12 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/launcher/controlpb"
+	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
 	"github.com/gochare/gochare/scheduler/transport"
 )
@@ -75,8 +77,28 @@ func (c peControl) Output(line string) {
 func (c peControl) Exit(status int) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Exit{Exit: &controlpb.ExitRequest{Status: int32(status)}}})
 }
-func (c peControl) Idle(round, sent, received uint64) {
-	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Idle{Idle: &controlpb.Idle{Round: round, Sent: sent, Received: received}}})
+func (c peControl) Idle(st scheduler.IdleStatus) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Idle{Idle: &controlpb.Idle{
+		Round: st.Round, Sent: st.Sent, Received: st.Received, AtSync: int32(st.AtSync), SyncTasks: int32(st.SyncTasks)}}})
+}
+func (c peControl) CheckpointStaged(epoch uint64, tasks, bytes int) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Staged{Staged: &controlpb.CheckpointStaged{Epoch: epoch, Tasks: int32(tasks), Bytes: int64(bytes)}}})
+}
+func (c peControl) BuddyStored(epoch uint64, ward int) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_BuddyStored{BuddyStored: &controlpb.BuddyStored{Epoch: epoch, Ward: int32(ward)}}})
+}
+func (c peControl) DiskWritten(epoch uint64, e migrate.FileEntry, err error) {
+	d := &controlpb.DiskWritten{Epoch: epoch, Name: e.Name, Pe: int32(e.PE), Sha256: e.SHA256[:], Size: e.Size}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_DiskWritten{DiskWritten: d}})
+}
+func (c peControl) Restored(generation uint64, tasks int) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Restored{Restored: &controlpb.Restored{Generation: generation, Tasks: int32(tasks)}}})
+}
+func (c peControl) Fail(err error) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})
 }
 func (c peControl) RequestQuiescence() {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Quiescence{Quiescence: &controlpb.QuiescenceRequest{}}})
@@ -136,9 +158,19 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		return 1, fmt.Errorf("launcher: PE %d: unknown protocol %q in setup", o.Rank, setup.Protocol)
 	}
 	control := peControl{conn: cn}
+	var onStep func(uint64)
+	if at := setup.KillAtStep; at > 0 {
+		onStep = func(step uint64) {
+			if step >= at {
+				o.Log.Warn("failure injection: killing this PE", "step", step)
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+	}
 	pe, err := scheduler.New(scheduler.Config{
 		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args, Protocol: kind,
 		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
+		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep,
 	})
 	if err != nil {
 		control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})
@@ -169,17 +201,14 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		if err := cn.recv(&m); err != nil {
 			return 1, fmt.Errorf("launcher: PE %d lost the coordinator: %w", o.Rank, err)
 		}
-		switch m := m.Msg.(type) {
-		case *controlpb.ToPE_Begin:
-			ep.Post(scheduler.Begin{})
-		case *controlpb.ToPE_Probe:
-			ep.Post(scheduler.Probe{Round: m.Probe.Round})
-		case *controlpb.ToPE_Quiescence:
-			ep.Post(scheduler.QuiescenceDetected{Number: m.Quiescence.Number})
-		case *controlpb.ToPE_Stop:
-			return 0, nil
-		default:
-			o.Log.Warn("unexpected control message", "type", fmt.Sprintf("%T", m))
+		ev, stop, err := eventFromPB(&m, o.Size)
+		if err != nil {
+			o.Log.Warn("bad control message", "err", err)
+			continue
 		}
+		if stop {
+			return 0, nil
+		}
+		ep.Post(ev)
 	}
 }

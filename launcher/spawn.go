@@ -103,6 +103,15 @@ func (s *spawner) stop(grace time.Duration) {
 	s.wg.Wait()
 }
 
+// kill sends SIGKILL to PE rank (failure injection).
+func (s *spawner) kill(rank int) (int, error) {
+	if rank < 0 || rank >= len(s.procs) {
+		return 0, fmt.Errorf("launcher: no PE %d", rank)
+	}
+	pid := s.procs[rank].Process.Pid
+	return pid, syscall.Kill(pid, syscall.SIGKILL)
+}
+
 // pids returns the process ids of the PEs started so far.
 func (s *spawner) pids() []int {
 	var p []int

@@ -38,6 +38,8 @@ func (c *taskContext) StartQuiescence(cb actor.Callback) {
 	c.pe.cfg.Control.RequestQuiescence()
 }
 
+func (c *taskContext) AtSync(step uint64) bool { return c.pe.atSync(c.el, step) }
+
 func (c *taskContext) Exit(status int) {
 	c.pe.transmit()
 	c.pe.cfg.Control.Exit(status)

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
 )
 
 // ErrQuiescentWithoutExit reports a job in which nothing is left to do
@@ -34,7 +38,13 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 	for _, opt := range opts {
 		opt(&o)
 	}
-	coord := &localCoordinator{events: make(chan any, 1024), qd: NewQuiescenceDetector(pes)}
+	job, err := Define(app, args)
+	if err != nil {
+		return Result{}, err
+	}
+	coord := &localCoordinator{events: make(chan any, 1024), debug: os.Getenv("GOCHARE_DEBUG") != "", core: NewJobCoordinator(CoordinatorConfig{
+		Size: pes, Protocol: o.protocol, Layout: Layout(job, pes),
+	})}
 	done := make(chan struct{})
 	nets := make([]*localNet, pes)
 	for r := range nets {
@@ -42,8 +52,20 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 	}
 	pesList := make([]*PE, pes)
 	for r := 0; r < pes; r++ {
+		var onStep func(uint64)
+		if at, ok := o.kills[r]; ok {
+			n := nets[r]
+			onStep = func(step uint64) {
+				if step >= at && !n.dead.Load() {
+					n.dead.Store(true)
+					n.box.close()
+					coord.events <- ctlDied{n.rank}
+				}
+			}
+		}
 		pe, err := New(Config{
-			Rank: r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol,
+			OnStep: onStep,
+			Rank:   r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol, CheckpointEvery: o.checkpointEvery,
 			Net: nets[r], Control: localControl{rank: r, events: coord.events, done: done}, Stderr: stderr,
 		})
 		if err != nil {
@@ -59,11 +81,18 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 			nets[r].loop(pesList[r])
 		}()
 	}
-	for _, n := range nets {
-		n.Post(Begin{})
-	}
 	res, err := coord.run(ctx, nets)
 	close(done)
+	if err != nil && coord.debug {
+		for _, n := range nets {
+			n.box.close()
+		}
+		wg.Wait()
+		for _, pe := range pesList {
+			fmt.Fprint(os.Stderr, pe.DebugString())
+		}
+		fmt.Fprintln(os.Stderr, coord.core.DebugString())
+	}
 	for _, n := range nets {
 		n.box.close()
 	}
@@ -78,8 +107,24 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 type Option func(*options)
 
 type options struct {
-	protocol logging.Kind
+	protocol        logging.Kind
+	checkpointEvery uint64
+	kills           map[int]uint64
 }
+
+// WithKill makes PE pe die (stop at once, lose everything) when one of its
+// tasks offers a sync point at step atStep or later, as a SIGKILL would.
+func WithKill(pe int, atStep uint64) Option {
+	return func(o *options) {
+		if o.kills == nil {
+			o.kills = map[int]uint64{}
+		}
+		o.kills[pe] = atStep
+	}
+}
+
+// WithCheckpointEvery sets the sync period in steps (see Config).
+func WithCheckpointEvery(k uint64) Option { return func(o *options) { o.checkpointEvery = k } }
 
 // WithProtocol runs the job under a fault-tolerance protocol (default
 // logging.KindNone).
@@ -94,10 +139,35 @@ type (
 		rank, status int
 	}
 	ctlIdle struct {
-		rank                  int
-		round, sent, received uint64
+		rank int
+		st   IdleStatus
 	}
 	ctlQuiescence struct{ rank int }
+	ctlStaged     struct {
+		rank         int
+		epoch        uint64
+		tasks, bytes int
+	}
+	ctlBuddyStored struct {
+		rank  int
+		epoch uint64
+		ward  int
+	}
+	ctlDisk struct {
+		rank  int
+		epoch uint64
+		entry migrate.FileEntry
+		err   error
+	}
+	ctlRestored struct {
+		rank       int
+		generation uint64
+	}
+	ctlFail struct {
+		rank int
+		err  error
+	}
+	ctlDied struct{ rank int }
 )
 
 type localControl struct {
@@ -113,30 +183,59 @@ func (c localControl) send(ev any) {
 	}
 }
 
-func (c localControl) Output(line string) { c.send(ctlOutput{c.rank, line}) }
-func (c localControl) Exit(status int)    { c.send(ctlExit{c.rank, status}) }
-func (c localControl) RequestQuiescence() { c.send(ctlQuiescence{c.rank}) }
-func (c localControl) Idle(round, sent, received uint64) {
-	c.send(ctlIdle{c.rank, round, sent, received})
+func (c localControl) Output(line string)          { c.send(ctlOutput{c.rank, line}) }
+func (c localControl) Exit(status int)             { c.send(ctlExit{c.rank, status}) }
+func (c localControl) RequestQuiescence()          { c.send(ctlQuiescence{c.rank}) }
+func (c localControl) Idle(st IdleStatus)          { c.send(ctlIdle{c.rank, st}) }
+func (c localControl) Fail(err error)              { c.send(ctlFail{c.rank, err}) }
+func (c localControl) BuddyStored(e uint64, w int) { c.send(ctlBuddyStored{c.rank, e, w}) }
+func (c localControl) Restored(g uint64, _ int)    { c.send(ctlRestored{c.rank, g}) }
+func (c localControl) CheckpointStaged(e uint64, tasks, bytes int) {
+	c.send(ctlStaged{c.rank, e, tasks, bytes})
+}
+func (c localControl) DiskWritten(e uint64, entry migrate.FileEntry, err error) {
+	c.send(ctlDisk{c.rank, e, entry, err})
 }
 
 type localCoordinator struct {
 	events chan any
-	qd     *QuiescenceDetector
+	core   *JobCoordinator
+	debug  bool // GOCHARE_DEBUG: print the coordinator's notes and, on failure, every PE's state
 }
 
 func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, error) {
 	var res Result
-	var waiting []int // PEs that asked for quiescence detection
-	probe := func() {
-		round := c.qd.StartRound()
-		for _, n := range nets {
-			n.Post(Probe{Round: round})
+	deliver := func(cmds []Command) {
+		for _, cmd := range cmds {
+			switch {
+			case cmd.To == -1:
+				for _, n := range nets {
+					if !n.dead.Load() {
+						n.Post(cmd.Event)
+					}
+				}
+			case cmd.To >= 0:
+				nets[cmd.To].Post(cmd.Event)
+			}
 		}
 	}
-	probe()
+	deliver(c.core.Ready())
+	// Quiescence rounds are paced so that idle PEs do not spin.
+	pace := time.NewTicker(time.Millisecond)
+	defer pace.Stop()
 	for {
+		if out, done := c.core.Done(); done {
+			res.Status = out.Status
+			return res, out.Err
+		}
+		for _, e := range c.core.Events() {
+			if c.debug {
+				fmt.Fprintln(os.Stderr, "coordinator:", e)
+			}
+		}
 		select {
+		case <-pace.C:
+			deliver(c.core.Tick())
 		case <-ctx.Done():
 			return res, ctx.Err()
 		case ev := <-c.events:
@@ -144,26 +243,23 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 			case ctlOutput:
 				res.Output = append(res.Output, ev.line)
 			case ctlExit:
-				res.Status = ev.status
-				return res, nil
+				deliver(c.core.OnExit(ev.rank, ev.status))
 			case ctlQuiescence:
-				waiting = append(waiting, ev.rank)
+				c.core.OnQuiescenceRequest(ev.rank)
 			case ctlIdle:
-				complete, quiescent := c.qd.Reply(ev.rank, ev.round, ev.sent, ev.received)
-				if !complete {
-					continue
-				}
-				if quiescent {
-					if len(waiting) == 0 {
-						return res, ErrQuiescentWithoutExit
-					}
-					for _, r := range waiting {
-						nets[r].Post(QuiescenceDetected{})
-					}
-					waiting = nil
-					c.qd.Reset()
-				}
-				probe()
+				deliver(c.core.OnIdle(ev.rank, ev.st))
+			case ctlStaged:
+				deliver(c.core.OnStaged(ev.rank, ev.epoch, ev.bytes))
+			case ctlBuddyStored:
+				deliver(c.core.OnBuddyStored(ev.rank, ev.epoch, ev.ward))
+			case ctlDisk:
+				deliver(c.core.OnDiskWritten(ev.rank, ev.epoch, ev.entry, ev.err))
+			case ctlRestored:
+				deliver(c.core.OnRestored(ev.rank, ev.generation))
+			case ctlFail:
+				deliver(c.core.OnError(ev.rank, ev.err))
+			case ctlDied:
+				deliver(c.core.OnFailure(ev.rank))
 			default:
 				panic(fmt.Sprintf("scheduler: unknown control event %T", ev))
 			}
@@ -176,6 +272,7 @@ type localNet struct {
 	rank int
 	box  *mailbox
 	nets []*localNet
+	dead atomic.Bool
 }
 
 type localPayload struct {
@@ -184,6 +281,9 @@ type localPayload struct {
 }
 
 func (n *localNet) Send(to int, payload []byte) {
+	if n.dead.Load() {
+		return
+	}
 	n.nets[to].box.put(localPayload{n.rank, payload})
 }
 func (n *localNet) Flush()       {}
@@ -194,6 +294,9 @@ func (n *localNet) loop(pe *PE) {
 	for {
 		item, ok := n.box.get()
 		if !ok {
+			return
+		}
+		if n.dead.Load() {
 			return
 		}
 		if p, isPayload := item.(localPayload); isPayload {

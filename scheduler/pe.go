@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -12,6 +13,7 @@ import (
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler/wire"
 )
 
@@ -35,12 +37,21 @@ type Control interface {
 	Output(line string)
 	// Exit asks the launcher to end the job with status.
 	Exit(status int)
-	// Idle answers a quiescence probe: this PE has no work, and has sent
-	// and received these numbers of envelopes so far.
-	Idle(round uint64, sent, received uint64)
+	// Idle answers a quiescence probe: this PE has no work.
+	Idle(st IdleStatus)
 	// RequestQuiescence asks the launcher to detect quiescence and then
 	// post QuiescenceDetected to this PE.
 	RequestQuiescence()
+	// CheckpointStaged reports that this PE staged its tasks for epoch.
+	CheckpointStaged(epoch uint64, tasks, bytes int)
+	// BuddyStored reports that this PE staged the copy of PE ward's tasks.
+	BuddyStored(epoch uint64, ward int)
+	// DiskWritten reports this PE's checkpoint file.
+	DiskWritten(epoch uint64, entry migrate.FileEntry, err error)
+	// Restored reports that every task this PE had to restore is here.
+	Restored(generation uint64, tasks int)
+	// Fail reports an error that stops the PE from taking part.
+	Fail(err error)
 }
 
 // Config is what a PE is built from.
@@ -63,6 +74,12 @@ type Config struct {
 	// MaxBacklog is the number of unacknowledged bytes above which the PE
 	// stops running handlers until acknowledgements come (default 64 MiB).
 	MaxBacklog int
+	// CheckpointEvery is the sync period in steps: AtSync(step) is taken
+	// when step+1 is a multiple of it (0: never).
+	CheckpointEvery uint64
+	// OnStep, if set, is called whenever a task offers a sync point, with
+	// its step (failure injection uses it).
+	OnStep func(step uint64)
 }
 
 // Events a PE accepts through Net.Post (besides its own).
@@ -95,6 +112,7 @@ type Stats struct {
 	BytesSent       uint64
 	Dropped         uint64 // bad input dropped
 	DroppedByReason map[string]uint64
+	Restored        int // tasks restored here from checkpoints
 	// Protocol is the fault-tolerance protocol's own counters.
 	Protocol logging.Stats
 }
@@ -130,8 +148,27 @@ type PE struct {
 
 	qdCallbacks []actor.Callback
 	probe       *uint64
+	// sentTo and receivedFrom count envelopes per PE, for quiescence
+	// detection over the live PEs.
+	sentTo, receivedFrom []uint64
+
+	// Checkpoints and recovery.
+	store         *migrate.Store
+	live          []bool
+	generation    uint64
+	rolledBackAt  uint64 // generation of the last rollback
+	rollingBack   bool
+	restoring     bool
+	expectRestore map[commutative.TaskID]bool
+	restored      []*element
+	early         []earlyBatch
 
 	stats Stats
+}
+
+type earlyBatch struct {
+	from    int
+	payload []byte
 }
 
 type collectionState struct {
@@ -150,6 +187,7 @@ type element struct {
 	task     actor.Task
 	expected uint64
 	queued   bool
+	atSync   bool
 	nextRed  uint64
 	admits   func(logging.Message) bool
 }
@@ -196,6 +234,15 @@ func New(cfg Config) (*PE, error) {
 		system:   commutative.TaskID(TaskID(systemCollection, cfg.Rank)),
 		outgoing: make([][]*wire.Envelope, cfg.Size),
 		outBytes: make([]int, cfg.Size),
+
+		sentTo:        make([]uint64, cfg.Size),
+		receivedFrom:  make([]uint64, cfg.Size),
+		store:         migrate.NewStore(),
+		live:          make([]bool, cfg.Size),
+		expectRestore: map[commutative.TaskID]bool{},
+	}
+	for r := range pe.live {
+		pe.live[r] = true
 	}
 	pe.ctx.pe = pe
 	pe.stats.DroppedByReason = map[string]uint64{}
@@ -227,14 +274,21 @@ func New(cfg Config) (*PE, error) {
 }
 
 func (pe *PE) addElement(cs *collectionState, lin int, task actor.Task) *element {
+	el := pe.placeElement(cs, lin, task)
+	pe.proto.HostTask(el.id)
+	return el
+}
+
+// placeElement puts a task on this PE without telling the protocol.
+func (pe *PE) placeElement(cs *collectionState, lin int, task actor.Task) *element {
 	el := &element{coll: cs, lin: lin, id: commutative.TaskID(TaskID(cs.def.ID, lin)), index: cs.def.Shape.At(lin), task: task}
 	el.admits = func(m logging.Message) bool {
 		_, h := splitHandler(m.Handler)
 		return !cs.def.Handlers[h].Keyed || m.Key == el.expected
 	}
 	cs.local[lin] = el
-	cs.sorted = append(cs.sorted, lin)
-	pe.proto.HostTask(el.id)
+	i, _ := slices.BinarySearch(cs.sorted, lin)
+	cs.sorted = slices.Insert(cs.sorted, i, lin)
 	return el
 }
 
@@ -301,7 +355,7 @@ func (pe *PE) checkMessage(m logging.Message) error {
 	if hc != coll || h >= len(cs.def.Handlers) {
 		return fmt.Errorf("%w: handler %d of collection %q", ErrUnknownTarget, m.Handler, cs.def.Name)
 	}
-	if lin < 0 || lin >= int64(cs.n) || cs.local[lin] == nil {
+	if lin < 0 || lin >= int64(cs.n) || (cs.local[lin] == nil && !pe.expectRestore[m.To]) {
 		return fmt.Errorf("%w: %s[%d] for handler %s", ErrNoSuchElement, cs.def.Name, lin, cs.def.Handlers[h].Name)
 	}
 	return nil
@@ -316,6 +370,20 @@ func (pe *PE) Receive(from int, payload []byte) {
 	}
 	if b.Job != pe.cfg.JobID {
 		pe.drop(fmt.Errorf("%w: PE %d sent job %x, this is job %x", ErrWrongJob, from, b.Job, pe.cfg.JobID))
+		return
+	}
+	if from < 0 || from >= pe.cfg.Size || !pe.live[from] || b.Generation < pe.rolledBackAt {
+		return // from a failed PE, or from before a rollback
+	}
+	if b.Generation > pe.generation {
+		// The sender already acts on a recovery this PE has not been told
+		// of yet: keep the batch until it has.
+		pe.early = append(pe.early, earlyBatch{from, payload})
+		return
+	}
+	if b.CheckpointKind != wire.CheckpointKind_CHECKPOINT_NONE {
+		pe.receiveCheckpoint(from, b.CheckpointKind, b.Checkpoint)
+		pe.schedule()
 		return
 	}
 	for _, w := range b.Envelopes {
@@ -334,6 +402,7 @@ func (pe *PE) Receive(from int, payload []byte) {
 
 func (pe *PE) arrive(env logging.Envelope) {
 	pe.stats.Received++
+	pe.receivedFrom[env.From]++
 	pe.proto.Arrive(env)
 	switch env.Kind {
 	case logging.EnvelopeMessage:
@@ -358,7 +427,23 @@ func (pe *PE) Event(ev any) {
 		pe.posted = false
 		pe.runSlice()
 	case Begin:
+		pe.rollingBack = false
 		pe.begin()
+	case TakeCheckpoint:
+		pe.takeCheckpoint(ev.Epoch)
+	case CommitCheckpoint:
+		pe.commitCheckpoint(ev)
+	case Resume:
+		pe.rollingBack = false
+		pe.resume()
+	case Recover:
+		pe.recover(ev)
+		pe.schedule()
+	case NoticeFailure:
+		pe.noticeFailure(ev)
+	case Rollback:
+		pe.rollback(ev)
+		pe.schedule()
 	case Probe:
 		r := ev.Round
 		pe.probe = &r
@@ -433,7 +518,14 @@ func (pe *PE) answerProbe() {
 	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted {
 		return
 	}
-	pe.cfg.Control.Idle(*pe.probe, pe.stats.Sent, pe.stats.Received)
+	st := IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks()}
+	for p, ok := range pe.live {
+		if ok {
+			st.Sent += pe.sentTo[p]
+			st.Received += pe.receivedFrom[p]
+		}
+	}
+	pe.cfg.Control.Idle(st)
 	pe.probe = nil
 }
 
@@ -444,6 +536,10 @@ func (pe *PE) transmit() {
 	var local []logging.Envelope
 	for _, env := range ready.Envelopes {
 		pe.stats.Sent++
+		if !pe.live[env.To] {
+			continue // its replay will come from the log
+		}
+		pe.sentTo[env.To]++
 		if int(env.To) == pe.cfg.Rank {
 			local = append(local, env)
 			continue
@@ -472,7 +568,7 @@ func (pe *PE) transmit() {
 
 func (pe *PE) flushTo(to int) {
 	envs := pe.outgoing[to]
-	payload, err := proto.Marshal(&wire.Batch{Job: pe.cfg.JobID, Envelopes: envs})
+	payload, err := proto.Marshal(&wire.Batch{Job: pe.cfg.JobID, Generation: pe.generation, Envelopes: envs})
 	if err != nil {
 		panic(fmt.Sprintf("scheduler: marshal batch: %v", err))
 	}

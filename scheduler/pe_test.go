@@ -17,6 +17,7 @@ import (
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler/internal/testmsg"
 	"github.com/gochare/gochare/scheduler/wire"
 )
@@ -275,10 +276,15 @@ func (n *recordingNet) Backlog() int          { return 0 }
 
 type nopControl struct{}
 
-func (nopControl) Output(string)               {}
-func (nopControl) Exit(int)                    {}
-func (nopControl) Idle(uint64, uint64, uint64) {}
-func (nopControl) RequestQuiescence()          {}
+func (nopControl) Output(string)                                {}
+func (nopControl) Exit(int)                                     {}
+func (nopControl) Idle(IdleStatus)                              {}
+func (nopControl) RequestQuiescence()                           {}
+func (nopControl) CheckpointStaged(uint64, int, int)            {}
+func (nopControl) BuddyStored(uint64, int)                      {}
+func (nopControl) DiskWritten(uint64, migrate.FileEntry, error) {}
+func (nopControl) Restored(uint64, int)                         {}
+func (nopControl) Fail(error)                                   {}
 
 func TestBadInputIsDroppedAndCounted(t *testing.T) {
 	for _, kind := range []logging.Kind{logging.KindNone, logging.KindPartialDet} {

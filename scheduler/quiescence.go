@@ -18,13 +18,23 @@ type QuiescenceDetector struct {
 	answers int
 	current []counters
 	prev    []counters
+	dead    []bool
 }
 
 type counters struct{ sent, received uint64 }
 
 // NewQuiescenceDetector returns a detector for a job of size PEs.
 func NewQuiescenceDetector(size int) *QuiescenceDetector {
-	return &QuiescenceDetector{size: size, current: make([]counters, size)}
+	return &QuiescenceDetector{size: size, current: make([]counters, size), dead: make([]bool, size)}
+}
+
+// Exclude stops expecting answers from a failed PE; the rounds start over.
+func (q *QuiescenceDetector) Exclude(pe int) {
+	if pe >= 0 && pe < q.size && !q.dead[pe] {
+		q.dead[pe] = true
+		q.prev = nil
+		q.StartRound()
+	}
 }
 
 // StartRound begins a new round of probes and returns its number.
@@ -39,12 +49,18 @@ func (q *QuiescenceDetector) StartRound() uint64 {
 // every PE has answered the current round, and quiescent if the job is.
 // Answers to old rounds are ignored.
 func (q *QuiescenceDetector) Reply(pe int, round, sent, received uint64) (complete, quiescent bool) {
-	if round != q.round || pe < 0 || pe >= q.size {
+	if round != q.round || pe < 0 || pe >= q.size || q.dead[pe] {
 		return false, false
 	}
 	q.current[pe] = counters{sent, received}
 	q.answers++
-	if q.answers < q.size {
+	live := 0
+	for _, d := range q.dead {
+		if !d {
+			live++
+		}
+	}
+	if q.answers < live {
 		return false, false
 	}
 	var totalSent, totalReceived uint64

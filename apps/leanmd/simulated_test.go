@@ -232,6 +232,9 @@ func (c *doubleContext) Contribute(red actor.Reducer, v actor.Value, cb actor.Ca
 func (c *doubleContext) StartQuiescence(actor.Callback) {
 	c.r.t.Fatal("leanmd does not use quiescence")
 }
+// AtSync never takes the sync point: this double has no checkpoints.
+func (c *doubleContext) AtSync(uint64) bool { return false }
+
 func (c *doubleContext) Exit(status int) {
 	if c.r.exited {
 		c.r.t.Fatalf("exit %d after exit %d", status, c.r.exitStatus)

@@ -68,7 +68,12 @@ func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 	actor.Main(j, start, mainIndex)
 
 	chunks := actor.NewCollection(j, chunksCollection, p.shape, actor.BlockMap,
-		func(actor.Index) *Chunk { return newChunk(cfg) })
+		func(actor.Index) *Chunk {
+			c := newChunk(cfg)
+			c.resume = p.sendFaces
+			return c
+		})
+	chunks.UsesAtSync()
 	p.begin = actor.Handle(chunks, "begin", actor.AnnotateOrdered(), p.onBegin)
 	p.face = actor.Handle(chunks, "face", actor.AnnotateCommutative(NumSides), p.onFace,
 		actor.KeyBy(func(m *Face) uint64 { return faceKey(m.GetIteration()) }),
@@ -135,6 +140,11 @@ func (p *program) onFacesComplete(c *Chunk, ctx actor.Context, key uint64) {
 		panic(err)
 	}
 	if !last {
+		// A sync point after every sweep: when the runtime takes it (a
+		// checkpoint period), the next faces go out from ResumeFromSync.
+		if ctx.AtSync(c.iteration - 1) {
+			return
+		}
 		p.sendFaces(c, ctx)
 		return
 	}

@@ -1,6 +1,8 @@
 package stencil3d
 
 import (
+	"github.com/gochare/gochare/actor"
+
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,6 +20,8 @@ type Chunk struct {
 	// Fixed by the configuration; not part of the packed state.
 	block      Block
 	iterations uint64
+	// resume continues the run after a sync point (set by the program).
+	resume func(*Chunk, actor.Context)
 
 	started  bool
 	finished bool
@@ -47,6 +51,10 @@ func newChunk(cfg Config) *Chunk {
 		scratch:     make([]float64, b.Len()),
 	}
 }
+
+// ResumeFromSync continues after a sync point the runtime took (a
+// checkpoint), or after the chunk was restored from one.
+func (c *Chunk) ResumeFromSync(ctx actor.Context) { c.resume(c, ctx) }
 
 // begin applies the boundary condition before the first iteration.
 func (c *Chunk) begin() error {

@@ -279,6 +279,9 @@ func (c *simContext) StartQuiescence(actor.Callback) {
 	c.sim.t.Fatalf("stencil3d does not use quiescence detection")
 }
 
+// AtSync never takes the sync point: this double has no checkpoints.
+func (c *simContext) AtSync(uint64) bool { return false }
+
 func (c *simContext) Exit(status int) {
 	if c.sim.exited {
 		c.sim.t.Fatalf("job exited twice")

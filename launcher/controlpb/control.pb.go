@@ -34,6 +34,11 @@ type ToCoordinator struct {
 	//	*ToCoordinator_Quiescence
 	//	*ToCoordinator_Heartbeat
 	//	*ToCoordinator_Failed
+	//	*ToCoordinator_Staged
+	//	*ToCoordinator_BuddyStored
+	//	*ToCoordinator_DiskWritten
+	//	*ToCoordinator_Restored
+	//	*ToCoordinator_Stats
 	Msg           isToCoordinator_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -148,6 +153,51 @@ func (x *ToCoordinator) GetFailed() *Failed {
 	return nil
 }
 
+func (x *ToCoordinator) GetStaged() *CheckpointStaged {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Staged); ok {
+			return x.Staged
+		}
+	}
+	return nil
+}
+
+func (x *ToCoordinator) GetBuddyStored() *BuddyStored {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_BuddyStored); ok {
+			return x.BuddyStored
+		}
+	}
+	return nil
+}
+
+func (x *ToCoordinator) GetDiskWritten() *DiskWritten {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_DiskWritten); ok {
+			return x.DiskWritten
+		}
+	}
+	return nil
+}
+
+func (x *ToCoordinator) GetRestored() *Restored {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Restored); ok {
+			return x.Restored
+		}
+	}
+	return nil
+}
+
+func (x *ToCoordinator) GetStats() *PEStats {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Stats); ok {
+			return x.Stats
+		}
+	}
+	return nil
+}
+
 type isToCoordinator_Msg interface {
 	isToCoordinator_Msg()
 }
@@ -184,6 +234,26 @@ type ToCoordinator_Failed struct {
 	Failed *Failed `protobuf:"bytes,8,opt,name=failed,proto3,oneof"`
 }
 
+type ToCoordinator_Staged struct {
+	Staged *CheckpointStaged `protobuf:"bytes,9,opt,name=staged,proto3,oneof"`
+}
+
+type ToCoordinator_BuddyStored struct {
+	BuddyStored *BuddyStored `protobuf:"bytes,10,opt,name=buddy_stored,json=buddyStored,proto3,oneof"`
+}
+
+type ToCoordinator_DiskWritten struct {
+	DiskWritten *DiskWritten `protobuf:"bytes,11,opt,name=disk_written,json=diskWritten,proto3,oneof"`
+}
+
+type ToCoordinator_Restored struct {
+	Restored *Restored `protobuf:"bytes,12,opt,name=restored,proto3,oneof"`
+}
+
+type ToCoordinator_Stats struct {
+	Stats *PEStats `protobuf:"bytes,13,opt,name=stats,proto3,oneof"`
+}
+
 func (*ToCoordinator_Hello) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Ready) isToCoordinator_Msg() {}
@@ -200,6 +270,16 @@ func (*ToCoordinator_Heartbeat) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Failed) isToCoordinator_Msg() {}
 
+func (*ToCoordinator_Staged) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_BuddyStored) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_DiskWritten) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_Restored) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_Stats) isToCoordinator_Msg() {}
+
 // Messages from the coordinator to a PE.
 type ToPE struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -211,6 +291,12 @@ type ToPE struct {
 	//	*ToPE_Probe
 	//	*ToPE_Quiescence
 	//	*ToPE_Stop
+	//	*ToPE_TakeCheckpoint
+	//	*ToPE_CommitCheckpoint
+	//	*ToPE_Resume
+	//	*ToPE_Recover
+	//	*ToPE_NoticeFailure
+	//	*ToPE_Rollback
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -307,6 +393,60 @@ func (x *ToPE) GetStop() *Stop {
 	return nil
 }
 
+func (x *ToPE) GetTakeCheckpoint() *TakeCheckpoint {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_TakeCheckpoint); ok {
+			return x.TakeCheckpoint
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetCommitCheckpoint() *CommitCheckpoint {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_CommitCheckpoint); ok {
+			return x.CommitCheckpoint
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetResume() *Resume {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_Resume); ok {
+			return x.Resume
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetRecover() *Recover {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_Recover); ok {
+			return x.Recover
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetNoticeFailure() *NoticeFailure {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_NoticeFailure); ok {
+			return x.NoticeFailure
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetRollback() *Rollback {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_Rollback); ok {
+			return x.Rollback
+		}
+	}
+	return nil
+}
+
 type isToPE_Msg interface {
 	isToPE_Msg()
 }
@@ -335,6 +475,30 @@ type ToPE_Stop struct {
 	Stop *Stop `protobuf:"bytes,6,opt,name=stop,proto3,oneof"`
 }
 
+type ToPE_TakeCheckpoint struct {
+	TakeCheckpoint *TakeCheckpoint `protobuf:"bytes,7,opt,name=take_checkpoint,json=takeCheckpoint,proto3,oneof"`
+}
+
+type ToPE_CommitCheckpoint struct {
+	CommitCheckpoint *CommitCheckpoint `protobuf:"bytes,8,opt,name=commit_checkpoint,json=commitCheckpoint,proto3,oneof"`
+}
+
+type ToPE_Resume struct {
+	Resume *Resume `protobuf:"bytes,9,opt,name=resume,proto3,oneof"`
+}
+
+type ToPE_Recover struct {
+	Recover *Recover `protobuf:"bytes,10,opt,name=recover,proto3,oneof"`
+}
+
+type ToPE_NoticeFailure struct {
+	NoticeFailure *NoticeFailure `protobuf:"bytes,11,opt,name=notice_failure,json=noticeFailure,proto3,oneof"`
+}
+
+type ToPE_Rollback struct {
+	Rollback *Rollback `protobuf:"bytes,12,opt,name=rollback,proto3,oneof"`
+}
+
 func (*ToPE_Challenge) isToPE_Msg() {}
 
 func (*ToPE_Setup) isToPE_Msg() {}
@@ -346,6 +510,18 @@ func (*ToPE_Probe) isToPE_Msg() {}
 func (*ToPE_Quiescence) isToPE_Msg() {}
 
 func (*ToPE_Stop) isToPE_Msg() {}
+
+func (*ToPE_TakeCheckpoint) isToPE_Msg() {}
+
+func (*ToPE_CommitCheckpoint) isToPE_Msg() {}
+
+func (*ToPE_Resume) isToPE_Msg() {}
+
+func (*ToPE_Recover) isToPE_Msg() {}
+
+func (*ToPE_NoticeFailure) isToPE_Msg() {}
+
+func (*ToPE_Rollback) isToPE_Msg() {}
 
 // Challenge opens every connection: the PE must answer with a MAC of the
 // nonce under the job secret.
@@ -395,7 +571,7 @@ func (x *Challenge) GetNonce() []byte {
 
 type Hello struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Rank asked for, or -1 to let the coordinator assign one.
+	// Rank asked for.
 	Rank int32 `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
 	// Size the PE was started for (0: any).
 	Size int32 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
@@ -490,7 +666,13 @@ type Setup struct {
 	Args           []string               `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
 	TransportAddrs []string               `protobuf:"bytes,6,rep,name=transport_addrs,json=transportAddrs,proto3" json:"transport_addrs,omitempty"`
 	// Protocol is the fault-tolerance protocol: none, fulldet or partialdet.
-	Protocol      string `protobuf:"bytes,7,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Protocol string `protobuf:"bytes,7,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// CheckpointEvery is the sync period in steps (0: none).
+	CheckpointEvery uint64 `protobuf:"varint,8,opt,name=checkpoint_every,json=checkpointEvery,proto3" json:"checkpoint_every,omitempty"`
+	// KillAtStep makes this PE kill itself with SIGKILL when one of its
+	// tasks reaches a sync point at this step or later (0: never); failure
+	// injection for tests and demonstrations.
+	KillAtStep    uint64 `protobuf:"varint,9,opt,name=kill_at_step,json=killAtStep,proto3" json:"kill_at_step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -572,6 +754,20 @@ func (x *Setup) GetProtocol() string {
 		return x.Protocol
 	}
 	return ""
+}
+
+func (x *Setup) GetCheckpointEvery() uint64 {
+	if x != nil {
+		return x.CheckpointEvery
+	}
+	return 0
+}
+
+func (x *Setup) GetKillAtStep() uint64 {
+	if x != nil {
+		return x.KillAtStep
+	}
+	return 0
 }
 
 type Ready struct {
@@ -783,6 +979,8 @@ type Idle struct {
 	Round         uint64                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
 	Sent          uint64                 `protobuf:"varint,2,opt,name=sent,proto3" json:"sent,omitempty"`
 	Received      uint64                 `protobuf:"varint,3,opt,name=received,proto3" json:"received,omitempty"`
+	AtSync        int32                  `protobuf:"varint,4,opt,name=at_sync,json=atSync,proto3" json:"at_sync,omitempty"`
+	SyncTasks     int32                  `protobuf:"varint,5,opt,name=sync_tasks,json=syncTasks,proto3" json:"sync_tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -834,6 +1032,20 @@ func (x *Idle) GetSent() uint64 {
 func (x *Idle) GetReceived() uint64 {
 	if x != nil {
 		return x.Received
+	}
+	return 0
+}
+
+func (x *Idle) GetAtSync() int32 {
+	if x != nil {
+		return x.AtSync
+	}
+	return 0
+}
+
+func (x *Idle) GetSyncTasks() int32 {
+	if x != nil {
+		return x.SyncTasks
 	}
 	return 0
 }
@@ -1042,11 +1254,772 @@ func (x *Failed) GetError() string {
 	return ""
 }
 
+type TakeCheckpoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeCheckpoint) Reset() {
+	*x = TakeCheckpoint{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeCheckpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeCheckpoint) ProtoMessage() {}
+
+func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
+func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TakeCheckpoint) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+type CommitCheckpoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Dir           string                 `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitCheckpoint) Reset() {
+	*x = CommitCheckpoint{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitCheckpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitCheckpoint) ProtoMessage() {}
+
+func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
+func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *CommitCheckpoint) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CommitCheckpoint) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+type Resume struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resume) Reset() {
+	*x = Resume{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resume) ProtoMessage() {}
+
+func (x *Resume) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resume.ProtoReflect.Descriptor instead.
+func (*Resume) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
+}
+
+type CheckpointStaged struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Tasks         int32                  `protobuf:"varint,2,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointStaged) Reset() {
+	*x = CheckpointStaged{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointStaged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointStaged) ProtoMessage() {}
+
+func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
+func (*CheckpointStaged) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CheckpointStaged) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CheckpointStaged) GetTasks() int32 {
+	if x != nil {
+		return x.Tasks
+	}
+	return 0
+}
+
+func (x *CheckpointStaged) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+type BuddyStored struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Ward          int32                  `protobuf:"varint,2,opt,name=ward,proto3" json:"ward,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BuddyStored) Reset() {
+	*x = BuddyStored{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BuddyStored) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BuddyStored) ProtoMessage() {}
+
+func (x *BuddyStored) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
+func (*BuddyStored) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *BuddyStored) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *BuddyStored) GetWard() int32 {
+	if x != nil {
+		return x.Ward
+	}
+	return 0
+}
+
+type DiskWritten struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Pe            int32                  `protobuf:"varint,3,opt,name=pe,proto3" json:"pe,omitempty"`
+	Sha256        []byte                 `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	Error         string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiskWritten) Reset() {
+	*x = DiskWritten{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiskWritten) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiskWritten) ProtoMessage() {}
+
+func (x *DiskWritten) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
+func (*DiskWritten) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *DiskWritten) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *DiskWritten) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DiskWritten) GetPe() int32 {
+	if x != nil {
+		return x.Pe
+	}
+	return 0
+}
+
+func (x *DiskWritten) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
+}
+
+func (x *DiskWritten) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *DiskWritten) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type Restored struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Tasks         int32                  `protobuf:"varint,2,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Restored) Reset() {
+	*x = Restored{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Restored) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Restored) ProtoMessage() {}
+
+func (x *Restored) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Restored.ProtoReflect.Descriptor instead.
+func (*Restored) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Restored) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Restored) GetTasks() int32 {
+	if x != nil {
+		return x.Tasks
+	}
+	return 0
+}
+
+type Relocation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Collection    uint32                 `protobuf:"varint,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	Lin           int64                  `protobuf:"varint,2,opt,name=lin,proto3" json:"lin,omitempty"`
+	FailedPe      int32                  `protobuf:"varint,3,opt,name=failed_pe,json=failedPe,proto3" json:"failed_pe,omitempty"`
+	ToPe          int32                  `protobuf:"varint,4,opt,name=to_pe,json=toPe,proto3" json:"to_pe,omitempty"`
+	CheckpointPe  int32                  `protobuf:"varint,5,opt,name=checkpoint_pe,json=checkpointPe,proto3" json:"checkpoint_pe,omitempty"`
+	CopyPe        int32                  `protobuf:"varint,6,opt,name=copy_pe,json=copyPe,proto3" json:"copy_pe,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Relocation) Reset() {
+	*x = Relocation{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Relocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Relocation) ProtoMessage() {}
+
+func (x *Relocation) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
+func (*Relocation) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Relocation) GetCollection() uint32 {
+	if x != nil {
+		return x.Collection
+	}
+	return 0
+}
+
+func (x *Relocation) GetLin() int64 {
+	if x != nil {
+		return x.Lin
+	}
+	return 0
+}
+
+func (x *Relocation) GetFailedPe() int32 {
+	if x != nil {
+		return x.FailedPe
+	}
+	return 0
+}
+
+func (x *Relocation) GetToPe() int32 {
+	if x != nil {
+		return x.ToPe
+	}
+	return 0
+}
+
+func (x *Relocation) GetCheckpointPe() int32 {
+	if x != nil {
+		return x.CheckpointPe
+	}
+	return 0
+}
+
+func (x *Relocation) GetCopyPe() int32 {
+	if x != nil {
+		return x.CopyPe
+	}
+	return 0
+}
+
+type Recover struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Failed        []int32                `protobuf:"varint,2,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	Relocations   []*Relocation          `protobuf:"bytes,3,rep,name=relocations,proto3" json:"relocations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Recover) Reset() {
+	*x = Recover{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Recover) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Recover) ProtoMessage() {}
+
+func (x *Recover) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Recover.ProtoReflect.Descriptor instead.
+func (*Recover) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Recover) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Recover) GetFailed() []int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+func (x *Recover) GetRelocations() []*Relocation {
+	if x != nil {
+		return x.Relocations
+	}
+	return nil
+}
+
+type NoticeFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Failed        []int32                `protobuf:"varint,2,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	Relocations   []*Relocation          `protobuf:"bytes,3,rep,name=relocations,proto3" json:"relocations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NoticeFailure) Reset() {
+	*x = NoticeFailure{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NoticeFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NoticeFailure) ProtoMessage() {}
+
+func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
+func (*NoticeFailure) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *NoticeFailure) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *NoticeFailure) GetFailed() []int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+func (x *NoticeFailure) GetRelocations() []*Relocation {
+	if x != nil {
+		return x.Relocations
+	}
+	return nil
+}
+
+type Rollback struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Failed        []int32                `protobuf:"varint,3,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	Relocations   []*Relocation          `protobuf:"bytes,4,rep,name=relocations,proto3" json:"relocations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rollback) Reset() {
+	*x = Rollback{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollback) ProtoMessage() {}
+
+func (x *Rollback) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
+func (*Rollback) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *Rollback) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Rollback) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Rollback) GetFailed() []int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+func (x *Rollback) GetRelocations() []*Relocation {
+	if x != nil {
+		return x.Relocations
+	}
+	return nil
+}
+
+// PEStats are a PE's counters, sent when the job stops.
+type PEStats struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Delivered        uint64                 `protobuf:"varint,1,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	EnvelopesSent    uint64                 `protobuf:"varint,2,opt,name=envelopes_sent,json=envelopesSent,proto3" json:"envelopes_sent,omitempty"`
+	BytesSent        uint64                 `protobuf:"varint,3,opt,name=bytes_sent,json=bytesSent,proto3" json:"bytes_sent,omitempty"`
+	Determinants     int64                  `protobuf:"varint,4,opt,name=determinants,proto3" json:"determinants,omitempty"`
+	PiggybackedBytes int64                  `protobuf:"varint,5,opt,name=piggybacked_bytes,json=piggybackedBytes,proto3" json:"piggybacked_bytes,omitempty"`
+	LoggedBytes      int64                  `protobuf:"varint,6,opt,name=logged_bytes,json=loggedBytes,proto3" json:"logged_bytes,omitempty"`
+	Duplicates       int64                  `protobuf:"varint,7,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	Restored         int32                  `protobuf:"varint,8,opt,name=restored,proto3" json:"restored,omitempty"`
+	Dropped          uint64                 `protobuf:"varint,9,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PEStats) Reset() {
+	*x = PEStats{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PEStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PEStats) ProtoMessage() {}
+
+func (x *PEStats) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
+func (*PEStats) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *PEStats) GetDelivered() uint64 {
+	if x != nil {
+		return x.Delivered
+	}
+	return 0
+}
+
+func (x *PEStats) GetEnvelopesSent() uint64 {
+	if x != nil {
+		return x.EnvelopesSent
+	}
+	return 0
+}
+
+func (x *PEStats) GetBytesSent() uint64 {
+	if x != nil {
+		return x.BytesSent
+	}
+	return 0
+}
+
+func (x *PEStats) GetDeterminants() int64 {
+	if x != nil {
+		return x.Determinants
+	}
+	return 0
+}
+
+func (x *PEStats) GetPiggybackedBytes() int64 {
+	if x != nil {
+		return x.PiggybackedBytes
+	}
+	return 0
+}
+
+func (x *PEStats) GetLoggedBytes() int64 {
+	if x != nil {
+		return x.LoggedBytes
+	}
+	return 0
+}
+
+func (x *PEStats) GetDuplicates() int64 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
+}
+
+func (x *PEStats) GetRestored() int32 {
+	if x != nil {
+		return x.Restored
+	}
+	return 0
+}
+
+func (x *PEStats) GetDropped() uint64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
 var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
 
 const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xbf\x03\n" +
+	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xed\x05\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -1057,8 +2030,14 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"quiescence\x18\x06 \x01(\v2\".gochare.control.QuiescenceRequestH\x00R\n" +
 	"quiescence\x12:\n" +
 	"\theartbeat\x18\a \x01(\v2\x1a.gochare.control.HeartbeatH\x00R\theartbeat\x121\n" +
-	"\x06failed\x18\b \x01(\v2\x17.gochare.control.FailedH\x00R\x06failedB\x05\n" +
-	"\x03msg\"\xcd\x02\n" +
+	"\x06failed\x18\b \x01(\v2\x17.gochare.control.FailedH\x00R\x06failed\x12;\n" +
+	"\x06staged\x18\t \x01(\v2!.gochare.control.CheckpointStagedH\x00R\x06staged\x12A\n" +
+	"\fbuddy_stored\x18\n" +
+	" \x01(\v2\x1c.gochare.control.BuddyStoredH\x00R\vbuddyStored\x12A\n" +
+	"\fdisk_written\x18\v \x01(\v2\x1c.gochare.control.DiskWrittenH\x00R\vdiskWritten\x127\n" +
+	"\brestored\x18\f \x01(\v2\x19.gochare.control.RestoredH\x00R\brestored\x120\n" +
+	"\x05stats\x18\r \x01(\v2\x18.gochare.control.PEStatsH\x00R\x05statsB\x05\n" +
+	"\x03msg\"\xd6\x05\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -1067,7 +2046,14 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
 	"quiescence\x18\x05 \x01(\v2#.gochare.control.QuiescenceDetectedH\x00R\n" +
 	"quiescence\x12+\n" +
-	"\x04stop\x18\x06 \x01(\v2\x15.gochare.control.StopH\x00R\x04stopB\x05\n" +
+	"\x04stop\x18\x06 \x01(\v2\x15.gochare.control.StopH\x00R\x04stop\x12J\n" +
+	"\x0ftake_checkpoint\x18\a \x01(\v2\x1f.gochare.control.TakeCheckpointH\x00R\x0etakeCheckpoint\x12P\n" +
+	"\x11commit_checkpoint\x18\b \x01(\v2!.gochare.control.CommitCheckpointH\x00R\x10commitCheckpoint\x121\n" +
+	"\x06resume\x18\t \x01(\v2\x17.gochare.control.ResumeH\x00R\x06resume\x124\n" +
+	"\arecover\x18\n" +
+	" \x01(\v2\x18.gochare.control.RecoverH\x00R\arecover\x12G\n" +
+	"\x0enotice_failure\x18\v \x01(\v2\x1e.gochare.control.NoticeFailureH\x00R\rnoticeFailure\x127\n" +
+	"\brollback\x18\f \x01(\v2\x19.gochare.control.RollbackH\x00R\brollbackB\x05\n" +
 	"\x03msg\"!\n" +
 	"\tChallenge\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\fR\x05nonce\"\x8e\x01\n" +
@@ -1077,7 +2063,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x03mac\x18\x03 \x01(\fR\x03mac\x12%\n" +
 	"\x0etransport_addr\x18\x04 \x01(\tR\rtransportAddr\x12\x10\n" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x12\n" +
-	"\x04host\x18\x06 \x01(\tR\x04host\"\xb1\x01\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\"\xfe\x01\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -1085,7 +2071,10 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x03app\x18\x04 \x01(\tR\x03app\x12\x12\n" +
 	"\x04args\x18\x05 \x03(\tR\x04args\x12'\n" +
 	"\x0ftransport_addrs\x18\x06 \x03(\tR\x0etransportAddrs\x12\x1a\n" +
-	"\bprotocol\x18\a \x01(\tR\bprotocol\"\a\n" +
+	"\bprotocol\x18\a \x01(\tR\bprotocol\x12)\n" +
+	"\x10checkpoint_every\x18\b \x01(\x04R\x0fcheckpointEvery\x12 \n" +
+	"\fkill_at_step\x18\t \x01(\x04R\n" +
+	"killAtStep\"\a\n" +
 	"\x05Ready\"\a\n" +
 	"\x05Begin\"\x1c\n" +
 	"\x06Output\x12\x12\n" +
@@ -1093,11 +2082,14 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\vExitRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\"\x1d\n" +
 	"\x05Probe\x12\x14\n" +
-	"\x05round\x18\x01 \x01(\x04R\x05round\"L\n" +
+	"\x05round\x18\x01 \x01(\x04R\x05round\"\x84\x01\n" +
 	"\x04Idle\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x12\n" +
 	"\x04sent\x18\x02 \x01(\x04R\x04sent\x12\x1a\n" +
-	"\breceived\x18\x03 \x01(\x04R\breceived\"\x13\n" +
+	"\breceived\x18\x03 \x01(\x04R\breceived\x12\x17\n" +
+	"\aat_sync\x18\x04 \x01(\x05R\x06atSync\x12\x1d\n" +
+	"\n" +
+	"sync_tasks\x18\x05 \x01(\x05R\tsyncTasks\"\x13\n" +
 	"\x11QuiescenceRequest\",\n" +
 	"\x12QuiescenceDetected\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\"\v\n" +
@@ -1105,7 +2097,74 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04Stop\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\"\x1e\n" +
 	"\x06Failed\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05errorB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\x05error\x18\x01 \x01(\tR\x05error\"&\n" +
+	"\x0eTakeCheckpoint\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\":\n" +
+	"\x10CommitCheckpoint\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x10\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\"\b\n" +
+	"\x06Resume\"T\n" +
+	"\x10CheckpointStaged\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05tasks\x18\x02 \x01(\x05R\x05tasks\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\"7\n" +
+	"\vBuddyStored\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04ward\x18\x02 \x01(\x05R\x04ward\"\x89\x01\n" +
+	"\vDiskWritten\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02pe\x18\x03 \x01(\x05R\x02pe\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\fR\x06sha256\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"@\n" +
+	"\bRestored\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x14\n" +
+	"\x05tasks\x18\x02 \x01(\x05R\x05tasks\"\xae\x01\n" +
+	"\n" +
+	"Relocation\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\rR\n" +
+	"collection\x12\x10\n" +
+	"\x03lin\x18\x02 \x01(\x03R\x03lin\x12\x1b\n" +
+	"\tfailed_pe\x18\x03 \x01(\x05R\bfailedPe\x12\x13\n" +
+	"\x05to_pe\x18\x04 \x01(\x05R\x04toPe\x12#\n" +
+	"\rcheckpoint_pe\x18\x05 \x01(\x05R\fcheckpointPe\x12\x17\n" +
+	"\acopy_pe\x18\x06 \x01(\x05R\x06copyPe\"\x80\x01\n" +
+	"\aRecover\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x16\n" +
+	"\x06failed\x18\x02 \x03(\x05R\x06failed\x12=\n" +
+	"\vrelocations\x18\x03 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\x86\x01\n" +
+	"\rNoticeFailure\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x16\n" +
+	"\x06failed\x18\x02 \x03(\x05R\x06failed\x12=\n" +
+	"\vrelocations\x18\x03 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\x97\x01\n" +
+	"\bRollback\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
+	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\xb7\x02\n" +
+	"\aPEStats\x12\x1c\n" +
+	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
+	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
+	"\n" +
+	"bytes_sent\x18\x03 \x01(\x04R\tbytesSent\x12\"\n" +
+	"\fdeterminants\x18\x04 \x01(\x03R\fdeterminants\x12+\n" +
+	"\x11piggybacked_bytes\x18\x05 \x01(\x03R\x10piggybackedBytes\x12!\n" +
+	"\flogged_bytes\x18\x06 \x01(\x03R\vloggedBytes\x12\x1e\n" +
+	"\n" +
+	"duplicates\x18\a \x01(\x03R\n" +
+	"duplicates\x12\x1a\n" +
+	"\brestored\x18\b \x01(\x05R\brestored\x12\x18\n" +
+	"\adropped\x18\t \x01(\x04R\adroppedB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_launcher_controlpb_control_proto_rawDescOnce sync.Once
@@ -1119,7 +2178,7 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*ToPE)(nil),               // 1: gochare.control.ToPE
@@ -1137,6 +2196,18 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*Heartbeat)(nil),          // 13: gochare.control.Heartbeat
 	(*Stop)(nil),               // 14: gochare.control.Stop
 	(*Failed)(nil),             // 15: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 16: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 17: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 18: gochare.control.Resume
+	(*CheckpointStaged)(nil),   // 19: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 20: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 21: gochare.control.DiskWritten
+	(*Restored)(nil),           // 22: gochare.control.Restored
+	(*Relocation)(nil),         // 23: gochare.control.Relocation
+	(*Recover)(nil),            // 24: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 25: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 26: gochare.control.Rollback
+	(*PEStats)(nil),            // 27: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	3,  // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
@@ -1147,17 +2218,31 @@ var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	11, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
 	13, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
 	15, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	2,  // 8: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	4,  // 9: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	6,  // 10: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	9,  // 11: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	12, // 12: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	14, // 13: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	19, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	20, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	21, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	22, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	27, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	2,  // 13: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	4,  // 14: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	6,  // 15: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	9,  // 16: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	12, // 17: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	14, // 18: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	16, // 19: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	17, // 20: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	18, // 21: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	24, // 22: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	25, // 23: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	26, // 24: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	23, // 25: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	23, // 26: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	23, // 27: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -1174,6 +2259,11 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Quiescence)(nil),
 		(*ToCoordinator_Heartbeat)(nil),
 		(*ToCoordinator_Failed)(nil),
+		(*ToCoordinator_Staged)(nil),
+		(*ToCoordinator_BuddyStored)(nil),
+		(*ToCoordinator_DiskWritten)(nil),
+		(*ToCoordinator_Restored)(nil),
+		(*ToCoordinator_Stats)(nil),
 	}
 	file_launcher_controlpb_control_proto_msgTypes[1].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
@@ -1182,6 +2272,12 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_Probe)(nil),
 		(*ToPE_Quiescence)(nil),
 		(*ToPE_Stop)(nil),
+		(*ToPE_TakeCheckpoint)(nil),
+		(*ToPE_CommitCheckpoint)(nil),
+		(*ToPE_Resume)(nil),
+		(*ToPE_Recover)(nil),
+		(*ToPE_NoticeFailure)(nil),
+		(*ToPE_Rollback)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1189,7 +2285,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

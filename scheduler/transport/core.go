@@ -58,6 +58,8 @@ type outChannel struct {
 	// resend answers them all.
 	lastGoBack uint64
 	timeouts   uint // consecutive resend timeouts without progress
+	// dead is set once the peer failed: nothing more goes to it.
+	dead bool
 }
 
 type sentFrame struct {
@@ -130,9 +132,12 @@ func (c *core) send(to int, payload []byte) {
 	if to < 0 || to >= c.size {
 		panic(fmt.Sprintf("transport: send to rank %d of %d", to, c.size))
 	}
+	o := &c.out[to]
+	if o.dead {
+		return
+	}
 	c.stats.payloadsSent.Add(1)
 	c.stats.backlog.Add(int64(len(payload)))
-	o := &c.out[to]
 	var header [binary.MaxVarintLen64]byte
 	h := binary.PutUvarint(header[:], uint64(len(payload)))
 	if len(o.open)+h > c.maxFrame {
@@ -190,6 +195,9 @@ func (c *core) grow(o *outChannel, want int) {
 // seal closes the open frame to PE to and transmits what the window allows.
 func (c *core) seal(to int) {
 	o := &c.out[to]
+	if o.dead {
+		return
+	}
 	if len(o.open) > 0 {
 		o.queued = append(o.queued, sentFrame{data: o.open, payloadBytes: o.openPayload})
 		o.open, o.openPayload = nil, 0
@@ -242,6 +250,9 @@ func (c *core) stampAck(peer int, f *Frame) {
 }
 
 func (c *core) transmitAck(to int, resendFrom uint64) {
+	if c.out[to].dead {
+		return
+	}
 	f := &Frame{From: uint32(c.rank), ResendFrom: resendFrom}
 	c.stampAck(to, f)
 	c.stats.acksSent.Add(1)
@@ -251,7 +262,7 @@ func (c *core) transmitAck(to int, resendFrom uint64) {
 // goBack resends every unacknowledged frame to peer to, oldest first.
 func (c *core) goBack(to int) {
 	o := &c.out[to]
-	if len(o.unacked) == 0 {
+	if len(o.unacked) == 0 || o.dead {
 		return
 	}
 	c.stats.goBacks.Add(1)
@@ -270,6 +281,9 @@ func (c *core) receive(f *Frame) error {
 		return fmt.Errorf("%w: rank %d, job size %d", ErrUnknownRank, f.From, c.size)
 	}
 	from := int(f.From)
+	if c.out[from].dead {
+		return nil // a failed peer's late frames
+	}
 	if err := c.onAck(from, f.Ack, f.ResendFrom); err != nil {
 		c.stats.malformed.Add(1)
 		return err
@@ -470,6 +484,27 @@ func (c *core) flushAcks() {
 			c.transmitAck(from, 0)
 		}
 	}
+}
+
+// forget drops everything queued for or owed to a failed peer and sends
+// it nothing more; what it sent is no longer delivered.
+func (c *core) forget(peer int) {
+	o := &c.out[peer]
+	if o.dead {
+		return
+	}
+	o.dead = true
+	dropped := o.openPayload
+	for _, sf := range o.queued {
+		dropped += sf.payloadBytes
+	}
+	for _, sf := range o.unacked {
+		dropped += sf.payloadBytes
+	}
+	c.stats.backlog.Add(-int64(dropped))
+	o.open, o.openPayload, o.queued, o.unacked, o.inFlight = nil, 0, nil, nil, 0
+	in := &c.in[peer]
+	in.owed, in.assembly, in.need = false, nil, 0
 }
 
 // flushAllAcks sends every acknowledgement owed, due or not.

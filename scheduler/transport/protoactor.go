@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +73,16 @@ func NewProtoActor(cfg Config) (*ProtoActor, error) {
 	e := &ProtoActor{cfg: cfg, log: cfg.Logger.With("rank", cfg.Rank)}
 	e.system = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			return slog.New(minLevel{cfg.Logger.Handler(), slog.LevelError}).With("lib", "protoactor", "rank", cfg.Rank)
+			// protoactor reports every broken or refused connection as an
+			// error, including the normal ones at shutdown and after a
+			// peer failed; this layer recovers from them and reports what
+			// matters itself, so protoactor's own log is kept only with
+			// GOCHARE_DEBUG_PROTOACTOR set.
+			level := slog.LevelError + 1
+			if os.Getenv("GOCHARE_DEBUG_PROTOACTOR") != "" {
+				level = slog.LevelDebug
+			}
+			return slog.New(minLevel{cfg.Logger.Handler(), level}).With("lib", "protoactor", "rank", cfg.Rank)
 		}),
 		actor.WithDeadLetterRequestLogging(false),
 	)
@@ -216,6 +226,15 @@ func (e *ProtoActor) runTicker() {
 
 // Send queues payload for PE to. Call it only from Handler callbacks.
 func (e *ProtoActor) Send(to int, payload []byte) { e.pe.core.send(to, payload) }
+
+// Forget stops all traffic with a failed peer: what was queued for it is
+// dropped, nothing is resent to it, and its late frames are ignored. Call
+// it only from Handler callbacks.
+func (e *ProtoActor) Forget(peer int) {
+	if peer >= 0 && peer < e.cfg.Size && peer != e.cfg.Rank {
+		e.pe.core.forget(peer)
+	}
+}
 
 // Flush sends the frames being filled and the due acknowledgements. Call it
 // only from Handler callbacks.

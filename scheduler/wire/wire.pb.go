@@ -21,15 +21,74 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type CheckpointKind int32
+
+const (
+	CheckpointKind_CHECKPOINT_NONE    CheckpointKind = 0
+	CheckpointKind_CHECKPOINT_BUDDY   CheckpointKind = 1
+	CheckpointKind_CHECKPOINT_RESTORE CheckpointKind = 2
+	CheckpointKind_CHECKPOINT_ADOPT   CheckpointKind = 3
+)
+
+// Enum value maps for CheckpointKind.
+var (
+	CheckpointKind_name = map[int32]string{
+		0: "CHECKPOINT_NONE",
+		1: "CHECKPOINT_BUDDY",
+		2: "CHECKPOINT_RESTORE",
+		3: "CHECKPOINT_ADOPT",
+	}
+	CheckpointKind_value = map[string]int32{
+		"CHECKPOINT_NONE":    0,
+		"CHECKPOINT_BUDDY":   1,
+		"CHECKPOINT_RESTORE": 2,
+		"CHECKPOINT_ADOPT":   3,
+	}
+)
+
+func (x CheckpointKind) Enum() *CheckpointKind {
+	p := new(CheckpointKind)
+	*p = x
+	return p
+}
+
+func (x CheckpointKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CheckpointKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_scheduler_wire_wire_proto_enumTypes[0].Descriptor()
+}
+
+func (CheckpointKind) Type() protoreflect.EnumType {
+	return &file_scheduler_wire_wire_proto_enumTypes[0]
+}
+
+func (x CheckpointKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CheckpointKind.Descriptor instead.
+func (CheckpointKind) EnumDescriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{0}
+}
+
 // Batch is what one PE sends another in one transport payload: protocol
 // envelopes (messages with piggybacked determinants, acknowledgements,
 // recovery hand-overs).
 type Batch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
-	Envelopes     []*Envelope            `protobuf:"bytes,2,rep,name=envelopes,proto3" json:"envelopes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Job       uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
+	Envelopes []*Envelope            `protobuf:"bytes,2,rep,name=envelopes,proto3" json:"envelopes,omitempty"`
+	// Generation counts rollbacks (checkpoint/restart): envelopes of an
+	// older generation are dropped.
+	Generation uint64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	// Checkpoint carries a migrate PECheckpoint: a buddy copy
+	// (CHECKPOINT_BUDDY) or tasks to restore here (CHECKPOINT_RESTORE).
+	CheckpointKind CheckpointKind `protobuf:"varint,4,opt,name=checkpoint_kind,json=checkpointKind,proto3,enum=gochare.wire.CheckpointKind" json:"checkpoint_kind,omitempty"`
+	Checkpoint     []byte         `protobuf:"bytes,5,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Batch) Reset() {
@@ -76,6 +135,213 @@ func (x *Batch) GetEnvelopes() []*Envelope {
 	return nil
 }
 
+func (x *Batch) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Batch) GetCheckpointKind() CheckpointKind {
+	if x != nil {
+		return x.CheckpointKind
+	}
+	return CheckpointKind_CHECKPOINT_NONE
+}
+
+func (x *Batch) GetCheckpoint() []byte {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return nil
+}
+
+// TaskRuntime is the scheduler's own state of a task in a checkpoint.
+type TaskRuntime struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Expected      uint64                 `protobuf:"varint,1,opt,name=expected,proto3" json:"expected,omitempty"`
+	NextReduction uint64                 `protobuf:"varint,2,opt,name=next_reduction,json=nextReduction,proto3" json:"next_reduction,omitempty"`
+	AtSync        bool                   `protobuf:"varint,3,opt,name=at_sync,json=atSync,proto3" json:"at_sync,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskRuntime) Reset() {
+	*x = TaskRuntime{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskRuntime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskRuntime) ProtoMessage() {}
+
+func (x *TaskRuntime) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskRuntime.ProtoReflect.Descriptor instead.
+func (*TaskRuntime) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TaskRuntime) GetExpected() uint64 {
+	if x != nil {
+		return x.Expected
+	}
+	return 0
+}
+
+func (x *TaskRuntime) GetNextReduction() uint64 {
+	if x != nil {
+		return x.NextReduction
+	}
+	return 0
+}
+
+func (x *TaskRuntime) GetAtSync() bool {
+	if x != nil {
+		return x.AtSync
+	}
+	return false
+}
+
+// TaskCheckpoint is the protocol's part of a task checkpoint.
+type TaskCheckpoint struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Task           uint64                 `protobuf:"varint,1,opt,name=task,proto3" json:"task,omitempty"`
+	Srn            uint64                 `protobuf:"varint,2,opt,name=srn,proto3" json:"srn,omitempty"`
+	Rsn            uint64                 `protobuf:"varint,3,opt,name=rsn,proto3" json:"rsn,omitempty"`
+	RegionOpen     bool                   `protobuf:"varint,4,opt,name=region_open,json=regionOpen,proto3" json:"region_open,omitempty"`
+	RegionHandler  uint32                 `protobuf:"varint,5,opt,name=region_handler,json=regionHandler,proto3" json:"region_handler,omitempty"`
+	RegionKey      uint64                 `protobuf:"varint,6,opt,name=region_key,json=regionKey,proto3" json:"region_key,omitempty"`
+	RegionSize     uint32                 `protobuf:"varint,7,opt,name=region_size,json=regionSize,proto3" json:"region_size,omitempty"`
+	RegionConsumed uint32                 `protobuf:"varint,8,opt,name=region_consumed,json=regionConsumed,proto3" json:"region_consumed,omitempty"`
+	RegionSrn      uint64                 `protobuf:"varint,9,opt,name=region_srn,json=regionSrn,proto3" json:"region_srn,omitempty"`
+	Received       []*MessageID           `protobuf:"bytes,10,rep,name=received,proto3" json:"received,omitempty"`
+	Requires       []*Dependency          `protobuf:"bytes,11,rep,name=requires,proto3" json:"requires,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TaskCheckpoint) Reset() {
+	*x = TaskCheckpoint{}
+	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskCheckpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskCheckpoint) ProtoMessage() {}
+
+func (x *TaskCheckpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskCheckpoint.ProtoReflect.Descriptor instead.
+func (*TaskCheckpoint) Descriptor() ([]byte, []int) {
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TaskCheckpoint) GetTask() uint64 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *TaskCheckpoint) GetSrn() uint64 {
+	if x != nil {
+		return x.Srn
+	}
+	return 0
+}
+
+func (x *TaskCheckpoint) GetRsn() uint64 {
+	if x != nil {
+		return x.Rsn
+	}
+	return 0
+}
+
+func (x *TaskCheckpoint) GetRegionOpen() bool {
+	if x != nil {
+		return x.RegionOpen
+	}
+	return false
+}
+
+func (x *TaskCheckpoint) GetRegionHandler() uint32 {
+	if x != nil {
+		return x.RegionHandler
+	}
+	return 0
+}
+
+func (x *TaskCheckpoint) GetRegionKey() uint64 {
+	if x != nil {
+		return x.RegionKey
+	}
+	return 0
+}
+
+func (x *TaskCheckpoint) GetRegionSize() uint32 {
+	if x != nil {
+		return x.RegionSize
+	}
+	return 0
+}
+
+func (x *TaskCheckpoint) GetRegionConsumed() uint32 {
+	if x != nil {
+		return x.RegionConsumed
+	}
+	return 0
+}
+
+func (x *TaskCheckpoint) GetRegionSrn() uint64 {
+	if x != nil {
+		return x.RegionSrn
+	}
+	return 0
+}
+
+func (x *TaskCheckpoint) GetReceived() []*MessageID {
+	if x != nil {
+		return x.Received
+	}
+	return nil
+}
+
+func (x *TaskCheckpoint) GetRequires() []*Dependency {
+	if x != nil {
+		return x.Requires
+	}
+	return nil
+}
+
 // MessageID is a message's identity: sending task (SPE), sender region
 // number (SRN) and commutative path (CPI).
 type MessageID struct {
@@ -89,7 +355,7 @@ type MessageID struct {
 
 func (x *MessageID) Reset() {
 	*x = MessageID{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -101,7 +367,7 @@ func (x *MessageID) String() string {
 func (*MessageID) ProtoMessage() {}
 
 func (x *MessageID) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -114,7 +380,7 @@ func (x *MessageID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageID.ProtoReflect.Descriptor instead.
 func (*MessageID) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{1}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MessageID) GetSender() uint64 {
@@ -156,7 +422,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -168,7 +434,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -181,7 +447,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{2}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Message) GetId() *MessageID {
@@ -250,7 +516,7 @@ type Dependency struct {
 
 func (x *Dependency) Reset() {
 	*x = Dependency{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +528,7 @@ func (x *Dependency) String() string {
 func (*Dependency) ProtoMessage() {}
 
 func (x *Dependency) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +541,7 @@ func (x *Dependency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
 func (*Dependency) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{3}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Dependency) GetTask() uint64 {
@@ -303,7 +569,7 @@ type Determinant struct {
 
 func (x *Determinant) Reset() {
 	*x = Determinant{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +581,7 @@ func (x *Determinant) String() string {
 func (*Determinant) ProtoMessage() {}
 
 func (x *Determinant) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +594,7 @@ func (x *Determinant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Determinant.ProtoReflect.Descriptor instead.
 func (*Determinant) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{4}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Determinant) GetMessage() *MessageID {
@@ -362,7 +628,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +640,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +653,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{5}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Progress) GetTask() uint64 {
@@ -422,7 +688,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[6]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +700,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[6]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +713,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{6}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Envelope) GetKind() uint32 {
@@ -525,7 +791,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[7]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +803,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[7]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,7 +816,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{7}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Value) GetFloats() []float64 {
@@ -588,7 +854,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[8]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +866,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[8]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +879,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{8}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Callback) GetCollection() uint32 {
@@ -667,7 +933,7 @@ type Contribution struct {
 
 func (x *Contribution) Reset() {
 	*x = Contribution{}
-	mi := &file_scheduler_wire_wire_proto_msgTypes[9]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +945,7 @@ func (x *Contribution) String() string {
 func (*Contribution) ProtoMessage() {}
 
 func (x *Contribution) ProtoReflect() protoreflect.Message {
-	mi := &file_scheduler_wire_wire_proto_msgTypes[9]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +958,7 @@ func (x *Contribution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Contribution.ProtoReflect.Descriptor instead.
 func (*Contribution) Descriptor() ([]byte, []int) {
-	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{9}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Contribution) GetCollection() uint32 {
@@ -741,10 +1007,38 @@ var File_scheduler_wire_wire_proto protoreflect.FileDescriptor
 
 const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\n" +
-	"\x19scheduler/wire/wire.proto\x12\fgochare.wire\"O\n" +
+	"\x19scheduler/wire/wire.proto\x12\fgochare.wire\"\xd6\x01\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x124\n" +
-	"\tenvelopes\x18\x02 \x03(\v2\x16.gochare.wire.EnvelopeR\tenvelopes\"G\n" +
+	"\tenvelopes\x18\x02 \x03(\v2\x16.gochare.wire.EnvelopeR\tenvelopes\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation\x12E\n" +
+	"\x0fcheckpoint_kind\x18\x04 \x01(\x0e2\x1c.gochare.wire.CheckpointKindR\x0echeckpointKind\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x05 \x01(\fR\n" +
+	"checkpoint\"i\n" +
+	"\vTaskRuntime\x12\x1a\n" +
+	"\bexpected\x18\x01 \x01(\x04R\bexpected\x12%\n" +
+	"\x0enext_reduction\x18\x02 \x01(\x04R\rnextReduction\x12\x17\n" +
+	"\aat_sync\x18\x03 \x01(\bR\x06atSync\"\x83\x03\n" +
+	"\x0eTaskCheckpoint\x12\x12\n" +
+	"\x04task\x18\x01 \x01(\x04R\x04task\x12\x10\n" +
+	"\x03srn\x18\x02 \x01(\x04R\x03srn\x12\x10\n" +
+	"\x03rsn\x18\x03 \x01(\x04R\x03rsn\x12\x1f\n" +
+	"\vregion_open\x18\x04 \x01(\bR\n" +
+	"regionOpen\x12%\n" +
+	"\x0eregion_handler\x18\x05 \x01(\rR\rregionHandler\x12\x1d\n" +
+	"\n" +
+	"region_key\x18\x06 \x01(\x04R\tregionKey\x12\x1f\n" +
+	"\vregion_size\x18\a \x01(\rR\n" +
+	"regionSize\x12'\n" +
+	"\x0fregion_consumed\x18\b \x01(\rR\x0eregionConsumed\x12\x1d\n" +
+	"\n" +
+	"region_srn\x18\t \x01(\x04R\tregionSrn\x123\n" +
+	"\breceived\x18\n" +
+	" \x03(\v2\x17.gochare.wire.MessageIDR\breceived\x124\n" +
+	"\brequires\x18\v \x03(\v2\x18.gochare.wire.DependencyR\brequires\"G\n" +
 	"\tMessageID\x12\x16\n" +
 	"\x06sender\x18\x01 \x01(\x04R\x06sender\x12\x10\n" +
 	"\x03srn\x18\x02 \x01(\x04R\x03srn\x12\x10\n" +
@@ -800,7 +1094,12 @@ const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\x03lin\x18\x03 \x01(\x03R\x03lin\x12\x18\n" +
 	"\areducer\x18\x04 \x01(\tR\areducer\x122\n" +
 	"\bcallback\x18\x05 \x01(\v2\x16.gochare.wire.CallbackR\bcallback\x12)\n" +
-	"\x05value\x18\x06 \x01(\v2\x13.gochare.wire.ValueR\x05valueB+Z)github.com/gochare/gochare/scheduler/wireb\x06proto3"
+	"\x05value\x18\x06 \x01(\v2\x13.gochare.wire.ValueR\x05value*i\n" +
+	"\x0eCheckpointKind\x12\x13\n" +
+	"\x0fCHECKPOINT_NONE\x10\x00\x12\x14\n" +
+	"\x10CHECKPOINT_BUDDY\x10\x01\x12\x16\n" +
+	"\x12CHECKPOINT_RESTORE\x10\x02\x12\x14\n" +
+	"\x10CHECKPOINT_ADOPT\x10\x03B+Z)github.com/gochare/gochare/scheduler/wireb\x06proto3"
 
 var (
 	file_scheduler_wire_wire_proto_rawDescOnce sync.Once
@@ -814,35 +1113,42 @@ func file_scheduler_wire_wire_proto_rawDescGZIP() []byte {
 	return file_scheduler_wire_wire_proto_rawDescData
 }
 
-var file_scheduler_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_scheduler_wire_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_scheduler_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_scheduler_wire_wire_proto_goTypes = []any{
-	(*Batch)(nil),        // 0: gochare.wire.Batch
-	(*MessageID)(nil),    // 1: gochare.wire.MessageID
-	(*Message)(nil),      // 2: gochare.wire.Message
-	(*Dependency)(nil),   // 3: gochare.wire.Dependency
-	(*Determinant)(nil),  // 4: gochare.wire.Determinant
-	(*Progress)(nil),     // 5: gochare.wire.Progress
-	(*Envelope)(nil),     // 6: gochare.wire.Envelope
-	(*Value)(nil),        // 7: gochare.wire.Value
-	(*Callback)(nil),     // 8: gochare.wire.Callback
-	(*Contribution)(nil), // 9: gochare.wire.Contribution
+	(CheckpointKind)(0),    // 0: gochare.wire.CheckpointKind
+	(*Batch)(nil),          // 1: gochare.wire.Batch
+	(*TaskRuntime)(nil),    // 2: gochare.wire.TaskRuntime
+	(*TaskCheckpoint)(nil), // 3: gochare.wire.TaskCheckpoint
+	(*MessageID)(nil),      // 4: gochare.wire.MessageID
+	(*Message)(nil),        // 5: gochare.wire.Message
+	(*Dependency)(nil),     // 6: gochare.wire.Dependency
+	(*Determinant)(nil),    // 7: gochare.wire.Determinant
+	(*Progress)(nil),       // 8: gochare.wire.Progress
+	(*Envelope)(nil),       // 9: gochare.wire.Envelope
+	(*Value)(nil),          // 10: gochare.wire.Value
+	(*Callback)(nil),       // 11: gochare.wire.Callback
+	(*Contribution)(nil),   // 12: gochare.wire.Contribution
 }
 var file_scheduler_wire_wire_proto_depIdxs = []int32{
-	6,  // 0: gochare.wire.Batch.envelopes:type_name -> gochare.wire.Envelope
-	1,  // 1: gochare.wire.Message.id:type_name -> gochare.wire.MessageID
-	3,  // 2: gochare.wire.Message.requires:type_name -> gochare.wire.Dependency
-	1,  // 3: gochare.wire.Dependency.trigger:type_name -> gochare.wire.MessageID
-	1,  // 4: gochare.wire.Determinant.message:type_name -> gochare.wire.MessageID
-	2,  // 5: gochare.wire.Envelope.message:type_name -> gochare.wire.Message
-	4,  // 6: gochare.wire.Envelope.determinants:type_name -> gochare.wire.Determinant
-	5,  // 7: gochare.wire.Envelope.progress:type_name -> gochare.wire.Progress
-	8,  // 8: gochare.wire.Contribution.callback:type_name -> gochare.wire.Callback
-	7,  // 9: gochare.wire.Contribution.value:type_name -> gochare.wire.Value
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	9,  // 0: gochare.wire.Batch.envelopes:type_name -> gochare.wire.Envelope
+	0,  // 1: gochare.wire.Batch.checkpoint_kind:type_name -> gochare.wire.CheckpointKind
+	4,  // 2: gochare.wire.TaskCheckpoint.received:type_name -> gochare.wire.MessageID
+	6,  // 3: gochare.wire.TaskCheckpoint.requires:type_name -> gochare.wire.Dependency
+	4,  // 4: gochare.wire.Message.id:type_name -> gochare.wire.MessageID
+	6,  // 5: gochare.wire.Message.requires:type_name -> gochare.wire.Dependency
+	4,  // 6: gochare.wire.Dependency.trigger:type_name -> gochare.wire.MessageID
+	4,  // 7: gochare.wire.Determinant.message:type_name -> gochare.wire.MessageID
+	5,  // 8: gochare.wire.Envelope.message:type_name -> gochare.wire.Message
+	7,  // 9: gochare.wire.Envelope.determinants:type_name -> gochare.wire.Determinant
+	8,  // 10: gochare.wire.Envelope.progress:type_name -> gochare.wire.Progress
+	11, // 11: gochare.wire.Contribution.callback:type_name -> gochare.wire.Callback
+	10, // 12: gochare.wire.Contribution.value:type_name -> gochare.wire.Value
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_scheduler_wire_wire_proto_init() }
@@ -855,13 +1161,14 @@ func file_scheduler_wire_wire_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_wire_wire_proto_rawDesc), len(file_scheduler_wire_wire_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   10,
+			NumEnums:      1,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_scheduler_wire_wire_proto_goTypes,
 		DependencyIndexes: file_scheduler_wire_wire_proto_depIdxs,
+		EnumInfos:         file_scheduler_wire_wire_proto_enumTypes,
 		MessageInfos:      file_scheduler_wire_wire_proto_msgTypes,
 	}.Build()
 	File_scheduler_wire_wire_proto = out.File

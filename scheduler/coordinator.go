@@ -1,0 +1,432 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
+)
+
+// JobCoordinator is the launcher's part of a job, as a pure state machine:
+// it starts the job, runs quiescence detection, takes coordinated
+// checkpoints at sync points, and recovers from PE failures. The caller
+// feeds it what PEs report (On... methods) and the failures it detects,
+// and delivers the Commands it returns; it performs no I/O and reads no
+// clock.
+type JobCoordinator struct {
+	cfg   CoordinatorConfig
+	live  []bool
+	phase phase
+
+	qd        *QuiescenceDetector
+	roundOpen bool
+	idle      []IdleStatus
+	askers    []int
+
+	// committed is the last committed checkpoint epoch; staging the one
+	// being taken.
+	committed, staging uint64
+	haveCommit         bool
+	staged, stored     []bool
+	files              []migrate.FileEntry
+	checkpointBytes    int
+
+	// hosts says where each task is and where its checkpoint copy lives.
+	hosts [][]taskHost
+
+	generation      uint64
+	pendingRestored []bool
+	failedSince     []int
+	relocations     []migrate.Relocation
+
+	done    bool
+	outcome Outcome
+	events  []string
+}
+
+// CoordinatorConfig describes a job to coordinate.
+type CoordinatorConfig struct {
+	Size     int
+	Protocol logging.Kind
+	// Layout is the initial PE of every task, per collection (Layout).
+	Layout [][]int
+	// CheckpointDir, if set, receives every committed checkpoint.
+	CheckpointDir string
+	// Spread is the number of survivors a failed PE's tasks are restored
+	// on (0: all).
+	Spread int
+}
+
+// Command is something the caller must deliver: Event to PE To, or to
+// every live PE when To is -1. WriteManifest commands are for the caller.
+type Command struct {
+	To    int
+	Event any
+}
+
+// WriteManifest asks the caller to write a disk checkpoint's manifest.
+type WriteManifest struct {
+	Dir      string
+	Manifest migrate.Manifest
+}
+
+// Stop ends every PE.
+type Stop struct{ Status int }
+
+// Outcome is how a job ended.
+type Outcome struct {
+	Status int
+	Err    error
+}
+
+// ErrNotAllAtSync reports a job that went quiet with only some tasks at a
+// sync point.
+var ErrNotAllAtSync = errors.New("scheduler: job is quiescent with only some tasks at a sync point")
+
+type phase uint8
+
+const (
+	phaseStarting phase = iota
+	phaseCheckpointing
+	phaseRunning
+	phaseRestoring
+	phaseRollingBack
+)
+
+type taskHost struct {
+	pe, checkpointPE, buddyPE int
+}
+
+// Layout returns the initial PE of every task of a job, per collection,
+// the runtime's reducers included.
+func Layout(job *actor.Job, numPEs int) [][]int {
+	defs := append(append([]*actor.CollectionDef(nil), job.Collections()...), reducerCollection(job))
+	layout := make([][]int, len(defs))
+	for c, def := range defs {
+		n := def.Shape.Size()
+		layout[c] = make([]int, n)
+		for lin := range layout[c] {
+			layout[c][lin] = def.Map(lin, n, numPEs)
+		}
+	}
+	return layout
+}
+
+// NewJobCoordinator returns a coordinator for a job whose PEs all joined.
+func NewJobCoordinator(cfg CoordinatorConfig) *JobCoordinator {
+	c := &JobCoordinator{cfg: cfg, live: make([]bool, cfg.Size), qd: NewQuiescenceDetector(cfg.Size), idle: make([]IdleStatus, cfg.Size)}
+	for p := range c.live {
+		c.live[p] = true
+	}
+	for _, homes := range cfg.Layout {
+		hs := make([]taskHost, len(homes))
+		for lin, pe := range homes {
+			hs[lin] = taskHost{pe: pe, checkpointPE: pe, buddyPE: migrate.Buddy(pe, c.live)}
+		}
+		c.hosts = append(c.hosts, hs)
+	}
+	return c
+}
+
+// Done reports whether the job ended, and how.
+func (c *JobCoordinator) Done() (Outcome, bool) { return c.outcome, c.done }
+
+// Events returns and forgets the coordinator's notes (checkpoints
+// committed, recoveries), for the launcher's log.
+func (c *JobCoordinator) Events() []string {
+	e := c.events
+	c.events = nil
+	return e
+}
+
+// Live reports which PEs are alive.
+func (c *JobCoordinator) Live() []bool { return slices.Clone(c.live) }
+
+func (c *JobCoordinator) note(format string, args ...any) {
+	c.events = append(c.events, fmt.Sprintf(format, args...))
+}
+
+func (c *JobCoordinator) finish(status int, err error) []Command {
+	if c.done {
+		return nil
+	}
+	c.done, c.outcome = true, Outcome{Status: status, Err: err}
+	return []Command{{To: -1, Event: Stop{Status: status}}}
+}
+
+// Ready is called once every PE is ready: the job starts with checkpoint 0
+// of the tasks as created, so that a failure before the first sync point
+// is recoverable too.
+func (c *JobCoordinator) Ready() []Command { return c.startCheckpoint(InitialEpoch) }
+
+// InitialEpoch is the epoch of the checkpoint of the tasks as created.
+const InitialEpoch = 1
+
+func (c *JobCoordinator) startCheckpoint(epoch uint64) []Command {
+	c.phase = phaseCheckpointing
+	c.staging = epoch
+	c.staged, c.stored = make([]bool, c.cfg.Size), make([]bool, c.cfg.Size)
+	c.files, c.checkpointBytes = nil, 0
+	return []Command{{To: -1, Event: TakeCheckpoint{Epoch: epoch}}}
+}
+
+// OnStaged records that PE pe staged its tasks.
+func (c *JobCoordinator) OnStaged(pe int, epoch uint64, bytes int) []Command {
+	if c.phase != phaseCheckpointing || epoch != c.staging || !c.live[pe] {
+		return nil
+	}
+	c.staged[pe] = true
+	c.checkpointBytes += bytes
+	return c.maybeCommit()
+}
+
+// OnBuddyStored records that PE pe staged the copy of PE ward.
+func (c *JobCoordinator) OnBuddyStored(pe int, epoch uint64, ward int) []Command {
+	if c.phase != phaseCheckpointing || epoch != c.staging || ward < 0 || ward >= c.cfg.Size {
+		return nil
+	}
+	c.stored[ward] = true
+	return c.maybeCommit()
+}
+
+func (c *JobCoordinator) maybeCommit() []Command {
+	for p, ok := range c.live {
+		if ok && (!c.staged[p] || (!c.stored[p] && migrate.Buddy(p, c.live) >= 0)) {
+			return nil
+		}
+	}
+	c.committed, c.haveCommit = c.staging, true
+	for _, hs := range c.hosts {
+		for lin := range hs {
+			h := &hs[lin]
+			h.checkpointPE, h.buddyPE = h.pe, migrate.Buddy(h.pe, c.live)
+		}
+	}
+	c.note("checkpoint %d committed: %d bytes", c.committed, c.checkpointBytes)
+	cmds := []Command{{To: -1, Event: CommitCheckpoint{Epoch: c.committed, Dir: c.cfg.CheckpointDir}}}
+	if c.cfg.CheckpointDir != "" {
+		return cmds // resume once every file is written
+	}
+	return append(cmds, c.resumeAfterCheckpoint()...)
+}
+
+// OnDiskWritten records a PE's checkpoint file.
+func (c *JobCoordinator) OnDiskWritten(pe int, epoch uint64, entry migrate.FileEntry, err error) []Command {
+	if err != nil {
+		return c.finish(1, fmt.Errorf("scheduler: PE %d could not write checkpoint %d: %w", pe, epoch, err))
+	}
+	if epoch != c.committed || c.phase != phaseCheckpointing {
+		return nil
+	}
+	c.files = append(c.files, entry)
+	if len(c.files) < c.liveCount() {
+		return nil
+	}
+	slices.SortFunc(c.files, func(a, b migrate.FileEntry) int { return a.PE - b.PE })
+	m := migrate.Manifest{Epoch: epoch, NumPEs: c.cfg.Size, Files: c.files}
+	for id, homes := range c.cfg.Layout {
+		m.Collections = append(m.Collections, migrate.CollectionInfo{ID: id, Size: len(homes)})
+	}
+	return append([]Command{{To: -2, Event: WriteManifest{Dir: c.cfg.CheckpointDir, Manifest: m}}}, c.resumeAfterCheckpoint()...)
+}
+
+func (c *JobCoordinator) resumeAfterCheckpoint() []Command {
+	c.phase = phaseRunning
+	c.qd.Reset()
+	c.roundOpen = false
+	if c.committed == InitialEpoch {
+		return []Command{{To: -1, Event: Begin{}}}
+	}
+	return []Command{{To: -1, Event: Resume{}}}
+}
+
+func (c *JobCoordinator) liveCount() int {
+	n := 0
+	for _, ok := range c.live {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// Tick starts a quiescence round when none is open.
+func (c *JobCoordinator) Tick() []Command {
+	if c.done || c.phase != phaseRunning || c.roundOpen {
+		return nil
+	}
+	c.roundOpen = true
+	return []Command{{To: -1, Event: Probe{Round: c.qd.StartRound()}}}
+}
+
+// OnQuiescenceRequest records that PE pe asked for quiescence detection.
+func (c *JobCoordinator) OnQuiescenceRequest(pe int) {
+	if !slices.Contains(c.askers, pe) {
+		c.askers = append(c.askers, pe)
+	}
+}
+
+// OnIdle takes a PE's answer to a probe.
+func (c *JobCoordinator) OnIdle(pe int, st IdleStatus) []Command {
+	if c.phase != phaseRunning || !c.live[pe] {
+		return nil
+	}
+	c.idle[pe] = st
+	complete, quiescent := c.qd.Reply(pe, st.Round, st.Sent, st.Received)
+	if !complete {
+		return nil
+	}
+	c.roundOpen = false
+	if !quiescent {
+		return nil
+	}
+	atSync, syncTasks := 0, 0
+	for p, ok := range c.live {
+		if ok {
+			atSync += c.idle[p].AtSync
+			syncTasks += c.idle[p].SyncTasks
+		}
+	}
+	switch {
+	case atSync > 0 && atSync == syncTasks:
+		return c.startCheckpoint(c.committed + 1)
+	case len(c.askers) > 0:
+		var cmds []Command
+		for _, p := range c.askers {
+			if c.live[p] {
+				cmds = append(cmds, Command{To: p, Event: QuiescenceDetected{}})
+			}
+		}
+		c.askers = nil
+		c.qd.Reset()
+		return cmds
+	case atSync > 0:
+		return c.finish(1, fmt.Errorf("%w (%d of %d)", ErrNotAllAtSync, atSync, syncTasks))
+	}
+	return c.finish(1, ErrQuiescentWithoutExit)
+}
+
+// OnExit ends the job with a task's status.
+func (c *JobCoordinator) OnExit(pe int, status int) []Command { return c.finish(status, nil) }
+
+// OnError ends the job with a PE's error.
+func (c *JobCoordinator) OnError(pe int, err error) []Command {
+	return c.finish(1, fmt.Errorf("PE %d: %w", pe, err))
+}
+
+// OnFailure handles the death of PE pe.
+func (c *JobCoordinator) OnFailure(pe int) []Command {
+	if c.done || !c.live[pe] {
+		return nil
+	}
+	c.live[pe] = false
+	c.qd.Exclude(pe)
+	if c.liveCount() == 0 {
+		return c.finish(1, fmt.Errorf("%w: no PE left", migrate.ErrUnrecoverable))
+	}
+	if c.phase == phaseStarting || c.phase == phaseCheckpointing || !c.haveCommit {
+		return c.finish(1, fmt.Errorf("%w: PE %d failed while a checkpoint was being taken", migrate.ErrUnrecoverable, pe))
+	}
+	c.generation++
+	c.qd.Reset()
+	c.roundOpen = false
+	if c.cfg.Protocol == logging.KindNone {
+		return c.rollback(pe)
+	}
+	tasksOf := func(p int) []migrate.HostedTask {
+		var ts []migrate.HostedTask
+		for coll, hs := range c.hosts {
+			for lin, h := range hs {
+				if h.pe == p {
+					ts = append(ts, migrate.HostedTask{Task: migrate.TaskRef{Collection: coll, Lin: lin}, CheckpointPE: h.checkpointPE, BuddyPE: h.buddyPE})
+				}
+			}
+		}
+		return ts
+	}
+	relocs, err := migrate.PlanRecovery([]int{pe}, tasksOf, c.live, c.cfg.Spread, -1)
+	if err != nil {
+		return c.finish(1, err)
+	}
+	for _, r := range relocs {
+		c.hosts[r.Task.Collection][r.Task.Lin].pe = r.ToPE
+	}
+	c.failedSince = append(c.failedSince, pe)
+	// A task relocated twice keeps only its last place.
+	c.relocations = slices.DeleteFunc(c.relocations, func(old migrate.Relocation) bool {
+		return slices.ContainsFunc(relocs, func(r migrate.Relocation) bool { return r.Task == old.Task })
+	})
+	c.relocations = append(c.relocations, relocs...)
+	c.note("PE %d failed: restoring %d tasks on %d survivors (generation %d)", pe, len(relocs), c.spreadOver(relocs), c.generation)
+	c.phase = phaseRestoring
+	c.pendingRestored = slices.Clone(c.live)
+	return []Command{{To: -1, Event: Recover{Generation: c.generation, Failed: []int{pe}, Relocations: relocs}}}
+}
+
+func (c *JobCoordinator) spreadOver(relocs []migrate.Relocation) int {
+	to := map[int]bool{}
+	for _, r := range relocs {
+		to[r.ToPE] = true
+	}
+	return len(to)
+}
+
+// rollback sends every task back to the last committed checkpoint.
+func (c *JobCoordinator) rollback(pe int) []Command {
+	tasksOf := func(p int) []migrate.HostedTask {
+		var ts []migrate.HostedTask
+		for coll, hs := range c.hosts {
+			for lin, h := range hs {
+				if h.checkpointPE == p {
+					ts = append(ts, migrate.HostedTask{Task: migrate.TaskRef{Collection: coll, Lin: lin}, CheckpointPE: h.checkpointPE, BuddyPE: h.buddyPE})
+				}
+			}
+		}
+		return ts
+	}
+	var dead []int
+	for p, ok := range c.live {
+		if !ok {
+			dead = append(dead, p)
+		}
+	}
+	relocs, err := migrate.PlanRecovery(dead, tasksOf, c.live, c.cfg.Spread, -1)
+	if err != nil {
+		return c.finish(1, err)
+	}
+	for _, hs := range c.hosts {
+		for lin := range hs {
+			hs[lin].pe = hs[lin].checkpointPE
+		}
+	}
+	for _, r := range relocs {
+		c.hosts[r.Task.Collection][r.Task.Lin].pe = r.ToPE
+	}
+	c.note("PE %d failed: every task rolls back to checkpoint %d (generation %d)", pe, c.committed, c.generation)
+	c.phase = phaseRollingBack
+	c.pendingRestored = slices.Clone(c.live)
+	return []Command{{To: -1, Event: Rollback{Generation: c.generation, Epoch: c.committed, Failed: dead, Relocations: relocs}}}
+}
+
+// OnRestored records that PE pe restored every task it was given.
+func (c *JobCoordinator) OnRestored(pe int, generation uint64) []Command {
+	if generation != c.generation || c.pendingRestored == nil || !c.live[pe] {
+		return nil
+	}
+	c.pendingRestored[pe] = false
+	if slices.Contains(c.pendingRestored, true) {
+		return nil
+	}
+	c.pendingRestored = nil
+	if c.phase == phaseRollingBack {
+		return c.resumeAfterCheckpoint()
+	}
+	c.phase = phaseRunning
+	notice := NoticeFailure{Generation: c.generation, Failed: c.failedSince, Relocations: c.relocations}
+	c.failedSince, c.relocations = nil, nil
+	c.note("restored; survivors resend their logs to the restored tasks")
+	return []Command{{To: -1, Event: notice}}
+}

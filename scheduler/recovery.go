@@ -1,0 +1,493 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
+	"github.com/gochare/gochare/scheduler/wire"
+)
+
+// Checkpoint, restart and recovery on a PE. The launcher's coordinator
+// (JobCoordinator) decides; the PE performs:
+//
+//   - TakeCheckpoint: pack every local task with its runtime and protocol
+//     state, stage the records, send a copy to the buddy PE;
+//   - CommitCheckpoint: keep the new epoch (and write it to disk);
+//   - Resume: call ResumeFromSync on the tasks waiting at a sync point;
+//   - Recover (message logging): the failed PEs' tasks are restored on the
+//     PEs the plan names, from the buddy copies, while everything else
+//     goes on; then NoticeFailure makes the survivors resend their logs;
+//   - Rollback (checkpoint/restart): every task of the job goes back to
+//     the last committed checkpoint.
+
+// Events the coordinator posts to a PE.
+type (
+	// TakeCheckpoint stages checkpoint Epoch.
+	TakeCheckpoint struct{ Epoch uint64 }
+	// CommitCheckpoint makes checkpoint Epoch the one to recover from; with
+	// Dir set, the PE also writes it there.
+	CommitCheckpoint struct {
+		Epoch uint64
+		Dir   string
+	}
+	// Resume ends a sync point.
+	Resume struct{}
+	// Recover restores the failed PEs' tasks where the relocations say.
+	Recover struct {
+		Generation  uint64
+		Failed      []int
+		Relocations []migrate.Relocation
+	}
+	// NoticeFailure starts replay once every relocated task is restored.
+	NoticeFailure struct {
+		Generation  uint64
+		Failed      []int
+		Relocations []migrate.Relocation
+	}
+	// Rollback restores every task from checkpoint Epoch (checkpoint/restart).
+	Rollback struct {
+		Generation  uint64
+		Epoch       uint64
+		Failed      []int
+		Relocations []migrate.Relocation
+	}
+)
+
+// IdleStatus answers a quiescence probe.
+type IdleStatus struct {
+	Round, Sent, Received uint64
+	// AtSync is the number of local tasks waiting at a sync point, of
+	// SyncTasks local tasks of collections that use sync points.
+	AtSync, SyncTasks int
+}
+
+func (pe *PE) syncTasks() int {
+	n := 0
+	for _, cs := range pe.colls {
+		if cs.def.AtSync {
+			n += len(cs.sorted)
+		}
+	}
+	return n
+}
+
+func (pe *PE) atSync(el *element, step uint64) bool {
+	if !el.coll.def.AtSync {
+		panic(fmt.Sprintf("scheduler: %s%v calls AtSync but its collection does not declare UsesAtSync", el.coll.def.Name, el.index))
+	}
+	if pe.cfg.OnStep != nil {
+		pe.cfg.OnStep(step)
+	}
+	k := pe.cfg.CheckpointEvery
+	if k == 0 || (step+1)%k != 0 || el.atSync {
+		return false
+	}
+	el.atSync = true
+	return true
+}
+
+func (pe *PE) waitingAtSync() int {
+	n := 0
+	for _, cs := range pe.colls {
+		for _, lin := range cs.sorted {
+			if cs.local[lin].atSync {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// records packs every local task for a checkpoint.
+func (pe *PE) records() ([]migrate.TaskRecord, error) {
+	cps := map[commutative.TaskID]logging.TaskCheckpoint{}
+	for _, cp := range pe.proto.Checkpoint() {
+		cps[cp.Counters.Task] = cp
+	}
+	var recs []migrate.TaskRecord
+	for _, cs := range pe.colls {
+		for _, lin := range cs.sorted {
+			el := cs.local[lin]
+			task, err := el.task.MarshalBinary()
+			if err != nil {
+				return nil, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
+			}
+			runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync})
+			if err != nil {
+				return nil, err
+			}
+			protocol, err := proto.Marshal(taskCheckpointToWire(cps[el.id]))
+			if err != nil {
+				return nil, err
+			}
+			recs = append(recs, migrate.TaskRecord{Collection: uint32(cs.def.ID), Lin: int64(lin), Task: task, Runtime: runtime, Protocol: protocol})
+		}
+	}
+	return recs, nil
+}
+
+func (pe *PE) takeCheckpoint(epoch uint64) {
+	recs, err := pe.records()
+	if err != nil {
+		pe.cfg.Control.Fail(err)
+		return
+	}
+	if err := pe.store.Stage(epoch, recs); err != nil {
+		pe.cfg.Control.Fail(err)
+		return
+	}
+	size := 0
+	for _, r := range recs {
+		size += len(r.Task) + len(r.Runtime) + len(r.Protocol)
+	}
+	if buddy := migrate.Buddy(pe.cfg.Rank, pe.live); buddy >= 0 {
+		pe.sendCheckpoint(buddy, wire.CheckpointKind_CHECKPOINT_BUDDY, epoch, pe.cfg.Rank, recs)
+	}
+	pe.cfg.Control.CheckpointStaged(epoch, len(recs), size)
+}
+
+func (pe *PE) sendCheckpoint(to int, kind wire.CheckpointKind, epoch uint64, of int, recs []migrate.TaskRecord) {
+	b, err := migrate.MarshalPECheckpoint(&migrate.PECheckpoint{Epoch: epoch, PE: of, NumPEs: pe.cfg.Size, Tasks: recs})
+	if err != nil {
+		panic(fmt.Sprintf("scheduler: marshal checkpoint: %v", err))
+	}
+	if to == pe.cfg.Rank {
+		pe.receiveCheckpoint(pe.cfg.Rank, kind, b)
+		return
+	}
+	payload, err := proto.Marshal(&wire.Batch{Job: pe.cfg.JobID, Generation: pe.generation, CheckpointKind: kind, Checkpoint: b})
+	if err != nil {
+		panic(fmt.Sprintf("scheduler: marshal batch: %v", err))
+	}
+	pe.cfg.Net.Send(to, payload)
+	pe.cfg.Net.Flush()
+}
+
+func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte) {
+	cp, err := migrate.UnmarshalPECheckpoint(b)
+	if err != nil {
+		pe.drop(fmt.Errorf("%w: checkpoint from PE %d: %v", ErrMalformed, from, err))
+		return
+	}
+	switch kind {
+	case wire.CheckpointKind_CHECKPOINT_BUDDY:
+		if err := pe.store.StageBuddy(from, cp.Epoch, cp.Tasks); err != nil {
+			pe.drop(fmt.Errorf("%w: buddy copy from PE %d: %v", ErrMalformed, from, err))
+			return
+		}
+		pe.cfg.Control.BuddyStored(cp.Epoch, from)
+	case wire.CheckpointKind_CHECKPOINT_ADOPT:
+		if err := pe.store.AdoptBuddy(from, cp.Epoch, cp.Tasks); err != nil {
+			pe.drop(fmt.Errorf("%w: adopted copy from PE %d: %v", ErrMalformed, from, err))
+		}
+	case wire.CheckpointKind_CHECKPOINT_RESTORE:
+		for _, rec := range cp.Tasks {
+			if err := pe.restoreRecord(rec); err != nil {
+				pe.cfg.Control.Fail(err)
+				return
+			}
+		}
+		pe.reportRestored()
+	default:
+		pe.drop(fmt.Errorf("%w: checkpoint kind %v", ErrMalformed, kind))
+	}
+}
+
+func (pe *PE) commitCheckpoint(ev CommitCheckpoint) {
+	if err := pe.store.Commit(ev.Epoch); err != nil {
+		pe.cfg.Control.Fail(err)
+		return
+	}
+	if ev.Dir == "" {
+		return
+	}
+	own, _ := pe.store.Own(ev.Epoch)
+	entry, err := migrate.WriteDisk(ev.Dir, &migrate.PECheckpoint{Epoch: ev.Epoch, PE: pe.cfg.Rank, NumPEs: pe.cfg.Size, Tasks: own})
+	pe.cfg.Control.DiskWritten(ev.Epoch, entry, err)
+}
+
+// resume calls ResumeFromSync on every task waiting at a sync point.
+func (pe *PE) resume() {
+	for _, cs := range pe.colls {
+		for _, lin := range cs.sorted {
+			if el := cs.local[lin]; el.atSync {
+				pe.resumeTask(el)
+			}
+		}
+	}
+	pe.transmit()
+	pe.schedule()
+}
+
+func (pe *PE) resumeTask(el *element) {
+	el.atSync = false
+	ctx := &pe.ctx
+	ctx.el = el
+	el.task.(actor.Resumer).ResumeFromSync(ctx)
+	pe.markRunnable(el)
+}
+
+// restoreRecord builds a task from its checkpoint record on this PE.
+func (pe *PE) restoreRecord(rec migrate.TaskRecord) error {
+	if int(rec.Collection) >= len(pe.colls) {
+		return fmt.Errorf("scheduler: restore of unknown collection %d", rec.Collection)
+	}
+	cs := pe.colls[rec.Collection]
+	if rec.Lin < 0 || rec.Lin >= int64(cs.n) {
+		return fmt.Errorf("scheduler: restore of %s[%d] outside the collection", cs.def.Name, rec.Lin)
+	}
+	lin := int(rec.Lin)
+	if cs.local[lin] != nil {
+		return nil // already here (a restore sent twice)
+	}
+	task := cs.def.New(cs.def.Shape.At(lin))
+	if err := task.UnmarshalBinary(rec.Task); err != nil {
+		return fmt.Errorf("scheduler: unpack %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	var rt wire.TaskRuntime
+	if err := proto.Unmarshal(rec.Runtime, &rt); err != nil {
+		return fmt.Errorf("scheduler: runtime state of %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	var wcp wire.TaskCheckpoint
+	if err := proto.Unmarshal(rec.Protocol, &wcp); err != nil {
+		return fmt.Errorf("scheduler: protocol state of %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	cp, err := taskCheckpointFromWire(&wcp)
+	if err != nil {
+		return err
+	}
+	el := pe.placeElement(cs, lin, task)
+	el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
+	cs.homeOf[lin] = int32(pe.cfg.Rank)
+	if pe.rollingBack {
+		pe.proto.HostTask(el.id)
+	} else {
+		pe.proto.RestoreTask(cp, pe.survivors())
+		pe.restored = append(pe.restored, el)
+	}
+	delete(pe.expectRestore, el.id)
+	pe.stats.Restored++
+	return nil
+}
+
+func (pe *PE) survivors() []logging.PEID {
+	var s []logging.PEID
+	for p, ok := range pe.live {
+		if ok {
+			s = append(s, logging.PEID(p))
+		}
+	}
+	return s
+}
+
+func (pe *PE) reportRestored() {
+	if len(pe.expectRestore) == 0 && pe.restoring {
+		pe.restoring = false
+		pe.cfg.Control.Restored(pe.generation, pe.stats.Restored)
+	}
+}
+
+// markFailed forgets failed PEs and points their tasks to their new PEs;
+// records this PE holds copies of go to the PEs that restore them.
+func (pe *PE) markFailed(failed []int, relocs []migrate.Relocation) {
+	liveBefore := slices.Clone(pe.live)
+	for _, f := range failed {
+		if f >= 0 && f < len(pe.live) {
+			pe.live[f] = false
+			if n, ok := pe.cfg.Net.(interface{ Forget(peer int) }); ok {
+				n.Forget(f)
+			}
+		}
+	}
+	pe.restoring = true
+	send := map[int][]migrate.TaskRecord{}
+	for _, r := range relocs {
+		cs := pe.colls[r.Task.Collection]
+		cs.homeOf[r.Task.Lin] = int32(r.ToPE)
+		id := commutative.TaskID(TaskID(cs.def.ID, r.Task.Lin))
+		if r.ToPE == pe.cfg.Rank && cs.local[r.Task.Lin] == nil {
+			pe.expectRestore[id] = true
+		}
+		if r.CopyPE != pe.cfg.Rank {
+			continue
+		}
+		rec, ok := pe.store.BuddyRecord(r.CheckpointPE, r.Task)
+		if !ok {
+			rec, ok = pe.store.OwnRecord(r.Task)
+		}
+		if !ok {
+			pe.cfg.Control.Fail(fmt.Errorf("scheduler: PE %d holds no checkpoint copy of %s[%d] (of PE %d)", pe.cfg.Rank, cs.def.Name, r.Task.Lin, r.CheckpointPE))
+			continue
+		}
+		send[r.ToPE] = append(send[r.ToPE], rec)
+	}
+	// A PE whose buddy failed gives its own copy to its new buddy, so that
+	// it can fail too before the next checkpoint.
+	if b := migrate.Buddy(pe.cfg.Rank, liveBefore); b >= 0 && !pe.live[b] {
+		if nb := migrate.Buddy(pe.cfg.Rank, pe.live); nb >= 0 {
+			if own, ok := pe.store.Own(pe.store.Epoch()); ok {
+				pe.sendCheckpoint(nb, wire.CheckpointKind_CHECKPOINT_ADOPT, pe.store.Epoch(), pe.cfg.Rank, own)
+			}
+		}
+	}
+	for _, to := range sortedKeys(send) {
+		pe.sendCheckpoint(to, wire.CheckpointKind_CHECKPOINT_RESTORE, pe.store.Epoch(), pe.cfg.Rank, send[to])
+	}
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (pe *PE) recover(ev Recover) {
+	pe.generation = max(pe.generation, ev.Generation)
+	pe.markFailed(ev.Failed, ev.Relocations)
+	pe.receiveEarly()
+	pe.reportRestored()
+}
+
+// receiveEarly takes the batches that arrived before this PE reached their
+// generation.
+func (pe *PE) receiveEarly() {
+	early := pe.early
+	pe.early = nil
+	for _, b := range early {
+		pe.Receive(b.from, b.payload)
+	}
+}
+
+func (pe *PE) noticeFailure(ev NoticeFailure) {
+	var relocs []logging.Relocation
+	var failed []logging.PEID
+	for _, f := range ev.Failed {
+		failed = append(failed, logging.PEID(f))
+	}
+	for _, r := range ev.Relocations {
+		relocs = append(relocs, logging.Relocation{Task: commutative.TaskID(TaskID(int32(r.Task.Collection), r.Task.Lin)), PE: logging.PEID(r.ToPE)})
+	}
+	pe.proto.FailureNotice(failed, relocs)
+	pe.transmit()
+	restored := pe.restored
+	pe.restored = nil
+	for _, el := range restored {
+		pe.resumeRestored(el)
+	}
+	pe.transmit()
+	pe.schedule()
+}
+
+// resumeRestored starts a restored task again: from its sync point, or,
+// for the main task restored from the initial checkpoint, with Start.
+func (pe *PE) resumeRestored(el *element) {
+	if el.atSync {
+		pe.resumeTask(el)
+		return
+	}
+	t := pe.job.MainTarget()
+	if el.coll.def.ID == t.Collection && el.lin == el.coll.def.Shape.Linear(t.Index) && pe.store.Epoch() == InitialEpoch {
+		pe.replayStart(el)
+	}
+	pe.markRunnable(el)
+}
+
+// replayStart gives the main task its Start message again, with the
+// identity it had when the main task's first PE sent it.
+func (pe *PE) replayStart(el *element) {
+	t := pe.job.MainTarget()
+	payload, err := proto.Marshal(&actor.Start{Args: pe.cfg.Args, NumPes: int32(pe.cfg.Size)})
+	if err != nil {
+		panic(fmt.Sprintf("scheduler: marshal Start: %v", err))
+	}
+	h := el.coll.def.Handlers[t.Handler]
+	firstPE := el.coll.def.Map(el.lin, el.coll.n, pe.cfg.Size)
+	pe.arrive(logging.Envelope{Kind: logging.EnvelopeMessage, From: logging.PEID(pe.cfg.Rank), To: logging.PEID(pe.cfg.Rank), Replayed: true, Message: logging.Message{
+		ID: logging.MessageID{Sender: commutative.TaskID(TaskID(systemCollection, firstPE)), SRN: 1},
+		To: el.id, Handler: handlerID(t.Collection, t.Handler), Annotation: annotationOf(h.Annotation), Payload: payload,
+	}})
+}
+
+func (pe *PE) rollback(ev Rollback) {
+	pe.generation = ev.Generation
+	pe.rolledBackAt = ev.Generation
+	pe.rollingBack = true
+	pe.proto = logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size})
+	pe.proto.HostTask(pe.system)
+	for _, cs := range pe.colls {
+		clear(cs.local)
+		cs.sorted = cs.sorted[:0]
+		for lin := range cs.homeOf {
+			cs.homeOf[lin] = int32(cs.def.Map(lin, cs.n, pe.cfg.Size))
+		}
+	}
+	clear(pe.runnable)
+	pe.runnable, pe.runAt = pe.runnable[:0], 0
+	for to := range pe.outgoing {
+		clear(pe.outgoing[to])
+		pe.outgoing[to] = pe.outgoing[to][:0]
+		pe.outBytes[to] = 0
+	}
+	pe.qdCallbacks = nil
+	pe.sentTo, pe.receivedFrom = make([]uint64, pe.cfg.Size), make([]uint64, pe.cfg.Size)
+	own, _ := pe.store.Own(ev.Epoch)
+	for _, rec := range own {
+		if err := pe.restoreRecord(rec); err != nil {
+			pe.cfg.Control.Fail(err)
+			return
+		}
+	}
+	pe.markFailed(ev.Failed, ev.Relocations)
+	pe.receiveEarly()
+	pe.reportRestored()
+}
+
+func taskCheckpointToWire(cp logging.TaskCheckpoint) *wire.TaskCheckpoint {
+	c := cp.Counters
+	w := &wire.TaskCheckpoint{
+		Task: uint64(c.Task), Srn: c.SRN, Rsn: c.RSN,
+		RegionOpen: c.Region.Open, RegionHandler: c.Region.Key.Handler, RegionKey: c.Region.Key.Key,
+		RegionSize: uint32(c.Region.Size), RegionConsumed: uint32(c.Region.Consumed), RegionSrn: c.Region.SRN,
+	}
+	for _, id := range cp.Received {
+		w.Received = append(w.Received, idToWire(id))
+	}
+	for _, d := range cp.Requires {
+		w.Requires = append(w.Requires, &wire.Dependency{Task: uint64(d.Task), Trigger: idToWire(d.Trigger)})
+	}
+	return w
+}
+
+func taskCheckpointFromWire(w *wire.TaskCheckpoint) (logging.TaskCheckpoint, error) {
+	var cp logging.TaskCheckpoint
+	cp.Counters = commutative.NewTaskState(commutative.TaskID(w.Task))
+	cp.Counters.SRN, cp.Counters.RSN = w.Srn, w.Rsn
+	cp.Counters.Region = commutative.Region{
+		Open: w.RegionOpen, Key: commutative.RegionKey{Handler: w.RegionHandler, Key: w.RegionKey},
+		Size: int(w.RegionSize), Consumed: int(w.RegionConsumed), SRN: w.RegionSrn,
+	}
+	for _, r := range w.Received {
+		id, err := idFromWire(r)
+		if err != nil {
+			return cp, err
+		}
+		cp.Received = append(cp.Received, id)
+	}
+	for _, d := range w.Requires {
+		id, err := idFromWire(d.Trigger)
+		if err != nil {
+			return cp, err
+		}
+		cp.Requires = append(cp.Requires, logging.Dependency{Task: commutative.TaskID(d.Task), Trigger: id})
+	}
+	return cp, nil
+}
