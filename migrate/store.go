@@ -214,3 +214,31 @@ func (s *Store) AdoptBuddy(ward int, epoch uint64, records []TaskRecord) error {
 	s.committed.buddyBytes += recordsBytes(sorted)
 	return nil
 }
+
+// AdoptOwn adds records of tasks restored on this PE after a failure to
+// its own copy of the committed epoch (replacing any of the same task), so
+// that this PE protects them from now on: it re-sends its own copy to its
+// buddy, and restores them from it if the job rolls back.
+func (s *Store) AdoptOwn(epoch uint64, records []TaskRecord) error {
+	if epoch == 0 || epoch != s.committed.epoch {
+		return fmt.Errorf("%w: adopting tasks of epoch %d, committed epoch is %d", ErrEpoch, epoch, s.committed.epoch)
+	}
+	merged := map[TaskRef]TaskRecord{}
+	for _, r := range s.committed.own {
+		merged[r.Ref()] = r
+	}
+	for _, r := range records {
+		merged[r.Ref()] = r
+	}
+	all := make([]TaskRecord, 0, len(merged))
+	for _, r := range merged {
+		all = append(all, r)
+	}
+	sorted, err := sortedRecords(all)
+	if err != nil {
+		return err
+	}
+	s.committed.own, s.committed.ownSet = sorted, true
+	s.committed.ownBytes = recordsBytes(sorted)
+	return nil
+}

@@ -192,3 +192,29 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestAdoptOwnAddsRestoredTasks(t *testing.T) {
+	s := NewStore()
+	if err := s.Stage(3, []TaskRecord{{Collection: 0, Lin: 1, Task: []byte("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AdoptOwn(2, nil); !errors.Is(err, ErrEpoch) {
+		t.Fatalf("adopt at an old epoch: %v, want ErrEpoch", err)
+	}
+	restored := []TaskRecord{{Collection: 0, Lin: 5, Task: []byte("b")}, {Collection: 0, Lin: 1, Task: []byte("a2")}}
+	if err := s.AdoptOwn(3, restored); err != nil {
+		t.Fatal(err)
+	}
+	if own, _ := s.Own(3); len(own) != 2 {
+		t.Fatalf("own has %d records, want 2", len(own))
+	}
+	if r, ok := s.OwnRecord(TaskRef{Collection: 0, Lin: 5}); !ok || string(r.Task) != "b" {
+		t.Fatalf("restored task not adopted: %v %v", r, ok)
+	}
+	if r, _ := s.OwnRecord(TaskRef{Collection: 0, Lin: 1}); string(r.Task) != "a2" {
+		t.Fatalf("a restored record must replace the older one, got %q", r.Task)
+	}
+}

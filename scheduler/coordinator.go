@@ -421,6 +421,20 @@ func (c *JobCoordinator) OnRestored(pe int, generation uint64) []Command {
 		return nil
 	}
 	c.pendingRestored = nil
+	// The restored tasks are now protected by their new PEs (their own
+	// copy, and their buddies'), and PEs whose buddy failed gave their copy
+	// to their new buddy.
+	for _, hs := range c.hosts {
+		for lin := range hs {
+			h := &hs[lin]
+			if !c.live[h.checkpointPE] || h.buddyPE < 0 || !c.live[h.buddyPE] {
+				if !c.live[h.checkpointPE] {
+					h.checkpointPE = h.pe
+				}
+				h.buddyPE = migrate.Buddy(h.checkpointPE, c.live)
+			}
+		}
+	}
 	if c.phase == phaseRollingBack {
 		return c.resumeAfterCheckpoint()
 	}

@@ -112,7 +112,8 @@ type Stats struct {
 	BytesSent       uint64
 	Dropped         uint64 // bad input dropped
 	DroppedByReason map[string]uint64
-	Restored        int // tasks restored here from checkpoints
+	Restored        int // failed PEs' tasks restored here
+	RolledBack      int // tasks of this PE rolled back to their checkpoint
 	// Protocol is the fault-tolerance protocol's own counters.
 	Protocol logging.Stats
 }
@@ -162,13 +163,18 @@ type PE struct {
 	expectRestore map[commutative.TaskID]bool
 	restored      []*element
 	early         []earlyBatch
+	// restoredRecords are the records of the tasks restored here in this
+	// recovery; reprotect is set when this PE's buddy failed.
+	restoredRecords []migrate.TaskRecord
+	reprotect       bool
 
 	stats Stats
 }
 
 type earlyBatch struct {
-	from    int
-	payload []byte
+	from       int
+	generation uint64
+	payload    []byte
 }
 
 type collectionState struct {
@@ -378,7 +384,7 @@ func (pe *PE) Receive(from int, payload []byte) {
 	if b.Generation > pe.generation {
 		// The sender already acts on a recovery this PE has not been told
 		// of yet: keep the batch until it has.
-		pe.early = append(pe.early, earlyBatch{from, payload})
+		pe.early = append(pe.early, earlyBatch{from, b.Generation, payload})
 		return
 	}
 	if b.CheckpointKind != wire.CheckpointKind_CHECKPOINT_NONE {

@@ -192,6 +192,7 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte) {
 				pe.cfg.Control.Fail(err)
 				return
 			}
+			pe.restoredRecords = append(pe.restoredRecords, rec)
 		}
 		pe.reportRestored()
 	default:
@@ -267,12 +268,15 @@ func (pe *PE) restoreRecord(rec migrate.TaskRecord) error {
 	cs.homeOf[lin] = int32(pe.cfg.Rank)
 	if pe.rollingBack {
 		pe.proto.HostTask(el.id)
+		pe.stats.RolledBack++
 	} else {
 		pe.proto.RestoreTask(cp, pe.survivors())
 		pe.restored = append(pe.restored, el)
 	}
-	delete(pe.expectRestore, el.id)
-	pe.stats.Restored++
+	if pe.expectRestore[el.id] {
+		delete(pe.expectRestore, el.id)
+		pe.stats.Restored++
+	}
 	return nil
 }
 
@@ -286,11 +290,32 @@ func (pe *PE) survivors() []logging.PEID {
 	return s
 }
 
+// reportRestored tells the coordinator once every task this PE had to
+// restore is here. First it protects them: restored tasks join this PE's
+// own checkpoint copy, and the copy goes to this PE's buddy, so that this
+// PE, or the one that held their copy, can fail before the next
+// checkpoint.
 func (pe *PE) reportRestored() {
-	if len(pe.expectRestore) == 0 && pe.restoring {
-		pe.restoring = false
-		pe.cfg.Control.Restored(pe.generation, pe.stats.Restored)
+	if len(pe.expectRestore) > 0 || !pe.restoring {
+		return
 	}
+	pe.restoring = false
+	if len(pe.restoredRecords) > 0 || pe.reprotect {
+		epoch := pe.store.Epoch()
+		if len(pe.restoredRecords) > 0 {
+			if err := pe.store.AdoptOwn(epoch, pe.restoredRecords); err != nil {
+				pe.cfg.Control.Fail(err)
+				return
+			}
+		}
+		if nb := migrate.Buddy(pe.cfg.Rank, pe.live); nb >= 0 {
+			if own, ok := pe.store.Own(epoch); ok {
+				pe.sendCheckpoint(nb, wire.CheckpointKind_CHECKPOINT_ADOPT, epoch, pe.cfg.Rank, own)
+			}
+		}
+		pe.restoredRecords, pe.reprotect = nil, false
+	}
+	pe.cfg.Control.Restored(pe.generation, pe.stats.Restored)
 }
 
 // markFailed forgets failed PEs and points their tasks to their new PEs;
@@ -327,14 +352,10 @@ func (pe *PE) markFailed(failed []int, relocs []migrate.Relocation) {
 		}
 		send[r.ToPE] = append(send[r.ToPE], rec)
 	}
-	// A PE whose buddy failed gives its own copy to its new buddy, so that
-	// it can fail too before the next checkpoint.
+	// A PE whose buddy failed must give its copy to its new buddy (see
+	// reportRestored).
 	if b := migrate.Buddy(pe.cfg.Rank, liveBefore); b >= 0 && !pe.live[b] {
-		if nb := migrate.Buddy(pe.cfg.Rank, pe.live); nb >= 0 {
-			if own, ok := pe.store.Own(pe.store.Epoch()); ok {
-				pe.sendCheckpoint(nb, wire.CheckpointKind_CHECKPOINT_ADOPT, pe.store.Epoch(), pe.cfg.Rank, own)
-			}
-		}
+		pe.reprotect = true
 	}
 	for _, to := range sortedKeys(send) {
 		pe.sendCheckpoint(to, wire.CheckpointKind_CHECKPOINT_RESTORE, pe.store.Epoch(), pe.cfg.Rank, send[to])
@@ -423,12 +444,12 @@ func (pe *PE) rollback(ev Rollback) {
 	pe.rollingBack = true
 	pe.proto = logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size})
 	pe.proto.HostTask(pe.system)
+	// Every task goes back to where its checkpoint is; the places are
+	// those the PE knows (where earlier recoveries put tasks), and the
+	// failed PE's tasks move as the relocations say (markFailed).
 	for _, cs := range pe.colls {
 		clear(cs.local)
 		cs.sorted = cs.sorted[:0]
-		for lin := range cs.homeOf {
-			cs.homeOf[lin] = int32(cs.def.Map(lin, cs.n, pe.cfg.Size))
-		}
 	}
 	clear(pe.runnable)
 	pe.runnable, pe.runAt = pe.runnable[:0], 0
@@ -439,8 +460,21 @@ func (pe *PE) rollback(ev Rollback) {
 	}
 	pe.qdCallbacks = nil
 	pe.sentTo, pe.receivedFrom = make([]uint64, pe.cfg.Size), make([]uint64, pe.cfg.Size)
+	// What an interrupted earlier rollback was waiting for is moot now.
+	clear(pe.expectRestore)
+	pe.restored, pe.restoredRecords = nil, nil
+	pe.early = slices.DeleteFunc(pe.early, func(b earlyBatch) bool { return b.generation < ev.Generation })
+	// A task this PE adopted in a rollback that a further failure
+	// interrupted may be relocated again: the plan decides where it goes.
+	relocated := map[migrate.TaskRef]bool{}
+	for _, r := range ev.Relocations {
+		relocated[r.Task] = true
+	}
 	own, _ := pe.store.Own(ev.Epoch)
 	for _, rec := range own {
+		if relocated[rec.Ref()] {
+			continue
+		}
 		if err := pe.restoreRecord(rec); err != nil {
 			pe.cfg.Control.Fail(err)
 			return
