@@ -281,6 +281,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 		}
 		if core != nil {
 			if out, done := core.Done(); done {
+				c.collectStats(ctx, core.Live())
 				if c.failure != nil {
 					return out.Status, c.failure
 				}
@@ -389,6 +390,53 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 			}
 		}
 	}
+}
+
+// collectStats waits briefly for the counters the live PEs send when they
+// stop, and logs them.
+func (c *coordinator) collectStats(ctx context.Context, live []bool) {
+	deadline := time.NewTimer(3 * time.Second)
+	defer deadline.Stop()
+	want := 0
+	for r, ok := range live {
+		if ok && c.peers[r] != nil && !c.peers[r].gone {
+			want++
+		}
+	}
+	for len(c.stats) < want {
+		select {
+		case <-deadline.C:
+			want = 0
+		case <-ctx.Done():
+			want = 0
+		case ev := <-c.events:
+			if m, ok := ev.(evMessage); ok {
+				if st := m.msg.GetStats(); st != nil {
+					c.stats[m.rank] = st
+				}
+			}
+		}
+	}
+	var total controlpb.PEStats
+	for r := 0; r < c.cfg.Size; r++ {
+		st, ok := c.stats[r]
+		if !ok {
+			continue
+		}
+		c.cfg.Log.Info("PE stats", "pe", r, "handled", st.Delivered, "envelopes_sent", st.EnvelopesSent, "bytes_sent", st.BytesSent,
+			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "determinants", st.Determinants,
+			"piggybacked_bytes", st.PiggybackedBytes, "duplicates_dropped", st.Duplicates,
+			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped)
+		total.Delivered += st.Delivered
+		total.Determinants += st.Determinants
+		total.PiggybackedBytes += st.PiggybackedBytes
+		total.LoggedBytes += st.LoggedBytes
+		total.Restored += st.Restored
+		total.RolledBack += st.RolledBack
+	}
+	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
+		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes,
+		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack)
 }
 
 // handleReport hands a PE's report to the job coordinator.

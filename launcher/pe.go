@@ -207,6 +207,19 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			continue
 		}
 		if stop {
+			reply := make(chan scheduler.Stats, 1)
+			ep.Post(scheduler.StatsRequest{Reply: reply})
+			select {
+			case st := <-reply:
+				p := st.Protocol
+				control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{
+					Delivered: st.Delivered, EnvelopesSent: st.Sent, BytesSent: st.BytesSent,
+					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
+					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
+					LoggedMessages: int64(p.Sent),
+				}}})
+			case <-time.After(2 * time.Second):
+			}
 			return 0, nil
 		}
 		ep.Post(ev)

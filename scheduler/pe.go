@@ -92,6 +92,8 @@ type (
 	QuiescenceDetected struct{ Number uint64 }
 	// runSlice is posted by the PE to itself to handle queued work.
 	runSlice struct{}
+	// StatsRequest asks for the PE's counters, sent on Reply.
+	StatsRequest struct{ Reply chan<- Stats }
 )
 
 // Errors reported for bad input; the PE drops the input and keeps running.
@@ -432,6 +434,8 @@ func (pe *PE) Event(ev any) {
 	case runSlice:
 		pe.posted = false
 		pe.runSlice()
+	case StatsRequest:
+		ev.Reply <- pe.Stats()
 	case Begin:
 		pe.rollingBack = false
 		pe.begin()

@@ -1918,6 +1918,8 @@ type PEStats struct {
 	Duplicates       int64                  `protobuf:"varint,7,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
 	Restored         int32                  `protobuf:"varint,8,opt,name=restored,proto3" json:"restored,omitempty"`
 	Dropped          uint64                 `protobuf:"varint,9,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	RolledBack       int32                  `protobuf:"varint,10,opt,name=rolled_back,json=rolledBack,proto3" json:"rolled_back,omitempty"`
+	LoggedMessages   int64                  `protobuf:"varint,11,opt,name=logged_messages,json=loggedMessages,proto3" json:"logged_messages,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -2011,6 +2013,20 @@ func (x *PEStats) GetRestored() int32 {
 func (x *PEStats) GetDropped() uint64 {
 	if x != nil {
 		return x.Dropped
+	}
+	return 0
+}
+
+func (x *PEStats) GetRolledBack() int32 {
+	if x != nil {
+		return x.RolledBack
+	}
+	return 0
+}
+
+func (x *PEStats) GetLoggedMessages() int64 {
+	if x != nil {
+		return x.LoggedMessages
 	}
 	return 0
 }
@@ -2151,7 +2167,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"generation\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
-	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\xb7\x02\n" +
+	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\x81\x03\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -2164,7 +2180,11 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"duplicates\x18\a \x01(\x03R\n" +
 	"duplicates\x12\x1a\n" +
 	"\brestored\x18\b \x01(\x05R\brestored\x12\x18\n" +
-	"\adropped\x18\t \x01(\x04R\adroppedB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\adropped\x18\t \x01(\x04R\adropped\x12\x1f\n" +
+	"\vrolled_back\x18\n" +
+	" \x01(\x05R\n" +
+	"rolledBack\x12'\n" +
+	"\x0flogged_messages\x18\v \x01(\x03R\x0eloggedMessagesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_launcher_controlpb_control_proto_rawDescOnce sync.Once

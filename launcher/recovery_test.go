@@ -1,0 +1,110 @@
+package launcher
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// stencilArgs is a Stencil3D job small enough for CI: 27 chunks on 4 PEs,
+// a sync point every 10 sweeps.
+var stencilArgs = []string{"run", "stencil3d", "--pes", "4", "--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "60", "--checkpoint-every", "10"}
+
+var (
+	digestLine   = regexp.MustCompile(`^job digest ([0-9a-f]+)$`)
+	peStatsLine  = regexp.MustCompile(`msg="PE stats" pe=(\d+) .*determinants=(\d+) .*restored_tasks=(\d+) rolled_back_tasks=(\d+)`)
+	jobStatsLine = regexp.MustCompile(`msg="job stats" ft=(\w+) .*determinants=(\d+) .*restored_tasks=(\d+) rolled_back_tasks=(\d+)`)
+)
+
+type peStats struct{ determinants, restored, rolledBack int }
+
+// stats reads the per-PE counters the launcher logs at the end.
+func (j *job) stats(t *testing.T) map[int]peStats {
+	t.Helper()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := map[int]peStats{}
+	for _, l := range j.lines {
+		if m := peStatsLine.FindStringSubmatch(l); m != nil {
+			pe, _ := strconv.Atoi(m[1])
+			d, _ := strconv.Atoi(m[2])
+			r, _ := strconv.Atoi(m[3])
+			b, _ := strconv.Atoi(m[4])
+			out[pe] = peStats{d, r, b}
+		}
+	}
+	return out
+}
+
+func cleanDigest(t *testing.T, args []string) string {
+	t.Helper()
+	j := startJob(t, args...)
+	require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+	return j.waitLine(t, digestLine, time.Second)[1]
+}
+
+// A real SIGKILL under each protocol: the job ends with the failure-free
+// digest. Under the message-logging protocols the survivors do not roll
+// back and the dead PE's tasks are restored on every survivor; under
+// partialdet no determinant is ever recorded.
+func TestRecoveryAfterSIGKILL(t *testing.T) {
+	want := cleanDigest(t, stencilArgs)
+	for _, ft := range []string{"partialdet", "fulldet", "none"} {
+		t.Run(ft, func(t *testing.T) {
+			j := startJob(t, append(stencilArgs, "--ft", ft, "--kill", "pe=1,at=step:27")...)
+			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+			j.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9`), time.Second)
+			require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+			job := j.waitLine(t, jobStatsLine, 5*time.Second)
+			require.Equal(t, ft, job[1])
+			st := j.stats(t)
+			require.Len(t, st, 3, "the three survivors report their counters")
+			if ft == "none" {
+				require.NotEqual(t, "0", job[4], "checkpoint/restart rolls every task back")
+				return
+			}
+			restoredOn := 0
+			for pe, s := range st {
+				require.Zero(t, s.rolledBack, "survivor PE %d must not roll back", pe)
+				if s.restored > 0 {
+					restoredOn++
+				}
+			}
+			require.Equal(t, 3, restoredOn, "PE 1's tasks are restored on all three survivors")
+			if ft == "partialdet" {
+				require.Equal(t, "0", job[2], "Stencil3D needs no determinant")
+			} else {
+				require.NotEqual(t, "0", job[2])
+			}
+		})
+	}
+}
+
+// A second PE dies while the first recovery replays, and two PEs that are
+// not each other's buddy die at the same step: both runs end with the
+// failure-free digest.
+func TestRecoveryFromTwoFailures(t *testing.T) {
+	want := cleanDigest(t, stencilArgs)
+	for name, kills := range map[string][]string{
+		"during recovery": {"pe=1,at=step:37", "pe=2,at=step:39"},
+		"non-buddy pair":  {"pe=1,at=step:25", "pe=3,at=step:25"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string(nil), stencilArgs...)
+			for _, k := range kills {
+				args = append(args, "--kill", k)
+			}
+			j := startJob(t, args...)
+			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+			for _, k := range kills {
+				pe := regexp.MustCompile(`pe=(\d)`).FindStringSubmatch(k)[1]
+				j.waitLine(t, regexp.MustCompile(fmt.Sprintf(`PE failed.*PE %s .*killed by signal 9`, pe)), time.Second)
+			}
+			require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+		})
+	}
+}
