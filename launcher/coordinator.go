@@ -60,8 +60,11 @@ type coordinator struct {
 	failure error
 	// stopping is set once the job exits normally: PEs ending then are no
 	// failures.
-	stopping bool
-	stats    map[int]*controlpb.PEStats
+	stopping    bool
+	stats       map[int]*controlpb.PEStats
+	lastFailure time.Time
+	// recovery describes each recovery, for the end-of-job report.
+	recovery []string
 	// killProcess kills a spawned PE (failure injection).
 	killProcess func(rank int) (pid int, err error)
 }
@@ -212,7 +215,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	// reported by the spawner with how it died; give it a moment.
 	lostAt := map[int]time.Time{}
 	lostErr := map[int]error{}
-	var began, failedAt time.Time
+	var began, failedAt, checkpointAt, noticeAt time.Time
 
 	deliver := func(cmds []scheduler.Command) {
 		for _, cmd := range cmds {
@@ -231,15 +234,28 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				}
 			}
 			switch ev := cmd.Event.(type) {
+			case scheduler.TakeCheckpoint:
+				checkpointAt = time.Now()
+			case scheduler.CommitCheckpoint:
+				c.cfg.Log.Info("checkpoint committed", "epoch", ev.Epoch, "ms", time.Since(checkpointAt).Milliseconds())
+				if !noticeAt.IsZero() {
+					c.recovery = append(c.recovery, fmt.Sprintf("restore %d ms, replay and catch-up to the next checkpoint %d ms",
+						noticeAt.Sub(c.lastFailure).Milliseconds(), time.Since(noticeAt).Milliseconds()))
+					c.cfg.Log.Info("recovery report: first checkpoint after the failure",
+						"replay_and_catch_up_ms", time.Since(noticeAt).Milliseconds(), "since_failure_ms", time.Since(c.lastFailure).Milliseconds())
+					noticeAt = time.Time{}
+				}
 			case scheduler.Begin:
 				began = time.Now()
 				c.cfg.Log.Info("all PEs ready; job begins", "pes", c.cfg.Size, "ft", protocolName(c.cfg.Protocol))
 			case scheduler.NoticeFailure:
+				noticeAt = time.Now()
 				c.cfg.Log.Info("recovery: tasks restored, replay starts", "failed", fmt.Sprint(ev.Failed), "restore_ms", time.Since(failedAt).Milliseconds(), "relocated", len(ev.Relocations))
 			case scheduler.Resume:
 				if !failedAt.IsZero() && c.cfg.Protocol == logging.KindNone {
 					c.cfg.Log.Info("recovery: every task rolled back to the checkpoint", "restore_ms", time.Since(failedAt).Milliseconds())
 					failedAt = time.Time{}
+					noticeAt = time.Now()
 				}
 			}
 		}
@@ -267,6 +283,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 			return
 		}
 		failedAt = time.Now()
+		c.lastFailure = failedAt
 		c.cfg.Log.Error("PE failed", "detail", detail, "after_begin_ms", time.Since(began).Milliseconds())
 		deliver(core.OnFailure(rank))
 		if out, done := core.Done(); done && out.Err != nil {
@@ -437,6 +454,9 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
 		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes,
 		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack)
+	for i, r := range c.recovery {
+		c.cfg.Log.Info(fmt.Sprintf("recovery %d of %d: %s", i+1, len(c.recovery), r))
+	}
 }
 
 // handleReport hands a PE's report to the job coordinator.

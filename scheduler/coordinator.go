@@ -205,7 +205,7 @@ func (c *JobCoordinator) maybeCommit() []Command {
 			h.checkpointPE, h.buddyPE = h.pe, migrate.Buddy(h.pe, c.live)
 		}
 	}
-	c.note("checkpoint %d committed: %d bytes", c.committed, c.checkpointBytes)
+	c.note("checkpoint %d staged and copied to buddies: %d bytes", c.committed, c.checkpointBytes)
 	cmds := []Command{{To: -1, Event: CommitCheckpoint{Epoch: c.committed, Dir: c.cfg.CheckpointDir}}}
 	if c.cfg.CheckpointDir != "" {
 		return cmds // resume once every file is written
