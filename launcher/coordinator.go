@@ -47,6 +47,10 @@ type coordinatorConfig struct {
 	KillAtStep []uint64
 	// Kills are failures the launcher injects itself.
 	Kills []kill
+	// Restart, if set, holds per PE the task records of a disk checkpoint
+	// the job starts from; RestartEpoch is that checkpoint's epoch.
+	Restart      [][]migrate.TaskRecord
+	RestartEpoch uint64
 }
 
 // coordinator admits the PEs of one job, wires them together, runs
@@ -209,7 +213,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 
 	ticker := time.NewTicker(c.cfg.QuiescenceEvery)
 	defer ticker.Stop()
-	joined, ready := 0, 0
+	joined, ready, restarted := 0, 0, 0
 	var core *scheduler.JobCoordinator
 	// A PE whose connection broke may be a spawned process about to be
 	// reported by the spawner with how it died; give it a moment.
@@ -364,12 +368,24 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 						ready++
 					}
 					if ready == c.cfg.Size {
-						core = scheduler.NewJobCoordinator(scheduler.CoordinatorConfig{
-							Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
-							CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
-						})
+						if c.cfg.Restart != nil {
+							c.sendRestart()
+							continue
+						}
+						core = c.newCore()
 						deliver(core.Ready())
 					}
+				case *controlpb.ToCoordinator_Restored:
+					if core == nil && c.cfg.Restart != nil {
+						restarted++
+						if restarted == c.cfg.Size {
+							c.cfg.Log.Info("restarted from disk checkpoint", "epoch", c.cfg.RestartEpoch)
+							core = c.newCore()
+							deliver(core.Ready())
+						}
+						continue
+					}
+					deliver(c.handleReport(core, ev.rank, ev.msg))
 				case *controlpb.ToCoordinator_Output:
 					fmt.Fprintln(c.cfg.Output, m.Output.Line)
 				case *controlpb.ToCoordinator_Heartbeat:
@@ -406,6 +422,40 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				failure(ev.rank, describeExit(ev))
 			}
 		}
+	}
+}
+
+func (c *coordinator) newCore() *scheduler.JobCoordinator {
+	return scheduler.NewJobCoordinator(scheduler.CoordinatorConfig{
+		Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
+		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
+		Resumed: c.cfg.Restart != nil && c.cfg.RestartEpoch > scheduler.InitialEpoch,
+	})
+}
+
+// sendRestart gives every PE its tasks' states from the disk checkpoint,
+// in messages of a few MiB.
+func (c *coordinator) sendRestart() {
+	const chunk = 4 << 20
+	for r, recs := range c.cfg.Restart {
+		var part []migrate.TaskRecord
+		size := 0
+		flush := func(last bool) {
+			b, err := migrate.MarshalPECheckpoint(&migrate.PECheckpoint{Epoch: c.cfg.RestartEpoch, PE: r, NumPEs: c.cfg.Size, Tasks: part})
+			if err != nil {
+				panic(fmt.Sprintf("launcher: marshal restart records: %v", err))
+			}
+			c.peers[r].conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_RestartRecords{RestartRecords: &controlpb.RestartRecords{Checkpoint: b, Last: last}}})
+			part, size = nil, 0
+		}
+		for _, rec := range recs {
+			if size > 0 && size+len(rec.Task)+len(rec.Runtime)+len(rec.Protocol) > chunk {
+				flush(false)
+			}
+			part = append(part, rec)
+			size += len(rec.Task) + len(rec.Runtime) + len(rec.Protocol)
+		}
+		flush(true)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
 	"github.com/gochare/gochare/scheduler/transport"
 )
@@ -41,6 +42,9 @@ const usage = `usage:
                                 the application (default 0: only the
                                 initial checkpoint)
         --checkpoint-dir DIR    also write every checkpoint to DIR
+        --restart DIR           start from the latest complete checkpoint in
+                                DIR (written by --checkpoint-dir, with any
+                                number of PEs)
         --restore-spread K      restore a failed PE's tasks on K survivors
                                 (default 0: all)
         --kill SPEC             inject a failure (repeatable): pe=R,at=step:S
@@ -119,6 +123,7 @@ type runOptions struct {
 	protocol         logging.Kind
 	checkpointEvery  uint64
 	checkpointDir    string
+	restartDir       string
 	spread           int
 	kills            []string
 }
@@ -192,12 +197,16 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			} else {
 				o.spread = n
 			}
-		case "checkpoint-dir":
-			v, err := valueOf(&i, "--checkpoint-dir")
+		case "checkpoint-dir", "restart":
+			v, err := valueOf(&i, "--"+name)
 			if err != nil {
 				return o, nil, err
 			}
-			o.checkpointDir = v
+			if name == "restart" {
+				o.restartDir = v
+			} else {
+				o.checkpointDir = v
+			}
 		case "kill":
 			v, err := valueOf(&i, "--kill")
 			if err != nil {
@@ -279,6 +288,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 			return 1, fmt.Errorf("launcher: %w", err)
 		}
 	}
+	layout := scheduler.Layout(job, o.pes)
+	var restart [][]migrate.TaskRecord
+	var restartEpoch uint64
+	if o.restartDir != "" {
+		restart, restartEpoch, err = readRestart(o.restartDir, layout, o.pes)
+		if err != nil {
+			return 1, err
+		}
+		log.Info("restarting from disk checkpoint", "dir", o.restartDir, "epoch", restartEpoch, "pes", o.pes)
+	}
 	secret := newSecret()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -288,8 +307,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
-		Layout: scheduler.Layout(job, o.pes), CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
-		Spread: o.spread, KillAtStep: killAtStep, Kills: kills,
+		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
+		Spread: o.spread, KillAtStep: killAtStep, Kills: kills, Restart: restart, RestartEpoch: restartEpoch,
 	}
 	if o.external {
 		if o.secretFile != "" {
@@ -382,4 +401,23 @@ func cmdBench(args []string, stdout io.Writer) (int, error) {
 		return 0, transport.RunBenchPeer(args[1:])
 	}
 	return 2, fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
+}
+
+// readRestart reads the latest complete checkpoint in dir and places its
+// tasks on numPEs PEs as the job's initial map would.
+func readRestart(dir string, layout [][]int, numPEs int) ([][]migrate.TaskRecord, uint64, error) {
+	epoch, byCollection, _, err := migrate.ReadDisk(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("launcher: --restart: %w", err)
+	}
+	if len(byCollection) != len(layout) {
+		return nil, 0, fmt.Errorf("launcher: --restart: the checkpoint has %d collections, this job %d", len(byCollection), len(layout))
+	}
+	for c, recs := range byCollection {
+		if len(recs) != len(layout[c]) {
+			return nil, 0, fmt.Errorf("launcher: --restart: collection %d has %d tasks in the checkpoint, %d in this job (same application flags?)", c, len(recs), len(layout[c]))
+		}
+	}
+	perPE := migrate.Redistribute(byCollection, numPEs, func(collection, lin, n, pes int) int { return layout[collection][lin] })
+	return perPE, epoch, nil
 }

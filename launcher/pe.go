@@ -196,10 +196,24 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			}
 		}
 	}()
+	var restart []migrate.TaskRecord
 	for {
 		var m controlpb.ToPE
 		if err := cn.recv(&m); err != nil {
 			return 1, fmt.Errorf("launcher: PE %d lost the coordinator: %w", o.Rank, err)
+		}
+		if rr := m.GetRestartRecords(); rr != nil {
+			cp, err := migrate.UnmarshalPECheckpoint(rr.Checkpoint)
+			if err != nil {
+				control.Fail(fmt.Errorf("launcher: PE %d: restart records: %w", o.Rank, err))
+				continue
+			}
+			restart = append(restart, cp.Tasks...)
+			if rr.Last {
+				ep.Post(scheduler.RestartFrom{Records: restart})
+				restart = nil
+			}
+			continue
 		}
 		ev, stop, err := eventFromPB(&m, o.Size)
 		if err != nil {

@@ -108,3 +108,23 @@ func TestRecoveryFromTwoFailures(t *testing.T) {
 		})
 	}
 }
+
+// A checkpoint written to disk by a job on 4 PEs restarts on 3 PEs and
+// ends with the same digest.
+func TestRestartFromDiskOnAnotherPECount(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"run", "stencil3d", "--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "60", "--checkpoint-every", "25"}
+	first := startJob(t, append(args, "--pes", "4", "--checkpoint-dir", dir)...)
+	require.Equal(t, 0, first.wait(t, 2*time.Minute), first.output())
+	want := first.waitLine(t, digestLine, time.Second)[1]
+
+	again := startJob(t, append(args, "--pes", "3", "--restart", dir)...)
+	require.Equal(t, 0, again.wait(t, 2*time.Minute), again.output())
+	again.waitLine(t, regexp.MustCompile(`restarted from disk checkpoint.* epoch=3`), time.Second)
+	require.Equal(t, want, again.waitLine(t, digestLine, time.Second)[1])
+
+	// Another application's checkpoint is refused before any PE starts.
+	bad := startJob(t, "run", "stencil3d", "--pes", "2", "--grid", "16,16,16", "--chunk", "8,8,8", "--restart", dir)
+	require.NotEqual(t, 0, bad.wait(t, time.Minute))
+	bad.waitLine(t, regexp.MustCompile(`--restart: collection \d+ has \d+ tasks in the checkpoint`), time.Second)
+}

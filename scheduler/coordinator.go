@@ -58,6 +58,9 @@ type CoordinatorConfig struct {
 	// Spread is the number of survivors a failed PE's tasks are restored
 	// on (0: all).
 	Spread int
+	// Resumed says the tasks come from a checkpoint taken at a sync point
+	// (a restart from disk): the job continues with Resume, not Begin.
+	Resumed bool
 }
 
 // Command is something the caller must deliver: Event to PE To, or to
@@ -237,7 +240,7 @@ func (c *JobCoordinator) resumeAfterCheckpoint() []Command {
 	c.phase = phaseRunning
 	c.qd.Reset()
 	c.roundOpen = false
-	if c.committed == InitialEpoch {
+	if c.committed == InitialEpoch && !c.cfg.Resumed {
 		return []Command{{To: -1, Event: Begin{}}}
 	}
 	return []Command{{To: -1, Event: Resume{}}}

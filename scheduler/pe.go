@@ -454,6 +454,12 @@ func (pe *PE) Event(ev any) {
 	case Rollback:
 		pe.rollback(ev)
 		pe.schedule()
+	case RestartFrom:
+		if err := pe.restartFrom(ev.Records); err != nil {
+			pe.cfg.Control.Fail(err)
+			return
+		}
+		pe.cfg.Control.Restored(0, len(ev.Records))
 	case Probe:
 		r := ev.Round
 		pe.probe = &r

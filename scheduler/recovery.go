@@ -50,6 +50,9 @@ type (
 		Failed      []int
 		Relocations []migrate.Relocation
 	}
+	// RestartFrom gives the local tasks the states of a disk checkpoint
+	// before the job begins (a restart, possibly on another PE count).
+	RestartFrom struct{ Records []migrate.TaskRecord }
 	// Rollback restores every task from checkpoint Epoch (checkpoint/restart).
 	Rollback struct {
 		Generation  uint64
@@ -483,6 +486,30 @@ func (pe *PE) rollback(ev Rollback) {
 	pe.markFailed(ev.Failed, ev.Relocations)
 	pe.receiveEarly()
 	pe.reportRestored()
+}
+
+// restartFrom installs checkpointed states into the tasks created here.
+// Identities start afresh: this is a new job that continues an old one.
+func (pe *PE) restartFrom(recs []migrate.TaskRecord) error {
+	for _, rec := range recs {
+		if int(rec.Collection) >= len(pe.colls) {
+			return fmt.Errorf("scheduler: restart record of unknown collection %d", rec.Collection)
+		}
+		cs := pe.colls[rec.Collection]
+		if rec.Lin < 0 || rec.Lin >= int64(cs.n) || cs.local[rec.Lin] == nil {
+			return fmt.Errorf("scheduler: restart record of %s[%d], which is not on PE %d", cs.def.Name, rec.Lin, pe.cfg.Rank)
+		}
+		el := cs.local[rec.Lin]
+		if err := el.task.UnmarshalBinary(rec.Task); err != nil {
+			return fmt.Errorf("scheduler: restart %s[%d]: %w", cs.def.Name, rec.Lin, err)
+		}
+		var rt wire.TaskRuntime
+		if err := proto.Unmarshal(rec.Runtime, &rt); err != nil {
+			return fmt.Errorf("scheduler: runtime state of %s[%d]: %w", cs.def.Name, rec.Lin, err)
+		}
+		el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
+	}
+	return nil
 }
 
 func taskCheckpointToWire(cp logging.TaskCheckpoint) *wire.TaskCheckpoint {

@@ -39,6 +39,7 @@ type ToCoordinator struct {
 	//	*ToCoordinator_DiskWritten
 	//	*ToCoordinator_Restored
 	//	*ToCoordinator_Stats
+	//	*ToCoordinator_Restarted
 	Msg           isToCoordinator_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -198,6 +199,15 @@ func (x *ToCoordinator) GetStats() *PEStats {
 	return nil
 }
 
+func (x *ToCoordinator) GetRestarted() *Restarted {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Restarted); ok {
+			return x.Restarted
+		}
+	}
+	return nil
+}
+
 type isToCoordinator_Msg interface {
 	isToCoordinator_Msg()
 }
@@ -254,6 +264,10 @@ type ToCoordinator_Stats struct {
 	Stats *PEStats `protobuf:"bytes,13,opt,name=stats,proto3,oneof"`
 }
 
+type ToCoordinator_Restarted struct {
+	Restarted *Restarted `protobuf:"bytes,14,opt,name=restarted,proto3,oneof"`
+}
+
 func (*ToCoordinator_Hello) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Ready) isToCoordinator_Msg() {}
@@ -280,6 +294,8 @@ func (*ToCoordinator_Restored) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Stats) isToCoordinator_Msg() {}
 
+func (*ToCoordinator_Restarted) isToCoordinator_Msg() {}
+
 // Messages from the coordinator to a PE.
 type ToPE struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -297,6 +313,7 @@ type ToPE struct {
 	//	*ToPE_Recover
 	//	*ToPE_NoticeFailure
 	//	*ToPE_Rollback
+	//	*ToPE_RestartRecords
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -447,6 +464,15 @@ func (x *ToPE) GetRollback() *Rollback {
 	return nil
 }
 
+func (x *ToPE) GetRestartRecords() *RestartRecords {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_RestartRecords); ok {
+			return x.RestartRecords
+		}
+	}
+	return nil
+}
+
 type isToPE_Msg interface {
 	isToPE_Msg()
 }
@@ -499,6 +525,10 @@ type ToPE_Rollback struct {
 	Rollback *Rollback `protobuf:"bytes,12,opt,name=rollback,proto3,oneof"`
 }
 
+type ToPE_RestartRecords struct {
+	RestartRecords *RestartRecords `protobuf:"bytes,13,opt,name=restart_records,json=restartRecords,proto3,oneof"`
+}
+
 func (*ToPE_Challenge) isToPE_Msg() {}
 
 func (*ToPE_Setup) isToPE_Msg() {}
@@ -523,6 +553,107 @@ func (*ToPE_NoticeFailure) isToPE_Msg() {}
 
 func (*ToPE_Rollback) isToPE_Msg() {}
 
+func (*ToPE_RestartRecords) isToPE_Msg() {}
+
+// RestartRecords carries, in one or more messages, the tasks a PE takes
+// from a disk checkpoint when a job restarts (a migrate PECheckpoint).
+type RestartRecords struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checkpoint    []byte                 `protobuf:"bytes,1,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Last          bool                   `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartRecords) Reset() {
+	*x = RestartRecords{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartRecords) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartRecords) ProtoMessage() {}
+
+func (x *RestartRecords) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartRecords.ProtoReflect.Descriptor instead.
+func (*RestartRecords) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RestartRecords) GetCheckpoint() []byte {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return nil
+}
+
+func (x *RestartRecords) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
+
+// Restarted reports that a PE took its tasks' states from the checkpoint.
+type Restarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tasks         int32                  `protobuf:"varint,1,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Restarted) Reset() {
+	*x = Restarted{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Restarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Restarted) ProtoMessage() {}
+
+func (x *Restarted) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Restarted.ProtoReflect.Descriptor instead.
+func (*Restarted) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Restarted) GetTasks() int32 {
+	if x != nil {
+		return x.Tasks
+	}
+	return 0
+}
+
 // Challenge opens every connection: the PE must answer with a MAC of the
 // nonce under the job secret.
 type Challenge struct {
@@ -534,7 +665,7 @@ type Challenge struct {
 
 func (x *Challenge) Reset() {
 	*x = Challenge{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +677,7 @@ func (x *Challenge) String() string {
 func (*Challenge) ProtoMessage() {}
 
 func (x *Challenge) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +690,7 @@ func (x *Challenge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Challenge.ProtoReflect.Descriptor instead.
 func (*Challenge) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{2}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Challenge) GetNonce() []byte {
@@ -587,7 +718,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +730,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +743,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{3}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Hello) GetRank() int32 {
@@ -679,7 +810,7 @@ type Setup struct {
 
 func (x *Setup) Reset() {
 	*x = Setup{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +822,7 @@ func (x *Setup) String() string {
 func (*Setup) ProtoMessage() {}
 
 func (x *Setup) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +835,7 @@ func (x *Setup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Setup.ProtoReflect.Descriptor instead.
 func (*Setup) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{4}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Setup) GetRank() int32 {
@@ -778,7 +909,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +921,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +934,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{5}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{7}
 }
 
 type Begin struct {
@@ -814,7 +945,7 @@ type Begin struct {
 
 func (x *Begin) Reset() {
 	*x = Begin{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +957,7 @@ func (x *Begin) String() string {
 func (*Begin) ProtoMessage() {}
 
 func (x *Begin) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +970,7 @@ func (x *Begin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Begin.ProtoReflect.Descriptor instead.
 func (*Begin) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{6}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{8}
 }
 
 type Output struct {
@@ -851,7 +982,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +994,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1007,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{7}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Output) GetLine() string {
@@ -895,7 +1026,7 @@ type ExitRequest struct {
 
 func (x *ExitRequest) Reset() {
 	*x = ExitRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1038,7 @@ func (x *ExitRequest) String() string {
 func (*ExitRequest) ProtoMessage() {}
 
 func (x *ExitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1051,7 @@ func (x *ExitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitRequest.ProtoReflect.Descriptor instead.
 func (*ExitRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{8}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExitRequest) GetStatus() int32 {
@@ -939,7 +1070,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1082,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1095,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{9}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Probe) GetRound() uint64 {
@@ -987,7 +1118,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1130,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1143,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{10}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Idle) GetRound() uint64 {
@@ -1058,7 +1189,7 @@ type QuiescenceRequest struct {
 
 func (x *QuiescenceRequest) Reset() {
 	*x = QuiescenceRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1201,7 @@ func (x *QuiescenceRequest) String() string {
 func (*QuiescenceRequest) ProtoMessage() {}
 
 func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1214,7 @@ func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceRequest.ProtoReflect.Descriptor instead.
 func (*QuiescenceRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{11}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
 }
 
 type QuiescenceDetected struct {
@@ -1095,7 +1226,7 @@ type QuiescenceDetected struct {
 
 func (x *QuiescenceDetected) Reset() {
 	*x = QuiescenceDetected{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1238,7 @@ func (x *QuiescenceDetected) String() string {
 func (*QuiescenceDetected) ProtoMessage() {}
 
 func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1251,7 @@ func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceDetected.ProtoReflect.Descriptor instead.
 func (*QuiescenceDetected) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{12}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QuiescenceDetected) GetNumber() uint64 {
@@ -1138,7 +1269,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1281,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1294,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
 }
 
 type Stop struct {
@@ -1175,7 +1306,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1318,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1331,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -1219,7 +1350,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1362,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1375,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Failed) GetError() string {
@@ -1263,7 +1394,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1406,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1419,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -1308,7 +1439,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1451,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1464,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -1358,7 +1489,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1501,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1514,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
 }
 
 type CheckpointStaged struct {
@@ -1397,7 +1528,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1540,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1553,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -1456,7 +1587,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1599,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1612,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -1512,7 +1643,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1655,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1668,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -1592,7 +1723,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1735,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1748,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -1648,7 +1779,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1791,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1804,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -1729,7 +1860,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +1872,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1885,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -1789,7 +1920,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +1932,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +1945,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -1850,7 +1981,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +1993,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +2006,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -1926,7 +2057,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2069,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2082,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -2035,7 +2166,7 @@ var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
 
 const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xed\x05\n" +
+	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xa9\x06\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -2052,8 +2183,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	" \x01(\v2\x1c.gochare.control.BuddyStoredH\x00R\vbuddyStored\x12A\n" +
 	"\fdisk_written\x18\v \x01(\v2\x1c.gochare.control.DiskWrittenH\x00R\vdiskWritten\x127\n" +
 	"\brestored\x18\f \x01(\v2\x19.gochare.control.RestoredH\x00R\brestored\x120\n" +
-	"\x05stats\x18\r \x01(\v2\x18.gochare.control.PEStatsH\x00R\x05statsB\x05\n" +
-	"\x03msg\"\xd6\x05\n" +
+	"\x05stats\x18\r \x01(\v2\x18.gochare.control.PEStatsH\x00R\x05stats\x12:\n" +
+	"\trestarted\x18\x0e \x01(\v2\x1a.gochare.control.RestartedH\x00R\trestartedB\x05\n" +
+	"\x03msg\"\xa2\x06\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -2069,8 +2201,16 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\arecover\x18\n" +
 	" \x01(\v2\x18.gochare.control.RecoverH\x00R\arecover\x12G\n" +
 	"\x0enotice_failure\x18\v \x01(\v2\x1e.gochare.control.NoticeFailureH\x00R\rnoticeFailure\x127\n" +
-	"\brollback\x18\f \x01(\v2\x19.gochare.control.RollbackH\x00R\brollbackB\x05\n" +
-	"\x03msg\"!\n" +
+	"\brollback\x18\f \x01(\v2\x19.gochare.control.RollbackH\x00R\brollback\x12J\n" +
+	"\x0frestart_records\x18\r \x01(\v2\x1f.gochare.control.RestartRecordsH\x00R\x0erestartRecordsB\x05\n" +
+	"\x03msg\"D\n" +
+	"\x0eRestartRecords\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x01 \x01(\fR\n" +
+	"checkpoint\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\bR\x04last\"!\n" +
+	"\tRestarted\x12\x14\n" +
+	"\x05tasks\x18\x01 \x01(\x05R\x05tasks\"!\n" +
 	"\tChallenge\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\fR\x05nonce\"\x8e\x01\n" +
 	"\x05Hello\x12\x12\n" +
@@ -2198,71 +2338,75 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*ToPE)(nil),               // 1: gochare.control.ToPE
-	(*Challenge)(nil),          // 2: gochare.control.Challenge
-	(*Hello)(nil),              // 3: gochare.control.Hello
-	(*Setup)(nil),              // 4: gochare.control.Setup
-	(*Ready)(nil),              // 5: gochare.control.Ready
-	(*Begin)(nil),              // 6: gochare.control.Begin
-	(*Output)(nil),             // 7: gochare.control.Output
-	(*ExitRequest)(nil),        // 8: gochare.control.ExitRequest
-	(*Probe)(nil),              // 9: gochare.control.Probe
-	(*Idle)(nil),               // 10: gochare.control.Idle
-	(*QuiescenceRequest)(nil),  // 11: gochare.control.QuiescenceRequest
-	(*QuiescenceDetected)(nil), // 12: gochare.control.QuiescenceDetected
-	(*Heartbeat)(nil),          // 13: gochare.control.Heartbeat
-	(*Stop)(nil),               // 14: gochare.control.Stop
-	(*Failed)(nil),             // 15: gochare.control.Failed
-	(*TakeCheckpoint)(nil),     // 16: gochare.control.TakeCheckpoint
-	(*CommitCheckpoint)(nil),   // 17: gochare.control.CommitCheckpoint
-	(*Resume)(nil),             // 18: gochare.control.Resume
-	(*CheckpointStaged)(nil),   // 19: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 20: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 21: gochare.control.DiskWritten
-	(*Restored)(nil),           // 22: gochare.control.Restored
-	(*Relocation)(nil),         // 23: gochare.control.Relocation
-	(*Recover)(nil),            // 24: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 25: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 26: gochare.control.Rollback
-	(*PEStats)(nil),            // 27: gochare.control.PEStats
+	(*RestartRecords)(nil),     // 2: gochare.control.RestartRecords
+	(*Restarted)(nil),          // 3: gochare.control.Restarted
+	(*Challenge)(nil),          // 4: gochare.control.Challenge
+	(*Hello)(nil),              // 5: gochare.control.Hello
+	(*Setup)(nil),              // 6: gochare.control.Setup
+	(*Ready)(nil),              // 7: gochare.control.Ready
+	(*Begin)(nil),              // 8: gochare.control.Begin
+	(*Output)(nil),             // 9: gochare.control.Output
+	(*ExitRequest)(nil),        // 10: gochare.control.ExitRequest
+	(*Probe)(nil),              // 11: gochare.control.Probe
+	(*Idle)(nil),               // 12: gochare.control.Idle
+	(*QuiescenceRequest)(nil),  // 13: gochare.control.QuiescenceRequest
+	(*QuiescenceDetected)(nil), // 14: gochare.control.QuiescenceDetected
+	(*Heartbeat)(nil),          // 15: gochare.control.Heartbeat
+	(*Stop)(nil),               // 16: gochare.control.Stop
+	(*Failed)(nil),             // 17: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 18: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 19: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 20: gochare.control.Resume
+	(*CheckpointStaged)(nil),   // 21: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 22: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 23: gochare.control.DiskWritten
+	(*Restored)(nil),           // 24: gochare.control.Restored
+	(*Relocation)(nil),         // 25: gochare.control.Relocation
+	(*Recover)(nil),            // 26: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 27: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 28: gochare.control.Rollback
+	(*PEStats)(nil),            // 29: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
-	3,  // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
-	5,  // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
-	7,  // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
-	8,  // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
-	10, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
-	11, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
-	13, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
-	15, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	19, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	20, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	21, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	22, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	27, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
-	2,  // 13: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	4,  // 14: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	6,  // 15: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	9,  // 16: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	12, // 17: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	14, // 18: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	16, // 19: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	17, // 20: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	18, // 21: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	24, // 22: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	25, // 23: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	26, // 24: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
-	23, // 25: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	23, // 26: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	23, // 27: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	5,  // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
+	7,  // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
+	9,  // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
+	10, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
+	12, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
+	13, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
+	15, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
+	17, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
+	21, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	22, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	23, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	24, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	29, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	3,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
+	4,  // 14: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	6,  // 15: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	8,  // 16: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	11, // 17: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	14, // 18: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	16, // 19: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	18, // 20: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	19, // 21: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	20, // 22: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	26, // 23: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	27, // 24: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	28, // 25: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	2,  // 26: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
+	25, // 27: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	25, // 28: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	25, // 29: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -2284,6 +2428,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_DiskWritten)(nil),
 		(*ToCoordinator_Restored)(nil),
 		(*ToCoordinator_Stats)(nil),
+		(*ToCoordinator_Restarted)(nil),
 	}
 	file_launcher_controlpb_control_proto_msgTypes[1].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
@@ -2298,6 +2443,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_Recover)(nil),
 		(*ToPE_NoticeFailure)(nil),
 		(*ToPE_Rollback)(nil),
+		(*ToPE_RestartRecords)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2305,7 +2451,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
