@@ -191,7 +191,7 @@ func TestKilledPEIsReportedWithinOneSecondAndNothingIsLeft(t *testing.T) {
 	j := startJob(t, args...)
 	pids := parsePids(t, j.waitLine(t, pidsLine, 30*time.Second)[1])
 	require.Len(t, pids, 3)
-	j.waitLine(t, regexp.MustCompile(`checkpoint 2 committed`), 30*time.Second)
+	j.waitLine(t, regexp.MustCompile(`checkpoint committed" epoch=2`), 30*time.Second)
 	victim := pids[1]
 	killed := time.Now()
 	require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
