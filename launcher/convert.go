@@ -77,6 +77,14 @@ func commandToPB(ev any) *controlpb.ToPE {
 	case scheduler.NoticeFailure:
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_NoticeFailure{NoticeFailure: &controlpb.NoticeFailure{
 			Generation: ev.Generation, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations)}}}
+	case scheduler.CollectLoads:
+		return &controlpb.ToPE{Msg: &controlpb.ToPE_CollectLoads{CollectLoads: &controlpb.CollectLoads{}}}
+	case scheduler.Migrate:
+		var moves []*controlpb.Move
+		for _, mv := range ev.Moves {
+			moves = append(moves, &controlpb.Move{Collection: uint32(mv.Task.Collection), Lin: int64(mv.Task.Lin), From: int32(mv.From), To: int32(mv.To)})
+		}
+		return &controlpb.ToPE{Msg: &controlpb.ToPE_Migrate{Migrate: &controlpb.Migrate{Moves: moves}}}
 	case scheduler.Rollback:
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_Rollback{Rollback: &controlpb.Rollback{
 			Generation: ev.Generation, Epoch: ev.Epoch, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations)}}}
@@ -107,6 +115,17 @@ func eventFromPB(m *controlpb.ToPE, size int) (ev any, stop bool, err error) {
 	case *controlpb.ToPE_NoticeFailure:
 		rs, err := relocationsFromPB(m.NoticeFailure.Relocations, size)
 		return scheduler.NoticeFailure{Generation: m.NoticeFailure.Generation, Failed: intsFromPB(m.NoticeFailure.Failed), Relocations: rs}, false, err
+	case *controlpb.ToPE_CollectLoads:
+		return scheduler.CollectLoads{}, false, nil
+	case *controlpb.ToPE_Migrate:
+		var moves []migrate.Move
+		for _, mv := range m.Migrate.Moves {
+			if mv.From < 0 || int(mv.From) >= size || mv.To < 0 || int(mv.To) >= size {
+				return nil, false, fmt.Errorf("launcher: move between PEs %d and %d of %d", mv.From, mv.To, size)
+			}
+			moves = append(moves, migrate.Move{Task: migrate.TaskRef{Collection: int(mv.Collection), Lin: int(mv.Lin)}, From: int(mv.From), To: int(mv.To)})
+		}
+		return scheduler.Migrate{Moves: moves}, false, nil
 	case *controlpb.ToPE_Rollback:
 		rs, err := relocationsFromPB(m.Rollback.Relocations, size)
 		return scheduler.Rollback{Generation: m.Rollback.Generation, Epoch: m.Rollback.Epoch, Failed: intsFromPB(m.Rollback.Failed), Relocations: rs}, false, err

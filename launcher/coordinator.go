@@ -51,6 +51,8 @@ type coordinatorConfig struct {
 	// the job starts from; RestartEpoch is that checkpoint's epoch.
 	Restart      [][]migrate.TaskRecord
 	RestartEpoch uint64
+	// Balancer is the load balancer run at sync points ("", greedy, refine).
+	Balancer string
 }
 
 // coordinator admits the PEs of one job, wires them together, runs
@@ -351,7 +353,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 						p.conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Setup{Setup: &controlpb.Setup{
 							Rank: int32(i), Size: int32(c.cfg.Size), JobId: c.cfg.JobID,
 							App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
-							CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: c.cfg.KillAtStep[i],
+							CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: c.cfg.KillAtStep[i], MeasureLoad: c.cfg.Balancer != "",
 						}}})
 					}
 				}
@@ -429,7 +431,8 @@ func (c *coordinator) newCore() *scheduler.JobCoordinator {
 	return scheduler.NewJobCoordinator(scheduler.CoordinatorConfig{
 		Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
 		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
-		Resumed: c.cfg.Restart != nil && c.cfg.RestartEpoch > scheduler.InitialEpoch,
+		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > scheduler.InitialEpoch,
+		Balancer: c.cfg.Balancer,
 	})
 }
 
@@ -535,6 +538,14 @@ func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg
 		return core.OnDiskWritten(rank, d.Epoch, migrate.FileEntry{Name: d.Name, PE: int(d.Pe), SHA256: sum, Size: d.Size}, err)
 	case *controlpb.ToCoordinator_Restored:
 		return core.OnRestored(rank, m.Restored.Generation)
+	case *controlpb.ToCoordinator_Loads:
+		var loads []migrate.TaskLoad
+		for _, l := range m.Loads.Loads {
+			loads = append(loads, migrate.TaskLoad{Task: migrate.TaskRef{Collection: int(l.Collection), Lin: int(l.Lin)}, PE: rank, Load: l.Load})
+		}
+		return core.OnLoads(rank, loads)
+	case *controlpb.ToCoordinator_Migrated:
+		return core.OnMigrated(rank)
 	default:
 		c.cfg.Log.Warn("unexpected control message", "pe", rank, "type", fmt.Sprintf("%T", m))
 	}

@@ -45,6 +45,8 @@ const usage = `usage:
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
                                 number of PEs)
+        --lb greedy|refine      balance the load at every checkpoint sync
+                                point by moving tasks (measured handler time)
         --restore-spread K      restore a failed PE's tasks on K survivors
                                 (default 0: all)
         --kill SPEC             inject a failure (repeatable): pe=R,at=step:S
@@ -124,6 +126,7 @@ type runOptions struct {
 	checkpointEvery  uint64
 	checkpointDir    string
 	restartDir       string
+	balancer         string
 	spread           int
 	kills            []string
 }
@@ -207,6 +210,15 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			} else {
 				o.checkpointDir = v
 			}
+		case "lb":
+			v, err := valueOf(&i, "--lb")
+			if err != nil {
+				return o, nil, err
+			}
+			if v != "greedy" && v != "refine" {
+				return o, nil, fmt.Errorf("%w: --lb %q: want greedy or refine", errUsage, v)
+			}
+			o.balancer = v
 		case "kill":
 			v, err := valueOf(&i, "--kill")
 			if err != nil {
@@ -308,7 +320,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
-		Spread: o.spread, KillAtStep: killAtStep, Kills: kills, Restart: restart, RestartEpoch: restartEpoch,
+		Spread: o.spread, KillAtStep: killAtStep, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer,
 	}
 	if o.external {
 		if o.secretFile != "" {

@@ -97,6 +97,16 @@ func (c peControl) DiskWritten(epoch uint64, e migrate.FileEntry, err error) {
 func (c peControl) Restored(generation uint64, tasks int) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Restored{Restored: &controlpb.Restored{Generation: generation, Tasks: int32(tasks)}}})
 }
+func (c peControl) Loads(loads []migrate.TaskLoad) {
+	l := &controlpb.Loads{}
+	for _, t := range loads {
+		l.Loads = append(l.Loads, &controlpb.TaskLoad{Collection: uint32(t.Task.Collection), Lin: int64(t.Task.Lin), Load: t.Load})
+	}
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Loads{Loads: l}})
+}
+func (c peControl) Migrated() {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Migrated{Migrated: &controlpb.Migrated{}}})
+}
 func (c peControl) Fail(err error) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})
 }
@@ -170,7 +180,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	pe, err := scheduler.New(scheduler.Config{
 		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args, Protocol: kind,
 		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
-		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep,
+		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep, MeasureLoad: setup.MeasureLoad,
 	})
 	if err != nil {
 		control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})

@@ -128,3 +128,20 @@ func TestRestartFromDiskOnAnotherPECount(t *testing.T) {
 	require.NotEqual(t, 0, bad.wait(t, time.Minute))
 	bad.waitLine(t, regexp.MustCompile(`--restart: collection \d+ has \d+ tasks in the checkpoint`), time.Second)
 }
+
+// The load balancer moves tasks between PE processes at sync points; the
+// digest is that of the run without moves, and still is with a PE killed
+// after tasks moved.
+func TestMigrationByLoadBalancer(t *testing.T) {
+	want := cleanDigest(t, stencilArgs)
+	for _, lb := range []string{"greedy", "refine"} {
+		t.Run(lb, func(t *testing.T) {
+			j := startJob(t, append(stencilArgs, "--lb", lb, "--kill", "pe=3,at=step:44")...)
+			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+			require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+			if lb == "greedy" {
+				j.waitLine(t, regexp.MustCompile(`load balancing \(greedy\): [1-9]\d* tasks move`), time.Second)
+			}
+		})
+	}
+}

@@ -41,6 +41,9 @@ type Protocol interface {
 	// message in flight). It returns the protocol part of each hosted
 	// task's checkpoint, by task id, and discards logs and determinants.
 	Checkpoint() []TaskCheckpoint
+	// ExportTask and ImportTask move a task between PEs at a sync point.
+	ExportTask(task TaskID) TaskCheckpoint
+	ImportTask(checkpoint TaskCheckpoint)
 	// FailureNotice tells a surviving PE that the failed PEs are gone and
 	// where their tasks are restored. The PE resends logged messages and
 	// hands over determinants to the restored tasks (through Ready).

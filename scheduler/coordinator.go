@@ -42,6 +42,11 @@ type JobCoordinator struct {
 	failedSince     []int
 	relocations     []migrate.Relocation
 
+	loads      []migrate.TaskLoad
+	loadsFrom  []bool
+	migrated   []bool
+	movedTotal int
+
 	done    bool
 	outcome Outcome
 	events  []string
@@ -61,6 +66,9 @@ type CoordinatorConfig struct {
 	// Resumed says the tasks come from a checkpoint taken at a sync point
 	// (a restart from disk): the job continues with Resume, not Begin.
 	Resumed bool
+	// Balancer is the load balancer run at every sync point before its
+	// checkpoint: "" (none), "greedy" or "refine".
+	Balancer string
 }
 
 // Command is something the caller must deliver: Event to PE To, or to
@@ -97,6 +105,8 @@ const (
 	phaseRunning
 	phaseRestoring
 	phaseRollingBack
+	phaseBalancing
+	phaseMigrating
 )
 
 type taskHost struct {
@@ -294,6 +304,10 @@ func (c *JobCoordinator) OnIdle(pe int, st IdleStatus) []Command {
 		}
 	}
 	switch {
+	case atSync > 0 && atSync == syncTasks && c.cfg.Balancer != "":
+		c.phase = phaseBalancing
+		c.loads, c.loadsFrom = nil, make([]bool, c.cfg.Size)
+		return []Command{{To: -1, Event: CollectLoads{}}}
 	case atSync > 0 && atSync == syncTasks:
 		return c.startCheckpoint(c.committed + 1)
 	case len(c.askers) > 0:
@@ -311,6 +325,55 @@ func (c *JobCoordinator) OnIdle(pe int, st IdleStatus) []Command {
 	}
 	return c.finish(1, ErrQuiescentWithoutExit)
 }
+
+// OnLoads takes a PE's task loads at a balancing sync point.
+func (c *JobCoordinator) OnLoads(pe int, loads []migrate.TaskLoad) []Command {
+	if c.phase != phaseBalancing || !c.live[pe] || c.loadsFrom[pe] {
+		return nil
+	}
+	c.loadsFrom[pe] = true
+	c.loads = append(c.loads, loads...)
+	for p, ok := range c.live {
+		if ok && !c.loadsFrom[p] {
+			return nil
+		}
+	}
+	slices.SortFunc(c.loads, func(a, b migrate.TaskLoad) int { return migrate.CompareTaskRefs(a.Task, b.Task) })
+	var moves []migrate.Move
+	if c.cfg.Balancer == "refine" {
+		moves = migrate.Refine(c.loads, c.cfg.Size, c.live, 0.05)
+	} else {
+		moves = migrate.Greedy(c.loads, c.cfg.Size, c.live)
+	}
+	if len(moves) == 0 {
+		c.note("load balancing (%s): no task moves", c.cfg.Balancer)
+		return c.startCheckpoint(c.committed + 1)
+	}
+	for _, mv := range moves {
+		c.hosts[mv.Task.Collection][mv.Task.Lin].pe = mv.To
+	}
+	c.movedTotal += len(moves)
+	c.note("load balancing (%s): %d tasks move", c.cfg.Balancer, len(moves))
+	c.phase = phaseMigrating
+	c.migrated = slices.Clone(c.live)
+	return []Command{{To: -1, Event: Migrate{Moves: moves}}}
+}
+
+// OnMigrated records that every task moved to PE pe arrived; once all
+// have, the checkpoint records the new placement.
+func (c *JobCoordinator) OnMigrated(pe int) []Command {
+	if c.phase != phaseMigrating || !c.live[pe] {
+		return nil
+	}
+	c.migrated[pe] = false
+	if slices.Contains(c.migrated, true) {
+		return nil
+	}
+	return c.startCheckpoint(c.committed + 1)
+}
+
+// Moved is the number of task moves load balancing made.
+func (c *JobCoordinator) Moved() int { return c.movedTotal }
 
 // OnExit ends the job with a task's status.
 func (c *JobCoordinator) OnExit(pe int, status int) []Command { return c.finish(status, nil) }
@@ -330,7 +393,7 @@ func (c *JobCoordinator) OnFailure(pe int) []Command {
 	if c.liveCount() == 0 {
 		return c.finish(1, fmt.Errorf("%w: no PE left", migrate.ErrUnrecoverable))
 	}
-	if c.phase == phaseStarting || c.phase == phaseCheckpointing || !c.haveCommit {
+	if c.phase == phaseStarting || c.phase == phaseCheckpointing || c.phase == phaseBalancing || c.phase == phaseMigrating || !c.haveCommit {
 		return c.finish(1, fmt.Errorf("%w: PE %d failed while a checkpoint was being taken", migrate.ErrUnrecoverable, pe))
 	}
 	c.generation++

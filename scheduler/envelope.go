@@ -29,6 +29,7 @@ func idFromWire(w *wire.MessageID) (logging.MessageID, error) {
 
 func envelopeToWire(e logging.Envelope) *wire.Envelope {
 	w := &wire.Envelope{Kind: uint32(e.Kind), From: int32(e.From), To: int32(e.To), Replayed: e.Replayed, Task: uint64(e.Task), Epoch: e.Epoch}
+	// (Forwarded is set only by forward.)
 	if e.Kind == logging.EnvelopeMessage {
 		m := e.Message
 		w.Message = &wire.Message{
@@ -53,7 +54,7 @@ func envelopeToWire(e logging.Envelope) *wire.Envelope {
 // from at PE self of a job of size PEs.
 func envelopeFromWire(w *wire.Envelope, from, self, size int) (logging.Envelope, error) {
 	e := logging.Envelope{Kind: logging.EnvelopeKind(w.Kind), From: logging.PEID(w.From), To: logging.PEID(w.To), Replayed: w.Replayed, Task: commutative.TaskID(w.Task), Epoch: w.Epoch}
-	if int(w.From) != from || int(w.To) != self {
+	if (int(w.From) != from && !w.Forwarded) || w.From < 0 || int(w.From) >= size || int(w.To) != self {
 		return e, fmt.Errorf("%w: envelope from PE %d to PE %d arrived from PE %d at PE %d", ErrMalformed, w.From, w.To, from, self)
 	}
 	switch e.Kind {

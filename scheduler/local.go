@@ -43,7 +43,7 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 		return Result{}, err
 	}
 	coord := &localCoordinator{events: make(chan any, 1024), debug: os.Getenv("GOCHARE_DEBUG") != "", core: NewJobCoordinator(CoordinatorConfig{
-		Size: pes, Protocol: o.protocol, Layout: Layout(job, pes),
+		Size: pes, Protocol: o.protocol, Layout: Layout(job, pes), Balancer: o.balancer,
 	})}
 	done := make(chan struct{})
 	nets := make([]*localNet, pes)
@@ -64,8 +64,8 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 			}
 		}
 		pe, err := New(Config{
-			OnStep: onStep,
-			Rank:   r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol, CheckpointEvery: o.checkpointEvery,
+			OnStep: onStep, MeasureLoad: o.balancer != "",
+			Rank: r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol, CheckpointEvery: o.checkpointEvery,
 			Net: nets[r], Control: localControl{rank: r, events: coord.events, done: done}, Stderr: stderr,
 		})
 		if err != nil {
@@ -108,6 +108,7 @@ type Option func(*options)
 
 type options struct {
 	protocol        logging.Kind
+	balancer        string
 	checkpointEvery uint64
 	kills           map[int]uint64
 }
@@ -122,6 +123,10 @@ func WithKill(pe int, atStep uint64) Option {
 		o.kills[pe] = atStep
 	}
 }
+
+// WithBalancer runs a load balancer ("greedy" or "refine") at every sync
+// point the runtime takes.
+func WithBalancer(name string) Option { return func(o *options) { o.balancer = name } }
 
 // WithCheckpointEvery sets the sync period in steps (see Config).
 func WithCheckpointEvery(k uint64) Option { return func(o *options) { o.checkpointEvery = k } }
@@ -167,7 +172,12 @@ type (
 		rank int
 		err  error
 	}
-	ctlDied struct{ rank int }
+	ctlDied  struct{ rank int }
+	ctlLoads struct {
+		rank  int
+		loads []migrate.TaskLoad
+	}
+	ctlMigrated struct{ rank int }
 )
 
 type localControl struct {
@@ -187,6 +197,8 @@ func (c localControl) Output(line string)          { c.send(ctlOutput{c.rank, li
 func (c localControl) Exit(status int)             { c.send(ctlExit{c.rank, status}) }
 func (c localControl) RequestQuiescence()          { c.send(ctlQuiescence{c.rank}) }
 func (c localControl) Idle(st IdleStatus)          { c.send(ctlIdle{c.rank, st}) }
+func (c localControl) Loads(l []migrate.TaskLoad)  { c.send(ctlLoads{c.rank, l}) }
+func (c localControl) Migrated()                   { c.send(ctlMigrated{c.rank}) }
 func (c localControl) Fail(err error)              { c.send(ctlFail{c.rank, err}) }
 func (c localControl) BuddyStored(e uint64, w int) { c.send(ctlBuddyStored{c.rank, e, w}) }
 func (c localControl) Restored(g uint64, _ int)    { c.send(ctlRestored{c.rank, g}) }
@@ -260,6 +272,10 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 				deliver(c.core.OnError(ev.rank, ev.err))
 			case ctlDied:
 				deliver(c.core.OnFailure(ev.rank))
+			case ctlLoads:
+				deliver(c.core.OnLoads(ev.rank, ev.loads))
+			case ctlMigrated:
+				deliver(c.core.OnMigrated(ev.rank))
 			default:
 				panic(fmt.Sprintf("scheduler: unknown control event %T", ev))
 			}

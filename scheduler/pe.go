@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -52,6 +53,10 @@ type Control interface {
 	Restored(generation uint64, tasks int)
 	// Fail reports an error that stops the PE from taking part.
 	Fail(err error)
+	// Loads reports the load of this PE's sync tasks (CollectLoads).
+	Loads(loads []migrate.TaskLoad)
+	// Migrated reports that every task moved to this PE arrived.
+	Migrated()
 }
 
 // Config is what a PE is built from.
@@ -80,6 +85,8 @@ type Config struct {
 	// OnStep, if set, is called whenever a task offers a sync point, with
 	// its step (failure injection uses it).
 	OnStep func(step uint64)
+	// MeasureLoad times every handler, for load balancing.
+	MeasureLoad bool
 }
 
 // Events a PE accepts through Net.Post (besides its own).
@@ -114,8 +121,11 @@ type Stats struct {
 	BytesSent       uint64
 	Dropped         uint64 // bad input dropped
 	DroppedByReason map[string]uint64
-	Restored        int // failed PEs' tasks restored here
-	RolledBack      int // tasks of this PE rolled back to their checkpoint
+	Restored        int    // failed PEs' tasks restored here
+	RolledBack      int    // tasks of this PE rolled back to their checkpoint
+	MigratedIn      int    // tasks moved here by load balancing
+	MigratedOut     int    // tasks moved away
+	Forwarded       uint64 // envelopes passed on to a task's new PE
 	// Protocol is the fault-tolerance protocol's own counters.
 	Protocol logging.Stats
 }
@@ -169,6 +179,8 @@ type PE struct {
 	// recovery; reprotect is set when this PE's buddy failed.
 	restoredRecords []migrate.TaskRecord
 	reprotect       bool
+	migrating       bool
+	expectMigrate   map[commutative.TaskID]bool
 
 	stats Stats
 }
@@ -197,6 +209,7 @@ type element struct {
 	queued   bool
 	atSync   bool
 	nextRed  uint64
+	load     time.Duration
 	admits   func(logging.Message) bool
 }
 
@@ -248,6 +261,7 @@ func New(cfg Config) (*PE, error) {
 		store:         migrate.NewStore(),
 		live:          make([]bool, cfg.Size),
 		expectRestore: map[commutative.TaskID]bool{},
+		expectMigrate: map[commutative.TaskID]bool{},
 	}
 	for r := range pe.live {
 		pe.live[r] = true
@@ -351,6 +365,21 @@ func (pe *PE) element(id commutative.TaskID) *element {
 	return cs.local[lin]
 }
 
+// movedAway reports whether a task of this job is not here because it now
+// lives on another PE, and which.
+func (pe *PE) movedAway(id commutative.TaskID) (int, bool) {
+	coll, lin := splitTaskID(id)
+	if coll >= len(pe.colls) {
+		return 0, false
+	}
+	cs := pe.colls[coll]
+	if lin < 0 || lin >= int64(cs.n) || cs.local[lin] != nil || pe.expectRestore[id] || pe.expectMigrate[id] {
+		return 0, false
+	}
+	home := int(cs.homeOf[lin])
+	return home, home != pe.cfg.Rank && pe.live[home]
+}
+
 // checkMessage reports whether a message names an existing element and
 // handler of the job.
 func (pe *PE) checkMessage(m logging.Message) error {
@@ -397,6 +426,12 @@ func (pe *PE) Receive(from int, payload []byte) {
 	for _, w := range b.Envelopes {
 		env, err := envelopeFromWire(w, from, pe.cfg.Rank, pe.cfg.Size)
 		if err == nil && env.Kind == logging.EnvelopeMessage {
+			if to, moved := pe.movedAway(env.Message.To); moved {
+				pe.stats.Received++
+				pe.receivedFrom[from]++
+				pe.forward(w, to)
+				continue
+			}
 			err = pe.checkMessage(env.Message)
 		}
 		if err != nil {
@@ -453,6 +488,12 @@ func (pe *PE) Event(ev any) {
 		pe.noticeFailure(ev)
 	case Rollback:
 		pe.rollback(ev)
+		pe.schedule()
+	case CollectLoads:
+		pe.cfg.Control.Loads(pe.loads())
+	case Migrate:
+		pe.migrateTasks(ev.Moves)
+		pe.transmit()
 		pe.schedule()
 	case RestartFrom:
 		if err := pe.restartFrom(ev.Records); err != nil {
@@ -621,10 +662,10 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
 		pe.stats.Delivered++
-		h.Invoke(el.task, ctx, m)
+		pe.timeHandler(el, func() { h.Invoke(el.task, ctx, m) })
 	}
 	if pe.proto.EndHandler(el.id) && h.Complete != nil {
-		h.Complete(el.task, ctx, d.Message.Key)
+		pe.timeHandler(el, func() { h.Complete(el.task, ctx, d.Message.Key) })
 	}
 }
 

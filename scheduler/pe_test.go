@@ -325,7 +325,6 @@ func testBadInput(t *testing.T, kind logging.Kind) {
 		{"unknown collection", batch(42, func(e *wire.Envelope) { e.Message.To = TaskID(9, 0) }), "unknown collection or handler"},
 		{"unknown handler", batch(42, func(e *wire.Envelope) { e.Message.Handler = handlerID(1, 99) }), "unknown collection or handler"},
 		{"handler of another collection", batch(42, func(e *wire.Envelope) { e.Message.Handler = handlerID(0, 0) }), "unknown collection or handler"},
-		{"element elsewhere", batch(42, func(e *wire.Envelope) { e.Message.To = TaskID(1, 0) }), "no such element here"},
 		{"element out of range", batch(42, func(e *wire.Envelope) { e.Message.To = TaskID(1, 1<<40) }), "no such element here"},
 		{"wrong sender PE", batch(42, func(e *wire.Envelope) { e.From = 5 }), "malformed batch"},
 		{"bad path", batch(42, func(e *wire.Envelope) { e.Message.Id.Cpi = []byte{0x80} }), "malformed batch"},
@@ -344,6 +343,12 @@ func testBadInput(t *testing.T, kind logging.Kind) {
 		require.Equal(t, uint64(i+1), st.Dropped, c.name)
 		require.NotZero(t, st.DroppedByReason[c.reason], c.name)
 	}
+	// A message for an element that lives on another PE is passed on there.
+	pe.Receive(0, batch(42, func(e *wire.Envelope) { e.Message.To = TaskID(1, 0) }))
+	runPosted(pe, net)
+	require.Equal(t, uint64(1), pe.Stats().Forwarded)
+	require.Len(t, net.sent[0], 1)
+	net.sent[0] = nil
 	// The PE still works: a good begin for worker 3 is handled; its send
 	// to worker 2 (also on PE 1) waits, as worker 2 has not begun, and its
 	// send to worker 0 goes to PE 0.
@@ -381,4 +386,39 @@ func FuzzReceive(f *testing.F) {
 			runPosted(pe, net)
 		}
 	})
+}
+
+func (nopControl) Loads([]migrate.TaskLoad) {}
+func (nopControl) Migrated()                {}
+
+// A message that reaches a PE after its task moved away is passed on to
+// the task's new PE, not dropped.
+func TestMessageForMovedTaskIsForwarded(t *testing.T) {
+	net := &recordingNet{sent: map[int][][]byte{}}
+	pe, err := New(Config{Rank: 1, Size: 3, JobID: 42, App: ringApp(6, 1, actor.BlockMap), Protocol: logging.KindPartialDet, Net: net, Control: nopControl{}})
+	require.NoError(t, err)
+	// Worker 3 starts on PE 1 (block map of 6 over 3) and moves to PE 2.
+	workers := pe.colls[1]
+	_, err = pe.exportTask(workers, 3)
+	require.NoError(t, err)
+	workers.homeOf[3] = 2
+	env := goodMessage(t)
+	b, err := proto.Marshal(&wire.Batch{Job: 42, Envelopes: []*wire.Envelope{env}})
+	require.NoError(t, err)
+	pe.Receive(0, b)
+	runPosted(pe, net)
+	require.Zero(t, pe.Stats().Dropped)
+	require.Equal(t, uint64(1), pe.Stats().Forwarded)
+	require.Len(t, net.sent[2], 1)
+	var out wire.Batch
+	require.NoError(t, proto.Unmarshal(net.sent[2][0], &out))
+	require.Len(t, out.Envelopes, 1)
+	fwd := out.Envelopes[0]
+	require.True(t, fwd.Forwarded)
+	require.Equal(t, int32(0), fwd.From, "the original sender stays the sender")
+	require.Equal(t, int32(2), fwd.To)
+	// PE 2 accepts it although it came through PE 1.
+	got, err := envelopeFromWire(fwd, 1, 2, 3)
+	require.NoError(t, err)
+	require.Equal(t, env.Message.Id.Srn, got.Message.ID.SRN)
 }

@@ -189,6 +189,15 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte) {
 		if err := pe.store.AdoptBuddy(from, cp.Epoch, cp.Tasks); err != nil {
 			pe.drop(fmt.Errorf("%w: adopted copy from PE %d: %v", ErrMalformed, from, err))
 		}
+	case wire.CheckpointKind_CHECKPOINT_MIGRATE:
+		for _, rec := range cp.Tasks {
+			if err := pe.importTask(rec); err != nil {
+				pe.cfg.Control.Fail(err)
+				return
+			}
+			pe.markRunnable(pe.colls[rec.Collection].local[rec.Lin])
+		}
+		pe.reportMigrated()
 	case wire.CheckpointKind_CHECKPOINT_RESTORE:
 		for _, rec := range cp.Tasks {
 			if err := pe.restoreRecord(rec); err != nil {

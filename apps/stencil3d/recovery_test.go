@@ -61,3 +61,30 @@ func TestRecoveryInProcess(t *testing.T) {
 		}
 	}
 }
+
+// The load balancer moves chunks between PEs at sync points; the results
+// are bitwise those of a run without moves, also with a failure after the
+// moves.
+func TestMigrationInProcess(t *testing.T) {
+	args := []string{"--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "45"}
+	clean, err := scheduler.RunInProcess(context.Background(), App, args, 4, nil)
+	require.NoError(t, err)
+	for _, kill := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			opts := []scheduler.Option{scheduler.WithProtocol(logging.KindPartialDet), scheduler.WithCheckpointEvery(10), scheduler.WithBalancer("greedy")}
+			if kill {
+				opts = append(opts, scheduler.WithKill(2, 33))
+			}
+			res, err := scheduler.RunInProcess(ctx, App, args, 4, nil, opts...)
+			require.NoError(t, err)
+			require.Equal(t, clean.Output[:4], res.Output[:4])
+			moved := 0
+			for _, st := range res.Stats {
+				moved += st.MigratedIn
+			}
+			require.Positive(t, moved, "the balancer moved tasks")
+		})
+	}
+}

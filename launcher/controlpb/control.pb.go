@@ -40,6 +40,8 @@ type ToCoordinator struct {
 	//	*ToCoordinator_Restored
 	//	*ToCoordinator_Stats
 	//	*ToCoordinator_Restarted
+	//	*ToCoordinator_Loads
+	//	*ToCoordinator_Migrated
 	Msg           isToCoordinator_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -208,6 +210,24 @@ func (x *ToCoordinator) GetRestarted() *Restarted {
 	return nil
 }
 
+func (x *ToCoordinator) GetLoads() *Loads {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Loads); ok {
+			return x.Loads
+		}
+	}
+	return nil
+}
+
+func (x *ToCoordinator) GetMigrated() *Migrated {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Migrated); ok {
+			return x.Migrated
+		}
+	}
+	return nil
+}
+
 type isToCoordinator_Msg interface {
 	isToCoordinator_Msg()
 }
@@ -268,6 +288,14 @@ type ToCoordinator_Restarted struct {
 	Restarted *Restarted `protobuf:"bytes,14,opt,name=restarted,proto3,oneof"`
 }
 
+type ToCoordinator_Loads struct {
+	Loads *Loads `protobuf:"bytes,15,opt,name=loads,proto3,oneof"`
+}
+
+type ToCoordinator_Migrated struct {
+	Migrated *Migrated `protobuf:"bytes,16,opt,name=migrated,proto3,oneof"`
+}
+
 func (*ToCoordinator_Hello) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Ready) isToCoordinator_Msg() {}
@@ -296,6 +324,298 @@ func (*ToCoordinator_Stats) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Restarted) isToCoordinator_Msg() {}
 
+func (*ToCoordinator_Loads) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_Migrated) isToCoordinator_Msg() {}
+
+type TaskLoad struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Collection    uint32                 `protobuf:"varint,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	Lin           int64                  `protobuf:"varint,2,opt,name=lin,proto3" json:"lin,omitempty"`
+	Load          float64                `protobuf:"fixed64,3,opt,name=load,proto3" json:"load,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskLoad) Reset() {
+	*x = TaskLoad{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskLoad) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskLoad) ProtoMessage() {}
+
+func (x *TaskLoad) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskLoad.ProtoReflect.Descriptor instead.
+func (*TaskLoad) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TaskLoad) GetCollection() uint32 {
+	if x != nil {
+		return x.Collection
+	}
+	return 0
+}
+
+func (x *TaskLoad) GetLin() int64 {
+	if x != nil {
+		return x.Lin
+	}
+	return 0
+}
+
+func (x *TaskLoad) GetLoad() float64 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
+}
+
+type Loads struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Loads         []*TaskLoad            `protobuf:"bytes,1,rep,name=loads,proto3" json:"loads,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Loads) Reset() {
+	*x = Loads{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Loads) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Loads) ProtoMessage() {}
+
+func (x *Loads) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Loads.ProtoReflect.Descriptor instead.
+func (*Loads) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Loads) GetLoads() []*TaskLoad {
+	if x != nil {
+		return x.Loads
+	}
+	return nil
+}
+
+type Migrated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Migrated) Reset() {
+	*x = Migrated{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Migrated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Migrated) ProtoMessage() {}
+
+func (x *Migrated) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Migrated.ProtoReflect.Descriptor instead.
+func (*Migrated) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{3}
+}
+
+type CollectLoads struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CollectLoads) Reset() {
+	*x = CollectLoads{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CollectLoads) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CollectLoads) ProtoMessage() {}
+
+func (x *CollectLoads) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CollectLoads.ProtoReflect.Descriptor instead.
+func (*CollectLoads) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{4}
+}
+
+type Move struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Collection    uint32                 `protobuf:"varint,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	Lin           int64                  `protobuf:"varint,2,opt,name=lin,proto3" json:"lin,omitempty"`
+	From          int32                  `protobuf:"varint,3,opt,name=from,proto3" json:"from,omitempty"`
+	To            int32                  `protobuf:"varint,4,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Move) Reset() {
+	*x = Move{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Move) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Move) ProtoMessage() {}
+
+func (x *Move) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Move.ProtoReflect.Descriptor instead.
+func (*Move) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Move) GetCollection() uint32 {
+	if x != nil {
+		return x.Collection
+	}
+	return 0
+}
+
+func (x *Move) GetLin() int64 {
+	if x != nil {
+		return x.Lin
+	}
+	return 0
+}
+
+func (x *Move) GetFrom() int32 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *Move) GetTo() int32 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+type Migrate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Moves         []*Move                `protobuf:"bytes,1,rep,name=moves,proto3" json:"moves,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Migrate) Reset() {
+	*x = Migrate{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Migrate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Migrate) ProtoMessage() {}
+
+func (x *Migrate) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Migrate.ProtoReflect.Descriptor instead.
+func (*Migrate) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Migrate) GetMoves() []*Move {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
 // Messages from the coordinator to a PE.
 type ToPE struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -314,6 +634,8 @@ type ToPE struct {
 	//	*ToPE_NoticeFailure
 	//	*ToPE_Rollback
 	//	*ToPE_RestartRecords
+	//	*ToPE_CollectLoads
+	//	*ToPE_Migrate
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -321,7 +643,7 @@ type ToPE struct {
 
 func (x *ToPE) Reset() {
 	*x = ToPE{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[1]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -333,7 +655,7 @@ func (x *ToPE) String() string {
 func (*ToPE) ProtoMessage() {}
 
 func (x *ToPE) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[1]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -346,7 +668,7 @@ func (x *ToPE) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToPE.ProtoReflect.Descriptor instead.
 func (*ToPE) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{1}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToPE) GetMsg() isToPE_Msg {
@@ -473,6 +795,24 @@ func (x *ToPE) GetRestartRecords() *RestartRecords {
 	return nil
 }
 
+func (x *ToPE) GetCollectLoads() *CollectLoads {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_CollectLoads); ok {
+			return x.CollectLoads
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetMigrate() *Migrate {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_Migrate); ok {
+			return x.Migrate
+		}
+	}
+	return nil
+}
+
 type isToPE_Msg interface {
 	isToPE_Msg()
 }
@@ -529,6 +869,14 @@ type ToPE_RestartRecords struct {
 	RestartRecords *RestartRecords `protobuf:"bytes,13,opt,name=restart_records,json=restartRecords,proto3,oneof"`
 }
 
+type ToPE_CollectLoads struct {
+	CollectLoads *CollectLoads `protobuf:"bytes,14,opt,name=collect_loads,json=collectLoads,proto3,oneof"`
+}
+
+type ToPE_Migrate struct {
+	Migrate *Migrate `protobuf:"bytes,15,opt,name=migrate,proto3,oneof"`
+}
+
 func (*ToPE_Challenge) isToPE_Msg() {}
 
 func (*ToPE_Setup) isToPE_Msg() {}
@@ -555,6 +903,10 @@ func (*ToPE_Rollback) isToPE_Msg() {}
 
 func (*ToPE_RestartRecords) isToPE_Msg() {}
 
+func (*ToPE_CollectLoads) isToPE_Msg() {}
+
+func (*ToPE_Migrate) isToPE_Msg() {}
+
 // RestartRecords carries, in one or more messages, the tasks a PE takes
 // from a disk checkpoint when a job restarts (a migrate PECheckpoint).
 type RestartRecords struct {
@@ -567,7 +919,7 @@ type RestartRecords struct {
 
 func (x *RestartRecords) Reset() {
 	*x = RestartRecords{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +931,7 @@ func (x *RestartRecords) String() string {
 func (*RestartRecords) ProtoMessage() {}
 
 func (x *RestartRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +944,7 @@ func (x *RestartRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRecords.ProtoReflect.Descriptor instead.
 func (*RestartRecords) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{2}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RestartRecords) GetCheckpoint() []byte {
@@ -619,7 +971,7 @@ type Restarted struct {
 
 func (x *Restarted) Reset() {
 	*x = Restarted{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +983,7 @@ func (x *Restarted) String() string {
 func (*Restarted) ProtoMessage() {}
 
 func (x *Restarted) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +996,7 @@ func (x *Restarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restarted.ProtoReflect.Descriptor instead.
 func (*Restarted) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{3}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Restarted) GetTasks() int32 {
@@ -665,7 +1017,7 @@ type Challenge struct {
 
 func (x *Challenge) Reset() {
 	*x = Challenge{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +1029,7 @@ func (x *Challenge) String() string {
 func (*Challenge) ProtoMessage() {}
 
 func (x *Challenge) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +1042,7 @@ func (x *Challenge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Challenge.ProtoReflect.Descriptor instead.
 func (*Challenge) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{4}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Challenge) GetNonce() []byte {
@@ -718,7 +1070,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +1082,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +1095,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{5}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Hello) GetRank() int32 {
@@ -800,6 +1152,8 @@ type Setup struct {
 	Protocol string `protobuf:"bytes,7,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	// CheckpointEvery is the sync period in steps (0: none).
 	CheckpointEvery uint64 `protobuf:"varint,8,opt,name=checkpoint_every,json=checkpointEvery,proto3" json:"checkpoint_every,omitempty"`
+	// MeasureLoad times handlers for load balancing.
+	MeasureLoad bool `protobuf:"varint,10,opt,name=measure_load,json=measureLoad,proto3" json:"measure_load,omitempty"`
 	// KillAtStep makes this PE kill itself with SIGKILL when one of its
 	// tasks reaches a sync point at this step or later (0: never); failure
 	// injection for tests and demonstrations.
@@ -810,7 +1164,7 @@ type Setup struct {
 
 func (x *Setup) Reset() {
 	*x = Setup{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +1176,7 @@ func (x *Setup) String() string {
 func (*Setup) ProtoMessage() {}
 
 func (x *Setup) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +1189,7 @@ func (x *Setup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Setup.ProtoReflect.Descriptor instead.
 func (*Setup) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{6}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Setup) GetRank() int32 {
@@ -894,6 +1248,13 @@ func (x *Setup) GetCheckpointEvery() uint64 {
 	return 0
 }
 
+func (x *Setup) GetMeasureLoad() bool {
+	if x != nil {
+		return x.MeasureLoad
+	}
+	return false
+}
+
 func (x *Setup) GetKillAtStep() uint64 {
 	if x != nil {
 		return x.KillAtStep
@@ -909,7 +1270,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1282,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1295,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{7}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
 }
 
 type Begin struct {
@@ -945,7 +1306,7 @@ type Begin struct {
 
 func (x *Begin) Reset() {
 	*x = Begin{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1318,7 @@ func (x *Begin) String() string {
 func (*Begin) ProtoMessage() {}
 
 func (x *Begin) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1331,7 @@ func (x *Begin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Begin.ProtoReflect.Descriptor instead.
 func (*Begin) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{8}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
 }
 
 type Output struct {
@@ -982,7 +1343,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1355,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1368,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{9}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Output) GetLine() string {
@@ -1026,7 +1387,7 @@ type ExitRequest struct {
 
 func (x *ExitRequest) Reset() {
 	*x = ExitRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1399,7 @@ func (x *ExitRequest) String() string {
 func (*ExitRequest) ProtoMessage() {}
 
 func (x *ExitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1412,7 @@ func (x *ExitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitRequest.ProtoReflect.Descriptor instead.
 func (*ExitRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{10}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExitRequest) GetStatus() int32 {
@@ -1070,7 +1431,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1443,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1456,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{11}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Probe) GetRound() uint64 {
@@ -1118,7 +1479,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1491,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1504,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{12}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Idle) GetRound() uint64 {
@@ -1189,7 +1550,7 @@ type QuiescenceRequest struct {
 
 func (x *QuiescenceRequest) Reset() {
 	*x = QuiescenceRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1562,7 @@ func (x *QuiescenceRequest) String() string {
 func (*QuiescenceRequest) ProtoMessage() {}
 
 func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1575,7 @@ func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceRequest.ProtoReflect.Descriptor instead.
 func (*QuiescenceRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
 }
 
 type QuiescenceDetected struct {
@@ -1226,7 +1587,7 @@ type QuiescenceDetected struct {
 
 func (x *QuiescenceDetected) Reset() {
 	*x = QuiescenceDetected{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1599,7 @@ func (x *QuiescenceDetected) String() string {
 func (*QuiescenceDetected) ProtoMessage() {}
 
 func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1612,7 @@ func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceDetected.ProtoReflect.Descriptor instead.
 func (*QuiescenceDetected) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *QuiescenceDetected) GetNumber() uint64 {
@@ -1269,7 +1630,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1642,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1655,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
 }
 
 type Stop struct {
@@ -1306,7 +1667,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1679,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1692,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -1350,7 +1711,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1723,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1736,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Failed) GetError() string {
@@ -1394,7 +1755,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1767,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1780,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -1439,7 +1800,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1812,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1825,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -1489,7 +1850,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1862,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1875,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
 }
 
 type CheckpointStaged struct {
@@ -1528,7 +1889,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1901,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1914,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -1587,7 +1948,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1960,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1973,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -1643,7 +2004,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +2016,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +2029,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -1723,7 +2084,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +2096,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +2109,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -1779,7 +2140,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +2152,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +2165,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -1860,7 +2221,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +2233,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +2246,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -1920,7 +2281,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2293,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2306,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -1981,7 +2342,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2354,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2367,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -2057,7 +2418,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2430,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2443,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -2166,7 +2527,7 @@ var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
 
 const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xa9\x06\n" +
+	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\x92\a\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -2184,8 +2545,30 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\fdisk_written\x18\v \x01(\v2\x1c.gochare.control.DiskWrittenH\x00R\vdiskWritten\x127\n" +
 	"\brestored\x18\f \x01(\v2\x19.gochare.control.RestoredH\x00R\brestored\x120\n" +
 	"\x05stats\x18\r \x01(\v2\x18.gochare.control.PEStatsH\x00R\x05stats\x12:\n" +
-	"\trestarted\x18\x0e \x01(\v2\x1a.gochare.control.RestartedH\x00R\trestartedB\x05\n" +
-	"\x03msg\"\xa2\x06\n" +
+	"\trestarted\x18\x0e \x01(\v2\x1a.gochare.control.RestartedH\x00R\trestarted\x12.\n" +
+	"\x05loads\x18\x0f \x01(\v2\x16.gochare.control.LoadsH\x00R\x05loads\x127\n" +
+	"\bmigrated\x18\x10 \x01(\v2\x19.gochare.control.MigratedH\x00R\bmigratedB\x05\n" +
+	"\x03msg\"P\n" +
+	"\bTaskLoad\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\rR\n" +
+	"collection\x12\x10\n" +
+	"\x03lin\x18\x02 \x01(\x03R\x03lin\x12\x12\n" +
+	"\x04load\x18\x03 \x01(\x01R\x04load\"8\n" +
+	"\x05Loads\x12/\n" +
+	"\x05loads\x18\x01 \x03(\v2\x19.gochare.control.TaskLoadR\x05loads\"\n" +
+	"\n" +
+	"\bMigrated\"\x0e\n" +
+	"\fCollectLoads\"\\\n" +
+	"\x04Move\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\rR\n" +
+	"collection\x12\x10\n" +
+	"\x03lin\x18\x02 \x01(\x03R\x03lin\x12\x12\n" +
+	"\x04from\x18\x03 \x01(\x05R\x04from\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\x05R\x02to\"6\n" +
+	"\aMigrate\x12+\n" +
+	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\x9e\a\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -2202,7 +2585,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	" \x01(\v2\x18.gochare.control.RecoverH\x00R\arecover\x12G\n" +
 	"\x0enotice_failure\x18\v \x01(\v2\x1e.gochare.control.NoticeFailureH\x00R\rnoticeFailure\x127\n" +
 	"\brollback\x18\f \x01(\v2\x19.gochare.control.RollbackH\x00R\brollback\x12J\n" +
-	"\x0frestart_records\x18\r \x01(\v2\x1f.gochare.control.RestartRecordsH\x00R\x0erestartRecordsB\x05\n" +
+	"\x0frestart_records\x18\r \x01(\v2\x1f.gochare.control.RestartRecordsH\x00R\x0erestartRecords\x12D\n" +
+	"\rcollect_loads\x18\x0e \x01(\v2\x1d.gochare.control.CollectLoadsH\x00R\fcollectLoads\x124\n" +
+	"\amigrate\x18\x0f \x01(\v2\x18.gochare.control.MigrateH\x00R\amigrateB\x05\n" +
 	"\x03msg\"D\n" +
 	"\x0eRestartRecords\x12\x1e\n" +
 	"\n" +
@@ -2219,7 +2604,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x03mac\x18\x03 \x01(\fR\x03mac\x12%\n" +
 	"\x0etransport_addr\x18\x04 \x01(\tR\rtransportAddr\x12\x10\n" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x12\n" +
-	"\x04host\x18\x06 \x01(\tR\x04host\"\xfe\x01\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\"\xa1\x02\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -2228,7 +2613,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04args\x18\x05 \x03(\tR\x04args\x12'\n" +
 	"\x0ftransport_addrs\x18\x06 \x03(\tR\x0etransportAddrs\x12\x1a\n" +
 	"\bprotocol\x18\a \x01(\tR\bprotocol\x12)\n" +
-	"\x10checkpoint_every\x18\b \x01(\x04R\x0fcheckpointEvery\x12 \n" +
+	"\x10checkpoint_every\x18\b \x01(\x04R\x0fcheckpointEvery\x12!\n" +
+	"\fmeasure_load\x18\n" +
+	" \x01(\bR\vmeasureLoad\x12 \n" +
 	"\fkill_at_step\x18\t \x01(\x04R\n" +
 	"killAtStep\"\a\n" +
 	"\x05Ready\"\a\n" +
@@ -2338,75 +2725,87 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
-	(*ToPE)(nil),               // 1: gochare.control.ToPE
-	(*RestartRecords)(nil),     // 2: gochare.control.RestartRecords
-	(*Restarted)(nil),          // 3: gochare.control.Restarted
-	(*Challenge)(nil),          // 4: gochare.control.Challenge
-	(*Hello)(nil),              // 5: gochare.control.Hello
-	(*Setup)(nil),              // 6: gochare.control.Setup
-	(*Ready)(nil),              // 7: gochare.control.Ready
-	(*Begin)(nil),              // 8: gochare.control.Begin
-	(*Output)(nil),             // 9: gochare.control.Output
-	(*ExitRequest)(nil),        // 10: gochare.control.ExitRequest
-	(*Probe)(nil),              // 11: gochare.control.Probe
-	(*Idle)(nil),               // 12: gochare.control.Idle
-	(*QuiescenceRequest)(nil),  // 13: gochare.control.QuiescenceRequest
-	(*QuiescenceDetected)(nil), // 14: gochare.control.QuiescenceDetected
-	(*Heartbeat)(nil),          // 15: gochare.control.Heartbeat
-	(*Stop)(nil),               // 16: gochare.control.Stop
-	(*Failed)(nil),             // 17: gochare.control.Failed
-	(*TakeCheckpoint)(nil),     // 18: gochare.control.TakeCheckpoint
-	(*CommitCheckpoint)(nil),   // 19: gochare.control.CommitCheckpoint
-	(*Resume)(nil),             // 20: gochare.control.Resume
-	(*CheckpointStaged)(nil),   // 21: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 22: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 23: gochare.control.DiskWritten
-	(*Restored)(nil),           // 24: gochare.control.Restored
-	(*Relocation)(nil),         // 25: gochare.control.Relocation
-	(*Recover)(nil),            // 26: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 27: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 28: gochare.control.Rollback
-	(*PEStats)(nil),            // 29: gochare.control.PEStats
+	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
+	(*Loads)(nil),              // 2: gochare.control.Loads
+	(*Migrated)(nil),           // 3: gochare.control.Migrated
+	(*CollectLoads)(nil),       // 4: gochare.control.CollectLoads
+	(*Move)(nil),               // 5: gochare.control.Move
+	(*Migrate)(nil),            // 6: gochare.control.Migrate
+	(*ToPE)(nil),               // 7: gochare.control.ToPE
+	(*RestartRecords)(nil),     // 8: gochare.control.RestartRecords
+	(*Restarted)(nil),          // 9: gochare.control.Restarted
+	(*Challenge)(nil),          // 10: gochare.control.Challenge
+	(*Hello)(nil),              // 11: gochare.control.Hello
+	(*Setup)(nil),              // 12: gochare.control.Setup
+	(*Ready)(nil),              // 13: gochare.control.Ready
+	(*Begin)(nil),              // 14: gochare.control.Begin
+	(*Output)(nil),             // 15: gochare.control.Output
+	(*ExitRequest)(nil),        // 16: gochare.control.ExitRequest
+	(*Probe)(nil),              // 17: gochare.control.Probe
+	(*Idle)(nil),               // 18: gochare.control.Idle
+	(*QuiescenceRequest)(nil),  // 19: gochare.control.QuiescenceRequest
+	(*QuiescenceDetected)(nil), // 20: gochare.control.QuiescenceDetected
+	(*Heartbeat)(nil),          // 21: gochare.control.Heartbeat
+	(*Stop)(nil),               // 22: gochare.control.Stop
+	(*Failed)(nil),             // 23: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 24: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 25: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 26: gochare.control.Resume
+	(*CheckpointStaged)(nil),   // 27: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 28: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 29: gochare.control.DiskWritten
+	(*Restored)(nil),           // 30: gochare.control.Restored
+	(*Relocation)(nil),         // 31: gochare.control.Relocation
+	(*Recover)(nil),            // 32: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 33: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 34: gochare.control.Rollback
+	(*PEStats)(nil),            // 35: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
-	5,  // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
-	7,  // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
-	9,  // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
-	10, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
-	12, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
-	13, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
-	15, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
-	17, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	21, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	22, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	23, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	24, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	29, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
-	3,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
-	4,  // 14: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	6,  // 15: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	8,  // 16: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	11, // 17: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	14, // 18: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	16, // 19: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	18, // 20: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	19, // 21: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	20, // 22: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	26, // 23: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	27, // 24: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	28, // 25: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
-	2,  // 26: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
-	25, // 27: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	25, // 28: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	25, // 29: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
+	13, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
+	15, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
+	16, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
+	18, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
+	19, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
+	21, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
+	23, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
+	27, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	28, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	29, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	30, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	35, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
+	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
+	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
+	1,  // 16: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
+	5,  // 17: gochare.control.Migrate.moves:type_name -> gochare.control.Move
+	10, // 18: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	12, // 19: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	14, // 20: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	17, // 21: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	20, // 22: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	22, // 23: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	24, // 24: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	25, // 25: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	26, // 26: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	32, // 27: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	33, // 28: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	34, // 29: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	8,  // 30: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
+	4,  // 31: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
+	6,  // 32: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
+	31, // 33: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	31, // 34: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	31, // 35: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -2429,8 +2828,10 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Restored)(nil),
 		(*ToCoordinator_Stats)(nil),
 		(*ToCoordinator_Restarted)(nil),
+		(*ToCoordinator_Loads)(nil),
+		(*ToCoordinator_Migrated)(nil),
 	}
-	file_launcher_controlpb_control_proto_msgTypes[1].OneofWrappers = []any{
+	file_launcher_controlpb_control_proto_msgTypes[7].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
 		(*ToPE_Setup)(nil),
 		(*ToPE_Begin)(nil),
@@ -2444,6 +2845,8 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_NoticeFailure)(nil),
 		(*ToPE_Rollback)(nil),
 		(*ToPE_RestartRecords)(nil),
+		(*ToPE_CollectLoads)(nil),
+		(*ToPE_Migrate)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2451,7 +2854,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

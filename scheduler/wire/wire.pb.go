@@ -28,6 +28,7 @@ const (
 	CheckpointKind_CHECKPOINT_BUDDY   CheckpointKind = 1
 	CheckpointKind_CHECKPOINT_RESTORE CheckpointKind = 2
 	CheckpointKind_CHECKPOINT_ADOPT   CheckpointKind = 3
+	CheckpointKind_CHECKPOINT_MIGRATE CheckpointKind = 4
 )
 
 // Enum value maps for CheckpointKind.
@@ -37,12 +38,14 @@ var (
 		1: "CHECKPOINT_BUDDY",
 		2: "CHECKPOINT_RESTORE",
 		3: "CHECKPOINT_ADOPT",
+		4: "CHECKPOINT_MIGRATE",
 	}
 	CheckpointKind_value = map[string]int32{
 		"CHECKPOINT_NONE":    0,
 		"CHECKPOINT_BUDDY":   1,
 		"CHECKPOINT_RESTORE": 2,
 		"CHECKPOINT_ADOPT":   3,
+		"CHECKPOINT_MIGRATE": 4,
 	}
 )
 
@@ -672,16 +675,19 @@ func (x *Progress) GetRsn() uint64 {
 
 // Envelope is a logging.Envelope on the wire.
 type Envelope struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	From          int32                  `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
-	To            int32                  `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
-	Message       *Message               `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
-	Replayed      bool                   `protobuf:"varint,5,opt,name=replayed,proto3" json:"replayed,omitempty"`
-	Determinants  []*Determinant         `protobuf:"bytes,6,rep,name=determinants,proto3" json:"determinants,omitempty"`
-	Progress      []*Progress            `protobuf:"bytes,7,rep,name=progress,proto3" json:"progress,omitempty"`
-	Task          uint64                 `protobuf:"varint,8,opt,name=task,proto3" json:"task,omitempty"`
-	Epoch         uint32                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Kind         uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	From         int32                  `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	To           int32                  `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
+	Message      *Message               `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	Replayed     bool                   `protobuf:"varint,5,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	Determinants []*Determinant         `protobuf:"bytes,6,rep,name=determinants,proto3" json:"determinants,omitempty"`
+	Progress     []*Progress            `protobuf:"bytes,7,rep,name=progress,proto3" json:"progress,omitempty"`
+	Task         uint64                 `protobuf:"varint,8,opt,name=task,proto3" json:"task,omitempty"`
+	Epoch        uint32                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Forwarded is set by a PE that passed the envelope on to the task's
+	// new place; From stays the original sender.
+	Forwarded     bool `protobuf:"varint,10,opt,name=forwarded,proto3" json:"forwarded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -777,6 +783,13 @@ func (x *Envelope) GetEpoch() uint32 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *Envelope) GetForwarded() bool {
+	if x != nil {
+		return x.Forwarded
+	}
+	return false
 }
 
 // Value is a reduction value.
@@ -1063,7 +1076,7 @@ const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\x03rsn\x18\x03 \x01(\x04R\x03rsn\"0\n" +
 	"\bProgress\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\x04R\x04task\x12\x10\n" +
-	"\x03rsn\x18\x02 \x01(\x04R\x03rsn\"\xac\x02\n" +
+	"\x03rsn\x18\x02 \x01(\x04R\x03rsn\"\xca\x02\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\x05R\x04from\x12\x0e\n" +
@@ -1073,7 +1086,9 @@ const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\fdeterminants\x18\x06 \x03(\v2\x19.gochare.wire.DeterminantR\fdeterminants\x122\n" +
 	"\bprogress\x18\a \x03(\v2\x16.gochare.wire.ProgressR\bprogress\x12\x12\n" +
 	"\x04task\x18\b \x01(\x04R\x04task\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\rR\x05epoch\"I\n" +
+	"\x05epoch\x18\t \x01(\rR\x05epoch\x12\x1c\n" +
+	"\tforwarded\x18\n" +
+	" \x01(\bR\tforwarded\"I\n" +
 	"\x05Value\x12\x16\n" +
 	"\x06floats\x18\x01 \x03(\x01R\x06floats\x12\x12\n" +
 	"\x04ints\x18\x02 \x03(\x12R\x04ints\x12\x14\n" +
@@ -1094,12 +1109,13 @@ const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\x03lin\x18\x03 \x01(\x03R\x03lin\x12\x18\n" +
 	"\areducer\x18\x04 \x01(\tR\areducer\x122\n" +
 	"\bcallback\x18\x05 \x01(\v2\x16.gochare.wire.CallbackR\bcallback\x12)\n" +
-	"\x05value\x18\x06 \x01(\v2\x13.gochare.wire.ValueR\x05value*i\n" +
+	"\x05value\x18\x06 \x01(\v2\x13.gochare.wire.ValueR\x05value*\x81\x01\n" +
 	"\x0eCheckpointKind\x12\x13\n" +
 	"\x0fCHECKPOINT_NONE\x10\x00\x12\x14\n" +
 	"\x10CHECKPOINT_BUDDY\x10\x01\x12\x16\n" +
 	"\x12CHECKPOINT_RESTORE\x10\x02\x12\x14\n" +
-	"\x10CHECKPOINT_ADOPT\x10\x03B+Z)github.com/gochare/gochare/scheduler/wireb\x06proto3"
+	"\x10CHECKPOINT_ADOPT\x10\x03\x12\x16\n" +
+	"\x12CHECKPOINT_MIGRATE\x10\x04B+Z)github.com/gochare/gochare/scheduler/wireb\x06proto3"
 
 var (
 	file_scheduler_wire_wire_proto_rawDescOnce sync.Once

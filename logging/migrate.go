@@ -1,0 +1,40 @@
+package logging
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ExportTask removes a task from this PE to move it to another one, and
+// returns its identity counters and received set for ImportTask there. The
+// task must be between receptions, with no open region and no message
+// waiting (the scheduler moves tasks at sync points, where none can be).
+// Its sender log stays here: the checkpoint that follows a move makes it
+// useless.
+func (e *engine) ExportTask(task TaskID) TaskCheckpoint {
+	t := e.task(task)
+	if t.counters.InReception() || t.counters.Region.Open || len(t.buffer) > 0 || len(t.awaiting) > 0 {
+		panic(fmt.Sprintf("logging: pe%d: task %d moved inside a reception, a region, a recovery, or with %d messages waiting", e.pe, task, len(t.buffer)))
+	}
+	cp := TaskCheckpoint{Counters: t.counters, Requires: append([]Dependency(nil), t.requires...)}
+	for id := range t.received {
+		cp.Received = append(cp.Received, id)
+	}
+	slices.SortFunc(cp.Received, MessageID.Compare)
+	delete(e.tasks, task)
+	return cp
+}
+
+// ImportTask places a task moved from another PE (ExportTask) on this one.
+// Unlike RestoreTask it awaits nothing: the task continues where it was.
+func (e *engine) ImportTask(cp TaskCheckpoint) {
+	t := &hostedTask{counters: cp.Counters, received: map[MessageID]struct{}{}}
+	for _, id := range cp.Received {
+		t.received[id] = struct{}{}
+	}
+	for _, d := range cp.Requires {
+		t.addRequirement(d)
+	}
+	t.replayEnd = cp.Counters.RSN
+	e.place(cp.Counters.Task, t)
+}

@@ -1,0 +1,158 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/migrate"
+	"github.com/gochare/gochare/scheduler/wire"
+)
+
+// Load balancing and migration. At a sync point where the coordinator
+// balances, every PE reports the time its sync tasks spent in handlers
+// since the last one (CollectLoads); the coordinator chooses moves
+// (migrate.Greedy or Refine) and every PE performs them (Migrate): the
+// source packs the task (its state, runtime and protocol counters), the
+// destination unpacks it, and every PE points the task's location to its
+// new PE. No message is in flight then (the job is quiescent at a sync
+// point), and the checkpoint that follows records the new placement.
+// Messages that still reach a task's old PE are forwarded (forward).
+
+// Events of load balancing.
+type (
+	// CollectLoads asks for the loads of the PE's sync tasks.
+	CollectLoads struct{}
+	// Migrate moves tasks.
+	Migrate struct{ Moves []migrate.Move }
+)
+
+func (pe *PE) loads() []migrate.TaskLoad {
+	var out []migrate.TaskLoad
+	for _, cs := range pe.colls {
+		if !cs.def.AtSync {
+			continue
+		}
+		for _, lin := range cs.sorted {
+			el := cs.local[lin]
+			out = append(out, migrate.TaskLoad{Task: migrate.TaskRef{Collection: int(cs.def.ID), Lin: lin}, PE: pe.cfg.Rank, Load: el.load.Seconds()})
+			el.load = 0
+		}
+	}
+	return out
+}
+
+// timeHandler measures a handler for load balancing.
+func (pe *PE) timeHandler(el *element, run func()) {
+	if !pe.cfg.MeasureLoad {
+		run()
+		return
+	}
+	start := time.Now()
+	run()
+	el.load += time.Since(start)
+}
+
+func (pe *PE) migrateTasks(moves []migrate.Move) {
+	pe.migrating = true
+	out := map[int][]migrate.TaskRecord{}
+	for _, mv := range moves {
+		cs := pe.colls[mv.Task.Collection]
+		cs.homeOf[mv.Task.Lin] = int32(mv.To)
+		id := commutative.TaskID(TaskID(cs.def.ID, mv.Task.Lin))
+		switch {
+		case mv.From == pe.cfg.Rank:
+			rec, err := pe.exportTask(cs, mv.Task.Lin)
+			if err != nil {
+				pe.cfg.Control.Fail(err)
+				return
+			}
+			out[mv.To] = append(out[mv.To], rec)
+		case mv.To == pe.cfg.Rank && cs.local[mv.Task.Lin] == nil:
+			pe.expectMigrate[id] = true
+		}
+	}
+	for _, to := range sortedKeys(out) {
+		pe.sendCheckpoint(to, wire.CheckpointKind_CHECKPOINT_MIGRATE, pe.store.Epoch(), pe.cfg.Rank, out[to])
+	}
+	pe.receiveEarly()
+	pe.reportMigrated()
+}
+
+// exportTask packs a task and removes it from this PE.
+func (pe *PE) exportTask(cs *collectionState, lin int) (migrate.TaskRecord, error) {
+	el := cs.local[lin]
+	if el == nil {
+		return migrate.TaskRecord{}, fmt.Errorf("scheduler: move of %s[%d], which is not on PE %d", cs.def.Name, lin, pe.cfg.Rank)
+	}
+	task, err := el.task.MarshalBinary()
+	if err != nil {
+		return migrate.TaskRecord{}, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
+	}
+	runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync})
+	if err != nil {
+		return migrate.TaskRecord{}, err
+	}
+	protocol, err := proto.Marshal(taskCheckpointToWire(pe.proto.ExportTask(el.id)))
+	if err != nil {
+		return migrate.TaskRecord{}, err
+	}
+	cs.local[lin] = nil
+	if i, found := slices.BinarySearch(cs.sorted, lin); found {
+		cs.sorted = slices.Delete(cs.sorted, i, i+1)
+	}
+	pe.stats.MigratedOut++
+	return migrate.TaskRecord{Collection: uint32(cs.def.ID), Lin: int64(lin), Task: task, Runtime: runtime, Protocol: protocol}, nil
+}
+
+// importTask unpacks a task moved here.
+func (pe *PE) importTask(rec migrate.TaskRecord) error {
+	if int(rec.Collection) >= len(pe.colls) || rec.Lin < 0 || rec.Lin >= int64(pe.colls[rec.Collection].n) {
+		return fmt.Errorf("scheduler: moved task %d[%d] is not of this job", rec.Collection, rec.Lin)
+	}
+	cs := pe.colls[rec.Collection]
+	lin := int(rec.Lin)
+	task := cs.def.New(cs.def.Shape.At(lin))
+	if err := task.UnmarshalBinary(rec.Task); err != nil {
+		return fmt.Errorf("scheduler: unpack moved %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	var rt wire.TaskRuntime
+	if err := proto.Unmarshal(rec.Runtime, &rt); err != nil {
+		return err
+	}
+	var wcp wire.TaskCheckpoint
+	if err := proto.Unmarshal(rec.Protocol, &wcp); err != nil {
+		return err
+	}
+	cp, err := taskCheckpointFromWire(&wcp)
+	if err != nil {
+		return err
+	}
+	el := pe.placeElement(cs, lin, task)
+	el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
+	cs.homeOf[lin] = int32(pe.cfg.Rank)
+	pe.proto.ImportTask(cp)
+	delete(pe.expectMigrate, el.id)
+	pe.stats.MigratedIn++
+	return nil
+}
+
+func (pe *PE) reportMigrated() {
+	if pe.migrating && len(pe.expectMigrate) == 0 {
+		pe.migrating = false
+		pe.cfg.Control.Migrated()
+	}
+}
+
+// forward passes on a message that reached this PE after its task moved.
+func (pe *PE) forward(w *wire.Envelope, to int) {
+	f := proto.CloneOf(w)
+	f.To, f.Forwarded = int32(to), true
+	pe.stats.Forwarded++
+	pe.outgoing[to] = append(pe.outgoing[to], f)
+	pe.stats.Sent++
+	pe.sentTo[to]++
+}
