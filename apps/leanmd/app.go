@@ -59,6 +59,10 @@ func define(j *actor.Job, args []string, clock func() time.Time) error {
 	cells := actor.NewCollection(j, "cells", actor.Shape{g.Cells[0], g.Cells[1], g.Cells[2]}, p.cellMap, p.newCell)
 	computes := actor.NewCollection(j, "computes",
 		actor.Shape{g.Cells[0], g.Cells[1], g.Cells[2], g.ComputesPerCell(), 1, 1}, p.computeMap, p.newCompute)
+	// Cells and computes offer a sync point at the end of every step but
+	// the last (the driver does not: it only waits for reductions).
+	cells.UsesAtSync()
+	computes.UsesAtSync()
 	driver := actor.NewCollection(j, "driver", actor.Shape{1}, func(lin, n, numPEs int) int { return 0 }, p.newDriver)
 
 	p.begin = actor.Handle(cells, "begin", actor.AnnotateOrdered(), (*cellTask).begin)
@@ -74,8 +78,14 @@ func define(j *actor.Job, args []string, clock func() time.Time) error {
 	p.selfPositions = actor.Handle(computes, "self-positions", actor.AnnotateOrdered(), (*computeTask).selfPositions,
 		actor.KeyBy(func(m *Positions) uint64 { return forceKey(m.Step) }))
 	start := actor.Handle(driver, "start", actor.AnnotateOrdered(), (*driverTask).start)
-	p.results = actor.Handle(driver, "results", actor.AnnotateCommutative(p.energyReductions()+1), (*driverTask).receiveResult,
-		actor.WhenComplete((*driverTask).resultsComplete))
+	// The results all come from one sender, the runtime's reducer of the
+	// cells, which completes the reductions in number order; and the
+	// driver keeps each in its own slot and reports once all are in, so
+	// their order could not change its state anyway. Not a commutative
+	// region: that would stay open from the first step to the last, across
+	// every checkpoint (which the protocols refuse). Nor keyed: the
+	// runtime delivers reduction results with key 0 whatever KeyBy says.
+	p.results = actor.Handle(driver, "results", actor.AnnotateOrdered(), (*driverTask).receiveResult)
 	p.stateReducer = j.CustomReducer("leanmd-state", combineState)
 	actor.Main(j, start, actor.Idx(0))
 	return j.Err()

@@ -143,9 +143,30 @@ func (c *cellTask) finishStep(ctx actor.Context) {
 		}, c.prog.results.At(actor.Idx(0)))
 		return
 	}
+	// The sync point of the step: when the runtime takes it (a checkpoint
+	// period), the next step starts in ResumeFromSync. Nothing of the cell
+	// is in flight here: its forces and migrants of the step are summed.
+	if ctx.AtSync(c.step) {
+		return
+	}
+	c.nextStep(ctx)
+}
+
+// nextStep starts the step after the one just finished.
+func (c *cellTask) nextStep(ctx actor.Context) {
 	c.step++
 	ctx.Expect(forceKey(c.step))
 	c.sendPositions(ctx)
+}
+
+// ResumeFromSync continues after a sync point the runtime took, or after
+// the cell was restored from a checkpoint taken there: the step packed is
+// the one finished, so the next one starts, exactly as finishStep would.
+func (c *cellTask) ResumeFromSync(ctx actor.Context) {
+	if !c.started || c.step >= uint64(c.prog.opts.Steps) {
+		panic(fmt.Sprintf("leanmd: cell %v resumed at step %d (started %v)", c.cell, c.step, c.started))
+	}
+	c.nextStep(ctx)
 }
 
 // MarshalBinary packs the cell.

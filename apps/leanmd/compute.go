@@ -62,8 +62,7 @@ func (t *computeTask) positionsComplete(ctx actor.Context, key uint64) {
 	g := &t.prog.geo
 	t.prog.forces.Send(ctx, cellIndex(t.home), &Forces{Step: t.step, Slot: int32(g.HomeSlot(t.k)), Forces: homeForce, PotentialEnergy: energy})
 	t.prog.forces.Send(ctx, cellIndex(t.partner), &Forces{Step: t.step, Slot: int32(g.NeighbourSlot(t.k)), Forces: partnerForce})
-	t.step++
-	ctx.Expect(forceKey(t.step))
+	t.finishStep(ctx)
 }
 
 // selfPositions computes the forces within the home cell.
@@ -75,8 +74,32 @@ func (t *computeTask) selfPositions(ctx actor.Context, m *Positions) {
 	force := make([]float64, len(m.Coordinates))
 	energy := t.prog.geo.ComputeForces(t.home, 0, m.Coordinates, nil, force, nil, t.prog.opts.IsEnergyStep(int(t.step)))
 	t.prog.forces.Send(ctx, cellIndex(t.home), &Forces{Step: t.step, Slot: int32(t.prog.geo.SelfSlot()), Forces: force, PotentialEnergy: energy})
+	t.finishStep(ctx)
+}
+
+// finishStep ends the compute's part of a step, its forces sent: it
+// offers the step's sync point (but after the last step, where the cells
+// offer none), then waits for the next step's positions.
+func (t *computeTask) finishStep(ctx actor.Context) {
+	if t.step < uint64(t.prog.opts.Steps) && ctx.AtSync(t.step) {
+		return
+	}
+	t.nextStep(ctx)
+}
+
+func (t *computeTask) nextStep(ctx actor.Context) {
 	t.step++
 	ctx.Expect(forceKey(t.step))
+}
+
+// ResumeFromSync continues after a sync point the runtime took, or after
+// the compute was restored from a checkpoint taken there: the step packed
+// is the one whose forces were sent.
+func (t *computeTask) ResumeFromSync(ctx actor.Context) {
+	if t.received != [2]*Positions{} {
+		panic(fmt.Sprintf("leanmd: compute %v%d resumed at step %d with positions pending", t.home, t.k, t.step))
+	}
+	t.nextStep(ctx)
 }
 
 // MarshalBinary packs the compute.

@@ -36,6 +36,12 @@ func (d *driverTask) receiveResult(ctx actor.Context, r *actor.ReductionResult) 
 		panic(fmt.Sprintf("leanmd: unexpected reduction result %d", r.Number))
 	}
 	d.results[r.Number] = &CellReduction{Number: r.Number, Floats: r.Floats, Ints: r.Ints, Bytes: r.Bytes}
+	for _, r := range d.results {
+		if r == nil {
+			return
+		}
+	}
+	d.resultsComplete(ctx)
 }
 
 // Report is the outcome of a run, as printed with --json.
@@ -53,7 +59,8 @@ type Report struct {
 	MsPerStep        float64 `json:"ms_per_step"`
 }
 
-func (d *driverTask) resultsComplete(ctx actor.Context, _ uint64) {
+// resultsComplete reports the run once every result is in.
+func (d *driverTask) resultsComplete(ctx actor.Context) {
 	elapsed := d.prog.clock().Sub(d.startTime)
 	opts := d.prog.opts
 	energies := func(r *CellReduction) (kinetic, potential float64) {

@@ -232,6 +232,7 @@ func (c *doubleContext) Contribute(red actor.Reducer, v actor.Value, cb actor.Ca
 func (c *doubleContext) StartQuiescence(actor.Callback) {
 	c.r.t.Fatal("leanmd does not use quiescence")
 }
+
 // AtSync never takes the sync point: this double has no checkpoints.
 func (c *doubleContext) AtSync(uint64) bool { return false }
 
