@@ -75,7 +75,14 @@ func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 	actor.Main(j, start, mainIndex)
 
 	chunks := actor.NewCollection(j, chunksCollection, p.shape, actor.BlockMap,
-		func(at actor.Index) *Chunk { return newChunk(cfg, positionOf(at)) })
+		func(at actor.Index) *Chunk {
+			c := newChunk(cfg, positionOf(at))
+			c.resume = p.startForces
+			return c
+		})
+	// A sync point in every cycle, once the time step is used (see
+	// onTimestep); the main collection has none.
+	chunks.UsesAtSync()
 	p.begin = actor.Handle(chunks, "begin", actor.AnnotateOrdered(), p.onBegin)
 	// Only one time-step result can be pending: a chunk contributes to the
 	// next reduction only after it has used the previous result.
@@ -251,6 +258,23 @@ func (p *program) onTimestep(c *Chunk, ctx actor.Context, r *actor.ReductionResu
 	if p.cfg.Progress > 0 && d.Cycle()%p.cfg.Progress == 0 && c.position == [3]int{} {
 		ctx.Printf("cycle = %d, time = %e, dt = %e", d.Cycle(), d.Time(), d.DeltaTime())
 	}
+	// The sync point at the end of cycle Cycle()-1 (the setup is cycle
+	// 0): every chunk has used the reduction result, so no message of the
+	// job is in flight, the regions of the cycle are closed and the
+	// chunk's whole state is its domain (time, dt and cycle included).
+	// When the runtime takes it, the cycle goes on in ResumeFromSync.
+	c.stage = stageSync
+	if ctx.AtSync(uint64(d.Cycle() - 1)) {
+		return
+	}
+	p.startForces(c, ctx)
+}
+
+// startForces computes the nodal forces of the cycle whose time step is
+// set and sends them to the neighbours.
+func (p *program) startForces(c *Chunk, ctx actor.Context) {
+	c.expectStage(stageSync, "the resumption of its cycle")
+	d := c.domain
 	if err := d.NodalForcePhase(); err != nil {
 		fail(ctx, fmt.Errorf("chunk %v, cycle %d: %w", c.position, d.Cycle(), err))
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/apps/lulesh/kernel"
 )
 
@@ -26,11 +27,15 @@ const (
 	stageGradients
 	// stageDone: contributed its final energies.
 	stageDone
+	// stageSync: used the time step of its cycle and waits at the sync
+	// point before the cycle's forces (appended last: a stage's number is
+	// packed).
+	stageSync
 	numStages
 )
 
 func (s stage) String() string {
-	names := [...]string{"created", "mass", "timestep", "forces", "gradients", "done"}
+	names := [...]string{"created", "mass", "timestep", "forces", "gradients", "done", "sync"}
 	if s < numStages {
 		return names[s]
 	}
@@ -61,6 +66,9 @@ type Chunk struct {
 	// Fixed by the configuration and the index; not packed.
 	position [3]int
 	chunk    kernel.Chunk
+	// resume continues the cycle after a sync point (set by the program
+	// that declares the collection; nil for a chunk made on its own).
+	resume func(*Chunk, actor.Context)
 
 	domain *kernel.Domain
 	stage  stage
@@ -88,6 +96,11 @@ func newChunk(cfg Config, pos [3]int) *Chunk {
 	c.domain = d
 	return c
 }
+
+// ResumeFromSync continues after a sync point the runtime took (a
+// checkpoint), or after the chunk was restored from one: with the cycle's
+// forces, exactly as the time-step handler would have gone on.
+func (c *Chunk) ResumeFromSync(ctx actor.Context) { c.resume(c, ctx) }
 
 // expectStage panics if the chunk is not at stage want: a message reached
 // it out of the protocol's order.
