@@ -18,9 +18,11 @@ type kill struct {
 }
 
 // parseKill reads a --kill value: "pe=2,at=step:37", "pe=1,after=1.5s",
-// or "random" / "random,seed=7" (a random PE other than 0, half a second to
-// two seconds after the job began; the choice is printed).
-func parseKill(v string, pes int, seed uint64) (kill, string, error) {
+// or "random" / "random,seed=7": a random PE other than 0, at a random step
+// of the first three checkpoint periods when the job has sync points
+// (checkpointEvery > 0), else half a second to two seconds after the job
+// began; the choice and the seed are printed.
+func parseKill(v string, pes int, seed, checkpointEvery uint64) (kill, string, error) {
 	var k kill
 	k.Rank = -1
 	fields := strings.Split(v, ",")
@@ -41,6 +43,10 @@ func parseKill(v string, pes int, seed uint64) (kill, string, error) {
 		}
 		r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 		k.Rank = 1 + r.IntN(pes-1)
+		if checkpointEvery > 0 {
+			k.AtStep = checkpointEvery/2 + r.Uint64N(3*checkpointEvery)
+			return k, fmt.Sprintf("--kill random,seed=%d chose pe=%d,at=step:%d", seed, k.Rank, k.AtStep), nil
+		}
 		k.After = 500*time.Millisecond + time.Duration(r.Int64N(int64(1500*time.Millisecond)))
 		return k, fmt.Sprintf("--kill random,seed=%d chose pe=%d,after=%v", seed, k.Rank, k.After), nil
 	}

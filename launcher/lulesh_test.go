@@ -18,3 +18,11 @@ func TestLuleshOnRealPEsMatchesReference(t *testing.T) {
 	j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
 	j.waitLine(t, regexp.MustCompile(`^\{"app":"lulesh",.*"pes":2,"iterations":50,.*"digest":"[0-9a-f]{16}","reference":"match"\}$`), time.Second)
 }
+
+// TestLuleshKilledPEUnderPartialDetEndsWithCleanDigest: the same row on
+// 3 PE processes, checkpoints at the end of cycles 9, 19, ..., PE 1
+// SIGKILLs itself at the end of cycle 23.
+func TestLuleshKilledPEUnderPartialDetEndsWithCleanDigest(t *testing.T) {
+	runKilled(t, regexp.MustCompile(`^Digest += ([0-9a-f]{16})$`), 10, 23,
+		"lulesh", "--size", "10", "--chunk", "5,5,5", "--iterations", "50")
+}

@@ -52,6 +52,8 @@ const usage = `usage:
         --kill SPEC             inject a failure (repeatable): pe=R,at=step:S
                                 (PE R kills itself when a task reaches step
                                 S), pe=R,after=1.5s, or random[,seed=N]
+                                (a random PE at a random step; the seed is
+                                printed so the run can be repeated)
   gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
       run one PE of a job; rank and size default to SLURM_PROCID and
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
@@ -282,7 +284,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	killAtStep := make([]uint64, o.pes)
 	var kills []kill
 	for i, spec := range o.kills {
-		k, note, err := parseKill(spec, o.pes, uint64(time.Now().UnixNano())+uint64(i))
+		k, note, err := parseKill(spec, o.pes, uint64(time.Now().UnixNano())+uint64(i), o.checkpointEvery)
 		if err != nil {
 			return 2, err
 		}
