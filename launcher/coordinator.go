@@ -53,6 +53,9 @@ type coordinatorConfig struct {
 	RestartEpoch uint64
 	// Balancer is the load balancer run at sync points ("", greedy, refine).
 	Balancer string
+	// TraceFile, if set, is where the job's trace goes (see trace.go).
+	TraceFile string
+	trace     *tracer
 }
 
 // coordinator admits the PEs of one job, wires them together, runs
@@ -244,22 +247,29 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				checkpointAt = time.Now()
 			case scheduler.CommitCheckpoint:
 				c.cfg.Log.Info("checkpoint committed", "epoch", ev.Epoch, "ms", time.Since(checkpointAt).Milliseconds())
+				c.cfg.trace.span(fmt.Sprintf("checkpoint %d", ev.Epoch), "checkpoint", checkpointAt)
 				if !noticeAt.IsZero() {
+					c.cfg.trace.span("replay and catch-up", "recovery", noticeAt)
 					c.recovery = append(c.recovery, fmt.Sprintf("restore %d ms, replay and catch-up to the next checkpoint %d ms",
 						noticeAt.Sub(c.lastFailure).Milliseconds(), time.Since(noticeAt).Milliseconds()))
 					c.cfg.Log.Info("recovery report: first checkpoint after the failure",
 						"replay_and_catch_up_ms", time.Since(noticeAt).Milliseconds(), "since_failure_ms", time.Since(c.lastFailure).Milliseconds())
 					noticeAt = time.Time{}
 				}
+			case scheduler.Migrate:
+				c.cfg.trace.instant(fmt.Sprintf("load balancing: %d moves", len(ev.Moves)), "balance")
 			case scheduler.Begin:
 				began = time.Now()
+				c.cfg.trace.instant("job begins", "job")
 				c.cfg.Log.Info("all PEs ready; job begins", "pes", c.cfg.Size, "ft", protocolName(c.cfg.Protocol))
 			case scheduler.NoticeFailure:
+				c.cfg.trace.span("restore", "recovery", failedAt)
 				noticeAt = time.Now()
 				c.cfg.Log.Info("recovery: tasks restored, replay starts", "failed", fmt.Sprint(ev.Failed), "restore_ms", time.Since(failedAt).Milliseconds(), "relocated", len(ev.Relocations))
 			case scheduler.Resume:
 				if !failedAt.IsZero() && c.cfg.Protocol == logging.KindNone {
 					c.cfg.Log.Info("recovery: every task rolled back to the checkpoint", "restore_ms", time.Since(failedAt).Milliseconds())
+					c.cfg.trace.span("rollback", "recovery", failedAt)
 					failedAt = time.Time{}
 					noticeAt = time.Now()
 				}
@@ -290,6 +300,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 		}
 		failedAt = time.Now()
 		c.lastFailure = failedAt
+		c.cfg.trace.instant(fmt.Sprintf("PE %d failed", rank), "recovery")
 		c.cfg.Log.Error("PE failed", "detail", detail, "after_begin_ms", time.Since(began).Milliseconds())
 		deliver(core.OnFailure(rank))
 		if out, done := core.Done(); done && out.Err != nil {
@@ -354,6 +365,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 							Rank: int32(i), Size: int32(c.cfg.Size), JobId: c.cfg.JobID,
 							App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
 							CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: c.cfg.KillAtStep[i], MeasureLoad: c.cfg.Balancer != "",
+							TraceFile: c.cfg.TraceFile,
 						}}})
 					}
 				}

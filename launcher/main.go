@@ -45,6 +45,8 @@ const usage = `usage:
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
                                 number of PEs)
+        --trace FILE            write a Chrome trace-event file (Perfetto):
+                                handlers per PE, checkpoints, recoveries
         --lb greedy|refine      balance the load at every checkpoint sync
                                 point by moving tasks (measured handler time)
         --restore-spread K      restore a failed PE's tasks on K survivors
@@ -129,6 +131,7 @@ type runOptions struct {
 	checkpointDir    string
 	restartDir       string
 	balancer         string
+	traceFile        string
 	spread           int
 	kills            []string
 }
@@ -212,6 +215,12 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			} else {
 				o.checkpointDir = v
 			}
+		case "trace":
+			v, err := valueOf(&i, "--trace")
+			if err != nil {
+				return o, nil, err
+			}
+			o.traceFile = v
 		case "lb":
 			v, err := valueOf(&i, "--lb")
 			if err != nil {
@@ -322,7 +331,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
-		Spread: o.spread, KillAtStep: killAtStep, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer,
+		Spread: o.spread, KillAtStep: killAtStep, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 	}
 	if o.external {
 		if o.secretFile != "" {
@@ -350,12 +359,22 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		}
 	}
 	log.Info("started PEs", "app", app.Name, "pes", o.pes, "pids", fmt.Sprint(sp.pids()), "coordinator", ln.Addr().String())
+	if o.traceFile != "" {
+		co.cfg.trace = &tracer{pid: -1}
+	}
 	status, err := co.run(ctx)
 	grace := 5 * time.Second
 	if err != nil {
 		grace = 500 * time.Millisecond
 	}
 	sp.stop(grace)
+	if o.traceFile != "" {
+		if terr := co.cfg.trace.merge(o.traceFile, o.pes); terr != nil {
+			log.Warn("trace not written", "err", terr)
+		} else {
+			log.Info("trace written (open it in Perfetto)", "file", o.traceFile)
+		}
+	}
 	return status, err
 }
 

@@ -177,10 +177,21 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			}
 		}
 	}
+	var tr *tracer
+	var trace func(string, string, time.Time, time.Duration)
+	if setup.TraceFile != "" {
+		tr = &tracer{pid: o.Rank}
+		trace = tr.handler
+		defer func() {
+			if err := tr.write(peTraceFile(setup.TraceFile, o.Rank)); err != nil {
+				o.Log.Warn("cannot write trace", "err", err)
+			}
+		}()
+	}
 	pe, err := scheduler.New(scheduler.Config{
 		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args, Protocol: kind,
 		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
-		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep, MeasureLoad: setup.MeasureLoad,
+		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep, MeasureLoad: setup.MeasureLoad, Trace: trace,
 	})
 	if err != nil {
 		control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})

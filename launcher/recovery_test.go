@@ -1,7 +1,10 @@
 package launcher
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -144,4 +147,34 @@ func TestMigrationByLoadBalancer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --trace writes one Chrome trace with every PE's handlers and the
+// launcher's checkpoint and recovery phases.
+func TestTraceFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "trace.json")
+	j := startJob(t, append(stencilArgs, "--kill", "pe=1,at=step:15", "--trace", file)...)
+	require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var trace struct {
+		TraceEvents []traceEvent `json:"traceEvents"`
+	}
+	require.NoError(t, json.Unmarshal(b, &trace))
+	handlersOn := map[int]int{}
+	names := map[string]bool{}
+	for _, e := range trace.TraceEvents {
+		if e.Cat == "handler" {
+			handlersOn[e.PID]++
+		}
+		names[e.Name] = true
+	}
+	for _, pe := range []int{0, 2, 3} {
+		require.Positive(t, handlersOn[pe], "handlers of surviving PE %d", pe)
+	}
+	for _, n := range []string{"checkpoint 1", "PE 1 failed", "restore", "replay and catch-up"} {
+		require.True(t, names[n], "trace has %q", n)
+	}
+	_, err = os.Stat(peTraceFile(file, 0))
+	require.True(t, os.IsNotExist(err), "PE files are merged and removed")
 }

@@ -45,15 +45,19 @@ func (pe *PE) loads() []migrate.TaskLoad {
 	return out
 }
 
-// timeHandler measures a handler for load balancing.
-func (pe *PE) timeHandler(el *element, run func()) {
-	if !pe.cfg.MeasureLoad {
+// timeHandler measures a handler for load balancing and tracing.
+func (pe *PE) timeHandler(el *element, name string, run func()) {
+	if !pe.cfg.MeasureLoad && pe.cfg.Trace == nil {
 		run()
 		return
 	}
 	start := time.Now()
 	run()
-	el.load += time.Since(start)
+	d := time.Since(start)
+	el.load += d
+	if pe.cfg.Trace != nil {
+		pe.cfg.Trace(el.coll.def.Name, name, start, d)
+	}
 }
 
 func (pe *PE) migrateTasks(moves []migrate.Move) {

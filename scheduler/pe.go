@@ -87,6 +87,9 @@ type Config struct {
 	OnStep func(step uint64)
 	// MeasureLoad times every handler, for load balancing.
 	MeasureLoad bool
+	// Trace, if set, is told of every handler run: which handler of which
+	// collection, when it started and how long it took.
+	Trace func(collection, handler string, start time.Time, d time.Duration)
 }
 
 // Events a PE accepts through Net.Post (besides its own).
@@ -662,10 +665,10 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
 		pe.stats.Delivered++
-		pe.timeHandler(el, func() { h.Invoke(el.task, ctx, m) })
+		pe.timeHandler(el, h.Name, func() { h.Invoke(el.task, ctx, m) })
 	}
 	if pe.proto.EndHandler(el.id) && h.Complete != nil {
-		pe.timeHandler(el, func() { h.Complete(el.task, ctx, d.Message.Key) })
+		pe.timeHandler(el, h.Name+" (region complete)", func() { h.Complete(el.task, ctx, d.Message.Key) })
 	}
 }
 

@@ -1154,6 +1154,8 @@ type Setup struct {
 	CheckpointEvery uint64 `protobuf:"varint,8,opt,name=checkpoint_every,json=checkpointEvery,proto3" json:"checkpoint_every,omitempty"`
 	// MeasureLoad times handlers for load balancing.
 	MeasureLoad bool `protobuf:"varint,10,opt,name=measure_load,json=measureLoad,proto3" json:"measure_load,omitempty"`
+	// TraceFile, if set, receives this PE's trace in FILE.pe<rank>.
+	TraceFile string `protobuf:"bytes,11,opt,name=trace_file,json=traceFile,proto3" json:"trace_file,omitempty"`
 	// KillAtStep makes this PE kill itself with SIGKILL when one of its
 	// tasks reaches a sync point at this step or later (0: never); failure
 	// injection for tests and demonstrations.
@@ -1253,6 +1255,13 @@ func (x *Setup) GetMeasureLoad() bool {
 		return x.MeasureLoad
 	}
 	return false
+}
+
+func (x *Setup) GetTraceFile() string {
+	if x != nil {
+		return x.TraceFile
+	}
+	return ""
 }
 
 func (x *Setup) GetKillAtStep() uint64 {
@@ -2604,7 +2613,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x03mac\x18\x03 \x01(\fR\x03mac\x12%\n" +
 	"\x0etransport_addr\x18\x04 \x01(\tR\rtransportAddr\x12\x10\n" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x12\n" +
-	"\x04host\x18\x06 \x01(\tR\x04host\"\xa1\x02\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\"\xc0\x02\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -2615,7 +2624,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\bprotocol\x18\a \x01(\tR\bprotocol\x12)\n" +
 	"\x10checkpoint_every\x18\b \x01(\x04R\x0fcheckpointEvery\x12!\n" +
 	"\fmeasure_load\x18\n" +
-	" \x01(\bR\vmeasureLoad\x12 \n" +
+	" \x01(\bR\vmeasureLoad\x12\x1d\n" +
+	"\n" +
+	"trace_file\x18\v \x01(\tR\ttraceFile\x12 \n" +
 	"\fkill_at_step\x18\t \x01(\x04R\n" +
 	"killAtStep\"\a\n" +
 	"\x05Ready\"\a\n" +
