@@ -127,8 +127,9 @@ type HandlerDef struct {
 	// Invoke runs the handler on a task.
 	Invoke func(t Task, ctx Context, m proto.Message)
 	// Keyed reports whether messages carry a key (see KeyBy); keyed messages
-	// are delivered only when the task expects their key.
+	// are delivered only when the task expects their key. Key reads it.
 	Keyed bool
+	Key   func(proto.Message) uint64
 	// Complete runs when a commutative region of this handler is complete
 	// (nil if none was given).
 	Complete func(t Task, ctx Context, key uint64)
@@ -223,6 +224,7 @@ func Handle[T Task, M proto.Message](c *Collection[T], name string, a Annotation
 		NewMessage:  func() proto.Message { return zero.ProtoReflect().Type().New().Interface() },
 		Invoke:      func(t Task, ctx Context, m proto.Message) { fn(t.(T), ctx, m.(M)) },
 		Keyed:       o.key != nil,
+		Key:         o.key,
 		Complete:    o.complete,
 	}
 	j := c.job

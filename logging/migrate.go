@@ -38,3 +38,13 @@ func (e *engine) ImportTask(cp TaskCheckpoint) {
 	t.replayEnd = cp.Counters.RSN
 	e.place(cp.Counters.Task, t)
 }
+
+// OpenRegion reports whether a hosted task is inside a commutative region,
+// and of which handler (a coordinated checkpoint cannot be taken then).
+func (e *engine) OpenRegion(task TaskID) (handler uint32, open bool) {
+	t, ok := e.tasks[task]
+	if !ok || !t.counters.Region.Open {
+		return 0, false
+	}
+	return t.counters.Region.Key.Handler, true
+}

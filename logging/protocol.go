@@ -44,6 +44,8 @@ type Protocol interface {
 	// ExportTask and ImportTask move a task between PEs at a sync point.
 	ExportTask(task TaskID) TaskCheckpoint
 	ImportTask(checkpoint TaskCheckpoint)
+	// OpenRegion reports whether a task is inside a commutative region.
+	OpenRegion(task TaskID) (handler uint32, open bool)
 	// FailureNotice tells a surviving PE that the failed PEs are gone and
 	// where their tasks are restored. The PE resends logged messages and
 	// hands over determinants to the restored tasks (through Ready).

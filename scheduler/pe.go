@@ -719,5 +719,11 @@ func (pe *PE) deliverToCallback(sender commutative.TaskID, cb actor.Callback, m 
 	if got, want := string(m.ProtoReflect().Descriptor().FullName()), cb.MessageName(); got != want {
 		panic(fmt.Sprintf("scheduler: callback handler takes %s, runtime delivers %s", want, got))
 	}
-	pe.post(cb.Target, 0, m, sender)
+	// A keyed callback handler gets its result with the key it reads
+	// (e.g. the reduction number), like any other message.
+	var key uint64
+	if h := pe.colls[cb.Target.Collection].def.Handlers[cb.Target.Handler]; h.Keyed {
+		key = h.Key(m)
+	}
+	pe.post(cb.Target, key, m, sender)
 }

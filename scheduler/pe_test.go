@@ -422,3 +422,54 @@ func TestMessageForMovedTaskIsForwarded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, env.Message.Id.Srn, got.Message.ID.SRN)
 }
+
+// syncWorker offers a sync point after its only step.
+type syncWorker struct{ worker }
+
+func (w *syncWorker) ResumeFromSync(ctx actor.Context) {}
+
+// A callback handler keyed by the reduction number receives the results
+// in number order; a task inside an open commutative region at a
+// checkpoint is reported by name instead of failing the PE.
+func TestKeyedCallbacksAndRegionAtCheckpoint(t *testing.T) {
+	app := func(openRegion bool) actor.App {
+		return actor.App{Name: "keyed", Define: func(j *actor.Job, args []string) error {
+			mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
+			workers := actor.NewCollection(j, "w", actor.Shape{5}, actor.RoundRobinMap, func(actor.Index) *syncWorker { return &syncWorker{} })
+			workers.UsesAtSync()
+			var results *actor.Proxy[*actor.ReductionResult]
+			var half *actor.Proxy[*testmsg.Num]
+			step := actor.Handle(workers, "step", actor.AnnotateOrdered(), func(w *syncWorker, ctx actor.Context, m *testmsg.Num) {
+				for n := 0; n < 3; n++ {
+					ctx.Contribute(actor.Sum, actor.Value{Ints: []int64{int64(n)}}, results.At(actor.Idx(0)))
+				}
+				if openRegion && ctx.Index()[0] == 0 {
+					half.Send(ctx, actor.Idx(0), &testmsg.Num{})
+				}
+				ctx.AtSync(0)
+			})
+			results = actor.Handle(mains, "results", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+				ctx.Printf("result %d = %d", r.Number, r.Ints[0])
+				ctx.Expect(r.Number + 1)
+				if r.Number == 2 && !openRegion {
+					ctx.Exit(0)
+				}
+			}, actor.KeyBy(func(r *actor.ReductionResult) uint64 { return r.Number }))
+			half = actor.Handle(mains, "half", actor.AnnotateCommutative(2), func(t *mainTask, ctx actor.Context, m *testmsg.Num) {})
+			start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+				step.Broadcast(ctx, &testmsg.Num{})
+			})
+			actor.Main(j, start, actor.Idx(0))
+			return nil
+		}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := RunInProcess(ctx, app(false), nil, 3, nil, WithProtocol(logging.KindPartialDet))
+	require.NoError(t, err)
+	require.Equal(t, []string{"result 0 = 0", "result 1 = 5", "result 2 = 10"}, res.Output)
+
+	_, err = RunInProcess(ctx, app(true), nil, 3, nil, WithProtocol(logging.KindPartialDet), WithCheckpointEvery(1))
+	require.ErrorIs(t, err, ErrRegionAtCheckpoint)
+	require.ErrorContains(t, err, "main(0) is inside a region of handler half")
+}

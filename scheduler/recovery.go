@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -107,8 +108,21 @@ func (pe *PE) waitingAtSync() int {
 	return n
 }
 
+// ErrRegionAtCheckpoint reports a task inside a commutative region when a
+// checkpoint is due.
+var ErrRegionAtCheckpoint = errors.New("scheduler: cannot checkpoint a task inside a commutative region")
+
 // records packs every local task for a checkpoint.
 func (pe *PE) records() ([]migrate.TaskRecord, error) {
+	for _, cs := range pe.colls {
+		for _, lin := range cs.sorted {
+			if h, open := pe.proto.OpenRegion(cs.local[lin].id); open {
+				_, hi := splitHandler(h)
+				return nil, fmt.Errorf("%w: %s%v is inside a region of handler %s; a region must not stay open across a sync point (make the handler ordered, or close the region before the step's sync point)",
+					ErrRegionAtCheckpoint, cs.def.Name, cs.local[lin].index, cs.def.Handlers[hi].Name)
+			}
+		}
+	}
 	cps := map[commutative.TaskID]logging.TaskCheckpoint{}
 	for _, cp := range pe.proto.Checkpoint() {
 		cps[cp.Counters.Task] = cp
