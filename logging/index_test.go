@@ -57,7 +57,7 @@ func TestDeterminantIndexMatchesScan(t *testing.T) {
 			case op < 6:
 				d := Determinant{Message: pool[rng.IntN(len(pool))], Receiver: task, RSN: 1 + uint64(rng.IntN(40))}
 				if _, taken := e.determinants[d.key()]; !taken {
-					e.storeReceived([]Determinant{d})
+					e.storeReceived([]Determinant{d}, e.pe+1)
 					e.refreshReplayEnds([]Determinant{d})
 				}
 			case op < 9:
@@ -92,7 +92,7 @@ func TestProgressOrderMatchesSortedKeys(t *testing.T) {
 		if rng.IntN(50) == 0 {
 			e.Checkpoint()
 		} else {
-			e.noteProgress(Progress{Task: TaskID(rng.IntN(40)), RSN: uint64(rng.IntN(20))}, rng.IntN(2) == 0)
+			e.noteProgress(Progress{Task: TaskID(rng.IntN(40)), RSN: uint64(rng.IntN(20))}, e.pe+PEID(rng.IntN(2)))
 		}
 		keys := make([]TaskID, 0, len(e.progress))
 		for task := range e.progress {

@@ -294,7 +294,7 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	msg.ID = sender.counters.NextSendID()
 	msg.Requires = nil
 	if e.kind == KindPartialDet {
-		e.noteProgress(Progress{Task: from, RSN: sender.counters.RSN}, false)
+		e.noteProgress(Progress{Task: from, RSN: sender.counters.RSN}, e.pe)
 		msg.Requires = slices.Clone(sender.requires)
 	}
 	e.stats.Sent++
@@ -340,16 +340,28 @@ func (e *engine) piggyback() []Determinant {
 	return out
 }
 
-// noteProgress keeps p if it is news; received says whether it came from
-// another PE.
-func (e *engine) noteProgress(p Progress, received bool) {
+// holdersOf lists the PEs known to hold an item this PE got from PE from
+// (from == this PE: created here).
+func holdersOf(self, from PEID) []PEID {
+	if from == self {
+		return []PEID{self}
+	}
+	return []PEID{from, self}
+}
+
+// noteProgress keeps p if it is news; from is the PE it came from (this
+// PE for its own tasks' progress), which holds it too.
+func (e *engine) noteProgress(p Progress, from PEID) {
+	received := from != e.pe
 	stored, ok := e.progress[p.Task]
 	if ok && stored.rsn > p.RSN {
 		return
 	}
 	if ok && stored.rsn == p.RSN {
-		if received && !slices.Contains(stored.holders, e.pe) {
-			stored.holders = append(stored.holders, e.pe)
+		for _, h := range holdersOf(e.pe, from) {
+			if received && !slices.Contains(stored.holders, h) {
+				stored.holders = append(stored.holders, h)
+			}
 		}
 		return
 	}
@@ -357,7 +369,7 @@ func (e *engine) noteProgress(p Progress, received bool) {
 		i, _ := slices.BinarySearch(e.progressTasks, p.Task)
 		e.progressTasks = slices.Insert(e.progressTasks, i, p.Task)
 	}
-	e.progress[p.Task] = &storedProgress{rsn: p.RSN, holders: []PEID{e.pe}}
+	e.progress[p.Task] = &storedProgress{rsn: p.RSN, holders: holdersOf(e.pe, from)}
 	if t, ok := e.tasks[p.Task]; ok && p.RSN > t.replayEnd {
 		t.replayEnd = p.RSN
 	}
@@ -399,9 +411,9 @@ func (e *engine) Arrive(env Envelope) {
 			e.unhosted[env.Task] = append(e.unhosted[env.Task], env)
 			return
 		}
-		e.storeReceived(env.Determinants)
+		e.storeReceived(env.Determinants, env.From)
 		for _, p := range env.Progress {
-			e.noteProgress(p, true)
+			e.noteProgress(p, env.From)
 		}
 		t.noteRecovery(env.From, env.Epoch)
 		e.refreshReplayEnd(env.Task)
@@ -412,10 +424,10 @@ func (e *engine) Arrive(env Envelope) {
 		panic(fmt.Sprintf("logging: pe%d: envelope kind %d", e.pe, env.Kind))
 	}
 	for _, p := range env.Progress {
-		e.noteProgress(p, true)
+		e.noteProgress(p, env.From)
 	}
 	if len(env.Determinants) > 0 || len(env.Progress) > 0 {
-		e.storeReceived(env.Determinants)
+		e.storeReceived(env.Determinants, env.From)
 		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
 			Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
 		})
@@ -435,8 +447,9 @@ func (e *engine) Arrive(env Envelope) {
 	t.buffer = append(t.buffer, env.Message)
 }
 
-// storeReceived keeps determinants that came from another PE.
-func (e *engine) storeReceived(ds []Determinant) {
+// storeReceived keeps determinants that came from PE from, which holds
+// them too: a determinant received is stored on (at least) two PEs.
+func (e *engine) storeReceived(ds []Determinant, from PEID) {
 	for _, d := range ds {
 		k := d.key()
 		stored, ok := e.determinants[k]
@@ -446,7 +459,7 @@ func (e *engine) storeReceived(ds []Determinant) {
 			}
 			continue
 		}
-		stored = &storedDeterminant{determinant: d, holders: []PEID{e.pe}}
+		stored = &storedDeterminant{determinant: d, holders: holdersOf(e.pe, from)}
 		e.store(stored)
 		if !e.isStable(stored) {
 			e.unstable = append(e.unstable, k)
