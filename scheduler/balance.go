@@ -92,15 +92,7 @@ func (pe *PE) exportTask(cs *collectionState, lin int) (migrate.TaskRecord, erro
 	if el == nil {
 		return migrate.TaskRecord{}, fmt.Errorf("scheduler: move of %s[%d], which is not on PE %d", cs.def.Name, lin, pe.cfg.Rank)
 	}
-	task, err := el.task.MarshalBinary()
-	if err != nil {
-		return migrate.TaskRecord{}, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
-	}
-	runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync})
-	if err != nil {
-		return migrate.TaskRecord{}, err
-	}
-	protocol, err := proto.Marshal(taskCheckpointToWire(pe.proto.ExportTask(el.id)))
+	rec, err := packElement(el, pe.proto.ExportTask(el.id))
 	if err != nil {
 		return migrate.TaskRecord{}, err
 	}
@@ -109,35 +101,15 @@ func (pe *PE) exportTask(cs *collectionState, lin int) (migrate.TaskRecord, erro
 		cs.sorted = slices.Delete(cs.sorted, i, i+1)
 	}
 	pe.stats.MigratedOut++
-	return migrate.TaskRecord{Collection: uint32(cs.def.ID), Lin: int64(lin), Task: task, Runtime: runtime, Protocol: protocol}, nil
+	return rec, nil
 }
 
 // importTask unpacks a task moved here.
 func (pe *PE) importTask(rec migrate.TaskRecord) error {
-	if int(rec.Collection) >= len(pe.colls) || rec.Lin < 0 || rec.Lin >= int64(pe.colls[rec.Collection].n) {
-		return fmt.Errorf("scheduler: moved task %d[%d] is not of this job", rec.Collection, rec.Lin)
-	}
-	cs := pe.colls[rec.Collection]
-	lin := int(rec.Lin)
-	task := cs.def.New(cs.def.Shape.At(lin))
-	if err := task.UnmarshalBinary(rec.Task); err != nil {
-		return fmt.Errorf("scheduler: unpack moved %s[%d]: %w", cs.def.Name, lin, err)
-	}
-	var rt wire.TaskRuntime
-	if err := proto.Unmarshal(rec.Runtime, &rt); err != nil {
-		return err
-	}
-	var wcp wire.TaskCheckpoint
-	if err := proto.Unmarshal(rec.Protocol, &wcp); err != nil {
-		return err
-	}
-	cp, err := taskCheckpointFromWire(&wcp)
+	el, cp, err := pe.unpackRecord(rec)
 	if err != nil {
 		return err
 	}
-	el := pe.placeElement(cs, lin, task)
-	el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
-	cs.homeOf[lin] = int32(pe.cfg.Rank)
 	pe.proto.ImportTask(cp)
 	delete(pe.expectMigrate, el.id)
 	pe.stats.MigratedIn++

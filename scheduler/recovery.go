@@ -131,19 +131,11 @@ func (pe *PE) records() ([]migrate.TaskRecord, error) {
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
 			el := cs.local[lin]
-			task, err := el.task.MarshalBinary()
-			if err != nil {
-				return nil, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
-			}
-			runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync})
+			rec, err := packElement(el, cps[el.id])
 			if err != nil {
 				return nil, err
 			}
-			protocol, err := proto.Marshal(taskCheckpointToWire(cps[el.id]))
-			if err != nil {
-				return nil, err
-			}
-			recs = append(recs, migrate.TaskRecord{Collection: uint32(cs.def.ID), Lin: int64(lin), Task: task, Runtime: runtime, Protocol: protocol})
+			recs = append(recs, rec)
 		}
 	}
 	return recs, nil
@@ -262,36 +254,13 @@ func (pe *PE) resumeTask(el *element) {
 
 // restoreRecord builds a task from its checkpoint record on this PE.
 func (pe *PE) restoreRecord(rec migrate.TaskRecord) error {
-	if int(rec.Collection) >= len(pe.colls) {
-		return fmt.Errorf("scheduler: restore of unknown collection %d", rec.Collection)
-	}
-	cs := pe.colls[rec.Collection]
-	if rec.Lin < 0 || rec.Lin >= int64(cs.n) {
-		return fmt.Errorf("scheduler: restore of %s[%d] outside the collection", cs.def.Name, rec.Lin)
-	}
-	lin := int(rec.Lin)
-	if cs.local[lin] != nil {
+	if cs, lin, ok := pe.recordTarget(rec); ok && cs.local[lin] != nil {
 		return nil // already here (a restore sent twice)
 	}
-	task := cs.def.New(cs.def.Shape.At(lin))
-	if err := task.UnmarshalBinary(rec.Task); err != nil {
-		return fmt.Errorf("scheduler: unpack %s[%d]: %w", cs.def.Name, lin, err)
-	}
-	var rt wire.TaskRuntime
-	if err := proto.Unmarshal(rec.Runtime, &rt); err != nil {
-		return fmt.Errorf("scheduler: runtime state of %s[%d]: %w", cs.def.Name, lin, err)
-	}
-	var wcp wire.TaskCheckpoint
-	if err := proto.Unmarshal(rec.Protocol, &wcp); err != nil {
-		return fmt.Errorf("scheduler: protocol state of %s[%d]: %w", cs.def.Name, lin, err)
-	}
-	cp, err := taskCheckpointFromWire(&wcp)
+	el, cp, err := pe.unpackRecord(rec)
 	if err != nil {
 		return err
 	}
-	el := pe.placeElement(cs, lin, task)
-	el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
-	cs.homeOf[lin] = int32(pe.cfg.Rank)
 	if pe.rollingBack {
 		pe.proto.HostTask(el.id)
 		pe.stats.RolledBack++
@@ -533,6 +502,67 @@ func (pe *PE) restartFrom(recs []migrate.TaskRecord) error {
 		el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
 	}
 	return nil
+}
+
+// packElement makes a task's checkpoint record: its own state, the
+// scheduler's state of it, and the protocol's counters.
+func packElement(el *element, cp logging.TaskCheckpoint) (migrate.TaskRecord, error) {
+	cs := el.coll
+	task, err := el.task.MarshalBinary()
+	if err != nil {
+		return migrate.TaskRecord{}, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
+	}
+	runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync})
+	if err != nil {
+		return migrate.TaskRecord{}, err
+	}
+	protocol, err := proto.Marshal(taskCheckpointToWire(cp))
+	if err != nil {
+		return migrate.TaskRecord{}, err
+	}
+	return migrate.TaskRecord{Collection: uint32(cs.def.ID), Lin: int64(el.lin), Task: task, Runtime: runtime, Protocol: protocol}, nil
+}
+
+// recordTarget returns the collection and index a record is for.
+func (pe *PE) recordTarget(rec migrate.TaskRecord) (*collectionState, int, bool) {
+	if int(rec.Collection) >= len(pe.colls) {
+		return nil, 0, false
+	}
+	cs := pe.colls[rec.Collection]
+	if rec.Lin < 0 || rec.Lin >= int64(cs.n) {
+		return nil, 0, false
+	}
+	return cs, int(rec.Lin), true
+}
+
+// unpackRecord builds a task from its record and places it on this PE
+// (the caller tells the protocol); it returns the protocol's counters.
+func (pe *PE) unpackRecord(rec migrate.TaskRecord) (*element, logging.TaskCheckpoint, error) {
+	var cp logging.TaskCheckpoint
+	cs, lin, ok := pe.recordTarget(rec)
+	if !ok {
+		return nil, cp, fmt.Errorf("scheduler: record of task %d[%d], which is not of this job", rec.Collection, rec.Lin)
+	}
+	task := cs.def.New(cs.def.Shape.At(lin))
+	if err := task.UnmarshalBinary(rec.Task); err != nil {
+		return nil, cp, fmt.Errorf("scheduler: unpack %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	var rt wire.TaskRuntime
+	if err := proto.Unmarshal(rec.Runtime, &rt); err != nil {
+		return nil, cp, fmt.Errorf("scheduler: runtime state of %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	var wcp wire.TaskCheckpoint
+	if err := proto.Unmarshal(rec.Protocol, &wcp); err != nil {
+		return nil, cp, fmt.Errorf("scheduler: protocol state of %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	cp, err := taskCheckpointFromWire(&wcp)
+	if err != nil {
+		return nil, cp, err
+	}
+	el := pe.placeElement(cs, lin, task)
+	el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
+	cs.homeOf[lin] = int32(pe.cfg.Rank)
+	return el, cp, nil
 }
 
 func taskCheckpointToWire(cp logging.TaskCheckpoint) *wire.TaskCheckpoint {
