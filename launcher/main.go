@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/evaluation"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
@@ -59,6 +60,12 @@ const usage = `usage:
   gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
       run one PE of a job; rank and size default to SLURM_PROCID and
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
+  gochare bench [--quick|--full|--tiny] [--out DIR] [--mtbf 24h] [--reps N] [--pes N] [--apps A,B]
+      the evaluation: stencil3d, leanmd and lulesh under none, fulldet and
+      partialdet; forward-path overhead, checkpoint time and size, recovery
+      after a PE killed mid-period (restore spread 1, 2, all), Daly's
+      checkpoint period; writes JSON, CSV, Markdown and PNG plots to DIR
+      (default evaluation-results); --quick is the default
   gochare bench transport [flags]
       transport latency and throughput between two PE processes
   gochare apps
@@ -424,8 +431,15 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 }
 
 func cmdBench(args []string, stdout io.Writer) (int, error) {
-	if len(args) == 0 {
-		return 2, fmt.Errorf("%w: bench needs a target (transport)", errUsage)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "evaluation" {
+		if len(args) > 0 && args[0] == "evaluation" {
+			args = args[1:]
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return 1, fmt.Errorf("bench: %w", err)
+		}
+		return evaluation.Main(args, stdout, exe)
 	}
 	switch args[0] {
 	case "transport":
@@ -433,7 +447,7 @@ func cmdBench(args []string, stdout io.Writer) (int, error) {
 	case "transport-peer":
 		return 0, transport.RunBenchPeer(args[1:])
 	}
-	return 2, fmt.Errorf("%w: unknown benchmark %q", errUsage, args[0])
+	return 2, fmt.Errorf("%w: unknown benchmark %q (evaluation, transport)", errUsage, args[0])
 }
 
 // readRestart reads the latest complete checkpoint in dir and places its
