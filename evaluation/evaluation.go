@@ -83,7 +83,7 @@ func Preset(name string) (Config, error) {
 			{Name: "lulesh", Args: []string{"--size", "12", "--chunk", "6"}, StepsFlag: "--iterations", Steps: 12, CheckpointEvery: 4},
 		}
 	case "quick":
-		c.Reps = 2
+		c.Reps = 3
 		c.Apps = []AppConfig{
 			{Name: "stencil3d", Args: []string{"--grid", "64,64,64", "--chunk", "16,16,16"}, StepsFlag: "--iterations", Steps: 60, CheckpointEvery: 20},
 			{Name: "leanmd", Args: []string{"--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "40"}, StepsFlag: "--steps", Steps: 12, CheckpointEvery: 4},
@@ -223,7 +223,7 @@ func Evaluate(ctx context.Context, cfg Config, progress *Progress) (*Results, er
 func Main(args []string, stdout io.Writer, exe string) (int, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	quick := fs.Bool("quick", false, "quick preset: tiny jobs, 2 repetitions, a few minutes on 2 cores (the default)")
+	quick := fs.Bool("quick", false, "quick preset: small jobs, 3 repetitions, about 2–3 minutes on 2 cores (the default)")
 	full := fs.Bool("full", false, "full preset: larger jobs, 5 repetitions (tens of minutes)")
 	tiny := fs.Bool("tiny", false, "CI preset: the smallest jobs, 1 repetition, restore spread over all survivors only")
 	out := fs.String("out", "evaluation-results", "directory for results.json, runs.csv, summary.csv, results.md and the PNG plots")

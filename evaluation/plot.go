@@ -71,6 +71,7 @@ func plotOverhead(w io.Writer, res *Results) error {
 		p.Legend.Add(proto, bars)
 	}
 	p.Add(plotter.NewGrid())
+	p.Y.Max *= 1.25 // room for the legend
 	p.Legend.Top = true
 	p.NominalX(apps...)
 	return savePNG(w, p, 5*vg.Inch, 3.2*vg.Inch)
@@ -116,8 +117,8 @@ func plotRecovery(w io.Writer, res *Results) error {
 		p.Legend.Add(proto+" replay + catch-up", pb)
 	}
 	p.Add(plotter.NewGrid())
+	p.Y.Max *= 1.6 // room for the legend
 	p.Legend.Top = true
-	p.Legend.Left = true
 	p.NominalX(apps...)
 	return savePNG(w, p, 6*vg.Inch, 4*vg.Inch)
 }
