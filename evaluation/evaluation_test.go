@@ -92,7 +92,9 @@ func TestTinyPreset(t *testing.T) {
 		require.Positive(t, fPartial.RestoredTasks, a.Name)
 		require.Equal(t, fNone.RestoredTasks, fPartial.RestoredTasks, a.Name+": the failed PE's tasks")
 		for _, r := range []Run{fNone, fPartial} {
-			require.Positive(t, r.DetectionMS, r.Case.String())
+			// Detection is often under a millisecond: it must not be
+			// negative (the failure is seen after the kill).
+			require.GreaterOrEqual(t, r.DetectionMS, 0.0, r.Case.String())
 			require.GreaterOrEqual(t, r.SinceFailureMS, r.ReplayCatchUpMS, r.Case.String())
 			var whats []string
 			for _, e := range r.Events {
