@@ -402,17 +402,8 @@ func (c *JobCoordinator) OnFailure(pe int) []Command {
 	if c.cfg.Protocol == logging.KindNone {
 		return c.rollback(pe)
 	}
-	tasksOf := func(p int) []migrate.HostedTask {
-		var ts []migrate.HostedTask
-		for coll, hs := range c.hosts {
-			for lin, h := range hs {
-				if h.pe == p {
-					ts = append(ts, migrate.HostedTask{Task: migrate.TaskRef{Collection: coll, Lin: lin}, CheckpointPE: h.checkpointPE, BuddyPE: h.buddyPE})
-				}
-			}
-		}
-		return ts
-	}
+	// Under message logging a failed PE's tasks are those it hosted.
+	tasksOf := func(p int) []migrate.HostedTask { return c.tasksWhere(func(h taskHost) bool { return h.pe == p }) }
 	relocs, err := migrate.PlanRecovery([]int{pe}, tasksOf, c.live, c.cfg.Spread, -1)
 	if err != nil {
 		return c.finish(1, err)
@@ -442,16 +433,10 @@ func (c *JobCoordinator) spreadOver(relocs []migrate.Relocation) int {
 
 // rollback sends every task back to the last committed checkpoint.
 func (c *JobCoordinator) rollback(pe int) []Command {
+	// In a rollback every task goes back to its checkpoint: a failed PE's
+	// tasks are those whose checkpoint it held.
 	tasksOf := func(p int) []migrate.HostedTask {
-		var ts []migrate.HostedTask
-		for coll, hs := range c.hosts {
-			for lin, h := range hs {
-				if h.checkpointPE == p {
-					ts = append(ts, migrate.HostedTask{Task: migrate.TaskRef{Collection: coll, Lin: lin}, CheckpointPE: h.checkpointPE, BuddyPE: h.buddyPE})
-				}
-			}
-		}
-		return ts
+		return c.tasksWhere(func(h taskHost) bool { return h.checkpointPE == p })
 	}
 	var dead []int
 	for p, ok := range c.live {
@@ -475,6 +460,19 @@ func (c *JobCoordinator) rollback(pe int) []Command {
 	c.phase = phaseRollingBack
 	c.pendingRestored = slices.Clone(c.live)
 	return []Command{{To: -1, Event: Rollback{Generation: c.generation, Epoch: c.committed, Failed: dead, Relocations: relocs}}}
+}
+
+// tasksWhere lists the tasks whose placement matches, for PlanRecovery.
+func (c *JobCoordinator) tasksWhere(match func(taskHost) bool) []migrate.HostedTask {
+	var ts []migrate.HostedTask
+	for coll, hs := range c.hosts {
+		for lin, h := range hs {
+			if match(h) {
+				ts = append(ts, migrate.HostedTask{Task: migrate.TaskRef{Collection: coll, Lin: lin}, CheckpointPE: h.checkpointPE, BuddyPE: h.buddyPE})
+			}
+		}
+	}
+	return ts
 }
 
 // OnRestored records that PE pe restored every task it was given.
