@@ -47,7 +47,10 @@
 //     reports a completed region, run the completion step, whose sends are
 //     ordinary Sends. Never call NextDelivery for a task whose handler is
 //     running.
-//  4. Ready, then transmit Ready.Envelopes in order, then Advance. An
+//  4. Ready, then transmit Ready.Envelopes in order, then Advance; the
+//     envelopes of one Ready for one PE must arrive together and in order
+//     (one transport payload), as PartialDet puts a progress record on the
+//     first of them only. An
 //     envelope must not be transmitted before the Ready that returned it:
 //     the determinants it carries are those its send depends on, so sending
 //     it earlier, or dropping its Determinants, can release a message that

@@ -110,6 +110,10 @@ type PartialDet struct{ *engine }
 
 // engine is the machinery the three protocols share.
 type engine struct {
+	// carried is, per destination, the progress records already on an
+	// envelope of the current Ready (see progressFor).
+	carried map[PEID]map[TaskID]uint64
+
 	kind     Kind
 	pe       PEID
 	failures int
@@ -315,7 +319,7 @@ func (e *engine) emitMessage(toPE PEID, msg Message, replayed bool) {
 	env := Envelope{Kind: EnvelopeMessage, From: e.pe, To: toPE, Message: msg, Replayed: replayed}
 	if toPE != e.pe {
 		env.Determinants = e.piggyback()
-		env.Progress = e.unstableProgress()
+		env.Progress = e.progressFor(toPE)
 		e.stats.ProgressRecords += len(env.Progress)
 		e.stats.PiggybackedBytes += env.PiggybackBytes()
 	}
@@ -373,6 +377,31 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 	if t, ok := e.tasks[p.Task]; ok && p.RSN > t.replayEnd {
 		t.replayEnd = p.RSN
 	}
+}
+
+// progressFor returns the unstable progress records an envelope to toPE
+// must carry: those not already carried to toPE by an earlier envelope of
+// the same Ready. The caller delivers a Ready's envelopes for one PE
+// together and in order (one transport payload), so the first one
+// carries them for all.
+func (e *engine) progressFor(toPE PEID) []Progress {
+	carried := e.carried[toPE]
+	var out []Progress
+	for _, p := range e.unstableProgress() {
+		if rsn, ok := carried[p.Task]; ok && rsn >= p.RSN {
+			continue
+		}
+		if carried == nil {
+			if e.carried == nil {
+				e.carried = map[PEID]map[TaskID]uint64{}
+			}
+			carried = map[TaskID]uint64{}
+			e.carried[toPE] = carried
+		}
+		carried[p.Task] = p.RSN
+		out = append(out, p)
+	}
+	return out
 }
 
 func (e *engine) unstableProgress() []Progress {
@@ -751,7 +780,10 @@ func (e *engine) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
 
 func (e *engine) Ready() Ready { return e.ready }
 
-func (e *engine) Advance() { e.ready = Ready{} }
+func (e *engine) Advance() {
+	e.ready = Ready{}
+	clear(e.carried)
+}
 
 func (e *engine) Stats() Stats {
 	s := e.stats

@@ -95,10 +95,14 @@ type simulator struct {
 	tasks    []appTask
 	history  [][]historyEntry
 	handled  []map[commutative.MessageID]struct{}
-	network  []logging.Envelope
-	saved    []checkpointCopy
-	events   int
-	crashes  int
+	// network holds the envelopes in flight, in groups: the envelopes one
+	// Ready sends one PE arrive together and in order (one transport
+	// payload, as the scheduler sends them); groups are reordered,
+	// delayed and duplicated.
+	network [][]logging.Envelope
+	saved   []checkpointCopy
+	events  int
+	crashes int
 	// lostHistory[t] is how many entries t's history had before its last
 	// restore: it is recovering while its history is shorter.
 	lostHistory           []int
@@ -283,18 +287,22 @@ func (s *simulator) send(from commutative.TaskID, msg logging.Message) {
 
 func (s *simulator) deliverEnvelope() {
 	i := s.rng.IntN(len(s.network))
-	env := s.network[i]
-	if env.Kind != logging.EnvelopeMessage || s.rng.Float64() >= s.cfg.Duplicate {
+	group := s.network[i]
+	onlyMessages := !slices.ContainsFunc(group, func(e logging.Envelope) bool { return e.Kind != logging.EnvelopeMessage })
+	if !onlyMessages || s.rng.Float64() >= s.cfg.Duplicate {
 		s.network = slices.Delete(s.network, i, i+1)
 	}
-	if !s.alive[env.To] {
+	to := group[0].To
+	if !s.alive[to] {
 		return
 	}
-	if s.trace != nil && (env.Kind != logging.EnvelopeAck || len(env.Determinants) > 0) {
-		s.trace("  pe%d arrives from pe%d: %v", env.To, env.From, describe(env))
+	for _, env := range group {
+		if s.trace != nil && (env.Kind != logging.EnvelopeAck || len(env.Determinants) > 0) {
+			s.trace("  pe%d arrives from pe%d: %v", env.To, env.From, describe(env))
+		}
+		s.pes[to].Arrive(env)
 	}
-	s.pes[env.To].Arrive(env)
-	s.flush(env.To)
+	s.flush(to)
 }
 
 // handleOne delivers one message to one task, starting the search at a
@@ -353,13 +361,20 @@ func (s *simulator) flush(p logging.PEID) {
 		}
 		s.dets[d.Receiver][d.RSN] = detRecord{id: d.Message, creator: nd.Creator}
 	}
+	groups := map[logging.PEID]int{} // destination -> index in s.network
 	for _, env := range ready.Envelopes {
 		if env.Kind == logging.EnvelopeMessage && env.To != env.From {
 			s.checkStable(env)
 		}
-		if s.alive[env.To] {
-			s.network = append(s.network, env)
+		if !s.alive[env.To] {
+			continue
 		}
+		if g, ok := groups[env.To]; ok {
+			s.network[g] = append(s.network[g], env)
+			continue
+		}
+		groups[env.To] = len(s.network)
+		s.network = append(s.network, []logging.Envelope{env})
 	}
 	pe.Advance()
 }
@@ -497,7 +512,7 @@ func (s *simulator) crash() {
 	for r := range s.checkedUpTo {
 		s.checkedUpTo[r] = s.checkpointRSN[r]
 	}
-	s.network = slices.DeleteFunc(s.network, func(e logging.Envelope) bool { return e.From == victim || e.To == victim })
+	s.network = slices.DeleteFunc(s.network, func(g []logging.Envelope) bool { return g[0].From == victim || g[0].To == victim })
 	var relocated []logging.Relocation
 	next := s.rng.IntN(len(live))
 	for t := range s.tasks {
