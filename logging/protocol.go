@@ -110,9 +110,11 @@ type PartialDet struct{ *engine }
 
 // engine is the machinery the three protocols share.
 type engine struct {
-	// carried is, per destination, the progress records already on an
-	// envelope of the current Ready (see progressFor).
-	carried map[PEID]map[TaskID]uint64
+	// carried is, per destination, how far into updated the progress
+	// records on envelopes of the current Ready go (see progressFor);
+	// updated lists the progress records made or weakened during it.
+	carried map[PEID]int
+	updated []Progress
 
 	kind     Kind
 	pe       PEID
@@ -138,6 +140,11 @@ type engine struct {
 	progress map[TaskID]*storedProgress
 	// progressTasks are the keys of progress, sorted.
 	progressTasks []TaskID
+	// maybeUnstable are, sorted, the tasks whose progress record may not
+	// be stable yet: every record made or weakened since it was last
+	// found stable. unstableProgress prunes it, so an envelope costs
+	// O(unstable records), not O(tasks known).
+	maybeUnstable []TaskID
 
 	// failed are the PEs known to have failed; relocated are the tasks
 	// restored since the last checkpoint, where they now live.
@@ -372,8 +379,18 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 	if !ok {
 		i, _ := slices.BinarySearch(e.progressTasks, p.Task)
 		e.progressTasks = slices.Insert(e.progressTasks, i, p.Task)
+		stored = &storedProgress{}
+		e.progress[p.Task] = stored
 	}
-	e.progress[p.Task] = &storedProgress{rsn: p.RSN, holders: holdersOf(e.pe, from)}
+	// The record is replaced in place: a task's own progress changes on
+	// every send.
+	stored.rsn = p.RSN
+	stored.holders = stored.holders[:0]
+	if received {
+		stored.holders = append(stored.holders, from)
+	}
+	stored.holders = append(stored.holders, e.pe)
+	e.markMaybeUnstable(p.Task)
 	if t, ok := e.tasks[p.Task]; ok && p.RSN > t.replayEnd {
 		t.replayEnd = p.RSN
 	}
@@ -383,35 +400,54 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 // must carry: those not already carried to toPE by an earlier envelope of
 // the same Ready. The caller delivers a Ready's envelopes for one PE
 // together and in order (one transport payload), so the first one
-// carries them for all.
+// carries them for all, and a later one only the records made since
+// (e.updated, from the position the previous one reached).
 func (e *engine) progressFor(toPE PEID) []Progress {
-	carried := e.carried[toPE]
+	from, ok := e.carried[toPE]
+	if e.carried == nil {
+		e.carried = map[PEID]int{}
+	}
+	e.carried[toPE] = len(e.updated)
+	if !ok {
+		return e.unstableProgress()
+	}
 	var out []Progress
-	for _, p := range e.unstableProgress() {
-		if rsn, ok := carried[p.Task]; ok && rsn >= p.RSN {
-			continue
+	for _, u := range e.updated[from:] {
+		// A task updated twice in one Ready is carried once, at its
+		// latest RSN (the one stored).
+		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && len(p.holders) <= e.failures {
+			out = append(out, u)
 		}
-		if carried == nil {
-			if e.carried == nil {
-				e.carried = map[PEID]map[TaskID]uint64{}
-			}
-			carried = map[TaskID]uint64{}
-			e.carried[toPE] = carried
-		}
-		carried[p.Task] = p.RSN
-		out = append(out, p)
+	}
+	if len(out) > 1 {
+		slices.SortFunc(out, func(a, b Progress) int { return cmp.Compare(a.Task, b.Task) })
+		out = slices.CompactFunc(out, func(a, b Progress) bool { return a.Task == b.Task })
 	}
 	return out
 }
 
 func (e *engine) unstableProgress() []Progress {
 	var out []Progress
-	for _, task := range e.sortedProgressTasks() {
-		if p := e.progress[task]; len(p.holders) <= e.failures {
+	kept := e.maybeUnstable[:0]
+	for _, task := range e.maybeUnstable {
+		if p, ok := e.progress[task]; ok && len(p.holders) <= e.failures {
+			kept = append(kept, task)
 			out = append(out, Progress{Task: task, RSN: p.rsn})
 		}
 	}
+	e.maybeUnstable = kept
 	return out
+}
+
+// markMaybeUnstable notes that task's progress record may have become
+// unstable.
+func (e *engine) markMaybeUnstable(task TaskID) {
+	if p, ok := e.progress[task]; ok {
+		e.updated = append(e.updated, Progress{Task: task, RSN: p.rsn})
+	}
+	if i, found := slices.BinarySearch(e.maybeUnstable, task); !found {
+		e.maybeUnstable = slices.Insert(e.maybeUnstable, i, task)
+	}
 }
 
 func (e *engine) sortedProgressTasks() []TaskID { return e.progressTasks }
@@ -644,6 +680,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	clear(e.recordedAt)
 	clear(e.progress)
 	e.progressTasks = e.progressTasks[:0]
+	e.maybeUnstable = e.maybeUnstable[:0]
 	e.unstable = nil
 	e.relocated = nil
 	return out
@@ -680,6 +717,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	for _, task := range e.sortedProgressTasks() {
 		p := e.progress[task]
 		p.holders = slices.DeleteFunc(p.holders, isFailed)
+		e.markMaybeUnstable(task)
 	}
 	for _, id := range e.hostedIDs() {
 		t := e.tasks[id]
@@ -783,6 +821,7 @@ func (e *engine) Ready() Ready { return e.ready }
 func (e *engine) Advance() {
 	e.ready = Ready{}
 	clear(e.carried)
+	e.updated = e.updated[:0]
 }
 
 func (e *engine) Stats() Stats {

@@ -1,0 +1,30 @@
+package leanmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler"
+)
+
+// BenchmarkForwardPath runs LeanMD 3×3×3 (2-away, 1,331 tasks) at 75
+// atoms per cell for 10 steps on 4 PEs in this process, once per
+// protocol: the forward-path cost of each protocol on the runtime alone
+// (no network). Compare the ns/op across sub-benchmarks.
+func BenchmarkForwardPath(b *testing.B) {
+	args := []string{"--cells", "3,3,3", "--atoms", "75", "--steps", "10", "--json"}
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindPartialDet} {
+		b.Run(fmt.Sprint(kind), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				res, err := scheduler.RunInProcess(context.Background(), App, args, 4, io.Discard,
+					scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(5))
+				if err != nil || res.Status != 0 {
+					b.Fatal(err, res.Status)
+				}
+			}
+		})
+	}
+}
