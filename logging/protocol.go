@@ -123,7 +123,10 @@ type engine struct {
 	tasks    map[TaskID]*hostedTask
 	unhosted map[TaskID][]Envelope // arrivals for tasks not (yet) placed here
 
-	log          map[TaskID][]loggedMessage // by receiver
+	// log is every message sent since the checkpoint, in send order (one
+	// slice whose capacity is kept from one checkpoint period to the
+	// next: appending is the whole forward cost of the sender log).
+	log          []Message
 	logBytes     int
 	loggedCount  int
 	determinants map[determinantKey]*storedDeterminant
@@ -159,11 +162,6 @@ type engine struct {
 type receivedMessage struct {
 	receiver TaskID
 	message  MessageID
-}
-
-type loggedMessage struct {
-	message Message
-	size    int
 }
 
 type storedDeterminant struct {
@@ -235,7 +233,6 @@ func newEngine(kind Kind, cfg Config) *engine {
 		failures:     failures,
 		tasks:        map[TaskID]*hostedTask{},
 		unhosted:     map[TaskID][]Envelope{},
-		log:          map[TaskID][]loggedMessage{},
 		determinants: map[determinantKey]*storedDeterminant{},
 		lastRecorded: map[TaskID]uint64{},
 		recordedAt:   map[receivedMessage]uint64{},
@@ -311,7 +308,7 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	e.stats.Sent++
 	if e.logs() {
 		size := msg.wireSize()
-		e.log[msg.To] = append(e.log[msg.To], loggedMessage{message: msg, size: size})
+		e.log = append(e.log, msg)
 		e.logBytes += size
 		e.loggedCount++
 		e.stats.LoggedBytes += size
@@ -673,7 +670,8 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 		t.replayEnd = t.counters.RSN
 		out = append(out, TaskCheckpoint{Counters: t.counters})
 	}
-	clear(e.log)
+	clear(e.log) // drop the payloads
+	e.log = e.log[:0]
 	e.logBytes, e.loggedCount = 0, 0
 	clear(e.determinants)
 	clear(e.lastRecorded)
@@ -761,6 +759,17 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		}
 	}
 	slices.SortFunc(e.relocated, func(a, b Relocation) int { return cmp.Compare(a.Task, b.Task) })
+	resend := map[TaskID][]int{} // log positions, per newly restored task
+	for _, r := range e.relocated {
+		if newlyRestored(r.Task) {
+			resend[r.Task] = nil
+		}
+	}
+	for i, m := range e.log {
+		if ix, ok := resend[m.To]; ok {
+			resend[m.To] = append(ix, i)
+		}
+	}
 	for _, r := range e.relocated {
 		var batch []Determinant
 		for _, k := range keys {
@@ -794,8 +803,8 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		if !newlyRestored(r.Task) {
 			continue
 		}
-		for _, logged := range e.log[r.Task] {
-			e.emitMessage(r.PE, logged.message, true)
+		for _, i := range resend[r.Task] {
+			e.emitMessage(r.PE, e.log[i], true)
 		}
 	}
 }
