@@ -158,6 +158,10 @@ type PE struct {
 	outgoing [][]*wire.Envelope
 	outBytes []int
 	posted   bool
+	// holdAcks lets transmit keep a batch of acknowledgements alone in
+	// outgoing: they leave with the next envelope to that PE, or when
+	// this PE runs out of work (see runSlice).
+	holdAcks bool
 
 	// ctx is the Context of the running handler (valid during the call only).
 	ctx taskContext
@@ -566,7 +570,14 @@ func (pe *PE) runSlice() {
 		pe.runnable = pe.runnable[:n]
 		pe.runAt = 0
 	}
+	// An acknowledgement waits for an envelope to its PE to ride with: a
+	// transport message of its own costs more than the piggyback it
+	// saves. It only tells its PE that records are stable (which spares
+	// piggybacking them again), so it may wait; it leaves at the latest
+	// with the PE's next answer to a quiescence probe.
+	pe.holdAcks = true
 	pe.transmit()
+	pe.holdAcks = false
 	if pe.runAt < len(pe.runnable) {
 		pe.schedule()
 	} else {
@@ -574,9 +585,36 @@ func (pe *PE) runSlice() {
 	}
 }
 
+// maxHeldAcks bounds the acknowledgements held for one PE.
+const maxHeldAcks = 256
+
+func onlyAcks(envs []*wire.Envelope) bool {
+	for _, env := range envs {
+		if logging.EnvelopeKind(env.Kind) != logging.EnvelopeAck {
+			return false
+		}
+	}
+	return true
+}
+
+// flushHeldAcks sends the acknowledgements transmit held.
+func (pe *PE) flushHeldAcks() bool {
+	sent := false
+	for to, envs := range pe.outgoing {
+		if len(envs) > 0 {
+			pe.flushTo(to)
+			sent = true
+		}
+	}
+	return sent
+}
+
 func (pe *PE) answerProbe() {
 	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted {
 		return
+	}
+	if pe.flushHeldAcks() {
+		pe.cfg.Net.Flush()
 	}
 	st := IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks()}
 	for p, ok := range pe.live {
@@ -616,7 +654,7 @@ func (pe *PE) transmit() {
 		pe.arrive(env)
 	}
 	for to, envs := range pe.outgoing {
-		if len(envs) > 0 {
+		if len(envs) > 0 && !(pe.holdAcks && len(envs) < maxHeldAcks && onlyAcks(envs)) {
 			pe.flushTo(to)
 		}
 	}

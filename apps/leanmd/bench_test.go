@@ -22,13 +22,18 @@ func BenchmarkForwardPath(b *testing.B) {
 	for _, kind := range []logging.Kind{logging.KindNone, logging.KindPartialDet} {
 		b.Run(fmt.Sprint(kind), func(b *testing.B) {
 			cpu0 := cpuTime()
+			batches := 0
 			for i := 0; i < b.N; i++ {
 				res, err := scheduler.RunInProcess(context.Background(), App, args, 4, io.Discard,
 					scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(5))
 				if err != nil || res.Status != 0 {
 					b.Fatal(err, res.Status)
 				}
+				for _, st := range res.Stats {
+					batches += int(st.BatchesSent)
+				}
 			}
+			b.ReportMetric(float64(batches)/float64(b.N), "batches/op")
 			b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 		})
 	}
