@@ -549,7 +549,10 @@ func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg
 		copy(sum[:], d.Sha256)
 		return core.OnDiskWritten(rank, d.Epoch, migrate.FileEntry{Name: d.Name, PE: int(d.Pe), SHA256: sum, Size: d.Size}, err)
 	case *controlpb.ToCoordinator_Restored:
-		return core.OnRestored(rank, m.Restored.Generation)
+		r := m.Restored
+		return core.OnRestored(rank, r.Generation, scheduler.Progress{Step: r.Step, Offered: r.Offered})
+	case *controlpb.ToCoordinator_Reached:
+		return core.OnReached(rank, m.Reached.Generation, m.Reached.Step)
 	case *controlpb.ToCoordinator_Loads:
 		var loads []migrate.TaskLoad
 		for _, l := range m.Loads.Loads {
