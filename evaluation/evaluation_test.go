@@ -96,11 +96,19 @@ func TestTinyPreset(t *testing.T) {
 			// negative (the failure is seen after the kill).
 			require.GreaterOrEqual(t, r.DetectionMS, 0.0, r.Case.String())
 			require.GreaterOrEqual(t, r.SinceFailureMS, r.ReplayCatchUpMS, r.Case.String())
+			// The progress at the failure is regained before the next
+			// checkpoint; it is at least the sync point before the kill
+			// (every task offered it before that checkpoint) and at most
+			// the next one (no task passes it before its checkpoint).
+			require.GreaterOrEqual(t, r.RegainedMS, r.CatchUpMS, r.Case.String())
+			require.LessOrEqual(t, r.RegainedMS, r.SinceFailureMS, r.Case.String())
+			require.GreaterOrEqual(t, r.RegainedStep, int64(a.CheckpointEvery-1), r.Case.String())
+			require.LessOrEqual(t, r.RegainedStep, int64(2*a.CheckpointEvery-1), r.Case.String())
 			var whats []string
 			for _, e := range r.Events {
 				whats = append(whats, e.What)
 			}
-			require.Subset(t, whats, []string{"begin", "kill", "failed", "restored", "recovered", "end"}, r.Case.String())
+			require.Subset(t, whats, []string{"begin", "kill", "failed", "restored", "regained", "recovered", "end"}, r.Case.String())
 		}
 	}
 
@@ -151,6 +159,7 @@ func TestParseOutput(t *testing.T) {
 		`[pe 1] level=WARN msg="failure injection: killing this PE" pe=1 step=15`,
 		`level=ERROR msg="PE failed" detail="PE 1 (pid 9570 on vm) was killed by signal 9 (killed)" after_begin_ms=131`,
 		`level=INFO msg="recovery: tasks restored, replay starts" failed=[1] restore_ms=4 relocated=17`,
+		`level=INFO msg="recovery report: progress at the failure regained" step=16 catch_up_ms=12 since_failure_ms=16`,
 		`level=INFO msg="checkpoint committed" epoch=3 ms=7`,
 		`level=INFO msg="recovery report: first checkpoint after the failure" replay_and_catch_up_ms=40 since_failure_ms=44`,
 		`level=INFO msg="job stats" ft=partialdet handled=6834 determinants=0 piggybacked_bytes=420624 log_bytes=3781928 restored_tasks=17 rolled_back_tasks=0`,
@@ -165,6 +174,9 @@ func TestParseOutput(t *testing.T) {
 	require.Equal(t, []Checkpoint{{1, 27, 514278}, {2, 5, 514794}, {3, 7, 0}}, r.Checkpoints)
 	require.Equal(t, 10.0, r.DetectionMS)
 	require.Equal(t, 4.0, r.RestoreMS)
+	require.Equal(t, int64(16), r.RegainedStep)
+	require.Equal(t, 12.0, r.CatchUpMS)
+	require.Equal(t, 16.0, r.RegainedMS)
 	require.Equal(t, 40.0, r.ReplayCatchUpMS)
 	require.Equal(t, 44.0, r.SinceFailureMS)
 	require.Equal(t, int64(6834), r.Handled)
@@ -173,6 +185,7 @@ func TestParseOutput(t *testing.T) {
 	require.Equal(t, 20, r.Steps)
 	require.InDelta(t, 10.0, r.StepMS, 1e-9)
 	require.Equal(t, "51746864e50e1b25", r.Digest)
+	require.Equal(t, []string{"checkpoint", "begin", "checkpoint", "kill", "failed", "restored", "regained", "checkpoint", "recovered"}, eventNames(r.Events))
 
 	// LeanMD reports time per step instead of elapsed time.
 	r = Run{}
@@ -180,10 +193,27 @@ func TestParseOutput(t *testing.T) {
 	require.Equal(t, 141.5, r.StepMS)
 	require.InDelta(t, 1.698, r.ElapsedS, 1e-9)
 
-	// A failure case without a recovery report, and no result at all.
+	// A failure case without a recovery report, or without the report
+	// that the progress at the failure was regained; no result at all.
 	r = Run{Case: Case{Failure: true}}
 	require.ErrorContains(t, parseOutput(&r, lines[len(lines)-1:]), "recovery report")
+	var noRegained []line
+	for _, l := range lines {
+		if !strings.Contains(l.text, "progress at the failure regained") {
+			noRegained = append(noRegained, l)
+		}
+	}
+	r = Run{Case: Case{Failure: true}}
+	require.ErrorContains(t, parseOutput(&r, noRegained), "progress at the failure was regained")
 	require.ErrorIs(t, parseOutput(&Run{}, lines[:3]), errNoResult)
+}
+
+func eventNames(events []Event) []string {
+	var w []string
+	for _, e := range events {
+		w = append(w, e.What)
+	}
+	return w
 }
 
 func TestDalyPeriod(t *testing.T) {
@@ -230,6 +260,7 @@ func TestCheckFindsInconsistencies(t *testing.T) {
 		}
 		if failure {
 			r.RestoreMS, r.ReplayCatchUpMS, r.SinceFailureMS, r.RestoredTasks = 1, 2, 3, 4
+			r.CatchUpMS, r.RegainedMS, r.RegainedStep = 1, 2, 5
 			if p == "none" {
 				r.RolledBackTasks = 8
 			}
@@ -247,8 +278,11 @@ func TestCheckFindsInconsistencies(t *testing.T) {
 	res.Runs[2].Determinants = 0    // fulldet forward
 	res.Runs[4].Digest = "other"    // partialdet forward
 	res.Runs[0].OK, res.Runs[0].Error = false, "exit status 1"
+	res.Runs[5].RegainedStep = 0 // partialdet failure run
+	res.Runs[3].RegainedMS = 10  // fulldet failure run, later than the next checkpoint
 	err := res.Check()
-	for _, want := range []string{"partialdet created 3 determinants", "rolled back no task", "rolled_back_tasks=2", "fulldet created no determinant", "result digest other", "job failed"} {
+	for _, want := range []string{"partialdet created 3 determinants", "rolled back no task", "rolled_back_tasks=2", "fulldet created no determinant", "result digest other", "job failed",
+		"no report that the progress at the failure was regained (step 0", "failure → progress regained 10 ms, failure → next checkpoint 3 ms"} {
 		require.ErrorContains(t, err, want)
 	}
 }

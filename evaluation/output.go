@@ -43,7 +43,7 @@ func jsonSafe(res *Results) *Results {
 	c.Recovery = append([]RecoverySummary(nil), res.Recovery...)
 	for i := range c.Recovery {
 		r := &c.Recovery[i]
-		for _, s := range []*Stat{&r.DetectionMS, &r.RestoreMS, &r.ReplayCatchUpMS, &r.SinceFailureMS, &r.ExtraS} {
+		for _, s := range []*Stat{&r.DetectionMS, &r.RestoreMS, &r.CatchUpMS, &r.RegainedMS, &r.ReplayCatchUpMS, &r.SinceFailureMS, &r.ExtraS} {
 			fix(s)
 		}
 		for _, f := range []*float64{&r.RestoredTasks, &r.RolledBackTasks, &r.FasterThanNone} {
@@ -68,7 +68,8 @@ func writeCSV(w io.Writer, rows [][]string) error {
 func writeRunsCSV(w io.Writer, res *Results) error {
 	rows := [][]string{{"app", "protocol", "failure", "spread", "rep", "ok", "wall_s", "elapsed_s", "step_ms", "steps",
 		"handled", "determinants", "piggybacked_bytes", "log_bytes", "restored_tasks", "rolled_back_tasks",
-		"checkpoints", "checkpoint_ms", "checkpoint_bytes", "detection_ms", "restore_ms", "replay_catch_up_ms", "since_failure_ms", "digest", "error"}}
+		"checkpoints", "checkpoint_ms", "checkpoint_bytes", "detection_ms", "restore_ms", "catch_up_ms", "regained_ms", "regained_step",
+		"replay_catch_up_ms", "since_failure_ms", "digest", "error"}}
 	for _, r := range res.Runs {
 		var cms, cb []string
 		for _, c := range r.Checkpoints {
@@ -79,7 +80,8 @@ func writeRunsCSV(w io.Writer, res *Results) error {
 			g(r.WallS), g(r.ElapsedS), g(r.StepMS), strconv.Itoa(r.Steps),
 			i64(r.Handled), i64(r.Determinants), i64(r.PiggybackedBytes), i64(r.LogBytes), i64(r.RestoredTasks), i64(r.RolledBackTasks),
 			strconv.Itoa(len(r.Checkpoints)), strings.Join(cms, " "), strings.Join(cb, " "),
-			g(r.DetectionMS), g(r.RestoreMS), g(r.ReplayCatchUpMS), g(r.SinceFailureMS), r.Digest, r.Error})
+			g(r.DetectionMS), g(r.RestoreMS), g(r.CatchUpMS), g(r.RegainedMS), i64(r.RegainedStep),
+			g(r.ReplayCatchUpMS), g(r.SinceFailureMS), r.Digest, r.Error})
 	}
 	return writeCSV(w, rows)
 }
@@ -102,11 +104,13 @@ func writeSummaryCSV(w io.Writer, res *Results) error {
 
 func writeRecoveryCSV(w io.Writer, res *Results) error {
 	rows := [][]string{{"app", "protocol", "spread", "runs", "failed", "detection_ms", "restore_ms", "restore_ms_min", "restore_ms_max",
+		"catch_up_ms", "catch_up_ms_min", "catch_up_ms_max", "regained_ms", "regained_ms_min", "regained_ms_max",
 		"replay_catch_up_ms", "replay_catch_up_ms_min", "replay_catch_up_ms_max", "since_failure_ms", "since_failure_ms_min", "since_failure_ms_max",
 		"extra_s", "extra_s_min", "extra_s_max", "restored_tasks", "rolled_back_tasks", "faster_than_none"}}
 	for _, r := range res.Recovery {
 		rows = append(rows, []string{r.App, r.Protocol, spreadName(r.Spread), strconv.Itoa(r.Runs), strconv.Itoa(r.Failed),
 			g(r.DetectionMS.Median), g(r.RestoreMS.Median), g(r.RestoreMS.Min), g(r.RestoreMS.Max),
+			g(r.CatchUpMS.Median), g(r.CatchUpMS.Min), g(r.CatchUpMS.Max), g(r.RegainedMS.Median), g(r.RegainedMS.Min), g(r.RegainedMS.Max),
 			g(r.ReplayCatchUpMS.Median), g(r.ReplayCatchUpMS.Min), g(r.ReplayCatchUpMS.Max),
 			g(r.SinceFailureMS.Median), g(r.SinceFailureMS.Min), g(r.SinceFailureMS.Max),
 			g(r.ExtraS.Median), g(r.ExtraS.Min), g(r.ExtraS.Max), g(r.RestoredTasks), g(r.RolledBackTasks), g(r.FasterThanNone)})
@@ -182,15 +186,18 @@ func writeMarkdown(w io.Writer, res *Results) error {
 			bytesStr(s.CheckpointBytes), time.Duration(s.DalyPeriodS*float64(time.Second)).Round(time.Second), s.DalySteps)
 	}
 	b.WriteString("\n### Recovery (PE 1 killed in the middle of a checkpoint period)\n\n")
-	b.WriteString("Detection: kill → launcher's notice (arrival of the log lines); restore and replay + catch-up (to the first checkpoint after the failure) as the launcher reports them; failure → next checkpoint is their sum; extra time: the run with the failure minus without (same repetition). Faster than none: none's failure → next checkpoint over this one's.\n\n")
-	b.WriteString("| app | protocol | restore spread | detection ms | restore ms | replay + catch-up ms | failure → next checkpoint ms | extra time s | restored tasks | rolled-back tasks | faster than none |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("Detection: kill → launcher's notice (arrival of the log lines). Restore: the launcher's notice → the restored tasks go on (none: every task rolled back). " +
+		"Catch-up: from then until every task has offered again the furthest step any task had offered when the PE died (the progress at the failure); " +
+		"failure → progress regained is restore + catch-up, the recovery time. Failure → next checkpoint: until the first checkpoint after the failure commits, which adds forward work that is the same for every protocol. " +
+		"Extra time: the run with the failure minus without (same repetition). Faster than none: none's failure → progress regained over this one's.\n\n")
+	b.WriteString("| app | protocol | restore spread | detection ms | restore ms | catch-up ms | failure → progress regained ms | failure → next checkpoint ms | extra time s | restored tasks | rolled-back tasks | faster than none |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range res.Recovery {
 		sp := spreadName(r.Spread)
 		if r.Protocol == "none" {
 			sp = "(all roll back)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f× |\n", r.App, r.Protocol, sp, rng(r.DetectionMS, "%.0f"),
-			rng(r.RestoreMS, "%.0f"), rng(r.ReplayCatchUpMS, "%.0f"), rng(r.SinceFailureMS, "%.0f"), rng(r.ExtraS, "%+.2f"),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.2f× |\n", r.App, r.Protocol, sp, rng(r.DetectionMS, "%.0f"),
+			rng(r.RestoreMS, "%.0f"), rng(r.CatchUpMS, "%.0f"), rng(r.RegainedMS, "%.0f"), rng(r.SinceFailureMS, "%.0f"), rng(r.ExtraS, "%+.2f"),
 			r.RestoredTasks, r.RolledBackTasks, r.FasterThanNone)
 	}
 	if failed > 0 {

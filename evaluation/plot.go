@@ -77,23 +77,23 @@ func plotOverhead(w io.Writer, res *Results) error {
 	return savePNG(w, p, 5*vg.Inch, 3.2*vg.Inch)
 }
 
-// plotRecovery draws failure → next checkpoint, split into restore and
-// replay + catch-up, per application and protocol (restore over all
-// survivors).
+// plotRecovery draws the recovery time, failure → progress at the
+// failure regained, split into restore and catch-up, per application and
+// protocol (restore over all survivors).
 func plotRecovery(w io.Writer, res *Results) error {
 	p := plot.New()
-	p.Title.Text = "Recovery: failure → next checkpoint (restore spread: all)"
+	p.Title.Text = "Recovery: failure → progress at the failure regained (restore spread: all)"
 	p.Y.Label.Text = "ms"
 	apps := appNames(res)
 	width := vg.Points(18)
 	for i, proto := range protocols {
 		restore := make(plotter.Values, len(apps))
-		replay := make(plotter.Values, len(apps))
+		catchUp := make(plotter.Values, len(apps))
 		for j, a := range apps {
 			for _, r := range res.Recovery {
 				if r.App == a && r.Protocol == proto && r.Spread == 0 {
 					restore[j] = finite(r.RestoreMS.Median)
-					replay[j] = max(finite(r.SinceFailureMS.Median)-restore[j], 0)
+					catchUp[j] = max(finite(r.RegainedMS.Median)-restore[j], 0)
 				}
 			}
 		}
@@ -105,7 +105,7 @@ func plotRecovery(w io.Writer, res *Results) error {
 		rb.Color = darker(c)
 		rb.LineStyle.Width = 0
 		rb.Offset = width * vg.Length(2*i-len(protocols)+1) / 2
-		pb, err := plotter.NewBarChart(replay, width)
+		pb, err := plotter.NewBarChart(catchUp, width)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
@@ -114,7 +114,7 @@ func plotRecovery(w io.Writer, res *Results) error {
 		pb.StackOn(rb)
 		p.Add(rb, pb)
 		p.Legend.Add(proto+" restore", rb)
-		p.Legend.Add(proto+" replay + catch-up", pb)
+		p.Legend.Add(proto+" catch-up", pb)
 	}
 	p.Add(plotter.NewGrid())
 	p.Y.Max *= 1.6 // room for the legend
@@ -136,7 +136,7 @@ var phases = []struct {
 	{"forward", color.RGBA{R: 200, G: 200, B: 200, A: 255}},
 	{"detection", color.RGBA{R: 230, G: 60, B: 60, A: 255}},
 	{"restore", color.RGBA{R: 240, G: 160, B: 40, A: 255}},
-	{"replay + catch-up", color.RGBA{R: 67, G: 147, B: 195, A: 255}},
+	{"catch-up to the failure point", color.RGBA{R: 67, G: 147, B: 195, A: 255}},
 }
 
 // timelineApp is the application whose recovery the timeline shows:
@@ -154,8 +154,8 @@ func timelineApp(res *Results) string {
 
 // plotTimeline draws one recovery per protocol (first repetition, restore
 // over all survivors) on a common time axis from the job's start: forward
-// progress, the kill, detection, restore, replay + catch-up to the next
-// checkpoint, the rest of the job, and the checkpoints as ticks.
+// progress, the kill, detection, restore, catch-up to the progress at the
+// failure, the rest of the job, and the checkpoints as ticks.
 func plotTimeline(w io.Writer, res *Results) error {
 	app := timelineApp(res)
 	p := plot.New()
@@ -187,7 +187,7 @@ func plotTimeline(w io.Writer, res *Results) error {
 		kill, okk := at["kill"]
 		failed, okf := at["failed"]
 		restored, okr := at["restored"]
-		recovered, okc := at["recovered"]
+		regained, okc := at["regained"]
 		end := at["end"]
 		if !(okb && okk && okf && okr && okc) {
 			continue
@@ -196,7 +196,7 @@ func plotTimeline(w io.Writer, res *Results) error {
 		segs := []struct {
 			phase    int
 			from, to float64
-		}{{0, begin, kill}, {1, kill, failed}, {2, failed, restored}, {3, restored, recovered}, {0, recovered, end}}
+		}{{0, begin, kill}, {1, kill, failed}, {2, failed, restored}, {3, restored, regained}, {0, regained, end}}
 		for _, s := range segs {
 			if s.to <= s.from {
 				continue

@@ -48,7 +48,7 @@ func (p *Progress) done(r Run) {
 	}
 	what := fmt.Sprintf("%.2f ms/step", r.StepMS)
 	if r.Failure {
-		what += fmt.Sprintf(", recovery %.0f ms", r.SinceFailureMS)
+		what += fmt.Sprintf(", recovery %.0f ms (%.0f ms to the next checkpoint)", r.RegainedMS, r.SinceFailureMS)
 	}
 	msg := fmt.Sprintf("[%d/%d] %s: %s, %.1f s, %s", p.n, p.total, r.Case, what, r.WallS, status)
 	if !p.terminal {

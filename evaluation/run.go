@@ -57,7 +57,7 @@ type Checkpoint struct {
 // evaluation (ms since the launcher process started).
 type Event struct {
 	AtMS float64 `json:"at_ms"`
-	What string  `json:"what"` // begin, kill, failed, restored, recovered, checkpoint, end
+	What string  `json:"what"` // begin, kill, failed, restored, regained, recovered, checkpoint, end
 }
 
 // Run is the measured outcome of one case.
@@ -82,11 +82,18 @@ type Run struct {
 	RolledBackTasks  int64 `json:"rolled_back_tasks"`
 
 	Checkpoints []Checkpoint `json:"checkpoints"`
-	// Recovery, for failure cases: detection from the kill to the
-	// launcher's notice, restore and replay + catch-up as the launcher
-	// reports them, and failure → first checkpoint after it.
+	// Recovery, for failure cases, as the launcher reports it: detection
+	// from the kill to the launcher's notice; restore; the catch-up from
+	// the restore until every task offered again the step the job had
+	// reached at the failure (RegainedStep), and failure → that moment
+	// (RegainedMS, the recovery time); replay + catch-up from the restore
+	// to the first checkpoint after the failure, and failure → that
+	// checkpoint (SinceFailureMS).
 	DetectionMS     float64 `json:"detection_ms"`
 	RestoreMS       float64 `json:"restore_ms"`
+	CatchUpMS       float64 `json:"catch_up_ms"`
+	RegainedMS      float64 `json:"regained_ms"`
+	RegainedStep    int64   `json:"regained_step"`
 	ReplayCatchUpMS float64 `json:"replay_catch_up_ms"`
 	SinceFailureMS  float64 `json:"since_failure_ms"`
 	Events          []Event `json:"events"`
@@ -217,6 +224,7 @@ func parseOutput(r *Run, lines []line) error {
 	var jsonErr error
 	staged := map[int]int64{}
 	var failedAt, killAt float64 = -1, -1
+	regained := false
 	for _, l := range lines {
 		at := ms(l.at)
 		if !l.stderr {
@@ -260,6 +268,12 @@ func parseOutput(r *Run, lines []line) error {
 		case msg == "recovery: tasks restored, replay starts" || msg == "recovery: every task rolled back to the checkpoint":
 			r.RestoreMS = num("restore_ms")
 			r.Events = append(r.Events, Event{AtMS: at, What: "restored"})
+		case msg == "recovery report: progress at the failure regained":
+			regained = true
+			r.RegainedStep = inum("step")
+			r.CatchUpMS = num("catch_up_ms")
+			r.RegainedMS = num("since_failure_ms")
+			r.Events = append(r.Events, Event{AtMS: at, What: "regained"})
 		case msg == "recovery report: first checkpoint after the failure":
 			r.ReplayCatchUpMS = num("replay_and_catch_up_ms")
 			r.SinceFailureMS = num("since_failure_ms")
@@ -299,6 +313,9 @@ func parseOutput(r *Run, lines []line) error {
 		r.StepMS = res.ElapsedS * 1000 / float64(r.Steps)
 	default:
 		return fmt.Errorf("result line has no step count")
+	}
+	if r.Failure && !regained {
+		return fmt.Errorf("failure case without a recovery report that the progress at the failure was regained")
 	}
 	if r.Failure && r.SinceFailureMS == 0 {
 		return fmt.Errorf("failure case without a recovery report (no checkpoint after the failure?)")

@@ -59,22 +59,28 @@ type Summary struct {
 // RecoverySummary is one application under one protocol with one PE
 // killed in the middle of a checkpoint period.
 type RecoverySummary struct {
-	App             string `json:"app"`
-	Protocol        string `json:"protocol"`
-	Spread          int    `json:"spread"` // 0: all survivors
-	Runs            int    `json:"runs"`
-	Failed          int    `json:"failed"`
-	DetectionMS     Stat   `json:"detection_ms"`
-	RestoreMS       Stat   `json:"restore_ms"`
-	ReplayCatchUpMS Stat   `json:"replay_catch_up_ms"`
-	SinceFailureMS  Stat   `json:"since_failure_ms"`
+	App         string `json:"app"`
+	Protocol    string `json:"protocol"`
+	Spread      int    `json:"spread"` // 0: all survivors
+	Runs        int    `json:"runs"`
+	Failed      int    `json:"failed"`
+	DetectionMS Stat   `json:"detection_ms"`
+	RestoreMS   Stat   `json:"restore_ms"`
+	// CatchUpMS and RegainedMS: restore → and failure → the progress at
+	// the failure regained (RegainedMS is the recovery time).
+	CatchUpMS  Stat `json:"catch_up_ms"`
+	RegainedMS Stat `json:"regained_ms"`
+	// ReplayCatchUpMS and SinceFailureMS: restore → and failure → the
+	// first checkpoint after the failure.
+	ReplayCatchUpMS Stat `json:"replay_catch_up_ms"`
+	SinceFailureMS  Stat `json:"since_failure_ms"`
 	// ExtraS is the application's run time with the failure minus without
 	// (same protocol and repetition).
 	ExtraS          Stat    `json:"extra_s"`
 	RestoredTasks   float64 `json:"restored_tasks"`
 	RolledBackTasks float64 `json:"rolled_back_tasks"`
-	// FasterThanNone is none's median failure → next checkpoint time over
-	// this one's (above 1: faster than checkpoint/restart).
+	// FasterThanNone is none's median recovery time (failure → progress
+	// regained) over this one's (above 1: faster than checkpoint/restart).
 	FasterThanNone float64 `json:"faster_than_none"`
 }
 
@@ -127,7 +133,7 @@ func summarize(cfg Config, runs []Run) ([]Summary, []RecoverySummary) {
 	var recs []RecoverySummary
 	for _, a := range cfg.Apps {
 		noneStep := map[int]float64{}
-		var noneSince, noneMedian float64
+		var noneRegained, noneMedian float64
 		for _, p := range protocols {
 			s := Summary{App: a.Name, Protocol: p}
 			s.Runs, s.Failed = count(a.Name, p, false, 0)
@@ -190,7 +196,7 @@ func summarize(cfg Config, runs []Run) ([]Summary, []RecoverySummary) {
 			for _, k := range spreads {
 				rs := RecoverySummary{App: a.Name, Protocol: p, Spread: k}
 				rs.Runs, rs.Failed = count(a.Name, p, true, k)
-				var det, rest, replay, since, extra, restored, rolled []float64
+				var det, rest, catchUp, regained, replay, since, extra, restored, rolled []float64
 				for rep := 0; rep < cfg.Reps; rep++ {
 					r, ok := byKey[key{a.Name, p, true, k, rep}]
 					if !ok {
@@ -198,6 +204,8 @@ func summarize(cfg Config, runs []Run) ([]Summary, []RecoverySummary) {
 					}
 					det = append(det, r.DetectionMS)
 					rest = append(rest, r.RestoreMS)
+					catchUp = append(catchUp, r.CatchUpMS)
+					regained = append(regained, r.RegainedMS)
 					replay = append(replay, r.ReplayCatchUpMS)
 					since = append(since, r.SinceFailureMS)
 					restored = append(restored, float64(r.RestoredTasks))
@@ -206,14 +214,14 @@ func summarize(cfg Config, runs []Run) ([]Summary, []RecoverySummary) {
 						extra = append(extra, r.ElapsedS-f.ElapsedS)
 					}
 				}
-				rs.DetectionMS, rs.RestoreMS, rs.ReplayCatchUpMS = stat(det), stat(rest), stat(replay)
-				rs.SinceFailureMS, rs.ExtraS = stat(since), stat(extra)
+				rs.DetectionMS, rs.RestoreMS, rs.CatchUpMS, rs.RegainedMS = stat(det), stat(rest), stat(catchUp), stat(regained)
+				rs.ReplayCatchUpMS, rs.SinceFailureMS, rs.ExtraS = stat(replay), stat(since), stat(extra)
 				rs.RestoredTasks, rs.RolledBackTasks = stat(restored).Median, stat(rolled).Median
 				if p == "none" {
-					noneSince = rs.SinceFailureMS.Median
+					noneRegained = rs.RegainedMS.Median
 				}
-				if rs.SinceFailureMS.Median > 0 {
-					rs.FasterThanNone = noneSince / rs.SinceFailureMS.Median
+				if rs.RegainedMS.Median > 0 {
+					rs.FasterThanNone = noneRegained / rs.RegainedMS.Median
 				}
 				recs = append(recs, rs)
 			}
@@ -225,7 +233,9 @@ func summarize(cfg Config, runs []Run) ([]Summary, []RecoverySummary) {
 // Check reports every inconsistency in the results: a job that failed or
 // did not finish, determinants where the protocol needs none or none where
 // it needs them, a rollback where only the failed PE's tasks should be
-// restored, results that differ between protocols.
+// restored, results that differ between protocols, a failure run whose
+// progress at the failure was not reported regained, or only after the
+// next checkpoint.
 func (res *Results) Check() error {
 	var errs []error
 	bad := func(r Run, format string, a ...any) {
@@ -277,6 +287,15 @@ func (res *Results) Check() error {
 		}
 		if r.Failure && (r.RestoreMS <= 0 && r.ReplayCatchUpMS <= 0 || r.SinceFailureMS < r.ReplayCatchUpMS) {
 			bad(r, "recovery times inconsistent: restore %v ms, replay %v ms, since failure %v ms", r.RestoreMS, r.ReplayCatchUpMS, r.SinceFailureMS)
+		}
+		if r.Failure && (r.RegainedStep <= 0 || r.RegainedMS <= 0) {
+			bad(r, "no report that the progress at the failure was regained (step %d, %v ms after the failure)", r.RegainedStep, r.RegainedMS)
+		}
+		// Every task offers the step reached at the failure before the
+		// next sync point, so the progress is regained before the next
+		// checkpoint.
+		if r.Failure && (r.RegainedMS < r.CatchUpMS || r.RegainedMS > r.SinceFailureMS) {
+			bad(r, "recovery times inconsistent: catch-up %v ms, failure → progress regained %v ms, failure → next checkpoint %v ms", r.CatchUpMS, r.RegainedMS, r.SinceFailureMS)
 		}
 	}
 	return errors.Join(errs...)

@@ -88,6 +88,8 @@ func commandToPB(ev any) *controlpb.ToPE {
 	case scheduler.Rollback:
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_Rollback{Rollback: &controlpb.Rollback{
 			Generation: ev.Generation, Epoch: ev.Epoch, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations)}}}
+	case scheduler.WatchProgress:
+		return &controlpb.ToPE{Msg: &controlpb.ToPE_WatchProgress{WatchProgress: &controlpb.WatchProgress{Generation: ev.Generation, Step: ev.Step}}}
 	}
 	panic(fmt.Sprintf("launcher: no control message for %T", ev))
 }
@@ -129,6 +131,8 @@ func eventFromPB(m *controlpb.ToPE, size int) (ev any, stop bool, err error) {
 	case *controlpb.ToPE_Rollback:
 		rs, err := relocationsFromPB(m.Rollback.Relocations, size)
 		return scheduler.Rollback{Generation: m.Rollback.Generation, Epoch: m.Rollback.Epoch, Failed: intsFromPB(m.Rollback.Failed), Relocations: rs}, false, err
+	case *controlpb.ToPE_WatchProgress:
+		return scheduler.WatchProgress{Generation: m.WatchProgress.Generation, Step: m.WatchProgress.Step}, false, nil
 	}
 	return nil, false, errors.New("launcher: unexpected control message")
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gochare/gochare/launcher/controlpb"
@@ -73,7 +74,7 @@ type coordinator struct {
 	stats       map[int]*controlpb.PEStats
 	lastFailure time.Time
 	// recovery describes each recovery, for the end-of-job report.
-	recovery []string
+	recovery []recoveryReport
 	// killProcess kills a spawned PE (failure injection).
 	killProcess func(rank int) (pid int, err error)
 }
@@ -224,7 +225,10 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	// reported by the spawner with how it died; give it a moment.
 	lostAt := map[int]time.Time{}
 	lostErr := map[int]error{}
-	var began, failedAt, checkpointAt, noticeAt time.Time
+	// noticeAt is when the restored tasks were told to go on (the
+	// rollback finished); watchAt when the PEs were asked to tell when
+	// the progress at the failure is regained.
+	var began, failedAt, checkpointAt, noticeAt, watchAt time.Time
 
 	deliver := func(cmds []scheduler.Command) {
 		for _, cmd := range cmds {
@@ -250,10 +254,10 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				c.cfg.trace.span(fmt.Sprintf("checkpoint %d", ev.Epoch), "checkpoint", checkpointAt)
 				if !noticeAt.IsZero() {
 					c.cfg.trace.span("replay and catch-up", "recovery", noticeAt)
-					c.recovery = append(c.recovery, fmt.Sprintf("restore %d ms, replay and catch-up to the next checkpoint %d ms",
-						noticeAt.Sub(c.lastFailure).Milliseconds(), time.Since(noticeAt).Milliseconds()))
+					r := c.currentRecovery()
+					r.checkpointed, r.toCheckpoint = true, time.Since(noticeAt)
 					c.cfg.Log.Info("recovery report: first checkpoint after the failure",
-						"replay_and_catch_up_ms", time.Since(noticeAt).Milliseconds(), "since_failure_ms", time.Since(c.lastFailure).Milliseconds())
+						"replay_and_catch_up_ms", r.toCheckpoint.Milliseconds(), "since_failure_ms", time.Since(c.lastFailure).Milliseconds())
 					noticeAt = time.Time{}
 				}
 			case scheduler.Migrate:
@@ -265,6 +269,8 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 			case scheduler.NoticeFailure:
 				c.cfg.trace.span("restore", "recovery", failedAt)
 				noticeAt = time.Now()
+				r := c.currentRecovery()
+				r.restored, r.restore = true, noticeAt.Sub(c.lastFailure)
 				c.cfg.Log.Info("recovery: tasks restored, replay starts", "failed", fmt.Sprint(ev.Failed), "restore_ms", time.Since(failedAt).Milliseconds(), "relocated", len(ev.Relocations))
 			case scheduler.Resume:
 				if !failedAt.IsZero() && c.cfg.Protocol == logging.KindNone {
@@ -272,7 +278,17 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 					c.cfg.trace.span("rollback", "recovery", failedAt)
 					failedAt = time.Time{}
 					noticeAt = time.Now()
+					r := c.currentRecovery()
+					r.restored, r.restore = true, noticeAt.Sub(c.lastFailure)
 				}
+			case scheduler.WatchProgress:
+				watchAt = time.Now()
+			case scheduler.ProgressRegained:
+				c.cfg.trace.span("catch-up to the failure point", "recovery", watchAt)
+				r := c.currentRecovery()
+				r.regained, r.step, r.catchUp, r.sinceFailure = true, ev.Step, time.Since(watchAt), time.Since(c.lastFailure)
+				c.cfg.Log.Info("recovery report: progress at the failure regained", "step", ev.Step,
+					"catch_up_ms", r.catchUp.Milliseconds(), "since_failure_ms", r.sinceFailure.Milliseconds())
 			}
 		}
 		if core != nil {
@@ -439,6 +455,52 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	}
 }
 
+// recoveryReport is what the launcher measured of one recovery, for the
+// end-of-job summary.
+type recoveryReport struct {
+	failedAt time.Time
+	// restore: failure → restored tasks told to go on (or every task
+	// rolled back).
+	restored bool
+	restore  time.Duration
+	// catchUp: from then until every task offered again the step the job
+	// had reached at the failure (step); sinceFailure: failure → then.
+	regained              bool
+	step                  uint64
+	catchUp, sinceFailure time.Duration
+	// toCheckpoint: from the restore until the first checkpoint after the
+	// failure committed.
+	checkpointed bool
+	toCheckpoint time.Duration
+}
+
+func (r recoveryReport) String() string {
+	var parts []string
+	if r.restored {
+		parts = append(parts, fmt.Sprintf("restore %d ms", r.restore.Milliseconds()))
+	}
+	if r.regained {
+		parts = append(parts, fmt.Sprintf("catch-up to the failure point (step %d) %d ms, failure → progress regained %d ms",
+			r.step, r.catchUp.Milliseconds(), r.sinceFailure.Milliseconds()))
+	} else {
+		parts = append(parts, "progress at the failure not regained (the job ended or another PE failed first)")
+	}
+	if r.checkpointed {
+		parts = append(parts, fmt.Sprintf("replay and catch-up to the next checkpoint %d ms", r.toCheckpoint.Milliseconds()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// currentRecovery returns the report of the recovery from the last
+// failure, started if need be.
+func (c *coordinator) currentRecovery() *recoveryReport {
+	if n := len(c.recovery); n > 0 && c.recovery[n-1].failedAt.Equal(c.lastFailure) {
+		return &c.recovery[n-1]
+	}
+	c.recovery = append(c.recovery, recoveryReport{failedAt: c.lastFailure})
+	return &c.recovery[len(c.recovery)-1]
+}
+
 func (c *coordinator) newCore() *scheduler.JobCoordinator {
 	return scheduler.NewJobCoordinator(scheduler.CoordinatorConfig{
 		Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
@@ -549,7 +611,10 @@ func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg
 		copy(sum[:], d.Sha256)
 		return core.OnDiskWritten(rank, d.Epoch, migrate.FileEntry{Name: d.Name, PE: int(d.Pe), SHA256: sum, Size: d.Size}, err)
 	case *controlpb.ToCoordinator_Restored:
-		return core.OnRestored(rank, m.Restored.Generation)
+		r := m.Restored
+		return core.OnRestored(rank, r.Generation, scheduler.Progress{Step: r.Step, Offered: r.Offered})
+	case *controlpb.ToCoordinator_Reached:
+		return core.OnReached(rank, m.Reached.Generation, m.Reached.Step)
 	case *controlpb.ToCoordinator_Loads:
 		var loads []migrate.TaskLoad
 		for _, l := range m.Loads.Loads {

@@ -94,8 +94,12 @@ func (c peControl) DiskWritten(epoch uint64, e migrate.FileEntry, err error) {
 	}
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_DiskWritten{DiskWritten: d}})
 }
-func (c peControl) Restored(generation uint64, tasks int) {
-	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Restored{Restored: &controlpb.Restored{Generation: generation, Tasks: int32(tasks)}}})
+func (c peControl) Restored(generation uint64, tasks int, before scheduler.Progress) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Restored{Restored: &controlpb.Restored{
+		Generation: generation, Tasks: int32(tasks), Offered: before.Offered, Step: before.Step}}})
+}
+func (c peControl) Reached(generation, step uint64) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Reached{Reached: &controlpb.Reached{Generation: generation, Step: step}}})
 }
 func (c peControl) Loads(loads []migrate.TaskLoad) {
 	l := &controlpb.Loads{}

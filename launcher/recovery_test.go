@@ -21,7 +21,30 @@ var (
 	digestLine   = regexp.MustCompile(`^job digest ([0-9a-f]+)$`)
 	peStatsLine  = regexp.MustCompile(`msg="PE stats" pe=(\d+) .*determinants=(\d+) .*restored_tasks=(\d+) rolled_back_tasks=(\d+)`)
 	jobStatsLine = regexp.MustCompile(`msg="job stats" ft=(\w+) .*determinants=(\d+) .*restored_tasks=(\d+) rolled_back_tasks=(\d+)`)
+	regainedLine = regexp.MustCompile(`msg="recovery report: progress at the failure regained" step=(\d+) catch_up_ms=(\d+) since_failure_ms=(\d+)`)
+	summaryLine  = regexp.MustCompile(`msg="recovery 1 of 1: restore (\d+) ms, catch-up to the failure point \(step (\d+)\) (\d+) ms, failure → progress regained (\d+) ms, replay and catch-up to the next checkpoint (\d+) ms"`)
 )
+
+// regained checks the launcher's report that the job got back to where it
+// was when PE 1 died at step 27: a chunk completes a step only with the
+// faces its neighbours sent after completing the step before, and every
+// chunk of PE 1 has a neighbour on another PE, so the survivors had
+// offered step 26; nobody passes the sync point at step 29 before its
+// checkpoint. The summary at the end repeats the times.
+func regained(t *testing.T, j *job) {
+	t.Helper()
+	m := j.waitLine(t, regainedLine, 5*time.Second)
+	step, _ := strconv.Atoi(m[1])
+	catchUp, _ := strconv.Atoi(m[2])
+	since, _ := strconv.Atoi(m[3])
+	require.GreaterOrEqual(t, step, 26, m[0])
+	require.LessOrEqual(t, step, 29, m[0])
+	require.GreaterOrEqual(t, since, catchUp, "failure → regained includes the catch-up: %s", m[0])
+	sum := j.waitLine(t, summaryLine, 5*time.Second)
+	require.Equal(t, m[1], sum[2], sum[0])
+	require.Equal(t, m[2], sum[3], sum[0])
+	require.Equal(t, m[3], sum[4], sum[0])
+}
 
 type peStats struct{ determinants, restored, rolledBack int }
 
@@ -62,6 +85,7 @@ func TestRecoveryAfterSIGKILL(t *testing.T) {
 			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
 			j.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9`), time.Second)
 			require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+			regained(t, j)
 			job := j.waitLine(t, jobStatsLine, 5*time.Second)
 			require.Equal(t, ft, job[1])
 			st := j.stats(t)
@@ -172,7 +196,7 @@ func TestTraceFile(t *testing.T) {
 	for _, pe := range []int{0, 2, 3} {
 		require.Positive(t, handlersOn[pe], "handlers of surviving PE %d", pe)
 	}
-	for _, n := range []string{"checkpoint 1", "PE 1 failed", "restore", "replay and catch-up"} {
+	for _, n := range []string{"checkpoint 1", "PE 1 failed", "restore", "catch-up to the failure point", "replay and catch-up"} {
 		require.True(t, names[n], "trace has %q", n)
 	}
 	_, err = os.Stat(peTraceFile(file, 0))

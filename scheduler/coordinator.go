@@ -41,6 +41,11 @@ type JobCoordinator struct {
 	pendingRestored []bool
 	failedSince     []int
 	relocations     []migrate.Relocation
+	// atFailure is how far the job had got when the current recovery
+	// began: the furthest step in the PEs' Restored answers. regaining
+	// marks the live PEs whose tasks have not all offered it again.
+	atFailure Progress
+	regaining []bool
 
 	loads      []migrate.TaskLoad
 	loadsFrom  []bool
@@ -72,7 +77,8 @@ type CoordinatorConfig struct {
 }
 
 // Command is something the caller must deliver: Event to PE To, or to
-// every live PE when To is -1. WriteManifest commands are for the caller.
+// every live PE when To is -1. Commands with To -2 (WriteManifest,
+// ProgressRegained) are for the caller.
 type Command struct {
 	To    int
 	Event any
@@ -82,6 +88,15 @@ type Command struct {
 type WriteManifest struct {
 	Dir      string
 	Manifest migrate.Manifest
+}
+
+// ProgressRegained tells the caller that the job has regained the
+// progress it had when recovery Generation began: every task has offered
+// step Step (or a later one) again. It comes once per recovery, and not
+// at all if the job ends or another PE fails before.
+type ProgressRegained struct {
+	Generation uint64
+	Step       uint64
 }
 
 // Stop ends every PE.
@@ -399,6 +414,7 @@ func (c *JobCoordinator) OnFailure(pe int) []Command {
 	c.generation++
 	c.qd.Reset()
 	c.roundOpen = false
+	c.atFailure, c.regaining = Progress{}, nil
 	if c.cfg.Protocol == logging.KindNone {
 		return c.rollback(pe)
 	}
@@ -475,12 +491,14 @@ func (c *JobCoordinator) tasksWhere(match func(taskHost) bool) []migrate.HostedT
 	return ts
 }
 
-// OnRestored records that PE pe restored every task it was given.
-func (c *JobCoordinator) OnRestored(pe int, generation uint64) []Command {
+// OnRestored records that PE pe restored every task it was given, and how
+// far its tasks had got before the recovery began.
+func (c *JobCoordinator) OnRestored(pe int, generation uint64, before Progress) []Command {
 	if generation != c.generation || c.pendingRestored == nil || !c.live[pe] {
 		return nil
 	}
 	c.pendingRestored[pe] = false
+	c.atFailure = c.atFailure.Max(before)
 	if slices.Contains(c.pendingRestored, true) {
 		return nil
 	}
@@ -500,11 +518,37 @@ func (c *JobCoordinator) OnRestored(pe int, generation uint64) []Command {
 		}
 	}
 	if c.phase == phaseRollingBack {
-		return c.resumeAfterCheckpoint()
+		return append(c.resumeAfterCheckpoint(), c.watchProgress()...)
 	}
 	c.phase = phaseRunning
 	notice := NoticeFailure{Generation: c.generation, Failed: c.failedSince, Relocations: c.relocations}
 	c.failedSince, c.relocations = nil, nil
 	c.note("restored; survivors resend their logs to the restored tasks")
-	return []Command{{To: -1, Event: notice}}
+	return append([]Command{{To: -1, Event: notice}}, c.watchProgress()...)
+}
+
+// watchProgress asks the PEs to tell when their tasks are back where the
+// job was at the failure. Before any task offered a step there is nothing
+// to regain, and nothing is reported.
+func (c *JobCoordinator) watchProgress() []Command {
+	if !c.atFailure.Offered {
+		return nil
+	}
+	c.regaining = slices.Clone(c.live)
+	return []Command{{To: -1, Event: WatchProgress{Generation: c.generation, Step: c.atFailure.Step}}}
+}
+
+// OnReached records that every task on PE pe offered the watched step
+// again; once all live PEs have, the progress at the failure is regained.
+// Answers to the watch of an earlier recovery are ignored.
+func (c *JobCoordinator) OnReached(pe int, generation, step uint64) []Command {
+	if c.done || generation != c.generation || c.regaining == nil || !c.live[pe] || step != c.atFailure.Step {
+		return nil
+	}
+	c.regaining[pe] = false
+	if slices.Contains(c.regaining, true) {
+		return nil
+	}
+	c.regaining = nil
+	return []Command{{To: -2, Event: ProgressRegained{Generation: generation, Step: step}}}
 }

@@ -24,6 +24,9 @@ type Result struct {
 	Status int
 	Output []string
 	Stats  []Stats
+	// Regained lists, in order, the recoveries after which the job got
+	// back to where it was at the failure before it ended.
+	Regained []ProgressRegained
 }
 
 // RunInProcess runs app on pes PEs inside this process, each PE on its own
@@ -167,6 +170,11 @@ type (
 	ctlRestored struct {
 		rank       int
 		generation uint64
+		before     Progress
+	}
+	ctlReached struct {
+		rank             int
+		generation, step uint64
 	}
 	ctlFail struct {
 		rank int
@@ -201,7 +209,10 @@ func (c localControl) Loads(l []migrate.TaskLoad)  { c.send(ctlLoads{c.rank, l})
 func (c localControl) Migrated()                   { c.send(ctlMigrated{c.rank}) }
 func (c localControl) Fail(err error)              { c.send(ctlFail{c.rank, err}) }
 func (c localControl) BuddyStored(e uint64, w int) { c.send(ctlBuddyStored{c.rank, e, w}) }
-func (c localControl) Restored(g uint64, _ int)    { c.send(ctlRestored{c.rank, g}) }
+func (c localControl) Reached(g, step uint64)      { c.send(ctlReached{c.rank, g, step}) }
+func (c localControl) Restored(g uint64, _ int, before Progress) {
+	c.send(ctlRestored{c.rank, g, before})
+}
 func (c localControl) CheckpointStaged(e uint64, tasks, bytes int) {
 	c.send(ctlStaged{c.rank, e, tasks, bytes})
 }
@@ -228,6 +239,10 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 				}
 			case cmd.To >= 0:
 				nets[cmd.To].Post(cmd.Event)
+			default:
+				if r, ok := cmd.Event.(ProgressRegained); ok {
+					res.Regained = append(res.Regained, r)
+				}
 			}
 		}
 	}
@@ -267,7 +282,9 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 			case ctlDisk:
 				deliver(c.core.OnDiskWritten(ev.rank, ev.epoch, ev.entry, ev.err))
 			case ctlRestored:
-				deliver(c.core.OnRestored(ev.rank, ev.generation))
+				deliver(c.core.OnRestored(ev.rank, ev.generation, ev.before))
+			case ctlReached:
+				deliver(c.core.OnReached(ev.rank, ev.generation, ev.step))
 			case ctlFail:
 				deliver(c.core.OnError(ev.rank, ev.err))
 			case ctlDied:

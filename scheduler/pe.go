@@ -49,8 +49,11 @@ type Control interface {
 	BuddyStored(epoch uint64, ward int)
 	// DiskWritten reports this PE's checkpoint file.
 	DiskWritten(epoch uint64, entry migrate.FileEntry, err error)
-	// Restored reports that every task this PE had to restore is here.
-	Restored(generation uint64, tasks int)
+	// Restored reports that every task this PE had to restore is here,
+	// and how far its tasks had got before the recovery began.
+	Restored(generation uint64, tasks int, before Progress)
+	// Reached answers WatchProgress.
+	Reached(generation, step uint64)
 	// Fail reports an error that stops the PE from taking part.
 	Fail(err error)
 	// Loads reports the load of this PE's sync tasks (CollectLoads).
@@ -188,6 +191,11 @@ type PE struct {
 	reprotect       bool
 	migrating       bool
 	expectMigrate   map[commutative.TaskID]bool
+	// progress is the furthest step a local task ever offered;
+	// progressAtFailure its value when the last recovery began; watch
+	// the pending WatchProgress (see recovery.go).
+	progress, progressAtFailure Progress
+	watch                       *WatchProgress
 
 	stats Stats
 }
@@ -218,6 +226,8 @@ type element struct {
 	nextRed  uint64
 	load     time.Duration
 	admits   func(logging.Message) bool
+	// progress is the last step this task offered since it was placed here.
+	progress Progress
 }
 
 // systemCollection is the collection number of the runtime's own tasks.
@@ -496,6 +506,8 @@ func (pe *PE) Event(ev any) {
 	case Rollback:
 		pe.rollback(ev)
 		pe.schedule()
+	case WatchProgress:
+		pe.watchProgress(ev)
 	case CollectLoads:
 		pe.cfg.Control.Loads(pe.loads())
 	case Migrate:
@@ -507,7 +519,7 @@ func (pe *PE) Event(ev any) {
 			pe.cfg.Control.Fail(err)
 			return
 		}
-		pe.cfg.Control.Restored(0, len(ev.Records))
+		pe.cfg.Control.Restored(0, len(ev.Records), Progress{})
 	case Probe:
 		r := ev.Round
 		pe.probe = &r

@@ -283,7 +283,8 @@ func (nopControl) RequestQuiescence()                           {}
 func (nopControl) CheckpointStaged(uint64, int, int)            {}
 func (nopControl) BuddyStored(uint64, int)                      {}
 func (nopControl) DiskWritten(uint64, migrate.FileEntry, error) {}
-func (nopControl) Restored(uint64, int)                         {}
+func (nopControl) Restored(uint64, int, Progress)               {}
+func (nopControl) Reached(uint64, uint64)                       {}
 func (nopControl) Fail(error)                                   {}
 
 func TestBadInputIsDroppedAndCounted(t *testing.T) {

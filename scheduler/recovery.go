@@ -25,7 +25,10 @@ import (
 //     PEs the plan names, from the buddy copies, while everything else
 //     goes on; then NoticeFailure makes the survivors resend their logs;
 //   - Rollback (checkpoint/restart): every task of the job goes back to
-//     the last committed checkpoint.
+//     the last committed checkpoint;
+//   - WatchProgress: once restored, report Reached when every local task
+//     has offered again the step the job had reached at the failure (the
+//     recovery time the evaluation reports).
 
 // Events the coordinator posts to a PE.
 type (
@@ -61,7 +64,29 @@ type (
 		Failed      []int
 		Relocations []migrate.Relocation
 	}
+	// WatchProgress asks for Reached once every local task of a collection
+	// with sync points has offered step Step, or a later one, since it was
+	// placed on this PE (restored, rolled back or created).
+	WatchProgress struct {
+		Generation uint64
+		Step       uint64
+	}
 )
+
+// Progress is how far tasks got: the highest step they offered at a sync
+// point (ctx.AtSync), if they offered any.
+type Progress struct {
+	Step    uint64
+	Offered bool
+}
+
+// Max returns the further of p and q.
+func (p Progress) Max(q Progress) Progress {
+	if !p.Offered || (q.Offered && q.Step > p.Step) {
+		return q
+	}
+	return p
+}
 
 // IdleStatus answers a quiescence probe.
 type IdleStatus struct {
@@ -85,6 +110,7 @@ func (pe *PE) atSync(el *element, step uint64) bool {
 	if !el.coll.def.AtSync {
 		panic(fmt.Sprintf("scheduler: %s%v calls AtSync but its collection does not declare UsesAtSync", el.coll.def.Name, el.index))
 	}
+	pe.noteStep(el, step)
 	if pe.cfg.OnStep != nil {
 		pe.cfg.OnStep(step)
 	}
@@ -94,6 +120,58 @@ func (pe *PE) atSync(el *element, step uint64) bool {
 	}
 	el.atSync = true
 	return true
+}
+
+// noteStep records the step a task offers. It costs the forward path a few
+// comparisons; only while a WatchProgress is pending does a step at or past
+// the watched one make the PE look at its other tasks.
+func (pe *PE) noteStep(el *element, step uint64) {
+	el.progress = Progress{Step: step, Offered: true}
+	pe.progress = pe.progress.Max(el.progress)
+	if pe.watch != nil && step >= pe.watch.Step {
+		pe.checkWatch()
+	}
+}
+
+// watchProgress takes the coordinator's WatchProgress: it is answered now
+// if the local tasks are already there, else from noteStep.
+func (pe *PE) watchProgress(ev WatchProgress) {
+	if ev.Generation != pe.generation {
+		return // a later recovery began; its own watch follows
+	}
+	pe.watch = &ev
+	pe.checkWatch()
+}
+
+// checkWatch reports Reached once every local task of a collection with
+// sync points has offered the watched step. It stops at the first task
+// that has not, so a recovery costs at most tasks² comparisons, once.
+//
+// Tasks move by load balancing only at sync points, and the first sync
+// point after a failure comes at or after the watched step, when every PE
+// has answered: a task that arrives after its new PE answered cannot hold
+// the report back.
+func (pe *PE) checkWatch() {
+	for _, cs := range pe.colls {
+		if !cs.def.AtSync {
+			continue
+		}
+		for _, lin := range cs.sorted {
+			if p := cs.local[lin].progress; !p.Offered || p.Step < pe.watch.Step {
+				return
+			}
+		}
+	}
+	pe.cfg.Control.Reached(pe.watch.Generation, pe.watch.Step)
+	pe.watch = nil
+}
+
+// beginRecovery notes, before a Recover or Rollback changes anything, how
+// far this PE's tasks had got (reported with Restored), and drops a watch
+// of an earlier recovery.
+func (pe *PE) beginRecovery() {
+	pe.progressAtFailure = pe.progress
+	pe.watch = nil
 }
 
 func (pe *PE) waitingAtSync() int {
@@ -310,7 +388,7 @@ func (pe *PE) reportRestored() {
 		}
 		pe.restoredRecords, pe.reprotect = nil, false
 	}
-	pe.cfg.Control.Restored(pe.generation, pe.stats.Restored)
+	pe.cfg.Control.Restored(pe.generation, pe.stats.Restored, pe.progressAtFailure)
 }
 
 // markFailed forgets failed PEs and points their tasks to their new PEs;
@@ -367,6 +445,7 @@ func sortedKeys[V any](m map[int]V) []int {
 }
 
 func (pe *PE) recover(ev Recover) {
+	pe.beginRecovery()
 	pe.generation = max(pe.generation, ev.Generation)
 	pe.markFailed(ev.Failed, ev.Relocations)
 	pe.receiveEarly()
@@ -434,6 +513,7 @@ func (pe *PE) replayStart(el *element) {
 }
 
 func (pe *PE) rollback(ev Rollback) {
+	pe.beginRecovery()
 	pe.generation = ev.Generation
 	pe.rolledBackAt = ev.Generation
 	pe.rollingBack = true

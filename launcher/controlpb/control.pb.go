@@ -42,6 +42,7 @@ type ToCoordinator struct {
 	//	*ToCoordinator_Restarted
 	//	*ToCoordinator_Loads
 	//	*ToCoordinator_Migrated
+	//	*ToCoordinator_Reached
 	Msg           isToCoordinator_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -228,6 +229,15 @@ func (x *ToCoordinator) GetMigrated() *Migrated {
 	return nil
 }
 
+func (x *ToCoordinator) GetReached() *Reached {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Reached); ok {
+			return x.Reached
+		}
+	}
+	return nil
+}
+
 type isToCoordinator_Msg interface {
 	isToCoordinator_Msg()
 }
@@ -296,6 +306,10 @@ type ToCoordinator_Migrated struct {
 	Migrated *Migrated `protobuf:"bytes,16,opt,name=migrated,proto3,oneof"`
 }
 
+type ToCoordinator_Reached struct {
+	Reached *Reached `protobuf:"bytes,17,opt,name=reached,proto3,oneof"`
+}
+
 func (*ToCoordinator_Hello) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Ready) isToCoordinator_Msg() {}
@@ -327,6 +341,8 @@ func (*ToCoordinator_Restarted) isToCoordinator_Msg() {}
 func (*ToCoordinator_Loads) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Migrated) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_Reached) isToCoordinator_Msg() {}
 
 type TaskLoad struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -636,6 +652,7 @@ type ToPE struct {
 	//	*ToPE_RestartRecords
 	//	*ToPE_CollectLoads
 	//	*ToPE_Migrate
+	//	*ToPE_WatchProgress
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -813,6 +830,15 @@ func (x *ToPE) GetMigrate() *Migrate {
 	return nil
 }
 
+func (x *ToPE) GetWatchProgress() *WatchProgress {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_WatchProgress); ok {
+			return x.WatchProgress
+		}
+	}
+	return nil
+}
+
 type isToPE_Msg interface {
 	isToPE_Msg()
 }
@@ -877,6 +903,10 @@ type ToPE_Migrate struct {
 	Migrate *Migrate `protobuf:"bytes,15,opt,name=migrate,proto3,oneof"`
 }
 
+type ToPE_WatchProgress struct {
+	WatchProgress *WatchProgress `protobuf:"bytes,16,opt,name=watch_progress,json=watchProgress,proto3,oneof"`
+}
+
 func (*ToPE_Challenge) isToPE_Msg() {}
 
 func (*ToPE_Setup) isToPE_Msg() {}
@@ -906,6 +936,8 @@ func (*ToPE_RestartRecords) isToPE_Msg() {}
 func (*ToPE_CollectLoads) isToPE_Msg() {}
 
 func (*ToPE_Migrate) isToPE_Msg() {}
+
+func (*ToPE_WatchProgress) isToPE_Msg() {}
 
 // RestartRecords carries, in one or more messages, the tasks a PE takes
 // from a disk checkpoint when a job restarts (a migrate PECheckpoint).
@@ -2083,10 +2115,15 @@ func (x *DiskWritten) GetError() string {
 	return ""
 }
 
+// Restored answers Recover and Rollback once the PE's tasks are in place.
+// When offered is set, step is the furthest step the PE's tasks had
+// offered at a sync point before the recovery began.
 type Restored struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
 	Tasks         int32                  `protobuf:"varint,2,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	Offered       bool                   `protobuf:"varint,3,opt,name=offered,proto3" json:"offered,omitempty"`
+	Step          uint64                 `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2135,6 +2172,127 @@ func (x *Restored) GetTasks() int32 {
 	return 0
 }
 
+func (x *Restored) GetOffered() bool {
+	if x != nil {
+		return x.Offered
+	}
+	return false
+}
+
+func (x *Restored) GetStep() uint64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+// WatchProgress asks a PE for Reached once every local task of a
+// collection with sync points has offered step again, after recovery
+// generation.
+type WatchProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Step          uint64                 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchProgress) Reset() {
+	*x = WatchProgress{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchProgress) ProtoMessage() {}
+
+func (x *WatchProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
+func (*WatchProgress) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *WatchProgress) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *WatchProgress) GetStep() uint64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+type Reached struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Step          uint64                 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reached) Reset() {
+	*x = Reached{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reached) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reached) ProtoMessage() {}
+
+func (x *Reached) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reached.ProtoReflect.Descriptor instead.
+func (*Reached) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *Reached) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Reached) GetStep() uint64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
 type Relocation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Collection    uint32                 `protobuf:"varint,1,opt,name=collection,proto3" json:"collection,omitempty"`
@@ -2149,7 +2307,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2319,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2332,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -2230,7 +2388,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2400,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2413,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -2290,7 +2448,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2460,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2473,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -2351,7 +2509,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2521,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2534,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -2427,7 +2585,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2597,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2610,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -2536,7 +2694,7 @@ var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
 
 const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\x92\a\n" +
+	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xc8\a\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -2556,7 +2714,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x05stats\x18\r \x01(\v2\x18.gochare.control.PEStatsH\x00R\x05stats\x12:\n" +
 	"\trestarted\x18\x0e \x01(\v2\x1a.gochare.control.RestartedH\x00R\trestarted\x12.\n" +
 	"\x05loads\x18\x0f \x01(\v2\x16.gochare.control.LoadsH\x00R\x05loads\x127\n" +
-	"\bmigrated\x18\x10 \x01(\v2\x19.gochare.control.MigratedH\x00R\bmigratedB\x05\n" +
+	"\bmigrated\x18\x10 \x01(\v2\x19.gochare.control.MigratedH\x00R\bmigrated\x124\n" +
+	"\areached\x18\x11 \x01(\v2\x18.gochare.control.ReachedH\x00R\areachedB\x05\n" +
 	"\x03msg\"P\n" +
 	"\bTaskLoad\x12\x1e\n" +
 	"\n" +
@@ -2577,7 +2736,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04from\x18\x03 \x01(\x05R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x05R\x02to\"6\n" +
 	"\aMigrate\x12+\n" +
-	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\x9e\a\n" +
+	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xe7\a\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -2596,7 +2755,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\brollback\x18\f \x01(\v2\x19.gochare.control.RollbackH\x00R\brollback\x12J\n" +
 	"\x0frestart_records\x18\r \x01(\v2\x1f.gochare.control.RestartRecordsH\x00R\x0erestartRecords\x12D\n" +
 	"\rcollect_loads\x18\x0e \x01(\v2\x1d.gochare.control.CollectLoadsH\x00R\fcollectLoads\x124\n" +
-	"\amigrate\x18\x0f \x01(\v2\x18.gochare.control.MigrateH\x00R\amigrateB\x05\n" +
+	"\amigrate\x18\x0f \x01(\v2\x18.gochare.control.MigrateH\x00R\amigrate\x12G\n" +
+	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgressB\x05\n" +
 	"\x03msg\"D\n" +
 	"\x0eRestartRecords\x12\x1e\n" +
 	"\n" +
@@ -2671,12 +2831,24 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x02pe\x18\x03 \x01(\x05R\x02pe\x12\x16\n" +
 	"\x06sha256\x18\x04 \x01(\fR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\"@\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"n\n" +
 	"\bRestored\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x14\n" +
-	"\x05tasks\x18\x02 \x01(\x05R\x05tasks\"\xae\x01\n" +
+	"\x05tasks\x18\x02 \x01(\x05R\x05tasks\x12\x18\n" +
+	"\aoffered\x18\x03 \x01(\bR\aoffered\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\x04R\x04step\"C\n" +
+	"\rWatchProgress\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\x04R\x04step\"=\n" +
+	"\aReached\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\x04R\x04step\"\xae\x01\n" +
 	"\n" +
 	"Relocation\x12\x1e\n" +
 	"\n" +
@@ -2736,7 +2908,7 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
@@ -2769,11 +2941,13 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*BuddyStored)(nil),        // 28: gochare.control.BuddyStored
 	(*DiskWritten)(nil),        // 29: gochare.control.DiskWritten
 	(*Restored)(nil),           // 30: gochare.control.Restored
-	(*Relocation)(nil),         // 31: gochare.control.Relocation
-	(*Recover)(nil),            // 32: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 33: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 34: gochare.control.Rollback
-	(*PEStats)(nil),            // 35: gochare.control.PEStats
+	(*WatchProgress)(nil),      // 31: gochare.control.WatchProgress
+	(*Reached)(nil),            // 32: gochare.control.Reached
+	(*Relocation)(nil),         // 33: gochare.control.Relocation
+	(*Recover)(nil),            // 34: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 35: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 36: gochare.control.Rollback
+	(*PEStats)(nil),            // 37: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
@@ -2788,35 +2962,37 @@ var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	28, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
 	29, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
 	30, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	35, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	37, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
 	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
 	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
 	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
-	1,  // 16: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
-	5,  // 17: gochare.control.Migrate.moves:type_name -> gochare.control.Move
-	10, // 18: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	12, // 19: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	14, // 20: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	17, // 21: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	20, // 22: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	22, // 23: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	24, // 24: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	25, // 25: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	26, // 26: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	32, // 27: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	33, // 28: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	34, // 29: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
-	8,  // 30: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
-	4,  // 31: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
-	6,  // 32: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
-	31, // 33: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	31, // 34: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	31, // 35: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	32, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
+	1,  // 17: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
+	5,  // 18: gochare.control.Migrate.moves:type_name -> gochare.control.Move
+	10, // 19: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	12, // 20: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	14, // 21: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	17, // 22: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	20, // 23: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	22, // 24: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	24, // 25: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	25, // 26: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	26, // 27: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	34, // 28: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	35, // 29: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	36, // 30: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	8,  // 31: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
+	4,  // 32: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
+	6,  // 33: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
+	31, // 34: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
+	33, // 35: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	33, // 36: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	33, // 37: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -2841,6 +3017,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Restarted)(nil),
 		(*ToCoordinator_Loads)(nil),
 		(*ToCoordinator_Migrated)(nil),
+		(*ToCoordinator_Reached)(nil),
 	}
 	file_launcher_controlpb_control_proto_msgTypes[7].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
@@ -2858,6 +3035,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_RestartRecords)(nil),
 		(*ToPE_CollectLoads)(nil),
 		(*ToPE_Migrate)(nil),
+		(*ToPE_WatchProgress)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2865,7 +3043,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

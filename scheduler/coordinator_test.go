@@ -1,0 +1,114 @@
+package scheduler
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/logging"
+)
+
+// runningCoordinator returns a coordinator of pes PEs (two tasks each)
+// whose initial checkpoint is committed and whose job has begun.
+func runningCoordinator(t *testing.T, pes int, kind logging.Kind) *JobCoordinator {
+	t.Helper()
+	layout := make([]int, 2*pes)
+	for lin := range layout {
+		layout[lin] = lin % pes
+	}
+	c := NewJobCoordinator(CoordinatorConfig{Size: pes, Protocol: kind, Layout: [][]int{layout}})
+	require.Equal(t, []Command{{To: -1, Event: TakeCheckpoint{Epoch: InitialEpoch}}}, c.Ready())
+	var cmds []Command
+	for pe := 0; pe < pes; pe++ {
+		cmds = append(cmds, c.OnStaged(pe, InitialEpoch, 10)...)
+		cmds = append(cmds, c.OnBuddyStored((pe+1)%pes, InitialEpoch, pe)...)
+	}
+	require.Equal(t, []Command{{To: -1, Event: CommitCheckpoint{Epoch: InitialEpoch}}, {To: -1, Event: Begin{}}}, cmds)
+	return c
+}
+
+// events lists the events of commands, in order.
+func events(cmds []Command) []any {
+	var evs []any
+	for _, c := range cmds {
+		evs = append(evs, c.Event)
+	}
+	return evs
+}
+
+func eventOf[E any](t *testing.T, cmds []Command) (E, int) {
+	t.Helper()
+	for _, c := range cmds {
+		if e, ok := c.Event.(E); ok {
+			return e, c.To
+		}
+	}
+	var zero E
+	require.Failf(t, "command missing", "no %T in %v", zero, events(cmds))
+	return zero, 0
+}
+
+// After a failure the coordinator takes the furthest step of the
+// survivors' Restored answers as the job's progress at the failure, asks
+// every live PE to watch for it, and reports it regained once, when the
+// last live PE answered for the current recovery. Answers of an earlier
+// recovery, of a failed PE or for another step count for nothing.
+func TestCoordinatorReportsProgressRegained(t *testing.T) {
+	c := runningCoordinator(t, 4, logging.KindPartialDet)
+	rec, _ := eventOf[Recover](t, c.OnFailure(1))
+	require.Equal(t, uint64(1), rec.Generation)
+
+	require.Empty(t, c.OnRestored(0, 1, Progress{Step: 7, Offered: true}))
+	require.Empty(t, c.OnRestored(2, 1, Progress{}), "a PE whose tasks offered no step yet")
+	require.Empty(t, c.OnReached(0, 1, 9), "no watch before every PE restored")
+	cmds := c.OnRestored(3, 1, Progress{Step: 9, Offered: true})
+	require.Len(t, cmds, 2)
+	notice, _ := eventOf[NoticeFailure](t, cmds)
+	require.Equal(t, uint64(1), notice.Generation)
+	watch, to := eventOf[WatchProgress](t, cmds)
+	require.Equal(t, WatchProgress{Generation: 1, Step: 9}, watch, "the furthest step of the answers")
+	require.Equal(t, -1, to)
+
+	require.Empty(t, c.OnReached(0, 1, 9))
+	require.Empty(t, c.OnReached(0, 1, 9), "a PE answering twice is one answer")
+	require.Empty(t, c.OnReached(1, 1, 9), "the failed PE does not count")
+	require.Empty(t, c.OnReached(2, 1, 8), "an answer for another step does not count")
+	require.Empty(t, c.OnReached(2, 0, 9), "an answer for another recovery does not count")
+	require.Empty(t, c.OnReached(2, 1, 9))
+	require.Equal(t, []Command{{To: -2, Event: ProgressRegained{Generation: 1, Step: 9}}}, c.OnReached(3, 1, 9))
+	require.Empty(t, c.OnReached(3, 1, 9), "reported once")
+
+	// A second failure, then a third while the second recovery's watch is
+	// pending: the answers to that watch are stale once PE 3 failed.
+	eventOf[Recover](t, c.OnFailure(2))
+	require.Empty(t, c.OnRestored(0, 2, Progress{Step: 12, Offered: true}))
+	watch, _ = eventOf[WatchProgress](t, c.OnRestored(3, 2, Progress{Step: 11, Offered: true}))
+	require.Equal(t, WatchProgress{Generation: 2, Step: 12}, watch)
+	require.Empty(t, c.OnReached(0, 2, 12))
+	rec, _ = eventOf[Recover](t, c.OnFailure(3))
+	require.Equal(t, uint64(3), rec.Generation)
+	require.Empty(t, c.OnReached(0, 2, 12), "stale: the watch of generation 2 is gone")
+	require.Empty(t, c.OnReached(3, 2, 12), "stale, and from a failed PE")
+	watch, _ = eventOf[WatchProgress](t, c.OnRestored(0, 3, Progress{Step: 13, Offered: true}))
+	require.Equal(t, WatchProgress{Generation: 3, Step: 13}, watch)
+	require.Equal(t, []Command{{To: -2, Event: ProgressRegained{Generation: 3, Step: 13}}}, c.OnReached(0, 3, 13))
+}
+
+// Under checkpoint/restart the watch follows the rollback's Resume; a
+// failure before any task offered a step has no progress to regain.
+func TestCoordinatorWatchesProgressAfterRollback(t *testing.T) {
+	c := runningCoordinator(t, 3, logging.KindNone)
+	rb, _ := eventOf[Rollback](t, c.OnFailure(0))
+	require.Equal(t, uint64(1), rb.Generation)
+	require.Empty(t, c.OnRestored(1, 1, Progress{}))
+	require.Equal(t, []any{Begin{}}, events(c.OnRestored(2, 1, Progress{})),
+		"rolled back to the initial checkpoint before any step: the job begins again, with nothing to watch")
+
+	c = runningCoordinator(t, 3, logging.KindNone)
+	eventOf[Rollback](t, c.OnFailure(0))
+	require.Empty(t, c.OnRestored(1, 1, Progress{Step: 4, Offered: true}))
+	cmds := c.OnRestored(2, 1, Progress{Step: 5, Offered: true})
+	require.Equal(t, []any{Begin{}, WatchProgress{Generation: 1, Step: 5}}, events(cmds))
+	require.Empty(t, c.OnReached(1, 1, 5))
+	require.Equal(t, []any{ProgressRegained{Generation: 1, Step: 5}}, events(c.OnReached(2, 1, 5)))
+}
