@@ -3,6 +3,7 @@ package launcher
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -304,4 +305,23 @@ func TestLeanMDDigestIndependentOfPECount(t *testing.T) {
 		j.waitLine(t, regexp.MustCompile(`^\{"app":"leanmd".*"atoms_migrated":\d+`), time.Second)
 	}
 	require.Equal(t, digests[1], digests[3], "the final atom state must not depend on the number of PEs")
+}
+
+// GOCHARE_CPUPROFILE makes every PE write a complete CPU profile (a
+// gzipped protobuf, finished when the PE stops).
+func TestCPUProfilePerPE(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GOCHARE_CPUPROFILE", dir)
+	j := startJob(t, "run", "stencil3d", "--pes", "2", "--iterations", "5")
+	require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+	for pe := range 2 {
+		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("pe-%d.prof", pe)))
+		require.NoError(t, err)
+		zr, err := gzip.NewReader(f)
+		require.NoError(t, err, "pe-%d.prof", pe)
+		n, err := io.Copy(io.Discard, zr)
+		f.Close()
+		require.NoError(t, err, "pe-%d.prof", pe)
+		require.Positive(t, n, "pe-%d.prof", pe)
+	}
 }

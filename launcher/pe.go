@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -121,6 +123,19 @@ func (c peControl) RequestQuiescence() {
 // runPE runs one PE process until the coordinator stops the job. It returns
 // the status the process should exit with.
 func runPE(ctx context.Context, o peOptions) (int, error) {
+	if dir := os.Getenv("GOCHARE_CPUPROFILE"); dir != "" {
+		// A CPU profile of this PE, for performance work:
+		// go tool pprof DIR/pe-N.prof.
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("pe-%d.prof", o.Rank)))
+		if err != nil {
+			return 1, fmt.Errorf("launcher: PE %d: GOCHARE_CPUPROFILE: %w", o.Rank, err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return 1, fmt.Errorf("launcher: PE %d: GOCHARE_CPUPROFILE: %w", o.Rank, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	raw, err := net.DialTimeout("tcp", o.Coordinator, 10*time.Second)
 	if err != nil {
 		return 1, fmt.Errorf("launcher: PE %d: coordinator: %w", o.Rank, err)
@@ -252,7 +267,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			case st := <-reply:
 				p := st.Protocol
 				control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{
-					Delivered: st.Delivered, EnvelopesSent: st.Sent, BytesSent: st.BytesSent,
+					Delivered: st.Delivered, EnvelopesSent: st.Sent, BytesSent: st.BytesSent, BatchesSent: st.BatchesSent,
 					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
 					LoggedMessages: int64(p.Sent),

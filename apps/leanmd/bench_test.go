@@ -46,3 +46,28 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkRecovery runs the same job as BenchmarkForwardPath for 20
+// steps with a checkpoint every 10 and PE 1 killed at step 15, once per
+// protocol; compare with the failure-free runs for the cost of recovery.
+func BenchmarkRecovery(b *testing.B) {
+	args := []string{"--cells", "3,3,3", "--atoms", "75", "--steps", "20", "--json"}
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindPartialDet} {
+		for _, kill := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%v/kill=%v", kind, kill), func(b *testing.B) {
+				opts := []scheduler.Option{scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(10)}
+				if kill {
+					opts = append(opts, scheduler.WithKill(1, 15))
+				}
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					res, err := scheduler.RunInProcess(context.Background(), App, args, 4, io.Discard, opts...)
+					if err != nil || res.Status != 0 {
+						b.Fatal(err, res.Status)
+					}
+				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}
