@@ -800,6 +800,12 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		}
 		recovery.Determinants = batch
 		e.ready.Envelopes = append(e.ready.Envelopes, recovery)
+	}
+	// The logs follow every recovery envelope, so that a restored task
+	// starts replaying with what has arrived while the rest of the logs
+	// are still on the way (its replay needs the determinants and the
+	// replay bound, not the whole log).
+	for _, r := range e.relocated {
 		if !newlyRestored(r.Task) {
 			continue
 		}
