@@ -609,6 +609,13 @@ func onlyAcks(envs []*wire.Envelope) bool {
 	return true
 }
 
+// flushAll sends every batch under way.
+func (pe *PE) flushAll() {
+	if pe.flushHeldAcks() {
+		pe.cfg.Net.Flush()
+	}
+}
+
 // flushHeldAcks sends the acknowledgements transmit held.
 func (pe *PE) flushHeldAcks() bool {
 	sent := false
@@ -644,7 +651,13 @@ func (pe *PE) answerProbe() {
 func (pe *PE) transmit() {
 	ready := pe.proto.Ready()
 	var local []logging.Envelope
-	for _, env := range ready.Envelopes {
+	for i, env := range ready.Envelopes {
+		if i > 0 && ready.Envelopes[i-1].Kind == logging.EnvelopeRecovery && env.Kind != logging.EnvelopeRecovery {
+			// Recovery envelopes come first in a failure notice's Ready
+			// and restored tasks wait for them: they leave before the
+			// logs that follow are encoded.
+			pe.flushAll()
+		}
 		pe.stats.Sent++
 		if !pe.live[env.To] {
 			continue // its replay will come from the log
