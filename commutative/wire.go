@@ -57,3 +57,6 @@ func checkPath(b []byte, depth int) error {
 	}
 	return nil
 }
+
+// AppendEncoded appends the path's wire form (Bytes) to b.
+func (p Path) AppendEncoded(b []byte) []byte { return append(b, p.encoded...) }

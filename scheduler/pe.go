@@ -158,9 +158,9 @@ type PE struct {
 
 	runnable []*element
 	runAt    int
-	outgoing [][]*wire.Envelope
-	outBytes []int
-	posted   bool
+	// out is, per PE, the batch being built (see encode.go).
+	out    []outBatch
+	posted bool
 	// holdAcks lets transmit keep a batch of acknowledgements alone in
 	// outgoing: they leave with the next envelope to that PE, or when
 	// this PE runs out of work (see runSlice).
@@ -265,13 +265,12 @@ func New(cfg Config) (*PE, error) {
 		return nil, err
 	}
 	pe := &PE{
-		cfg:      cfg,
-		job:      job,
-		log:      cfg.Logger,
-		proto:    logging.New(cfg.Protocol, logging.Config{PE: logging.PEID(cfg.Rank), PEs: cfg.Size}),
-		system:   commutative.TaskID(TaskID(systemCollection, cfg.Rank)),
-		outgoing: make([][]*wire.Envelope, cfg.Size),
-		outBytes: make([]int, cfg.Size),
+		cfg:    cfg,
+		job:    job,
+		log:    cfg.Logger,
+		proto:  logging.New(cfg.Protocol, logging.Config{PE: logging.PEID(cfg.Rank), PEs: cfg.Size}),
+		system: commutative.TaskID(TaskID(systemCollection, cfg.Rank)),
+		out:    make([]outBatch, cfg.Size),
 
 		sentTo:        make([]uint64, cfg.Size),
 		receivedFrom:  make([]uint64, cfg.Size),
@@ -600,14 +599,15 @@ func (pe *PE) runSlice() {
 // maxHeldAcks bounds the acknowledgements held for one PE.
 const maxHeldAcks = 256
 
-func onlyAcks(envs []*wire.Envelope) bool {
-	for _, env := range envs {
-		if logging.EnvelopeKind(env.Kind) != logging.EnvelopeAck {
-			return false
-		}
-	}
-	return true
+// outBatch is a batch of envelopes being built for one PE: the encoded
+// entries of its envelopes field.
+type outBatch struct {
+	buf    []byte
+	n      int  // envelopes
+	nonAck bool // one of them is not an acknowledgement
 }
+
+func (b *outBatch) reset() { b.buf, b.n, b.nonAck = b.buf[:0], 0, false }
 
 // flushAll sends every batch under way.
 func (pe *PE) flushAll() {
@@ -619,8 +619,8 @@ func (pe *PE) flushAll() {
 // flushHeldAcks sends the acknowledgements transmit held.
 func (pe *PE) flushHeldAcks() bool {
 	sent := false
-	for to, envs := range pe.outgoing {
-		if len(envs) > 0 {
+	for to := range pe.out {
+		if pe.out[to].n > 0 {
 			pe.flushTo(to)
 			sent = true
 		}
@@ -668,9 +668,11 @@ func (pe *PE) transmit() {
 			continue
 		}
 		to := int(env.To)
-		pe.outgoing[to] = append(pe.outgoing[to], envelopeToWire(env))
-		pe.outBytes[to] += len(env.Message.Payload)
-		if pe.outBytes[to] >= 1<<20 {
+		b := &pe.out[to]
+		b.buf = appendEnvelope(b.buf, &env)
+		b.n++
+		b.nonAck = b.nonAck || env.Kind != logging.EnvelopeAck
+		if len(b.buf) >= 1<<20 {
 			pe.flushTo(to)
 		}
 	}
@@ -678,8 +680,8 @@ func (pe *PE) transmit() {
 	for _, env := range local {
 		pe.arrive(env)
 	}
-	for to, envs := range pe.outgoing {
-		if len(envs) > 0 && !(pe.holdAcks && len(envs) < maxHeldAcks && onlyAcks(envs)) {
+	for to := range pe.out {
+		if b := &pe.out[to]; b.n > 0 && !(pe.holdAcks && b.n < maxHeldAcks && !b.nonAck) {
 			pe.flushTo(to)
 		}
 	}
@@ -690,17 +692,15 @@ func (pe *PE) transmit() {
 }
 
 func (pe *PE) flushTo(to int) {
-	envs := pe.outgoing[to]
-	payload, err := proto.Marshal(&wire.Batch{Job: pe.cfg.JobID, Generation: pe.generation, Envelopes: envs})
-	if err != nil {
-		panic(fmt.Sprintf("scheduler: marshal batch: %v", err))
-	}
+	b := &pe.out[to]
+	// A fresh payload: the transport may keep it after Send returns.
+	payload := make([]byte, 0, maxBatchHeader+len(b.buf))
+	payload = batchHeader(payload, pe.cfg.JobID, pe.generation)
+	payload = append(payload, b.buf...)
 	pe.cfg.Net.Send(to, payload)
 	pe.stats.BatchesSent++
 	pe.stats.BytesSent += uint64(len(payload))
-	clear(envs)
-	pe.outgoing[to] = envs[:0]
-	pe.outBytes[to] = 0
+	b.reset()
 }
 
 func (pe *PE) drop(err error) {

@@ -528,10 +528,8 @@ func (pe *PE) rollback(ev Rollback) {
 	}
 	clear(pe.runnable)
 	pe.runnable, pe.runAt = pe.runnable[:0], 0
-	for to := range pe.outgoing {
-		clear(pe.outgoing[to])
-		pe.outgoing[to] = pe.outgoing[to][:0]
-		pe.outBytes[to] = 0
+	for to := range pe.out {
+		pe.out[to].reset()
 	}
 	pe.qdCallbacks = nil
 	pe.sentTo, pe.receivedFrom = make([]uint64, pe.cfg.Size), make([]uint64, pe.cfg.Size)

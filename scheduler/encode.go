@@ -1,0 +1,221 @@
+package scheduler
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler/wire"
+)
+
+// A hand-written encoder for the envelopes a PE sends: it appends a
+// logging.Envelope as a wire.Batch's envelopes field straight into the
+// batch being built, without the intermediate wire objects that
+// envelopeToWire allocates (a dozen per message) and proto.Marshal then
+// walks. The bytes are what proto.Marshal of envelopeToWire produces
+// (fields in number order, zero values left out); receivers decode them
+// with proto.Unmarshal as before. encode_test.go checks the two agree.
+
+// Field numbers of scheduler/wire/wire.proto.
+const (
+	batchJob        = 1
+	batchEnvelopes  = 2
+	batchGeneration = 3
+
+	envKind         = 1
+	envFrom         = 2
+	envTo           = 3
+	envMessage      = 4
+	envReplayed     = 5
+	envDeterminants = 6
+	envProgress     = 7
+	envTask         = 8
+	envEpoch        = 9
+
+	msgID         = 1
+	msgTo         = 2
+	msgHandler    = 3
+	msgOrder      = 4
+	msgRegionSize = 5
+	msgKey        = 6
+	msgPayload    = 7
+	msgRequires   = 8
+
+	idSender = 1
+	idSRN    = 2
+	idCPI    = 3
+
+	depTask    = 1
+	depTrigger = 2
+
+	detMessage  = 1
+	detReceiver = 2
+	detRSN      = 3
+
+	progTask = 1
+	progRSN  = 2
+)
+
+func sizeVarintField(n protowire.Number, v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return protowire.SizeTag(n) + protowire.SizeVarint(v)
+}
+
+func appendVarintField(b []byte, n protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, n, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
+}
+
+// sizeNested is the size of a length-delimited field holding size bytes
+// (written even when empty: a set message field).
+func sizeNested(n protowire.Number, size int) int {
+	return protowire.SizeTag(n) + protowire.SizeBytes(size)
+}
+
+func appendNestedHeader(b []byte, n protowire.Number, size int) []byte {
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendVarint(b, uint64(size))
+}
+
+// int32Varint is how protobuf encodes an int32: sign-extended to 64 bits.
+func int32Varint(v int32) uint64 { return uint64(int64(v)) }
+
+func sizeID(id logging.MessageID) int {
+	n := sizeVarintField(idSender, uint64(id.Sender)) + sizeVarintField(idSRN, id.SRN)
+	if l := id.CPI.Len(); l > 0 {
+		n += protowire.SizeTag(idCPI) + protowire.SizeBytes(l)
+	}
+	return n
+}
+
+func appendID(b []byte, n protowire.Number, id logging.MessageID) []byte {
+	b = appendNestedHeader(b, n, sizeID(id))
+	b = appendVarintField(b, idSender, uint64(id.Sender))
+	b = appendVarintField(b, idSRN, id.SRN)
+	if l := id.CPI.Len(); l > 0 {
+		b = appendNestedHeader(b, idCPI, l)
+		b = id.CPI.AppendEncoded(b)
+	}
+	return b
+}
+
+func sizeDependency(d logging.Dependency) int {
+	return sizeVarintField(depTask, uint64(d.Task)) + sizeNested(depTrigger, sizeID(d.Trigger))
+}
+
+func sizeMessage(m *logging.Message) int {
+	n := sizeNested(msgID, sizeID(m.ID)) +
+		sizeVarintField(msgTo, uint64(m.To)) +
+		sizeVarintField(msgHandler, uint64(m.Handler)) +
+		sizeVarintField(msgOrder, uint64(m.Annotation.Order)) +
+		sizeVarintField(msgRegionSize, uint64(uint32(m.Annotation.RegionSize))) +
+		sizeVarintField(msgKey, m.Key)
+	if len(m.Payload) > 0 {
+		n += protowire.SizeTag(msgPayload) + protowire.SizeBytes(len(m.Payload))
+	}
+	for _, d := range m.Requires {
+		n += sizeNested(msgRequires, sizeDependency(d))
+	}
+	return n
+}
+
+func appendMessage(b []byte, m *logging.Message) []byte {
+	b = appendNestedHeader(b, envMessage, sizeMessage(m))
+	b = appendID(b, msgID, m.ID)
+	b = appendVarintField(b, msgTo, uint64(m.To))
+	b = appendVarintField(b, msgHandler, uint64(m.Handler))
+	b = appendVarintField(b, msgOrder, uint64(m.Annotation.Order))
+	b = appendVarintField(b, msgRegionSize, uint64(uint32(m.Annotation.RegionSize)))
+	b = appendVarintField(b, msgKey, m.Key)
+	if len(m.Payload) > 0 {
+		b = protowire.AppendTag(b, msgPayload, protowire.BytesType)
+		b = protowire.AppendBytes(b, m.Payload)
+	}
+	for _, d := range m.Requires {
+		b = appendNestedHeader(b, msgRequires, sizeDependency(d))
+		b = appendVarintField(b, depTask, uint64(d.Task))
+		b = appendID(b, depTrigger, d.Trigger)
+	}
+	return b
+}
+
+func sizeDeterminant(d logging.Determinant) int {
+	return sizeNested(detMessage, sizeID(d.Message)) + sizeVarintField(detReceiver, uint64(d.Receiver)) + sizeVarintField(detRSN, d.RSN)
+}
+
+func sizeProgress(p logging.Progress) int {
+	return sizeVarintField(progTask, uint64(p.Task)) + sizeVarintField(progRSN, p.RSN)
+}
+
+func sizeEnvelope(e *logging.Envelope) int {
+	n := sizeVarintField(envKind, uint64(e.Kind)) +
+		sizeVarintField(envFrom, int32Varint(int32(e.From))) +
+		sizeVarintField(envTo, int32Varint(int32(e.To)))
+	if e.Kind == logging.EnvelopeMessage {
+		n += sizeNested(envMessage, sizeMessage(&e.Message))
+	}
+	if e.Replayed {
+		n += protowire.SizeTag(envReplayed) + 1
+	}
+	for _, d := range e.Determinants {
+		n += sizeNested(envDeterminants, sizeDeterminant(d))
+	}
+	for _, p := range e.Progress {
+		n += sizeNested(envProgress, sizeProgress(p))
+	}
+	return n + sizeVarintField(envTask, uint64(e.Task)) + sizeVarintField(envEpoch, uint64(e.Epoch))
+}
+
+// appendEnvelope appends e as one entry of a batch's envelopes field.
+func appendEnvelope(b []byte, e *logging.Envelope) []byte {
+	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelope(e))
+	b = appendVarintField(b, envKind, uint64(e.Kind))
+	b = appendVarintField(b, envFrom, int32Varint(int32(e.From)))
+	b = appendVarintField(b, envTo, int32Varint(int32(e.To)))
+	if e.Kind == logging.EnvelopeMessage {
+		b = appendMessage(b, &e.Message)
+	}
+	if e.Replayed {
+		b = protowire.AppendTag(b, envReplayed, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+	}
+	for _, d := range e.Determinants {
+		b = appendNestedHeader(b, envDeterminants, sizeDeterminant(d))
+		b = appendID(b, detMessage, d.Message)
+		b = appendVarintField(b, detReceiver, uint64(d.Receiver))
+		b = appendVarintField(b, detRSN, d.RSN)
+	}
+	for _, p := range e.Progress {
+		b = appendNestedHeader(b, envProgress, sizeProgress(p))
+		b = appendVarintField(b, progTask, uint64(p.Task))
+		b = appendVarintField(b, progRSN, p.RSN)
+	}
+	b = appendVarintField(b, envTask, uint64(e.Task))
+	return appendVarintField(b, envEpoch, uint64(e.Epoch))
+}
+
+// maxBatchHeader bounds batchHeader's length.
+const maxBatchHeader = 2 * (1 + 10)
+
+// batchHeader appends a batch's job and generation fields; the envelopes
+// follow (protobuf accepts fields in any order).
+func batchHeader(b []byte, job, generation uint64) []byte {
+	b = appendVarintField(b, batchJob, job)
+	return appendVarintField(b, batchGeneration, generation)
+}
+
+// appendWireEnvelope appends an envelope that is already in wire form
+// (one being forwarded).
+func appendWireEnvelope(b []byte, w *wire.Envelope) ([]byte, error) {
+	enc, err := proto.Marshal(w)
+	if err != nil {
+		return b, err
+	}
+	b = protowire.AppendTag(b, batchEnvelopes, protowire.BytesType)
+	return protowire.AppendBytes(b, enc), nil
+}
