@@ -15,19 +15,28 @@
 //     carries the region receptions in its causal past (Message.Requires,
 //     empty unless region handlers send).
 //
+// Piggybacking follows one rule for determinants (both protocols) and
+// PartialDet's progress records: the first application envelope of a Ready
+// to a PE carries every record this PE has not yet seen stable; a later
+// envelope of the same Ready to that PE carries only the records created,
+// received or made unstable again since the previous one (a failure notice
+// starts over: the next envelope to each PE carries all). Recovery
+// envelopes always carry every unstable record and do not count as an
+// earlier envelope. An envelope to this PE itself carries nothing.
+//
 // Shared machinery: the sender log (kept until the next coordinated
 // checkpoint, with byte accounting in Stats), determinant stability (a
-// determinant is piggybacked on every envelope the PE sends to another PE
+// determinant goes with the application envelopes the PE sends to other PEs
 // until it is known to be stored on Config.Failures PEs besides its creator;
 // receivers store it and acknowledge), duplicate removal by message identity,
 // garbage collection at checkpoints, and the recovery steps (on a failure
 // notice every survivor sends each restored task one EnvelopeRecovery with
-// the task's determinants and, like any envelope, the unstable determinants
-// they depend on, then resends its logged messages to the task). Each
-// failure notice starts a recovery epoch: every task restored since the
-// checkpoint waits again for one recovery envelope of the new epoch from
-// each survivor, because a survivor may have been handed one of its
-// determinants after sending the previous batch, by the PE that just failed.
+// the task's determinants and all the unstable determinants they may depend
+// on, then resends its logged messages to the task). Each failure notice
+// starts a recovery epoch: every task restored since the checkpoint waits
+// again for one recovery envelope of the new epoch from each survivor,
+// because a survivor may have been handed one of its determinants after
+// sending the previous batch, by the PE that just failed.
 //
 // Nothing here starts a goroutine, reads a clock or draws a random number.
 // It imports commutative and the standard library only.
@@ -49,11 +58,13 @@
 //     running.
 //  4. Ready, then transmit Ready.Envelopes in order, then Advance; the
 //     envelopes of one Ready for one PE must arrive together and in order
-//     (one transport payload), as PartialDet puts a progress record on the
-//     first of them only. An
+//     (one transport payload, or payloads on a channel that keeps their
+//     order): a determinant or progress record goes on the first of them
+//     that needs it only, and the later ones rely on it (see above). An
 //     envelope must not be transmitted before the Ready that returned it:
-//     the determinants it carries are those its send depends on, so sending
-//     it earlier, or dropping its Determinants, can release a message that
+//     the determinants carried by it and by the envelopes before it to the
+//     same PE are those its send depends on, so sending it earlier, or
+//     dropping any of their Determinants, can release a message that
 //     depends on a determinant no other PE stores.
 //  5. Checkpoint only when no application message is in flight and no
 //     handler or region is open; store the returned TaskCheckpoint with each

@@ -110,11 +110,15 @@ type PartialDet struct{ *engine }
 
 // engine is the machinery the three protocols share.
 type engine struct {
-	// carried is, per destination, how far into updated the progress
-	// records on envelopes of the current Ready go (see progressFor);
-	// updated lists the progress records made or weakened during it.
-	carried map[PEID]int
-	updated []Progress
+	// carried is, per destination, how far into madeUnstable and updated
+	// the records on envelopes of the current Ready go (see piggybackFor);
+	// madeUnstable lists the determinants created or received unstable
+	// during it, updated the progress records made or weakened during it.
+	// Both are appended to only once an envelope of the Ready has gone to
+	// another PE: until then, the first envelope to each PE carries all.
+	carried      map[PEID]carriedUpTo
+	madeUnstable []determinantKey
+	updated      []Progress
 
 	kind     Kind
 	pe       PEID
@@ -157,6 +161,14 @@ type engine struct {
 
 	ready Ready
 	stats Stats
+}
+
+// carriedUpTo is how far the envelopes of the current Ready to one PE
+// carry the records made during the Ready: positions in e.madeUnstable and
+// e.updated.
+type carriedUpTo struct {
+	determinants int
+	progress     int
 }
 
 type receivedMessage struct {
@@ -317,19 +329,76 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	return msg.ID
 }
 
-// emitMessage queues an application envelope with every determinant this
-// PE still has to make stable: the send may depend on any of them.
+// emitMessage queues an application envelope. The send may depend on any
+// determinant and progress record this PE still has to make stable; the
+// envelope carries those an earlier envelope of the same Ready to toPE
+// does not (see piggybackFor).
 func (e *engine) emitMessage(toPE PEID, msg Message, replayed bool) {
 	env := Envelope{Kind: EnvelopeMessage, From: e.pe, To: toPE, Message: msg, Replayed: replayed}
 	if toPE != e.pe {
-		env.Determinants = e.piggyback()
-		env.Progress = e.progressFor(toPE)
+		env.Determinants, env.Progress = e.piggybackFor(toPE)
 		e.stats.ProgressRecords += len(env.Progress)
 		e.stats.PiggybackedBytes += env.PiggybackBytes()
 	}
 	e.ready.Envelopes = append(e.ready.Envelopes, env)
 }
 
+// piggybackFor returns the unstable determinants and progress records an
+// envelope to toPE must carry: those not already carried to toPE by an
+// earlier envelope of the same Ready. The caller delivers a Ready's
+// envelopes for one PE together and in order (one transport payload), so
+// the first one carries them for all, and a later one only the records
+// made (or weakened) since the previous one: e.madeUnstable and e.updated
+// from the positions it reached. A later envelope costs O(records made
+// since), not O(unstable records).
+func (e *engine) piggybackFor(toPE PEID) ([]Determinant, []Progress) {
+	if e.carried == nil {
+		e.carried = map[PEID]carriedUpTo{}
+	}
+	from, ok := e.carried[toPE]
+	e.carried[toPE] = carriedUpTo{determinants: len(e.madeUnstable), progress: len(e.updated)}
+	if !ok {
+		return e.piggyback(), e.unstableProgress()
+	}
+	return e.determinantsSince(from.determinants), e.progressSince(from.progress)
+}
+
+// forgetCarried makes the next envelope to each PE carry every unstable
+// record, as the first one of a Ready does.
+func (e *engine) forgetCarried() {
+	clear(e.carried)
+	e.madeUnstable = e.madeUnstable[:0]
+	e.updated = e.updated[:0]
+}
+
+// markUnstable queues a determinant that is not stable for piggybacking:
+// on the first envelope of every Ready to each PE until it is stable, and
+// on the next envelope of this Ready to each PE that already had one.
+func (e *engine) markUnstable(k determinantKey) {
+	e.unstable = append(e.unstable, k)
+	if len(e.carried) > 0 {
+		e.madeUnstable = append(e.madeUnstable, k)
+	}
+}
+
+// determinantsSince returns the determinants made unstable during this
+// Ready, from position from of e.madeUnstable, that still are. Each
+// appears once: a key is added to e.madeUnstable when it is first stored,
+// and a failure that makes determinants unstable again starts the Ready's
+// carrying over (FailureNotice).
+func (e *engine) determinantsSince(from int) []Determinant {
+	var out []Determinant
+	for _, k := range e.madeUnstable[from:] {
+		if d, ok := e.determinants[k]; ok && !e.isStable(d) {
+			out = append(out, d.determinant)
+		}
+	}
+	return out
+}
+
+// piggyback returns every determinant this PE still has to make stable,
+// in creation or arrival order, and forgets the ones that have become
+// stable.
 func (e *engine) piggyback() []Determinant {
 	if len(e.unstable) == 0 {
 		return nil
@@ -393,21 +462,10 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 	}
 }
 
-// progressFor returns the unstable progress records an envelope to toPE
-// must carry: those not already carried to toPE by an earlier envelope of
-// the same Ready. The caller delivers a Ready's envelopes for one PE
-// together and in order (one transport payload), so the first one
-// carries them for all, and a later one only the records made since
-// (e.updated, from the position the previous one reached).
-func (e *engine) progressFor(toPE PEID) []Progress {
-	from, ok := e.carried[toPE]
-	if e.carried == nil {
-		e.carried = map[PEID]int{}
-	}
-	e.carried[toPE] = len(e.updated)
-	if !ok {
-		return e.unstableProgress()
-	}
+// progressSince returns the progress records made or weakened during this
+// Ready, from position from of e.updated, that are still the latest and
+// unstable.
+func (e *engine) progressSince(from int) []Progress {
 	var out []Progress
 	for _, u := range e.updated[from:] {
 		// A task updated twice in one Ready is carried once, at its
@@ -439,7 +497,7 @@ func (e *engine) unstableProgress() []Progress {
 // markMaybeUnstable notes that task's progress record may have become
 // unstable.
 func (e *engine) markMaybeUnstable(task TaskID) {
-	if p, ok := e.progress[task]; ok {
+	if p, ok := e.progress[task]; ok && len(e.carried) > 0 {
 		e.updated = append(e.updated, Progress{Task: task, RSN: p.rsn})
 	}
 	if i, found := slices.BinarySearch(e.maybeUnstable, task); !found {
@@ -524,7 +582,7 @@ func (e *engine) storeReceived(ds []Determinant, from PEID) {
 		stored = &storedDeterminant{determinant: d, holders: holdersOf(e.pe, from)}
 		e.store(stored)
 		if !e.isStable(stored) {
-			e.unstable = append(e.unstable, k)
+			e.markUnstable(k)
 		}
 	}
 }
@@ -645,7 +703,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
 		e.store(&storedDeterminant{determinant: d, createdHere: true, holders: []PEID{e.pe}})
-		e.unstable = append(e.unstable, k)
+		e.markUnstable(k)
 		e.stats.Determinants++
 		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
 	}
@@ -699,6 +757,11 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		return
 	}
 	isFailed := func(p PEID) bool { return slices.Contains(failed, p) }
+	// Determinants and progress records this failure makes unstable again
+	// may already have been carried to a PE earlier in this Ready, or be
+	// listed as made during it: start the Ready's carrying over, so that
+	// the next envelope to each PE carries every unstable record (once).
+	e.forgetCarried()
 	keys := e.sortedDeterminantKeys()
 	queued := make(map[determinantKey]bool, len(e.unstable))
 	for _, k := range e.unstable {
@@ -709,7 +772,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		before := e.isStable(d)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
 		if before && !e.isStable(d) && !queued[k] {
-			e.unstable = append(e.unstable, k)
+			e.markUnstable(k)
 		}
 	}
 	for _, task := range e.sortedProgressTasks() {
@@ -835,8 +898,7 @@ func (e *engine) Ready() Ready { return e.ready }
 
 func (e *engine) Advance() {
 	e.ready = Ready{}
-	clear(e.carried)
-	e.updated = e.updated[:0]
+	e.forgetCarried()
 }
 
 func (e *engine) Stats() Stats {

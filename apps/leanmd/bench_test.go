@@ -19,7 +19,7 @@ import (
 // machine the CPU time (user+system of this process) per run.
 func BenchmarkForwardPath(b *testing.B) {
 	args := []string{"--cells", "3,3,3", "--atoms", "75", "--steps", "10", "--json"}
-	for _, kind := range []logging.Kind{logging.KindNone, logging.KindPartialDet} {
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
 		b.Run(fmt.Sprint(kind), func(b *testing.B) {
 			cpu0 := cpuTime()
 			batches := 0

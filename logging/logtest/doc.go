@@ -7,14 +7,17 @@
 //
 // The synthetic program has ordered steps, commutative regions and, with
 // Config.OrderDependent, side messages whose effect really depends on the
-// order in which they are handled. Run checks after every step that no task
-// handles a message twice, that no envelope leaves a PE before the
-// determinants its send depends on are stable or carried with it, and that
-// a replay never diverges from a recorded determinant (the protocol panics
-// if it would); at the end, that each task's final digest equals that of a
-// failure-free re-execution following the reception orders the run ended
-// with (a task that handled an orphan message makes that re-execution
-// impossible, which is reported too).
+// order in which they are handled. A PE takes in envelopes and runs
+// handlers for a slice of random length before it transmits its Ready, as
+// the scheduler does; the envelopes of one Ready to one PE travel as one
+// group. Run checks after every step that no task handles a message twice,
+// that no envelope leaves a PE before the determinants its send depends on
+// are stable or carried with it or with an earlier envelope of its group,
+// and that a replay never diverges from a recorded determinant (the
+// protocol panics if it would); at the end, that each task's final digest
+// equals that of a failure-free re-execution following the reception
+// orders the run ended with (a task that handled an orphan message makes
+// that re-execution impossible, which is reported too).
 //
 // It imports logging and commutative, and is meant for tests.
 package logtest

@@ -43,17 +43,26 @@ type Config struct {
 	// WrongAnnotation declares an order-dependent region handler
 	// commutative.
 	WrongAnnotation bool
+	// Slice is the most handlers and arrivals a PE takes before its Ready
+	// is transmitted, as the scheduler runs a slice of handlers (taking in
+	// envelopes between slices) and transmits once at its end; the length
+	// of each slice is drawn from 1 to Slice. 0 and 1 transmit after every
+	// handler and every arrival.
+	Slice int
 	// MaxEvents bounds the run; 0 means 100000.
 	MaxEvents int
 	// Trace, if set, receives a line per event.
 	Trace func(format string, args ...any)
+	// mutateReady, if set, changes every Ready before it is checked and
+	// transmitted: the tests of the checks use it to break a protocol.
+	mutateReady func(logging.Ready) logging.Ready
 }
 
 // DefaultConfig is the configuration the seed tests use.
 func DefaultConfig(kind logging.Kind, seed uint64) Config {
 	return Config{
 		Protocol: kind, Seed: seed, PEs: 4, Tasks: 6, Steps: 6, Barrier: 3,
-		Crashes: 2, Duplicate: 0.05, OrderDependent: true,
+		Crashes: 2, Duplicate: 0.05, OrderDependent: true, Slice: 4,
 	}
 }
 
@@ -100,9 +109,13 @@ type simulator struct {
 	// payload, as the scheduler sends them); groups are reordered,
 	// delayed and duplicated.
 	network [][]logging.Envelope
-	saved   []checkpointCopy
-	events  int
-	crashes int
+	// taken is, per PE, the handlers and arrivals since its Ready was last
+	// transmitted, and sliceEnd how many its current slice has.
+	taken    []int
+	sliceEnd []int
+	saved    []checkpointCopy
+	events   int
+	crashes  int
 	// lostHistory[t] is how many entries t's history had before its last
 	// restore: it is recovering while its history is shorter.
 	lostHistory           []int
@@ -124,10 +137,11 @@ type simulator struct {
 
 // Run simulates cfg and checks it: after every step, no message is handled
 // twice by a task, no envelope leaves a PE before the determinants its
-// send depends on are stable or carried with it, a replay never diverges
-// from a recorded determinant; at the end, every task finished and each
-// task's final digest equals that of a failure-free re-execution that
-// follows the reception orders the run ended with.
+// send depends on are stable or carried with it or with an earlier envelope
+// of its Ready to the same PE, a replay never diverges from a recorded
+// determinant; at the end, every task finished and each task's final
+// digest equals that of a failure-free re-execution that follows the
+// reception orders the run ended with.
 func Run(cfg Config) (result Result, err error) {
 	if cfg.PEs < 2 || cfg.Tasks < 2 || cfg.Steps < 1 || cfg.Crashes >= cfg.PEs || cfg.Barrier > cfg.Steps {
 		return Result{}, fmt.Errorf("%+v: %w", cfg, ErrConfig)
@@ -169,9 +183,12 @@ func newSimulator(cfg Config) *simulator {
 	}
 	s.pes = make([]logging.Protocol, cfg.PEs)
 	s.alive = make([]bool, cfg.PEs)
+	s.taken = make([]int, cfg.PEs)
+	s.sliceEnd = make([]int, cfg.PEs)
 	for p := range cfg.PEs {
 		s.pes[p] = logging.New(cfg.Protocol, logging.Config{PE: logging.PEID(p), PEs: cfg.PEs, Failures: cfg.Failures})
 		s.alive[p] = true
+		s.sliceEnd[p] = 1
 	}
 	s.location = make([]logging.PEID, cfg.Tasks)
 	s.tasks = make([]appTask, cfg.Tasks)
@@ -231,6 +248,9 @@ func (s *simulator) run() {
 		}
 		if len(s.network) > 0 {
 			s.deliverEnvelope()
+			continue
+		}
+		if s.flushAll() {
 			continue
 		}
 		// Quiescent.
@@ -302,7 +322,7 @@ func (s *simulator) deliverEnvelope() {
 		}
 		s.pes[to].Arrive(env)
 	}
-	s.flush(to)
+	s.took(to)
 }
 
 // handleOne delivers one message to one task, starting the search at a
@@ -343,17 +363,46 @@ func (s *simulator) handleOne() bool {
 		s.program.handle(s, a, d.Message)
 		complete := pe.EndHandler(commutative.TaskID(t))
 		s.program.complete(s, a, d.Message, complete)
-		s.flush(peID)
+		s.took(peID)
 		return true
 	}
 	return false
 }
 
+// took counts a handler or an arrival on PE p and transmits its Ready at
+// the end of the slice.
+func (s *simulator) took(p logging.PEID) {
+	s.taken[p]++
+	if s.taken[p] >= s.sliceEnd[p] {
+		s.flush(p)
+	}
+}
+
+// flushAll ends every alive PE's slice and reports whether a PE had taken
+// anything since its last transmission.
+func (s *simulator) flushAll() bool {
+	flushed := false
+	for p := range s.pes {
+		if s.alive[p] && s.taken[p] > 0 {
+			s.flush(logging.PEID(p))
+			flushed = true
+		}
+	}
+	return flushed
+}
+
 // flush takes a PE's Ready: records its new determinants, checks and
-// transmits its envelopes.
+// transmits its envelopes, and starts its next slice.
 func (s *simulator) flush(p logging.PEID) {
+	s.taken[p] = 0
+	if s.cfg.Slice > 1 {
+		s.sliceEnd[p] = 1 + s.rng.IntN(s.cfg.Slice)
+	}
 	pe := s.pes[p]
 	ready := pe.Ready()
+	if s.cfg.mutateReady != nil {
+		ready = s.cfg.mutateReady(ready)
+	}
 	for _, nd := range ready.Determinants {
 		d := nd.Determinant
 		for uint64(len(s.dets[d.Receiver])) <= d.RSN {
@@ -362,9 +411,21 @@ func (s *simulator) flush(p logging.PEID) {
 		s.dets[d.Receiver][d.RSN] = detRecord{id: d.Message, creator: nd.Creator}
 	}
 	groups := map[logging.PEID]int{} // destination -> index in s.network
+	// carried are, per destination, the determinants piggybacked on the
+	// message envelopes of this Ready to it so far: the group arrives
+	// together and in order, so an envelope may rely on an earlier one.
+	carried := map[logging.PEID]map[detKey]struct{}{}
 	for _, env := range ready.Envelopes {
 		if env.Kind == logging.EnvelopeMessage && env.To != env.From {
-			s.checkStable(env)
+			c := carried[env.To]
+			if c == nil {
+				c = map[detKey]struct{}{}
+				carried[env.To] = c
+			}
+			for _, d := range env.Determinants {
+				c[detKey{d.Receiver, d.RSN}] = struct{}{}
+			}
+			s.checkStable(env, c)
 		}
 		if !s.alive[env.To] {
 			continue
@@ -379,9 +440,16 @@ func (s *simulator) flush(p logging.PEID) {
 	pe.Advance()
 }
 
+// detKey names a determinant: a reception of a task.
+type detKey struct {
+	receiver commutative.TaskID
+	rsn      uint64
+}
+
 // checkStable fails if env leaves while a determinant in its send's causal
-// past is neither stable nor carried by env.
-func (s *simulator) checkStable(env logging.Envelope) {
+// past is neither stable nor in carried: piggybacked on env or on an
+// earlier message envelope of the same Ready to the same PE.
+func (s *simulator) checkStable(env logging.Envelope, carried map[detKey]struct{}) {
 	past := s.messagePast[env.Message.ID]
 	for r, upTo := range past {
 		for rsn := max(s.checkedUpTo[r], s.checkpointRSN[r]) + 1; rsn <= upTo; rsn++ {
@@ -395,9 +463,7 @@ func (s *simulator) checkStable(env logging.Envelope) {
 				}
 				continue // no determinant for this reception
 			}
-			if slices.ContainsFunc(env.Determinants, func(d logging.Determinant) bool {
-				return d.Receiver == commutative.TaskID(r) && d.RSN == rsn
-			}) {
+			if _, ok := carried[detKey{commutative.TaskID(r), rsn}]; ok {
 				continue
 			}
 			if !s.isStable(commutative.TaskID(r), rsn) {
@@ -497,6 +563,13 @@ func (s *simulator) crash() {
 		return
 	}
 	victim := live[s.rng.IntN(len(live))]
+	// The survivors' slices end before they learn of the failure; what
+	// the victim has not transmitted is lost.
+	for _, p := range live {
+		if p != victim && s.taken[p] > 0 {
+			s.flush(p)
+		}
+	}
 	s.alive[victim] = false
 	if s.trace != nil {
 		s.trace("crash pe%d", victim)
