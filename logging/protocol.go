@@ -833,12 +833,18 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			resend[m.To] = append(ix, i)
 		}
 	}
+	// The unstable records every recovery envelope to another PE carries
+	// (nothing below changes them), and each task's determinants: keys
+	// are sorted by receiver, so a task's are one run of them.
+	unstableDets, unstableProg := e.piggyback(), e.unstableProgress()
 	for _, r := range e.relocated {
 		var batch []Determinant
-		for _, k := range keys {
-			if k.receiver == r.Task {
-				batch = append(batch, e.determinants[k].determinant)
+		lo, _ := slices.BinarySearchFunc(keys, r.Task, func(k determinantKey, t TaskID) int { return cmp.Compare(k.receiver, t) })
+		for _, k := range keys[lo:] {
+			if k.receiver != r.Task {
+				break
 			}
+			batch = append(batch, e.determinants[k].determinant)
 		}
 		recovery := Envelope{Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Epoch: epoch}
 		if p, ok := e.progress[r.Task]; ok {
@@ -850,12 +856,12 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			// or a second failure could leave the restored task's host
 			// with a determinant that names a message its restored sender
 			// never sends again.
-			for _, d := range e.piggyback() {
+			for _, d := range unstableDets {
 				if d.Receiver != r.Task {
 					batch = append(batch, d)
 				}
 			}
-			for _, p := range e.unstableProgress() {
+			for _, p := range unstableProg {
 				if p.Task != r.Task {
 					recovery.Progress = append(recovery.Progress, p)
 				}
