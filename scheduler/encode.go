@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"fmt"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -32,14 +34,15 @@ const (
 	envTask         = 8
 	envEpoch        = 9
 
-	msgID         = 1
-	msgTo         = 2
-	msgHandler    = 3
-	msgOrder      = 4
-	msgRegionSize = 5
-	msgKey        = 6
-	msgPayload    = 7
-	msgRequires   = 8
+	msgID          = 1
+	msgTo          = 2
+	msgHandler     = 3
+	msgOrder       = 4
+	msgRegionSize  = 5
+	msgKey         = 6
+	msgPayload     = 7
+	msgRequires    = 8
+	msgPayloadFrom = 9
 
 	idSender = 1
 	idSRN    = 2
@@ -108,31 +111,33 @@ func sizeDependency(d logging.Dependency) int {
 	return sizeVarintField(depTask, uint64(d.Task)) + sizeNested(depTrigger, sizeID(d.Trigger))
 }
 
-func sizeMessage(m *logging.Message) int {
+// sizeMessage is the size of m's encoding; from, when not 0, stands for
+// its payload (see payload_from in wire.proto).
+func sizeMessage(m *logging.Message, from uint32) int {
 	n := sizeNested(msgID, sizeID(m.ID)) +
 		sizeVarintField(msgTo, uint64(m.To)) +
 		sizeVarintField(msgHandler, uint64(m.Handler)) +
 		sizeVarintField(msgOrder, uint64(m.Annotation.Order)) +
 		sizeVarintField(msgRegionSize, uint64(uint32(m.Annotation.RegionSize))) +
 		sizeVarintField(msgKey, m.Key)
-	if len(m.Payload) > 0 {
+	if len(m.Payload) > 0 && from == 0 {
 		n += protowire.SizeTag(msgPayload) + protowire.SizeBytes(len(m.Payload))
 	}
 	for _, d := range m.Requires {
 		n += sizeNested(msgRequires, sizeDependency(d))
 	}
-	return n
+	return n + sizeVarintField(msgPayloadFrom, uint64(from))
 }
 
-func appendMessage(b []byte, m *logging.Message) []byte {
-	b = appendNestedHeader(b, envMessage, sizeMessage(m))
+func appendMessage(b []byte, m *logging.Message, from uint32) []byte {
+	b = appendNestedHeader(b, envMessage, sizeMessage(m, from))
 	b = appendID(b, msgID, m.ID)
 	b = appendVarintField(b, msgTo, uint64(m.To))
 	b = appendVarintField(b, msgHandler, uint64(m.Handler))
 	b = appendVarintField(b, msgOrder, uint64(m.Annotation.Order))
 	b = appendVarintField(b, msgRegionSize, uint64(uint32(m.Annotation.RegionSize)))
 	b = appendVarintField(b, msgKey, m.Key)
-	if len(m.Payload) > 0 {
+	if len(m.Payload) > 0 && from == 0 {
 		b = protowire.AppendTag(b, msgPayload, protowire.BytesType)
 		b = protowire.AppendBytes(b, m.Payload)
 	}
@@ -141,7 +146,7 @@ func appendMessage(b []byte, m *logging.Message) []byte {
 		b = appendVarintField(b, depTask, uint64(d.Task))
 		b = appendID(b, depTrigger, d.Trigger)
 	}
-	return b
+	return appendVarintField(b, msgPayloadFrom, uint64(from))
 }
 
 func sizeDeterminant(d logging.Determinant) int {
@@ -152,12 +157,12 @@ func sizeProgress(p logging.Progress) int {
 	return sizeVarintField(progTask, uint64(p.Task)) + sizeVarintField(progRSN, p.RSN)
 }
 
-func sizeEnvelope(e *logging.Envelope) int {
+func sizeEnvelope(e *logging.Envelope, from uint32) int {
 	n := sizeVarintField(envKind, uint64(e.Kind)) +
 		sizeVarintField(envFrom, int32Varint(int32(e.From))) +
 		sizeVarintField(envTo, int32Varint(int32(e.To)))
 	if e.Kind == logging.EnvelopeMessage {
-		n += sizeNested(envMessage, sizeMessage(&e.Message))
+		n += sizeNested(envMessage, sizeMessage(&e.Message, from))
 	}
 	if e.Replayed {
 		n += protowire.SizeTag(envReplayed) + 1
@@ -171,14 +176,16 @@ func sizeEnvelope(e *logging.Envelope) int {
 	return n + sizeVarintField(envTask, uint64(e.Task)) + sizeVarintField(envEpoch, uint64(e.Epoch))
 }
 
-// appendEnvelope appends e as one entry of a batch's envelopes field.
-func appendEnvelope(b []byte, e *logging.Envelope) []byte {
-	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelope(e))
+// appendEnvelope appends e as one entry of a batch's envelopes field;
+// from, when not 0, is the earlier envelope of the batch whose payload e's
+// message shares (1-based), sent instead of the payload.
+func appendEnvelope(b []byte, e *logging.Envelope, from uint32) []byte {
+	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelope(e, from))
 	b = appendVarintField(b, envKind, uint64(e.Kind))
 	b = appendVarintField(b, envFrom, int32Varint(int32(e.From)))
 	b = appendVarintField(b, envTo, int32Varint(int32(e.To)))
 	if e.Kind == logging.EnvelopeMessage {
-		b = appendMessage(b, &e.Message)
+		b = appendMessage(b, &e.Message, from)
 	}
 	if e.Replayed {
 		b = protowire.AppendTag(b, envReplayed, protowire.VarintType)
@@ -218,4 +225,39 @@ func appendWireEnvelope(b []byte, w *wire.Envelope) ([]byte, error) {
 	}
 	b = protowire.AppendTag(b, batchEnvelopes, protowire.BytesType)
 	return protowire.AppendBytes(b, enc), nil
+}
+
+// sharedPayloadMin is the smallest payload sent once per batch when
+// several messages of the batch share it (a multicast's).
+const sharedPayloadMin = 64
+
+// payloadKey identifies a payload by its memory: the messages of one
+// multicast share one marshalled payload (and keep sharing it in the
+// sender log).
+type payloadKey struct {
+	first *byte
+	n     int
+}
+
+// resolvePayloads gives every message of a received batch whose payload
+// travelled with an earlier envelope that payload, or reports the batch
+// malformed. It leaves no payload_from set, so an envelope can be
+// forwarded on its own.
+func resolvePayloads(b *wire.Batch) error {
+	for i, w := range b.Envelopes {
+		m := w.GetMessage()
+		if m == nil || m.PayloadFrom == 0 {
+			continue
+		}
+		k := int(m.PayloadFrom)
+		if k > i || len(m.Payload) > 0 {
+			return fmt.Errorf("envelope %d: payload_from %d (must name an earlier envelope, for a message without a payload of its own)", i+1, k)
+		}
+		src := b.Envelopes[k-1].GetMessage()
+		if src == nil || len(src.Payload) == 0 {
+			return fmt.Errorf("envelope %d: payload_from %d names an envelope without a payload", i+1, k)
+		}
+		m.Payload, m.PayloadFrom = src.Payload, 0
+	}
+	return nil
 }

@@ -66,7 +66,7 @@ func TestEncoderMatchesProtoMarshal(t *testing.T) {
 			e := randomEnvelope(r)
 			w := envelopeToWire(e)
 			want.Envelopes = append(want.Envelopes, w)
-			entry := appendEnvelope(nil, &e)
+			entry := appendEnvelope(nil, &e, 0)
 			buf = append(buf, entry...)
 
 			exact, err := proto.Marshal(w)
@@ -94,7 +94,7 @@ func BenchmarkEncodeEnvelope(b *testing.B) {
 	b.Run("encoder", func(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
-			buf = appendEnvelope(buf[:0], &e)
+			buf = appendEnvelope(buf[:0], &e, 0)
 		}
 	})
 	b.Run("proto", func(b *testing.B) {
@@ -104,4 +104,57 @@ func BenchmarkEncodeEnvelope(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A payload several messages of a batch share (a multicast's) travels
+// once: the batch is smaller, and once resolved it holds the envelopes
+// proto.Marshal would have sent. An envelope whose payload_from does not
+// name an earlier envelope with a payload makes the batch malformed.
+func TestSharedPayloadTravelsOncePerBatch(t *testing.T) {
+	shared := make([]byte, 1800)
+	for i := range shared {
+		shared[i] = byte(i)
+	}
+	small := []byte("tiny")
+	var envs []logging.Envelope
+	for i := range 6 {
+		p := shared
+		if i == 4 {
+			p = small // below the threshold: always sent as is
+		}
+		envs = append(envs, logging.Envelope{Kind: logging.EnvelopeMessage, From: 0, To: 1, Message: logging.Message{
+			ID: logging.MessageID{Sender: 7, SRN: uint64(i + 1)}, To: commutative.TaskID(10 + i), Handler: 1, Payload: p,
+		}})
+	}
+	envs = append(envs, logging.Envelope{Kind: logging.EnvelopeAck, From: 0, To: 1, Progress: []logging.Progress{{Task: 7, RSN: 3}}})
+
+	var ob outBatch
+	want := &wire.Batch{Job: 5, Generation: 1}
+	for i := range envs {
+		ob.add(&envs[i])
+		want.Envelopes = append(want.Envelopes, envelopeToWire(envs[i]))
+	}
+	full, err := proto.Marshal(want)
+	require.NoError(t, err)
+	buf := append(batchHeader(nil, 5, 1), ob.buf...)
+	require.Less(t, len(buf), len(full)-4*len(shared), "the shared payload went more than once")
+
+	got := &wire.Batch{}
+	require.NoError(t, proto.Unmarshal(buf, got))
+	require.Equal(t, uint32(1), got.Envelopes[1].Message.PayloadFrom)
+	require.NoError(t, resolvePayloads(got))
+	require.True(t, proto.Equal(want, got))
+
+	for _, bad := range []func(b *wire.Batch){
+		func(b *wire.Batch) { b.Envelopes[0].Message.PayloadFrom = 1 },  // itself
+		func(b *wire.Batch) { b.Envelopes[1].Message.PayloadFrom = 3 },  // a later one
+		func(b *wire.Batch) { b.Envelopes[2].Message.PayloadFrom = 7 },  // no such envelope
+		func(b *wire.Batch) { b.Envelopes[2].Message.Payload = shared }, // both
+		func(b *wire.Batch) { b.Envelopes[0].Message.Payload = nil },    // the one named has no payload
+	} {
+		b := &wire.Batch{}
+		require.NoError(t, proto.Unmarshal(buf, b))
+		bad(b)
+		require.Error(t, resolvePayloads(b))
+	}
 }

@@ -421,6 +421,10 @@ func (pe *PE) Receive(from int, payload []byte) {
 		pe.drop(fmt.Errorf("%w from PE %d: %v", ErrMalformed, from, err))
 		return
 	}
+	if err := resolvePayloads(&b); err != nil {
+		pe.drop(fmt.Errorf("%w from PE %d: %v", ErrMalformed, from, err))
+		return
+	}
 	if b.Job != pe.cfg.JobID {
 		pe.drop(fmt.Errorf("%w: PE %d sent job %x, this is job %x", ErrWrongJob, from, b.Job, pe.cfg.JobID))
 		return
@@ -605,9 +609,40 @@ type outBatch struct {
 	buf    []byte
 	n      int  // envelopes
 	nonAck bool // one of them is not an acknowledgement
+	// payloads are the envelopes (from 1) that carry each large payload
+	// in this batch, for the others that share it; the entry keeps the
+	// payload alive, so that its memory cannot be reused for another
+	// while the batch is built.
+	payloads map[payloadKey]sharedPayload
 }
 
-func (b *outBatch) reset() { b.buf, b.n, b.nonAck = b.buf[:0], 0, false }
+type sharedPayload struct {
+	envelope uint32
+	keep     []byte
+}
+
+func (b *outBatch) reset() {
+	b.buf, b.n, b.nonAck = b.buf[:0], 0, false
+	clear(b.payloads)
+}
+
+// add appends e, sending a payload it shares with an earlier envelope of
+// the batch only once.
+func (b *outBatch) add(e *logging.Envelope) {
+	var from uint32
+	if p := e.Message.Payload; e.Kind == logging.EnvelopeMessage && len(p) >= sharedPayloadMin {
+		k := payloadKey{&p[0], len(p)}
+		if from = b.payloads[k].envelope; from == 0 {
+			if b.payloads == nil {
+				b.payloads = map[payloadKey]sharedPayload{}
+			}
+			b.payloads[k] = sharedPayload{uint32(b.n + 1), p}
+		}
+	}
+	b.buf = appendEnvelope(b.buf, e, from)
+	b.n++
+	b.nonAck = b.nonAck || e.Kind != logging.EnvelopeAck
+}
 
 // flushAll sends every batch under way.
 func (pe *PE) flushAll() {
@@ -669,9 +704,7 @@ func (pe *PE) transmit() {
 		}
 		to := int(env.To)
 		b := &pe.out[to]
-		b.buf = appendEnvelope(b.buf, &env)
-		b.n++
-		b.nonAck = b.nonAck || env.Kind != logging.EnvelopeAck
+		b.add(&env)
 		if len(b.buf) >= 1<<20 {
 			pe.flushTo(to)
 		}

@@ -413,12 +413,16 @@ type Message struct {
 	Id    *MessageID             `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	To    uint64                 `protobuf:"varint,2,opt,name=to,proto3" json:"to,omitempty"`
 	// Handler is collection << 16 | handler index.
-	Handler       uint32        `protobuf:"varint,3,opt,name=handler,proto3" json:"handler,omitempty"`
-	Order         uint32        `protobuf:"varint,4,opt,name=order,proto3" json:"order,omitempty"`
-	RegionSize    uint32        `protobuf:"varint,5,opt,name=region_size,json=regionSize,proto3" json:"region_size,omitempty"`
-	Key           uint64        `protobuf:"varint,6,opt,name=key,proto3" json:"key,omitempty"`
-	Payload       []byte        `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
-	Requires      []*Dependency `protobuf:"bytes,8,rep,name=requires,proto3" json:"requires,omitempty"`
+	Handler    uint32        `protobuf:"varint,3,opt,name=handler,proto3" json:"handler,omitempty"`
+	Order      uint32        `protobuf:"varint,4,opt,name=order,proto3" json:"order,omitempty"`
+	RegionSize uint32        `protobuf:"varint,5,opt,name=region_size,json=regionSize,proto3" json:"region_size,omitempty"`
+	Key        uint64        `protobuf:"varint,6,opt,name=key,proto3" json:"key,omitempty"`
+	Payload    []byte        `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
+	Requires   []*Dependency `protobuf:"bytes,8,rep,name=requires,proto3" json:"requires,omitempty"`
+	// Payload_from, when not 0, says the payload is that of the
+	// payload_from-th envelope (from 1) of the same batch, which comes
+	// earlier: a multicast's payload travels once per batch.
+	PayloadFrom   uint32 `protobuf:"varint,9,opt,name=payload_from,json=payloadFrom,proto3" json:"payload_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -507,6 +511,13 @@ func (x *Message) GetRequires() []*Dependency {
 		return x.Requires
 	}
 	return nil
+}
+
+func (x *Message) GetPayloadFrom() uint32 {
+	if x != nil {
+		return x.PayloadFrom
+	}
+	return 0
 }
 
 type Dependency struct {
@@ -1055,7 +1066,7 @@ const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\tMessageID\x12\x16\n" +
 	"\x06sender\x18\x01 \x01(\x04R\x06sender\x12\x10\n" +
 	"\x03srn\x18\x02 \x01(\x04R\x03srn\x12\x10\n" +
-	"\x03cpi\x18\x03 \x01(\fR\x03cpi\"\xf5\x01\n" +
+	"\x03cpi\x18\x03 \x01(\fR\x03cpi\"\x98\x02\n" +
 	"\aMessage\x12'\n" +
 	"\x02id\x18\x01 \x01(\v2\x17.gochare.wire.MessageIDR\x02id\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\x04R\x02to\x12\x18\n" +
@@ -1065,7 +1076,8 @@ const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"regionSize\x12\x10\n" +
 	"\x03key\x18\x06 \x01(\x04R\x03key\x12\x18\n" +
 	"\apayload\x18\a \x01(\fR\apayload\x124\n" +
-	"\brequires\x18\b \x03(\v2\x18.gochare.wire.DependencyR\brequires\"S\n" +
+	"\brequires\x18\b \x03(\v2\x18.gochare.wire.DependencyR\brequires\x12!\n" +
+	"\fpayload_from\x18\t \x01(\rR\vpayloadFrom\"S\n" +
 	"\n" +
 	"Dependency\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\x04R\x04task\x121\n" +
