@@ -128,12 +128,9 @@ func (pe *PE) forward(w *wire.Envelope, to int) {
 	f := proto.CloneOf(w)
 	f.To, f.Forwarded = int32(to), true
 	pe.stats.Forwarded++
-	out := &pe.out[to]
-	buf, err := appendWireEnvelope(out.buf, f)
-	if err != nil {
+	if err := pe.out[to].addWire(f); err != nil {
 		panic(fmt.Sprintf("scheduler: marshal forwarded envelope: %v", err))
 	}
-	out.buf, out.n, out.nonAck = buf, out.n+1, true
 	pe.stats.Sent++
 	pe.sentTo[to]++
 }

@@ -12,11 +12,11 @@ import (
 
 // A hand-written encoder for the envelopes a PE sends: it appends a
 // logging.Envelope as a wire.Batch's envelopes field straight into the
-// batch being built, without the intermediate wire objects that
-// envelopeToWire allocates (a dozen per message) and proto.Marshal then
-// walks. The bytes are what proto.Marshal of envelopeToWire produces
-// (fields in number order, zero values left out); receivers decode them
-// with proto.Unmarshal as before. encode_test.go checks the two agree.
+// batch being built, without building wire objects (a dozen per message)
+// for proto.Marshal to walk. The bytes are what proto.Marshal writes for
+// the same envelope (fields in number order, zero values left out);
+// receivers decode them with proto.Unmarshal. encode_test.go checks the
+// two agree.
 
 // Field numbers of scheduler/wire/wire.proto.
 const (
@@ -216,17 +216,6 @@ func batchHeader(b []byte, job, generation uint64) []byte {
 	return appendVarintField(b, batchGeneration, generation)
 }
 
-// appendWireEnvelope appends an envelope that is already in wire form
-// (one being forwarded).
-func appendWireEnvelope(b []byte, w *wire.Envelope) ([]byte, error) {
-	enc, err := proto.Marshal(w)
-	if err != nil {
-		return b, err
-	}
-	b = protowire.AppendTag(b, batchEnvelopes, protowire.BytesType)
-	return protowire.AppendBytes(b, enc), nil
-}
-
 // sharedPayloadMin is the smallest payload sent once per batch when
 // several messages of the batch share it (a multicast's).
 const sharedPayloadMin = 64
@@ -259,5 +248,60 @@ func resolvePayloads(b *wire.Batch) error {
 		}
 		m.Payload, m.PayloadFrom = src.Payload, 0
 	}
+	return nil
+}
+
+// outBatch is a batch of envelopes being built for one PE: the encoded
+// entries of its envelopes field.
+type outBatch struct {
+	buf    []byte
+	n      int  // envelopes
+	nonAck bool // one of them is not an acknowledgement
+	// payloads are the envelopes (from 1) that carry each large payload
+	// in this batch, for the others that share it; the entry keeps the
+	// payload alive, so that its memory cannot be reused for another
+	// while the batch is built.
+	payloads map[payloadKey]sharedPayload
+}
+
+type sharedPayload struct {
+	envelope uint32
+	keep     []byte
+}
+
+func (b *outBatch) reset() {
+	b.buf, b.n, b.nonAck = b.buf[:0], 0, false
+	clear(b.payloads)
+}
+
+// add appends e, sending a payload it shares with an earlier envelope of
+// the batch only once.
+func (b *outBatch) add(e *logging.Envelope) {
+	var from uint32
+	if p := e.Message.Payload; e.Kind == logging.EnvelopeMessage && len(p) >= sharedPayloadMin {
+		k := payloadKey{&p[0], len(p)}
+		if from = b.payloads[k].envelope; from == 0 {
+			if b.payloads == nil {
+				b.payloads = map[payloadKey]sharedPayload{}
+			}
+			b.payloads[k] = sharedPayload{uint32(b.n + 1), p}
+		}
+	}
+	b.buf = appendEnvelope(b.buf, e, from)
+	b.n++
+	b.nonAck = b.nonAck || e.Kind != logging.EnvelopeAck
+}
+
+// addWire appends an envelope that is already in wire form (one being
+// forwarded).
+func (b *outBatch) addWire(w *wire.Envelope) error {
+	enc, err := proto.Marshal(w)
+	if err != nil {
+		return err
+	}
+	b.buf = protowire.AppendTag(b.buf, batchEnvelopes, protowire.BytesType)
+	b.buf = protowire.AppendBytes(b.buf, enc)
+	b.n++
+	b.nonAck = b.nonAck || logging.EnvelopeKind(w.Kind) != logging.EnvelopeAck
 	return nil
 }

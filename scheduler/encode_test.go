@@ -158,3 +158,28 @@ func TestSharedPayloadTravelsOncePerBatch(t *testing.T) {
 		require.Error(t, resolvePayloads(b))
 	}
 }
+
+// envelopeToWire builds the wire objects of e field by field, the
+// reference the encoder is checked against.
+func envelopeToWire(e logging.Envelope) *wire.Envelope {
+	w := &wire.Envelope{Kind: uint32(e.Kind), From: int32(e.From), To: int32(e.To), Replayed: e.Replayed, Task: uint64(e.Task), Epoch: e.Epoch}
+	// (Forwarded is set only by forward.)
+	if e.Kind == logging.EnvelopeMessage {
+		m := e.Message
+		w.Message = &wire.Message{
+			Id: idToWire(m.ID), To: uint64(m.To), Handler: m.Handler,
+			Order: uint32(m.Annotation.Order), RegionSize: uint32(m.Annotation.RegionSize),
+			Key: m.Key, Payload: m.Payload,
+		}
+		for _, d := range m.Requires {
+			w.Message.Requires = append(w.Message.Requires, &wire.Dependency{Task: uint64(d.Task), Trigger: idToWire(d.Trigger)})
+		}
+	}
+	for _, d := range e.Determinants {
+		w.Determinants = append(w.Determinants, &wire.Determinant{Message: idToWire(d.Message), Receiver: uint64(d.Receiver), Rsn: d.RSN})
+	}
+	for _, p := range e.Progress {
+		w.Progress = append(w.Progress, &wire.Progress{Task: uint64(p.Task), Rsn: p.RSN})
+	}
+	return w
+}

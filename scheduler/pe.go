@@ -162,8 +162,8 @@ type PE struct {
 	out    []outBatch
 	posted bool
 	// holdAcks lets transmit keep a batch of acknowledgements alone in
-	// outgoing: they leave with the next envelope to that PE, or when
-	// this PE runs out of work (see runSlice).
+	// out: they leave with the next envelope to that PE, or with the PE's
+	// next answer to a quiescence probe (see runSlice).
 	holdAcks bool
 
 	// ctx is the Context of the running handler (valid during the call only).
@@ -603,56 +603,9 @@ func (pe *PE) runSlice() {
 // maxHeldAcks bounds the acknowledgements held for one PE.
 const maxHeldAcks = 256
 
-// outBatch is a batch of envelopes being built for one PE: the encoded
-// entries of its envelopes field.
-type outBatch struct {
-	buf    []byte
-	n      int  // envelopes
-	nonAck bool // one of them is not an acknowledgement
-	// payloads are the envelopes (from 1) that carry each large payload
-	// in this batch, for the others that share it; the entry keeps the
-	// payload alive, so that its memory cannot be reused for another
-	// while the batch is built.
-	payloads map[payloadKey]sharedPayload
-}
-
-type sharedPayload struct {
-	envelope uint32
-	keep     []byte
-}
-
-func (b *outBatch) reset() {
-	b.buf, b.n, b.nonAck = b.buf[:0], 0, false
-	clear(b.payloads)
-}
-
-// add appends e, sending a payload it shares with an earlier envelope of
-// the batch only once.
-func (b *outBatch) add(e *logging.Envelope) {
-	var from uint32
-	if p := e.Message.Payload; e.Kind == logging.EnvelopeMessage && len(p) >= sharedPayloadMin {
-		k := payloadKey{&p[0], len(p)}
-		if from = b.payloads[k].envelope; from == 0 {
-			if b.payloads == nil {
-				b.payloads = map[payloadKey]sharedPayload{}
-			}
-			b.payloads[k] = sharedPayload{uint32(b.n + 1), p}
-		}
-	}
-	b.buf = appendEnvelope(b.buf, e, from)
-	b.n++
-	b.nonAck = b.nonAck || e.Kind != logging.EnvelopeAck
-}
-
-// flushAll sends every batch under way.
+// flushAll sends every batch under way (acknowledgements transmit held,
+// or a failure notice's recovery envelopes).
 func (pe *PE) flushAll() {
-	if pe.flushHeldAcks() {
-		pe.cfg.Net.Flush()
-	}
-}
-
-// flushHeldAcks sends the acknowledgements transmit held.
-func (pe *PE) flushHeldAcks() bool {
 	sent := false
 	for to := range pe.out {
 		if pe.out[to].n > 0 {
@@ -660,16 +613,16 @@ func (pe *PE) flushHeldAcks() bool {
 			sent = true
 		}
 	}
-	return sent
+	if sent {
+		pe.cfg.Net.Flush()
+	}
 }
 
 func (pe *PE) answerProbe() {
 	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted {
 		return
 	}
-	if pe.flushHeldAcks() {
-		pe.cfg.Net.Flush()
-	}
+	pe.flushAll()
 	st := IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks()}
 	for p, ok := range pe.live {
 		if ok {
