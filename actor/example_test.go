@@ -40,13 +40,16 @@ func ExampleProxy_Broadcast() {
 			at := ctx.Index()
 			ctx.Contribute(actor.Sum, actor.Value{Ints: []int64{m.Value * int64(at[0]+at[1]+at[2])}}, total.At(actor.Idx(0)))
 		})
+		// Main's two handlers are told apart by key: Start is 0, the
+		// total 1 (Expect says which comes next).
 		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(_ *stateless, ctx actor.Context, _ *actor.Start) {
+			ctx.Expect(1)
 			ask.Broadcast(ctx, wrapperspb.Int64(10))
-		})
+		}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
 		total = actor.Handle(mains, "total", actor.AnnotateOrdered(), func(_ *stateless, ctx actor.Context, r *actor.ReductionResult) {
 			ctx.Printf("%d contributions, total %d", r.Contributors, r.Ints[0])
 			ctx.Exit(0)
-		})
+		}, actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
 		actor.Main(j, start, actor.Idx(0))
 		return nil
 	}})
@@ -115,24 +118,30 @@ func ExampleContext_StartQuiescence() {
 		points := actor.NewCollection(j, "points", actor.Shape{5}, actor.BlockMap, func(actor.Index) *stateless { return &stateless{} })
 		var quiet *actor.Proxy[*actor.Quiescence]
 		var spread *actor.Proxy[*actor.ReductionResult]
+		// Keys order each task's handlers: a point measures (key 0), then
+		// takes result n with key n+1; main starts (0), then hears of
+		// quiescence (1).
 		measure := actor.Handle(points, "measure", actor.AnnotateOrdered(), func(_ *stateless, ctx actor.Context, _ *actor.Start) {
 			x := math.Sqrt(float64(ctx.Index()[0]))
+			ctx.Expect(1)
 			ctx.Contribute(actor.Min, actor.Value{Floats: []float64{x}}, spread.All())
 			ctx.Contribute(actor.Max, actor.Value{Floats: []float64{x}}, spread.All())
-		})
+		}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
 		spread = actor.Handle(points, "spread", actor.AnnotateOrdered(), func(_ *stateless, ctx actor.Context, r *actor.ReductionResult) {
+			ctx.Expect(r.Number + 2)
 			if ctx.Index()[0] == 4 {
 				ctx.Printf("%s %.4f", r.Reducer, r.Floats[0])
 			}
-		})
+		}, actor.KeyBy(func(r *actor.ReductionResult) uint64 { return r.Number + 1 }))
 		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(_ *stateless, ctx actor.Context, s *actor.Start) {
+			ctx.Expect(1)
 			measure.Broadcast(ctx, s)
 			ctx.StartQuiescence(quiet.At(actor.Idx(0)))
-		})
+		}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
 		quiet = actor.Handle(mains, "quiet", actor.AnnotateOrdered(), func(_ *stateless, ctx actor.Context, _ *actor.Quiescence) {
 			ctx.Printf("quiescent")
 			ctx.Exit(0)
-		})
+		}, actor.KeyBy(func(*actor.Quiescence) uint64 { return 1 }))
 		actor.Main(j, start, actor.Idx(0))
 		return nil
 	}})

@@ -72,3 +72,32 @@ type nopTask struct{}
 
 func (*nopTask) MarshalBinary() ([]byte, error) { return nil, nil }
 func (*nopTask) UnmarshalBinary([]byte) error   { return nil }
+
+// A collection's ordered and commutative handlers must be told apart by
+// keys once there are two of them: an unkeyed one admits its messages at
+// any moment. One unkeyed handler alone, or beside order-dependent ones,
+// is fine.
+func TestUnkeyedOrderedHandlersAreRefused(t *testing.T) {
+	declare := func(keyFirst, keySecond bool, second Annotation) error {
+		j := NewJob()
+		c := NewCollection(j, "main", Shape{1}, BlockMap, func(Index) *nopTask { return &nopTask{} })
+		var opts1, opts2 []HandlerOption
+		if keyFirst {
+			opts1 = append(opts1, KeyBy(func(*Start) uint64 { return 0 }))
+		}
+		if keySecond {
+			opts2 = append(opts2, KeyBy(func(*ReductionResult) uint64 { return 1 }))
+		}
+		start := Handle(c, "start", AnnotateOrdered(), func(*nopTask, Context, *Start) {}, opts1...)
+		Handle(c, "done", second, func(*nopTask, Context, *ReductionResult) {}, opts2...)
+		Main(j, start, Idx(0))
+		return j.Err()
+	}
+	err := declare(false, false, AnnotateOrdered())
+	require.ErrorIs(t, err, ErrUnkeyedOrder)
+	require.ErrorContains(t, err, `collection "main": handler "start" (ordered) has no KeyBy, and "done" (ordered) is also ordered`)
+	err = declare(true, false, AnnotateCommutative(2))
+	require.ErrorContains(t, err, `handler "done" (commutative(2)) has no KeyBy, and "start" (ordered)`)
+	require.NoError(t, declare(true, true, AnnotateOrdered()))
+	require.NoError(t, declare(false, false, AnnotateOrderDependent()))
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -56,7 +57,59 @@ func (j *Job) Err() error {
 	if j.main == nil && len(j.errs) == 0 {
 		return errors.New("actor: job has no main element (call actor.Main)")
 	}
-	return errors.Join(j.errs...)
+	errs := slices.Clone(j.errs)
+	for _, c := range j.collections {
+		if err := c.checkOrder(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ErrUnkeyedOrder reports a collection whose ordered or commutative
+// handlers the program does not tell apart by keys.
+var ErrUnkeyedOrder = errors.New("actor: ordered handlers without keys")
+
+// checkOrder enforces what lets the protocols replay a task without
+// determinants: the program itself fixes the order of its ordered and
+// commutative receptions. A handler without KeyBy admits its messages at
+// any moment, so it may be a task's only ordered or commutative handler;
+// with two or more, each needs a key, and the task's Expect says which
+// one comes next. (That a message could only arrive after another one in
+// a failure-free run is no order: after a failure the survivors resend
+// every logged message at once.)
+func (c *CollectionDef) checkOrder() error {
+	var noDeterminant []*HandlerDef
+	for _, h := range c.Handlers {
+		if !h.Annotation.NeedsDeterminant() {
+			noDeterminant = append(noDeterminant, h)
+		}
+	}
+	if len(noDeterminant) < 2 {
+		return nil
+	}
+	for _, h := range noDeterminant {
+		if h.Keyed {
+			continue
+		}
+		other := noDeterminant[0]
+		if other == h {
+			other = noDeterminant[1]
+		}
+		return fmt.Errorf("%w: collection %q: handler %q (%v) has no KeyBy, and %q (%v) is also %v: "+
+			"a task could have messages of both waiting at once, and after a failure the runtime could not tell which came first; "+
+			"give each such handler a KeyBy and have the task Expect the key of what it handles next "+
+			"(or annotate one of them AnnotateOrderDependent, which records the order)",
+			ErrUnkeyedOrder, c.Name, h.Name, h.Annotation, other.Name, other.Annotation, orderWord(other.Annotation))
+	}
+	return nil
+}
+
+func orderWord(a Annotation) string {
+	if a.Order == Commutative {
+		return "commutative"
+	}
+	return "ordered"
 }
 
 // Collections returns the declared collections, in declaration order. The

@@ -646,10 +646,44 @@ func (e *engine) NextDelivery(task TaskID, admits func(Message) bool) (Delivery,
 			// its position.
 			continue
 		}
+		rival, ambiguous := Message{}, false
+		if e.kind == KindPartialDet && recorded == nil && !t.counters.Region.Open {
+			rival, ambiguous = e.rivalOf(task, t, m, t.buffer[i+1:], admits)
+		}
 		t.buffer = slices.Delete(t.buffer, i, i+1)
-		return e.deliver(task, t, m), true
+		d := e.deliver(task, t, m)
+		d.Rival, d.Ambiguous = rival, ambiguous
+		return d, true
 	}
 	return Delivery{}, false
+}
+
+// rivalOf looks, among the buffered messages after m, for one without a
+// determinant that task could handle now instead of m and that is not of
+// m's region: two such messages admissible at once means the program does
+// not fix their order, so without a determinant a replay could take them
+// the other way round and every send after them would change identity.
+// Only messages outside an open region are checked (inside one, region
+// isolation admits the region's own messages only), and only while the
+// buffer holds more than m, so the forward path pays one scan of the
+// waiting messages per delivery.
+func (e *engine) rivalOf(task TaskID, t *hostedTask, m Message, rest []Message, admits func(Message) bool) (Message, bool) {
+	if m.Annotation.NeedsDeterminant() {
+		return Message{}, false
+	}
+	region := m.Annotation.Order == commutative.Commutative
+	for _, other := range rest {
+		if other.Annotation.NeedsDeterminant() {
+			continue
+		}
+		if region && other.Annotation.Order == commutative.Commutative && other.RegionKey() == m.RegionKey() {
+			continue
+		}
+		if t.counters.Admits(other.Annotation, other.RegionKey()) && admits(other) && dependenciesMet(task, t, other) {
+			return other, true
+		}
+	}
+	return Message{}, false
 }
 
 // isPinned reports whether message id has a recorded position after

@@ -204,6 +204,14 @@ type Delivery struct {
 	Message Message
 	// RSN is the reception's position in the task's reception sequence.
 	RSN uint64
+	// Rival, set by PartialDet only when Ambiguous, is another message
+	// without a determinant that the task could have handled at this
+	// position instead of Message, outside Message's region: the program
+	// does not fix the order of the two (its annotations are wrong), so a
+	// replay could take them in the other order. The caller must not run
+	// the handler; the job cannot be protected.
+	Rival     Message
+	Ambiguous bool
 }
 
 // TaskCheckpoint is the protocol's part of a task checkpoint: identity

@@ -25,12 +25,13 @@ func rateApp(tasks, hops int) actor.App {
 		})
 		var quiet *actor.Proxy[*actor.Quiescence]
 		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+			ctx.Expect(1)
 			pass.Broadcast(ctx, &testmsg.Num{Key: uint64(hops)})
 			ctx.StartQuiescence(quiet.At(actor.Idx(0)))
-		})
+		}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
 		quiet = actor.Handle(mains, "quiet", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, q *actor.Quiescence) {
 			ctx.Exit(0)
-		})
+		}, actor.KeyBy(func(*actor.Quiescence) uint64 { return 1 }))
 		actor.Main(j, start, actor.Idx(0))
 		return nil
 	}}

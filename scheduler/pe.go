@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -119,6 +120,21 @@ var (
 	ErrBadReduction  = errors.New("scheduler: inconsistent reduction")
 )
 
+// Errors that stop a PE, and with it the job: they are reported through
+// Control.Fail, and the PE runs nothing more.
+var (
+	// ErrHandlerPanic reports a handler (or completion step, or
+	// ResumeFromSync) that panicked; the error names the task and the
+	// handler, and holds the panic's value and stack.
+	ErrHandlerPanic = errors.New("scheduler: handler panicked")
+	// ErrRuntimePanic reports a panic of the runtime itself on a PE.
+	ErrRuntimePanic = errors.New("scheduler: runtime panicked")
+	// ErrAmbiguousOrder reports two messages without a determinant that a
+	// task could handle next, outside one region: the program does not fix
+	// their order, so a replay after a failure could not follow it.
+	ErrAmbiguousOrder = errors.New("scheduler: the program does not order two messages")
+)
+
 // Stats counts what a PE did.
 type Stats struct {
 	Sent, Received  uint64 // envelopes (quiescence counters)
@@ -198,6 +214,8 @@ type PE struct {
 	watch                       *WatchProgress
 
 	stats Stats
+	// halted is the error that stopped this PE (see halt).
+	halted error
 }
 
 type earlyBatch struct {
@@ -416,6 +434,10 @@ func (pe *PE) checkMessage(m logging.Message) error {
 
 // Receive handles a payload from PE from (transport callback).
 func (pe *PE) Receive(from int, payload []byte) {
+	if pe.halted != nil {
+		return
+	}
+	defer pe.catchPanic("receiving from PE %d", from)
 	var b wire.Batch
 	if err := proto.Unmarshal(payload, &b); err != nil {
 		pe.drop(fmt.Errorf("%w from PE %d: %v", ErrMalformed, from, err))
@@ -485,12 +507,18 @@ func (pe *PE) markRunnable(el *element) {
 
 // Event handles a posted event (transport callback).
 func (pe *PE) Event(ev any) {
+	if req, ok := ev.(StatsRequest); ok {
+		req.Reply <- pe.Stats()
+		return
+	}
+	if pe.halted != nil {
+		return
+	}
+	defer pe.catchPanic("handling %T", ev)
 	switch ev := ev.(type) {
 	case runSlice:
 		pe.posted = false
 		pe.runSlice()
-	case StatsRequest:
-		ev.Reply <- pe.Stats()
 	case Begin:
 		pe.rollingBack = false
 		pe.begin()
@@ -573,6 +601,9 @@ func (pe *PE) runSlice() {
 			continue
 		}
 		pe.invoke(el, d)
+		if pe.halted != nil {
+			return
+		}
 		pe.markRunnable(el)
 		budget--
 	}
@@ -707,6 +738,10 @@ func (pe *PE) drop(err error) {
 func (pe *PE) invoke(el *element, d logging.Delivery) {
 	_, hi := splitHandler(d.Message.Handler)
 	h := el.coll.def.Handlers[hi]
+	if d.Ambiguous {
+		pe.halt(pe.ambiguity(el, d))
+		return
+	}
 	ctx := &pe.ctx
 	ctx.el = el
 	m := h.NewMessage()
@@ -714,11 +749,72 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
 		pe.stats.Delivered++
-		pe.timeHandler(el, h.Name, func() { h.Invoke(el.task, ctx, m) })
+		if !pe.call(el, h.Name, func() { h.Invoke(el.task, ctx, m) }) {
+			return
+		}
 	}
 	if pe.proto.EndHandler(el.id) && h.Complete != nil {
-		pe.timeHandler(el, h.Name+" (region complete)", func() { h.Complete(el.task, ctx, d.Message.Key) })
+		pe.call(el, h.Name+" (region complete)", func() { h.Complete(el.task, ctx, d.Message.Key) })
 	}
+}
+
+// call runs application code of a task (a handler, a completion step,
+// ResumeFromSync). A panic there stops the PE and the job, with the task,
+// the handler, the panic and its stack: re-running the task after a
+// failure would panic the same way. It reports whether fn returned.
+func (pe *PE) call(el *element, handler string, fn func()) (returned bool) {
+	if pe.halted != nil {
+		return false
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			pe.halt(fmt.Errorf("%w: %s%v, handler %s, on PE %d: %v\n%s",
+				ErrHandlerPanic, el.coll.def.Name, el.index, handler, pe.cfg.Rank, r, debug.Stack()))
+		}
+	}()
+	pe.timeHandler(el, handler, fn)
+	return true
+}
+
+// catchPanic, deferred by the PE's entry points, turns a panic of the
+// runtime into the end of the PE and of the job, with its stack.
+func (pe *PE) catchPanic(format string, args ...any) {
+	if r := recover(); r != nil {
+		pe.halt(fmt.Errorf("%w on PE %d while %s: %v\n%s", ErrRuntimePanic, pe.cfg.Rank, fmt.Sprintf(format, args...), r, debug.Stack()))
+	}
+}
+
+// halt stops the PE: it reports err to the launcher (once) and runs
+// nothing more; only its counters can still be asked for.
+func (pe *PE) halt(err error) {
+	if pe.halted != nil {
+		return
+	}
+	pe.halted = err
+	pe.log.Error("PE stops", "pe", pe.cfg.Rank, "err", err)
+	pe.cfg.Control.Fail(err)
+}
+
+// ambiguity describes a delivery whose rival the program could have
+// handled instead.
+func (pe *PE) ambiguity(el *element, d logging.Delivery) error {
+	describe := func(m logging.Message) string {
+		_, hi := splitHandler(m.Handler)
+		h := el.coll.def.Handlers[hi]
+		what := fmt.Sprintf("%q (%v", h.Name, h.Annotation)
+		if h.Keyed {
+			what += fmt.Sprintf(", key %d", m.Key)
+		}
+		sender := "the runtime"
+		if coll, lin := splitTaskID(m.ID.Sender); coll < len(pe.colls) {
+			cs := pe.colls[coll]
+			sender = fmt.Sprintf("%s%v", cs.def.Name, cs.def.Shape.At(int(lin)))
+		}
+		return what + ") from " + sender
+	}
+	return fmt.Errorf("%w: %s%v could handle %s or %s next, and nothing in the program says which comes first "+
+		"(give the handlers keys that tell them apart and Expect the next one, or annotate one AnnotateOrderDependent)",
+		ErrAmbiguousOrder, el.coll.def.Name, el.index, describe(d.Message), describe(d.Rival))
 }
 
 // post sends a message to a target on behalf of task sender.

@@ -75,6 +75,9 @@ func ringApp(n, rounds int, m actor.Map) actor.App {
 		var neighbour, begin *actor.Proxy[*testmsg.Num]
 		var sums, digests, extremes, reply *actor.Proxy[*actor.ReductionResult]
 		var quiet *actor.Proxy[*actor.Quiescence]
+		// A worker's last key: the ping that follows its contributions.
+		// Main's: the quiescence notice after its three results.
+		pingKey, quietKey := uint64(rounds+1), uint64(4)
 		send := func(w *worker, ctx actor.Context) {
 			me := int(ctx.Index()[0])
 			v := contribution(me) + float64(w.round)
@@ -100,23 +103,31 @@ func ringApp(n, rounds int, m actor.Map) actor.App {
 				ctx.Contribute(actor.Sum, actor.Value{Floats: []float64{contribution(me)}, Ints: []int64{int64(me)}}, sums.At(actor.Idx(0)))
 				ctx.Contribute(concat, actor.Value{Bytes: binary.LittleEndian.AppendUint64(nil, w.history)}, digests.At(actor.Idx(0)))
 				ctx.Contribute(actor.Max, actor.Value{Floats: []float64{contribution(me)}, Ints: []int64{int64(me)}}, extremes.At(actor.Idx(0)))
+				ctx.Expect(pingKey)
 			}))
 		begin = actor.Handle(workers, "begin", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {
 			send(w, ctx)
 		}, actor.KeyBy(func(m *testmsg.Num) uint64 { return m.Key }))
+		// Main handles Start (key 0), the three reductions in number order
+		// (key number+1), then the quiescence notice.
 		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+			ctx.Expect(1)
 			begin.Broadcast(ctx, &testmsg.Num{})
-		})
+		}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
+		resultKey := actor.KeyBy(func(r *actor.ReductionResult) uint64 { return r.Number + 1 })
 		sums = actor.Handle(mains, "sums", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+			ctx.Expect(r.Number + 2)
 			ctx.Printf("sum %x ints %d contributors %d", math.Float64bits(r.Floats[0]), r.Ints[0], r.Contributors)
-		})
+		}, resultKey)
 		digests = actor.Handle(mains, "digests", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+			ctx.Expect(r.Number + 2)
 			h := fnv.New64a()
 			h.Write(r.Bytes)
 			ctx.Printf("digest %x of %d bytes", h.Sum64(), len(r.Bytes))
-		})
+		}, resultKey)
 		var ping *actor.Proxy[*testmsg.Num]
 		extremes = actor.Handle(mains, "extremes", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+			ctx.Expect(quietKey)
 			ctx.Printf("max %x maxint %d", math.Float64bits(r.Floats[0]), r.Ints[0])
 			// A section multicast whose members reply; quiescence then
 			// tells main that every reply is in.
@@ -126,17 +137,17 @@ func ringApp(n, rounds int, m actor.Map) actor.App {
 			}
 			ping.Multicast(ctx, sec, &testmsg.Num{})
 			ctx.StartQuiescence(quiet.At(actor.Idx(0)))
-		})
+		}, resultKey)
 		reply = actor.Handle(mains, "reply", actor.AnnotateOrderDependent(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
 			t.replies++
 		})
 		ping = actor.Handle(workers, "ping", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {
 			reply.Send(ctx, actor.Idx(0), &actor.ReductionResult{})
-		})
+		}, actor.KeyBy(func(*testmsg.Num) uint64 { return pingKey }))
 		quiet = actor.Handle(mains, "quiet", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, q *actor.Quiescence) {
 			ctx.Printf("replies %d", t.replies)
 			ctx.Exit(0)
-		})
+		}, actor.KeyBy(func(*actor.Quiescence) uint64 { return quietKey }))
 		actor.Main(j, start, actor.Idx(0))
 		return nil
 	}}
@@ -449,17 +460,25 @@ func TestKeyedCallbacksAndRegionAtCheckpoint(t *testing.T) {
 				}
 				ctx.AtSync(0)
 			})
+			// Start has key 0, result n key n+2; the half region (key 1)
+			// comes first when it is sent at all.
 			results = actor.Handle(mains, "results", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
 				ctx.Printf("result %d = %d", r.Number, r.Ints[0])
-				ctx.Expect(r.Number + 1)
+				ctx.Expect(r.Number + 3)
 				if r.Number == 2 && !openRegion {
 					ctx.Exit(0)
 				}
-			}, actor.KeyBy(func(r *actor.ReductionResult) uint64 { return r.Number }))
-			half = actor.Handle(mains, "half", actor.AnnotateCommutative(2), func(t *mainTask, ctx actor.Context, m *testmsg.Num) {})
+			}, actor.KeyBy(func(r *actor.ReductionResult) uint64 { return r.Number + 2 }))
+			half = actor.Handle(mains, "half", actor.AnnotateCommutative(2), func(t *mainTask, ctx actor.Context, m *testmsg.Num) {},
+				actor.KeyBy(func(*testmsg.Num) uint64 { return 1 }))
 			start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+				if openRegion {
+					ctx.Expect(1)
+				} else {
+					ctx.Expect(2)
+				}
 				step.Broadcast(ctx, &testmsg.Num{})
-			})
+			}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
 			actor.Main(j, start, actor.Idx(0))
 			return nil
 		}}
@@ -473,4 +492,61 @@ func TestKeyedCallbacksAndRegionAtCheckpoint(t *testing.T) {
 	_, err = RunInProcess(ctx, app(true), nil, 3, nil, WithProtocol(logging.KindPartialDet), WithCheckpointEvery(1))
 	require.ErrorIs(t, err, ErrRegionAtCheckpoint)
 	require.ErrorContains(t, err, "main(0) is inside a region of handler half")
+}
+
+// A handler that panics stops the job, in process as on PE processes,
+// with the panic's value, the task, the handler and the stack.
+func TestHandlerPanicStopsTheJob(t *testing.T) {
+	app := actor.App{Name: "panics", Define: func(j *actor.Job, args []string) error {
+		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
+		workers := actor.NewCollection(j, "w", actor.Shape{4}, actor.BlockMap, func(actor.Index) *worker { return &worker{} })
+		work := actor.Handle(workers, "work", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {
+			if ctx.Index()[0] == 2 {
+				var table map[string]int
+				table["boom"]++ // a nil map: the kind of bug a handler has
+			}
+		})
+		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+			work.Broadcast(ctx, &testmsg.Num{})
+		})
+		actor.Main(j, start, actor.Idx(0))
+		return nil
+	}}
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindPartialDet} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := RunInProcess(ctx, app, nil, 3, nil, WithProtocol(kind))
+		cancel()
+		require.ErrorIs(t, err, ErrHandlerPanic)
+		require.ErrorContains(t, err, "w(2), handler work")
+		require.ErrorContains(t, err, "assignment to entry in nil map")
+		require.ErrorContains(t, err, "pe_test.go") // the stack
+	}
+}
+
+// Under partialdet, two messages without a determinant that a task could
+// handle next stop the job with both handlers named: the program does not
+// order them, so no replay could follow the order they had.
+func TestAmbiguousOrderIsReported(t *testing.T) {
+	app := actor.App{Name: "ambiguous", Define: func(j *actor.Job, args []string) error {
+		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
+		sinks := actor.NewCollection(j, "sink", actor.Shape{1}, actor.BlockMap, func(actor.Index) *worker { return &worker{} })
+		// Both keyed 0: the keys do not tell them apart.
+		key := actor.KeyBy(func(*testmsg.Num) uint64 { return 0 })
+		left := actor.Handle(sinks, "left", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {}, key)
+		right := actor.Handle(sinks, "right", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {}, key)
+		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+			left.Send(ctx, actor.Idx(0), &testmsg.Num{})
+			right.Send(ctx, actor.Idx(0), &testmsg.Num{})
+		})
+		actor.Main(j, start, actor.Idx(0))
+		return nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := RunInProcess(ctx, app, nil, 2, nil, WithProtocol(logging.KindPartialDet))
+	require.ErrorIs(t, err, ErrAmbiguousOrder)
+	require.ErrorContains(t, err, `sink(0) could handle "left" (ordered, key 0) from main(0) or "right" (ordered, key 0) from main(0) next`)
+	// Under none the order does not matter to recovery: the job runs.
+	_, err = RunInProcess(ctx, app, nil, 2, nil, WithProtocol(logging.KindNone))
+	require.ErrorIs(t, err, ErrQuiescentWithoutExit)
 }

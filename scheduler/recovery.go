@@ -326,8 +326,9 @@ func (pe *PE) resumeTask(el *element) {
 	el.atSync = false
 	ctx := &pe.ctx
 	ctx.el = el
-	el.task.(actor.Resumer).ResumeFromSync(ctx)
-	pe.markRunnable(el)
+	if pe.call(el, "ResumeFromSync", func() { el.task.(actor.Resumer).ResumeFromSync(ctx) }) {
+		pe.markRunnable(el)
+	}
 }
 
 // restoreRecord builds a task from its checkpoint record on this PE.
@@ -506,6 +507,10 @@ func (pe *PE) replayStart(el *element) {
 	}
 	h := el.coll.def.Handlers[t.Handler]
 	firstPE := el.coll.def.Map(el.lin, el.coll.n, pe.cfg.Size)
+	// It counts as sent by this PE to itself, as arrive counts it
+	// received: quiescence detection balances the two.
+	pe.stats.Sent++
+	pe.sentTo[pe.cfg.Rank]++
 	pe.arrive(logging.Envelope{Kind: logging.EnvelopeMessage, From: logging.PEID(pe.cfg.Rank), To: logging.PEID(pe.cfg.Rank), Replayed: true, Message: logging.Message{
 		ID: logging.MessageID{Sender: commutative.TaskID(TaskID(systemCollection, firstPE)), SRN: 1},
 		To: el.id, Handler: handlerID(t.Collection, t.Handler), Annotation: annotationOf(h.Annotation), Payload: payload,

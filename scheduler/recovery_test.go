@@ -44,12 +44,13 @@ func stepApp(n, rounds int) actor.App {
 		concat := j.CustomReducer("concat", func(a, b actor.Value) actor.Value {
 			return actor.Value{Bytes: append(append([]byte(nil), a.Bytes...), b.Bytes...)}
 		})
+		// Main handles Start (key 0), then the digests (key 1).
 		digests := actor.Handle(mains, "digests", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, r *actor.ReductionResult) {
 			h := fnv.New64a()
 			h.Write(r.Bytes)
 			ctx.Printf("digest %x of %d bytes", h.Sum64(), len(r.Bytes))
 			ctx.Exit(0)
-		})
+		}, actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
 		neighbour = actor.Handle(workers, "neighbour", actor.AnnotateCommutative(2),
 			func(w *stepWorker, ctx actor.Context, m *testmsg.Num) { w.got[m.From] = m.Value },
 			actor.KeyBy(func(m *testmsg.Num) uint64 { return m.Key }),
@@ -71,8 +72,9 @@ func stepApp(n, rounds int) actor.App {
 			send(w, ctx)
 		}, actor.KeyBy(func(m *testmsg.Num) uint64 { return m.Key }))
 		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+			ctx.Expect(1)
 			begin.Broadcast(ctx, &testmsg.Num{})
-		})
+		}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
 		actor.Main(j, start, actor.Idx(0))
 		return nil
 	}}

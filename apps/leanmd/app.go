@@ -34,11 +34,17 @@ type program struct {
 	stateReducer  actor.Reducer
 }
 
-// Keys: the positions and forces of step s (1-based) carry forceKey(s),
-// its migration lists migrationKey(s). A task expects key 0, that of step
-// 1, when created.
-func forceKey(step uint64) uint64     { return 2 * (step - 1) }
-func migrationKey(step uint64) uint64 { return 2*(step-1) + 1 }
+// Keys tell apart what a task may handle next (a task expects key 0 when
+// created). A cell: its Begin carries key 0, the forces of step s (from
+// 1) forceKey(s), its migration lists migrationKey(s). A compute: the
+// positions of step s carry positionsKey(s). The driver: Start carries 0,
+// the result of cell reduction n resultKey(n). Without keys a restored
+// cell could take the forces of step 1, resent by a surviving compute,
+// before its Begin.
+func forceKey(step uint64) uint64     { return 2*step - 1 }
+func migrationKey(step uint64) uint64 { return 2 * step }
+func positionsKey(step uint64) uint64 { return step - 1 }
+func resultKey(number uint64) uint64  { return number + 1 }
 
 // energyReductions is the number of energy reductions of a run: at the
 // first and at the last step, once if they are the same.
@@ -65,7 +71,8 @@ func define(j *actor.Job, args []string, clock func() time.Time) error {
 	computes.UsesAtSync()
 	driver := actor.NewCollection(j, "driver", actor.Shape{1}, func(lin, n, numPEs int) int { return 0 }, p.newDriver)
 
-	p.begin = actor.Handle(cells, "begin", actor.AnnotateOrdered(), (*cellTask).begin)
+	p.begin = actor.Handle(cells, "begin", actor.AnnotateOrdered(), (*cellTask).begin,
+		actor.KeyBy(func(*Begin) uint64 { return 0 }))
 	p.forces = actor.Handle(cells, "forces", actor.AnnotateCommutative(g.NumNeighbours()), (*cellTask).receiveForces,
 		actor.KeyBy(func(m *Forces) uint64 { return forceKey(m.Step) }),
 		actor.WhenComplete((*cellTask).forcesComplete))
@@ -73,19 +80,17 @@ func define(j *actor.Job, args []string, clock func() time.Time) error {
 		actor.KeyBy(func(m *Migrants) uint64 { return migrationKey(m.Step) }),
 		actor.WhenComplete((*cellTask).migrantsComplete))
 	p.positions = actor.Handle(computes, "positions", actor.AnnotateCommutative(2), (*computeTask).receivePositions,
-		actor.KeyBy(func(m *Positions) uint64 { return forceKey(m.Step) }),
+		actor.KeyBy(func(m *Positions) uint64 { return positionsKey(m.Step) }),
 		actor.WhenComplete((*computeTask).positionsComplete))
 	p.selfPositions = actor.Handle(computes, "self-positions", actor.AnnotateOrdered(), (*computeTask).selfPositions,
-		actor.KeyBy(func(m *Positions) uint64 { return forceKey(m.Step) }))
-	start := actor.Handle(driver, "start", actor.AnnotateOrdered(), (*driverTask).start)
-	// The results all come from one sender, the runtime's reducer of the
-	// cells, which completes the reductions in number order; and the
-	// driver keeps each in its own slot and reports once all are in, so
-	// their order could not change its state anyway. Not a commutative
-	// region: that would stay open from the first step to the last, across
-	// every checkpoint (which the protocols refuse). Nor keyed: the
-	// runtime delivers reduction results with key 0 whatever KeyBy says.
-	p.results = actor.Handle(driver, "results", actor.AnnotateOrdered(), (*driverTask).receiveResult)
+		actor.KeyBy(func(m *Positions) uint64 { return positionsKey(m.Step) }))
+	start := actor.Handle(driver, "start", actor.AnnotateOrdered(), (*driverTask).start,
+		actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
+	// The results come one by one, in reduction order (each keyed by its
+	// number); the driver keeps each in its own slot and reports once all
+	// are in.
+	p.results = actor.Handle(driver, "results", actor.AnnotateOrdered(), (*driverTask).receiveResult,
+		actor.KeyBy(func(r *actor.ReductionResult) uint64 { return resultKey(r.Number) }))
 	p.stateReducer = j.CustomReducer("leanmd-state", combineState)
 	actor.Main(j, start, actor.Idx(0))
 	return j.Err()

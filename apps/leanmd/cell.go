@@ -53,6 +53,7 @@ func (c *cellTask) begin(ctx actor.Context, _ *Begin) {
 	}
 	c.started, c.step = true, 1
 	c.pos, c.vel = md.InitialAtoms(c.prog.opts.Config, &c.prog.geo, c.cell)
+	ctx.Expect(forceKey(c.step))
 	c.sendPositions(ctx)
 }
 

@@ -89,7 +89,7 @@ func (t *computeTask) finishStep(ctx actor.Context) {
 
 func (t *computeTask) nextStep(ctx actor.Context) {
 	t.step++
-	ctx.Expect(forceKey(t.step))
+	ctx.Expect(positionsKey(t.step))
 }
 
 // ResumeFromSync continues after a sync point the runtime took, or after

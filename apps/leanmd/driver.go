@@ -28,6 +28,7 @@ func (p *program) newDriver(actor.Index) *driverTask {
 
 func (d *driverTask) start(ctx actor.Context, _ *actor.Start) {
 	d.startTime = d.prog.clock()
+	ctx.Expect(resultKey(0))
 	d.prog.begin.Broadcast(ctx, &Begin{})
 }
 
@@ -36,6 +37,7 @@ func (d *driverTask) receiveResult(ctx actor.Context, r *actor.ReductionResult) 
 		panic(fmt.Sprintf("leanmd: unexpected reduction result %d", r.Number))
 	}
 	d.results[r.Number] = &CellReduction{Number: r.Number, Floats: r.Floats, Ints: r.Ints, Bytes: r.Bytes}
+	ctx.Expect(resultKey(r.Number + 1))
 	for _, r := range d.results {
 		if r == nil {
 			return

@@ -207,10 +207,16 @@ func (r *runtimeDouble) contribute(coll int32, lin int, red actor.Reducer, v act
 		return p.reducer.Combine(combine(lo, mid), combine(mid, hi))
 	}
 	total := combine(0, len(p.values))
-	r.post(p.callback.Target, 0, &actor.ReductionResult{
+	result := &actor.ReductionResult{
 		Reducer: red.Name(), Floats: total.Floats, Ints: total.Ints, Bytes: total.Bytes,
 		Number: id.number, Contributors: int64(len(p.values)),
-	})
+	}
+	// A keyed callback gets the key it reads, as from the runtime.
+	var key uint64
+	if h := r.job.Collections()[p.callback.Target.Collection].Handlers[p.callback.Target.Handler]; h.Keyed {
+		key = h.Key(result)
+	}
+	r.post(p.callback.Target, key, result)
 }
 
 type doubleContext struct {

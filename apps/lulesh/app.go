@@ -70,8 +70,11 @@ func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 
 	mains := actor.NewCollection(j, mainCollection, actor.Shape{1}, actor.BlockMap,
 		func(actor.Index) *mainTask { return &mainTask{} })
-	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), p.onStart)
-	p.results = actor.Handle(mains, "results", actor.AnnotateOrdered(), p.onResults)
+	// The main element handles Start (key 0), then the results (key 1).
+	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), p.onStart,
+		actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
+	p.results = actor.Handle(mains, "results", actor.AnnotateOrdered(), p.onResults,
+		actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
 	actor.Main(j, start, mainIndex)
 
 	chunks := actor.NewCollection(j, chunksCollection, p.shape, actor.BlockMap,
@@ -83,10 +86,12 @@ func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 	// A sync point in every cycle, once the time step is used (see
 	// onTimestep); the main collection has none.
 	chunks.UsesAtSync()
-	p.begin = actor.Handle(chunks, "begin", actor.AnnotateOrdered(), p.onBegin)
-	// Only one time-step result can be pending: a chunk contributes to the
-	// next reduction only after it has used the previous result.
-	p.timestep = actor.Handle(chunks, "timestep", actor.AnnotateOrdered(), p.onTimestep)
+	p.begin = actor.Handle(chunks, "begin", actor.AnnotateOrdered(), p.onBegin,
+		actor.KeyBy(func(*Begin) uint64 { return beginKey }))
+	// Time-step reduction n starts cycle n+1: its key says so, and a chunk
+	// expects it once it has contributed.
+	p.timestep = actor.Handle(chunks, "timestep", actor.AnnotateOrdered(), p.onTimestep,
+		actor.KeyBy(func(r *actor.ReductionResult) uint64 { return timestepKey(int(r.GetNumber()) + 1) }))
 	sharedSizes, faceSizes := regionSizes(grid)
 	for _, n := range sharedSizes {
 		p.sharedNodes[n] = actor.Handle(chunks, fmt.Sprintf("shared_nodes_%d", n), actor.AnnotateCommutative(n), p.onSharedNodes,
@@ -166,6 +171,7 @@ func (p *program) onStart(m *mainTask, ctx actor.Context, start *actor.Start) {
 	}
 	m.startedAt = p.now().UnixNano()
 	m.numPEs = start.GetNumPes()
+	ctx.Expect(1)
 	p.begin.Broadcast(ctx, &Begin{})
 }
 
@@ -242,6 +248,7 @@ func (p *program) onSharedNodesComplete(c *Chunk, ctx actor.Context, key uint64)
 // the min reduction that every chunk receives.
 func (p *program) contributeTimestep(c *Chunk, ctx actor.Context) {
 	c.stage = stageTimestep
+	ctx.Expect(timestepKey(c.domain.Cycle() + 1))
 	courant, hydro := c.domain.TimeConstraints()
 	ctx.Contribute(actor.Min, actor.Value{Floats: []float64{courant, hydro}}, p.timestep.All())
 }

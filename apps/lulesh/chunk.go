@@ -42,13 +42,19 @@ func (s stage) String() string {
 	return fmt.Sprintf("stage(%d)", uint8(s))
 }
 
-// Message keys. A task expects key 0 when created (Begin is not keyed);
-// the nodal-mass sum is key 1, and cycle c (c >= 1, counted after its
-// time increment) uses 2c for its forces and 2c+1 for its face gradients.
-const massKey = 1
+// Message keys: they fix the order in which a chunk handles its messages
+// (a task expects key 0 when created). Begin is key 0, the nodal-mass sum
+// key 1; cycle c (c >= 1, counted after its time increment) starts with
+// the time-step result of key 3c-1, then uses 3c for its forces and
+// 3c+1 for its face gradients.
+const (
+	beginKey = 0
+	massKey  = 1
+)
 
-func forcesKey(cycle int) uint64    { return 2 * uint64(cycle) }
-func gradientsKey(cycle int) uint64 { return 2*uint64(cycle) + 1 }
+func timestepKey(cycle int) uint64  { return 3*uint64(cycle) - 1 }
+func forcesKey(cycle int) uint64    { return 3 * uint64(cycle) }
+func gradientsKey(cycle int) uint64 { return 3*uint64(cycle) + 1 }
 
 // numSlots is the number of neighbour directions, the chunk itself
 // included (kernel's direction slots: (dz+1)·9 + (dy+1)·3 + dx+1).

@@ -63,8 +63,11 @@ func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 
 	mains := actor.NewCollection(j, mainCollection, actor.Shape{1}, actor.BlockMap,
 		func(actor.Index) *mainTask { return &mainTask{} })
-	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), p.onStart)
-	p.results = actor.Handle(mains, "results", actor.AnnotateOrdered(), p.onResults)
+	// The main element handles Start (key 0), then the results (key 1).
+	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), p.onStart,
+		actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
+	p.results = actor.Handle(mains, "results", actor.AnnotateOrdered(), p.onResults,
+		actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
 	actor.Main(j, start, mainIndex)
 
 	chunks := actor.NewCollection(j, chunksCollection, p.shape, actor.BlockMap,
@@ -74,7 +77,8 @@ func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 			return c
 		})
 	chunks.UsesAtSync()
-	p.begin = actor.Handle(chunks, "begin", actor.AnnotateOrdered(), p.onBegin)
+	p.begin = actor.Handle(chunks, "begin", actor.AnnotateOrdered(), p.onBegin,
+		actor.KeyBy(func(*Begin) uint64 { return 0 }))
 	p.face = actor.Handle(chunks, "face", actor.AnnotateCommutative(NumSides), p.onFace,
 		actor.KeyBy(func(m *Face) uint64 { return faceKey(m.GetIteration()) }),
 		actor.WhenComplete(p.onFacesComplete))
@@ -95,6 +99,7 @@ func (p *program) onStart(m *mainTask, ctx actor.Context, start *actor.Start) {
 	}
 	m.startedAt = p.now().UnixNano()
 	m.numPEs = start.GetNumPes()
+	ctx.Expect(1)
 	p.begin.Broadcast(ctx, &Begin{})
 }
 

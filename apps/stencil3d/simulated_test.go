@@ -235,14 +235,20 @@ func (s *simulation) contribute(from *simTask, collection int32, r actor.Reducer
 		return red.reducer.Combine(combine(lo, mid), combine(mid, hi))
 	}
 	total := combine(0, def.Shape.Size())
-	s.post(cb.Target, 0, &actor.ReductionResult{
+	result := &actor.ReductionResult{
 		Reducer:      r.Name(),
 		Floats:       total.Floats,
 		Ints:         total.Ints,
 		Bytes:        total.Bytes,
 		Number:       id.number,
 		Contributors: int64(def.Shape.Size()),
-	})
+	}
+	// A keyed callback gets the key it reads, as from the runtime.
+	var key uint64
+	if h := s.job.Collections()[cb.Target.Collection].Handlers[cb.Target.Handler]; h.Keyed {
+		key = h.Key(result)
+	}
+	s.post(cb.Target, key, result)
 }
 
 func sameCallback(a, b actor.Callback) bool {

@@ -48,13 +48,17 @@ var App = actor.App{Name: "hello", Summary: "greet 12 tasks and sum their answer
 		ctx.Logf("%s, from PE %d", m.Value, ctx.PE())
 		ctx.Contribute(actor.Sum, actor.Value{Ints: []int64{int64(10*at[0] + at[1])}}, done.At(actor.Idx(0)))
 	})
+	// Main has two ordered handlers, so keys say which comes first: Start
+	// (key 0), then the result (key 1). After a failure the runtime
+	// replays a task's messages in the order its keys allow.
 	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(_ *Main, ctx actor.Context, s *actor.Start) {
+		ctx.Expect(1)
 		greet.Broadcast(ctx, wrapperspb.String("hello"))
-	})
+	}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
 	done = actor.Handle(mains, "done", actor.AnnotateOrdered(), func(_ *Main, ctx actor.Context, r *actor.ReductionResult) {
 		ctx.Printf("%d greeters answered; their ids add up to %d", r.Contributors, r.Ints[0])
 		ctx.Exit(0)
-	})
+	}, actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
 	actor.Main(j, start, actor.Idx(0))
 	return nil
 }}
