@@ -90,6 +90,10 @@ func commandToPB(ev any) *controlpb.ToPE {
 			Generation: ev.Generation, Epoch: ev.Epoch, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations)}}}
 	case scheduler.WatchProgress:
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_WatchProgress{WatchProgress: &controlpb.WatchProgress{Generation: ev.Generation, Step: ev.Step}}}
+	case scheduler.ReportProgress:
+		return &controlpb.ToPE{Msg: &controlpb.ToPE_ReportProgress{ReportProgress: &controlpb.ReportProgress{}}}
+	case scheduler.Diagnose:
+		return &controlpb.ToPE{Msg: &controlpb.ToPE_Diagnose{Diagnose: &controlpb.Diagnose{}}}
 	}
 	panic(fmt.Sprintf("launcher: no control message for %T", ev))
 }
@@ -133,6 +137,10 @@ func eventFromPB(m *controlpb.ToPE, size int) (ev any, stop bool, err error) {
 		return scheduler.Rollback{Generation: m.Rollback.Generation, Epoch: m.Rollback.Epoch, Failed: intsFromPB(m.Rollback.Failed), Relocations: rs}, false, err
 	case *controlpb.ToPE_WatchProgress:
 		return scheduler.WatchProgress{Generation: m.WatchProgress.Generation, Step: m.WatchProgress.Step}, false, nil
+	case *controlpb.ToPE_ReportProgress:
+		return scheduler.ReportProgress{}, false, nil
+	case *controlpb.ToPE_Diagnose:
+		return scheduler.Diagnose{}, false, nil
 	}
 	return nil, false, errors.New("launcher: unexpected control message")
 }

@@ -32,7 +32,10 @@ type coordinatorConfig struct {
 	JobID            uint64
 	HeartbeatTimeout time.Duration
 	QuiescenceEvery  time.Duration
-	Protocol         logging.Kind
+	// StallTimeout is how long the job may make no progress before it
+	// stops with a diagnosis (scheduler.CheckStall).
+	StallTimeout time.Duration
+	Protocol     logging.Kind
 	// Output receives the job's output lines; Log the launcher's reports.
 	Output io.Writer
 	Log    *slog.Logger
@@ -117,6 +120,9 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 	}
 	if cfg.QuiescenceEvery <= 0 {
 		cfg.QuiescenceEvery = 10 * time.Millisecond
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = scheduler.DefaultStallTimeout
 	}
 	if cfg.Spawned == nil {
 		cfg.Spawned = make([]bool, cfg.Size)
@@ -219,6 +225,9 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 
 	ticker := time.NewTicker(c.cfg.QuiescenceEvery)
 	defer ticker.Stop()
+	stallWindow := c.cfg.StallTimeout / scheduler.StallChecks
+	stallTicker := time.NewTicker(stallWindow)
+	defer stallTicker.Stop()
 	joined, ready, restarted := 0, 0, 0
 	var core *scheduler.JobCoordinator
 	// A PE whose connection broke may be a spawned process about to be
@@ -342,6 +351,10 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 		case <-ctx.Done():
 			c.sendAll(commandToPB(scheduler.Stop{Status: 1}))
 			return 1, ctx.Err()
+		case <-stallTicker.C:
+			if core != nil {
+				deliver(core.CheckStall(stallWindow, nil))
+			}
 		case <-ticker.C:
 			now := time.Now()
 			for _, rank := range sortedRanks(lostAt) {
@@ -623,6 +636,10 @@ func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg
 		return core.OnLoads(rank, loads)
 	case *controlpb.ToCoordinator_Migrated:
 		return core.OnMigrated(rank)
+	case *controlpb.ToCoordinator_Progress:
+		core.OnProgress(rank, m.Progress.Delivered)
+	case *controlpb.ToCoordinator_Diagnosis:
+		return core.OnDiagnosis(rank, m.Diagnosis.Report)
 	default:
 		c.cfg.Log.Warn("unexpected control message", "pe", rank, "type", fmt.Sprintf("%T", m))
 	}

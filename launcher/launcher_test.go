@@ -25,8 +25,9 @@ import (
 	"github.com/gochare/gochare/launcher/controlpb"
 )
 
-// gochareBin is the gochare binary built once for the integration tests.
-var gochareBin string
+// gochareBin is the gochare binary built once for the integration tests;
+// faultsBin the same launcher with the faults test app (internal/faults).
+var gochareBin, faultsBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "gochare-test")
@@ -38,6 +39,12 @@ func TestMain(m *testing.M) {
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		panic(fmt.Sprintf("building gochare: %v", err))
+	}
+	faultsBin = filepath.Join(dir, "faults")
+	build = exec.Command("go", "build", "-o", faultsBin, "github.com/gochare/gochare/launcher/internal/faults")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic(fmt.Sprintf("building the faults test binary: %v", err))
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -63,7 +70,12 @@ func (j *job) output() string {
 
 func startJob(t *testing.T, args ...string) *job {
 	t.Helper()
-	j := &job{cmd: exec.Command(gochareBin, args...), more: make(chan struct{}, 1), done: make(chan struct{})}
+	return startBinary(t, gochareBin, args...)
+}
+
+func startBinary(t *testing.T, bin string, args ...string) *job {
+	t.Helper()
+	j := &job{cmd: exec.Command(bin, args...), more: make(chan struct{}, 1), done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	j.cmd.Stdout = pw
 	j.cmd.Stderr = pw

@@ -37,6 +37,9 @@ const usage = `usage:
         --secret-file FILE      with --external: write the job secret there
         --heartbeat-timeout D   declare an external PE dead after D of
                                 silence (default 5s)
+        --stall-timeout D       stop the job with a diagnosis of what waits
+                                for what when it makes no progress for D
+                                (default 60s)
         --ft PROTOCOL           fault tolerance: none (checkpoint/restart),
                                 fulldet or partialdet (default partialdet)
         --checkpoint-every K    checkpoint at every K-th sync point (step) of
@@ -133,6 +136,7 @@ type runOptions struct {
 	external         bool
 	secretFile       string
 	heartbeatTimeout time.Duration
+	stallTimeout     time.Duration
 	protocol         logging.Kind
 	checkpointEvery  uint64
 	checkpointDir    string
@@ -157,7 +161,7 @@ func protocolName(k logging.Kind) string {
 
 // splitRunArgs separates the launcher's flags from the application's.
 func splitRunArgs(args []string) (runOptions, []string, error) {
-	o := runOptions{listen: "127.0.0.1:0", heartbeatTimeout: 5 * time.Second, protocol: logging.KindPartialDet}
+	o := runOptions{listen: "127.0.0.1:0", heartbeatTimeout: 5 * time.Second, stallTimeout: scheduler.DefaultStallTimeout, protocol: logging.KindPartialDet}
 	var appArgs []string
 	valueOf := func(i *int, name string) (string, error) {
 		a := args[*i]
@@ -259,16 +263,20 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 				return o, nil, err
 			}
 			o.secretFile = v
-		case "heartbeat-timeout":
-			v, err := valueOf(&i, "--heartbeat-timeout")
+		case "heartbeat-timeout", "stall-timeout":
+			v, err := valueOf(&i, "--"+name)
 			if err != nil {
 				return o, nil, err
 			}
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return o, nil, fmt.Errorf("%w: --heartbeat-timeout %q: want a duration", errUsage, v)
+				return o, nil, fmt.Errorf("%w: --%s %q: want a duration", errUsage, name, v)
 			}
-			o.heartbeatTimeout = d
+			if name == "stall-timeout" {
+				o.stallTimeout = d
+			} else {
+				o.heartbeatTimeout = d
+			}
 		default:
 			appArgs = append(appArgs, args[i])
 		}
@@ -335,7 +343,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	cfg := coordinatorConfig{
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
-		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout,
+		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout, StallTimeout: o.stallTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, KillAtStep: killAtStep, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,

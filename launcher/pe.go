@@ -116,6 +116,12 @@ func (c peControl) Migrated() {
 func (c peControl) Fail(err error) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})
 }
+func (c peControl) Progress(delivered uint64) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Progress{Progress: &controlpb.ProgressReport{Delivered: delivered}}})
+}
+func (c peControl) Diagnosis(report string) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Diagnosis{Diagnosis: &controlpb.Diagnosis{Report: report}}})
+}
 func (c peControl) RequestQuiescence() {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Quiescence{Quiescence: &controlpb.QuiescenceRequest{}}})
 }
@@ -259,6 +265,15 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		if err != nil {
 			o.Log.Warn("bad control message", "err", err)
 			continue
+		}
+		if _, ok := ev.(scheduler.Diagnose); ok {
+			// The job is stalled. If application code has been running on
+			// the PE goroutine all that time, it will not answer: say
+			// what it runs from here (the coordinator keeps the first
+			// answer).
+			if busy := pe.Busy(); busy != "" {
+				control.Diagnosis(fmt.Sprintf("PE %d is running %s (a handler that does not return?)", o.Rank, busy))
+			}
 		}
 		if stop {
 			reply := make(chan scheduler.Stats, 1)

@@ -55,6 +55,15 @@ type JobCoordinator struct {
 	done    bool
 	outcome Outcome
 	events  []string
+
+	// Stall detection (stall.go): activity counts the job's progress,
+	// lastActivity its value at the last CheckStall, quietChecks the
+	// checks since it last changed; delivered is each PE's handler count.
+	activity, lastActivity uint64
+	quietChecks            int
+	delivered              []uint64
+	diagnosing             *diagnosis
+	busy                   func(pe int) string
 }
 
 // CoordinatorConfig describes a job to coordinate.
@@ -145,7 +154,8 @@ func Layout(job *actor.Job, numPEs int) [][]int {
 
 // NewJobCoordinator returns a coordinator for a job whose PEs all joined.
 func NewJobCoordinator(cfg CoordinatorConfig) *JobCoordinator {
-	c := &JobCoordinator{cfg: cfg, live: make([]bool, cfg.Size), qd: NewQuiescenceDetector(cfg.Size), idle: make([]IdleStatus, cfg.Size)}
+	c := &JobCoordinator{cfg: cfg, live: make([]bool, cfg.Size), qd: NewQuiescenceDetector(cfg.Size), idle: make([]IdleStatus, cfg.Size),
+		delivered: make([]uint64, cfg.Size)}
 	for p := range c.live {
 		c.live[p] = true
 	}
@@ -207,6 +217,7 @@ func (c *JobCoordinator) OnStaged(pe int, epoch uint64, bytes int) []Command {
 		return nil
 	}
 	c.staged[pe] = true
+	c.noteProgress()
 	c.checkpointBytes += bytes
 	return c.maybeCommit()
 }
@@ -217,6 +228,7 @@ func (c *JobCoordinator) OnBuddyStored(pe int, epoch uint64, ward int) []Command
 		return nil
 	}
 	c.stored[ward] = true
+	c.noteProgress()
 	return c.maybeCommit()
 }
 
@@ -250,6 +262,7 @@ func (c *JobCoordinator) OnDiskWritten(pe int, epoch uint64, entry migrate.FileE
 		return nil
 	}
 	c.files = append(c.files, entry)
+	c.noteProgress()
 	if len(c.files) < c.liveCount() {
 		return nil
 	}
@@ -283,7 +296,7 @@ func (c *JobCoordinator) liveCount() int {
 
 // Tick starts a quiescence round when none is open.
 func (c *JobCoordinator) Tick() []Command {
-	if c.done || c.phase != phaseRunning || c.roundOpen {
+	if c.done || c.phase != phaseRunning || c.roundOpen || c.diagnosing != nil {
 		return nil
 	}
 	c.roundOpen = true
@@ -326,6 +339,7 @@ func (c *JobCoordinator) OnIdle(pe int, st IdleStatus) []Command {
 	case atSync > 0 && atSync == syncTasks:
 		return c.startCheckpoint(c.committed + 1)
 	case len(c.askers) > 0:
+		c.noteProgress()
 		var cmds []Command
 		for _, p := range c.askers {
 			if c.live[p] {
@@ -336,9 +350,9 @@ func (c *JobCoordinator) OnIdle(pe int, st IdleStatus) []Command {
 		c.qd.Reset()
 		return cmds
 	case atSync > 0:
-		return c.finish(1, fmt.Errorf("%w (%d of %d)", ErrNotAllAtSync, atSync, syncTasks))
+		return c.diagnose(fmt.Errorf("%w (%d of %d)", ErrNotAllAtSync, atSync, syncTasks))
 	}
-	return c.finish(1, ErrQuiescentWithoutExit)
+	return c.diagnose(ErrQuiescentWithoutExit)
 }
 
 // OnLoads takes a PE's task loads at a balancing sync point.
@@ -347,6 +361,7 @@ func (c *JobCoordinator) OnLoads(pe int, loads []migrate.TaskLoad) []Command {
 		return nil
 	}
 	c.loadsFrom[pe] = true
+	c.noteProgress()
 	c.loads = append(c.loads, loads...)
 	for p, ok := range c.live {
 		if ok && !c.loadsFrom[p] {
@@ -381,6 +396,7 @@ func (c *JobCoordinator) OnMigrated(pe int) []Command {
 		return nil
 	}
 	c.migrated[pe] = false
+	c.noteProgress()
 	if slices.Contains(c.migrated, true) {
 		return nil
 	}
@@ -404,6 +420,17 @@ func (c *JobCoordinator) OnFailure(pe int) []Command {
 		return nil
 	}
 	c.live[pe] = false
+	c.noteProgress()
+	if d := c.diagnosing; d != nil {
+		// The job is stopping with a diagnosis: a failure now only adds
+		// to it.
+		d.want[pe] = false
+		d.reports[pe] = fmt.Sprintf("PE %d failed during the diagnosis", pe)
+		if !slices.Contains(d.want, true) {
+			return c.finishDiagnosis()
+		}
+		return nil
+	}
 	c.qd.Exclude(pe)
 	if c.liveCount() == 0 {
 		return c.finish(1, fmt.Errorf("%w: no PE left", migrate.ErrUnrecoverable))
@@ -498,6 +525,7 @@ func (c *JobCoordinator) OnRestored(pe int, generation uint64, before Progress) 
 		return nil
 	}
 	c.pendingRestored[pe] = false
+	c.noteProgress()
 	c.atFailure = c.atFailure.Max(before)
 	if slices.Contains(c.pendingRestored, true) {
 		return nil

@@ -76,31 +76,53 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 		}
 		pesList[r] = pe
 	}
-	var wg sync.WaitGroup
+	// ended[r] is closed when PE r's goroutine returns.
+	ended := make([]chan struct{}, pes)
 	for r := range nets {
-		wg.Add(1)
+		ended[r] = make(chan struct{})
 		go func() {
-			defer wg.Done()
+			defer close(ended[r])
 			nets[r].loop(pesList[r])
 		}()
 	}
+	// waitPEs waits for the PE goroutines, except one stuck in application
+	// code that never returns (a stalled job): it is left behind, and so
+	// are its counters.
+	waitPEs := func() []bool {
+		stopped := make([]bool, pes)
+		for r := range nets {
+			if !errors.Is(coord.core.outcome.Err, ErrStalled) || pesList[r].Busy() == "" {
+				<-ended[r]
+				stopped[r] = true
+			}
+		}
+		return stopped
+	}
+	stall := o.stallTimeout
+	if stall <= 0 {
+		stall = DefaultStallTimeout
+	}
+	coord.stallWindow = stall / StallChecks
+	coord.busy = func(pe int) string { return pesList[pe].Busy() }
 	res, err := coord.run(ctx, nets)
 	close(done)
-	if err != nil && coord.debug {
-		for _, n := range nets {
-			n.box.close()
-		}
-		wg.Wait()
-		for _, pe := range pesList {
-			fmt.Fprint(os.Stderr, pe.DebugString())
-		}
-		fmt.Fprintln(os.Stderr, coord.core.DebugString())
-	}
 	for _, n := range nets {
 		n.box.close()
 	}
-	wg.Wait()
-	for _, pe := range pesList {
+	stopped := waitPEs()
+	if err != nil && coord.debug {
+		for r, pe := range pesList {
+			if stopped[r] {
+				fmt.Fprint(os.Stderr, pe.DebugString())
+			}
+		}
+		fmt.Fprintln(os.Stderr, coord.core.DebugString())
+	}
+	for r, pe := range pesList {
+		if !stopped[r] {
+			res.Stats = append(res.Stats, Stats{})
+			continue
+		}
 		res.Stats = append(res.Stats, pe.Stats())
 	}
 	return res, err
@@ -114,7 +136,18 @@ type options struct {
 	balancer        string
 	checkpointEvery uint64
 	kills           map[int]uint64
+	stallTimeout    time.Duration
 }
+
+// DefaultStallTimeout is how long a job may make no progress (no handler
+// run, no checkpoint or recovery step) before it stops with a diagnosis:
+// far above a step of any configuration we run, which takes seconds at
+// most.
+const DefaultStallTimeout = 60 * time.Second
+
+// WithStallTimeout sets how long the job may make no progress before it
+// stops with a diagnosis (default DefaultStallTimeout).
+func WithStallTimeout(d time.Duration) Option { return func(o *options) { o.stallTimeout = d } }
 
 // WithKill makes PE pe die (stop at once, lose everything) when one of its
 // tasks offers a sync point at step atStep or later, as a SIGKILL would.
@@ -186,6 +219,14 @@ type (
 		loads []migrate.TaskLoad
 	}
 	ctlMigrated struct{ rank int }
+	ctlProgress struct {
+		rank      int
+		delivered uint64
+	}
+	ctlDiagnosis struct {
+		rank   int
+		report string
+	}
 )
 
 type localControl struct {
@@ -207,6 +248,8 @@ func (c localControl) RequestQuiescence()          { c.send(ctlQuiescence{c.rank
 func (c localControl) Idle(st IdleStatus)          { c.send(ctlIdle{c.rank, st}) }
 func (c localControl) Loads(l []migrate.TaskLoad)  { c.send(ctlLoads{c.rank, l}) }
 func (c localControl) Migrated()                   { c.send(ctlMigrated{c.rank}) }
+func (c localControl) Progress(delivered uint64)   { c.send(ctlProgress{c.rank, delivered}) }
+func (c localControl) Diagnosis(report string)     { c.send(ctlDiagnosis{c.rank, report}) }
 func (c localControl) Fail(err error)              { c.send(ctlFail{c.rank, err}) }
 func (c localControl) BuddyStored(e uint64, w int) { c.send(ctlBuddyStored{c.rank, e, w}) }
 func (c localControl) Reached(g, step uint64)      { c.send(ctlReached{c.rank, g, step}) }
@@ -224,6 +267,10 @@ type localCoordinator struct {
 	events chan any
 	core   *JobCoordinator
 	debug  bool // GOCHARE_DEBUG: print the coordinator's notes and, on failure, every PE's state
+	// stallWindow is the period of stall checks; busy names what a PE
+	// runs (PE.Busy).
+	stallWindow time.Duration
+	busy        func(pe int) string
 }
 
 func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, error) {
@@ -250,6 +297,8 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 	// Quiescence rounds are paced so that idle PEs do not spin.
 	pace := time.NewTicker(time.Millisecond)
 	defer pace.Stop()
+	stall := time.NewTicker(c.stallWindow)
+	defer stall.Stop()
 	for {
 		if out, done := c.core.Done(); done {
 			res.Status = out.Status
@@ -263,6 +312,8 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 		select {
 		case <-pace.C:
 			deliver(c.core.Tick())
+		case <-stall.C:
+			deliver(c.core.CheckStall(c.stallWindow, c.busy))
 		case <-ctx.Done():
 			return res, ctx.Err()
 		case ev := <-c.events:
@@ -293,6 +344,10 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 				deliver(c.core.OnLoads(ev.rank, ev.loads))
 			case ctlMigrated:
 				deliver(c.core.OnMigrated(ev.rank))
+			case ctlProgress:
+				c.core.OnProgress(ev.rank, ev.delivered)
+			case ctlDiagnosis:
+				deliver(c.core.OnDiagnosis(ev.rank, ev.report))
 			default:
 				panic(fmt.Sprintf("scheduler: unknown control event %T", ev))
 			}

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -61,6 +62,10 @@ type Control interface {
 	Loads(loads []migrate.TaskLoad)
 	// Migrated reports that every task moved to this PE arrived.
 	Migrated()
+	// Progress answers ReportProgress: the handlers this PE has run.
+	Progress(delivered uint64)
+	// Diagnosis answers Diagnose: what this PE's tasks wait for.
+	Diagnosis(report string)
 }
 
 // Config is what a PE is built from.
@@ -216,6 +221,11 @@ type PE struct {
 	stats Stats
 	// halted is the error that stopped this PE (see halt).
 	halted error
+	// runningTask and runningHandler name the application code running on
+	// the PE goroutine (nil between handlers); Busy reads them from any
+	// goroutine, to name a handler that never returns.
+	runningTask    atomic.Pointer[element]
+	runningHandler atomic.Pointer[actor.HandlerDef]
 }
 
 type earlyBatch struct {
@@ -507,8 +517,15 @@ func (pe *PE) markRunnable(el *element) {
 
 // Event handles a posted event (transport callback).
 func (pe *PE) Event(ev any) {
-	if req, ok := ev.(StatsRequest); ok {
-		req.Reply <- pe.Stats()
+	switch ev := ev.(type) {
+	case StatsRequest:
+		ev.Reply <- pe.Stats()
+		return
+	case ReportProgress:
+		pe.cfg.Control.Progress(pe.stats.Delivered)
+		return
+	case Diagnose:
+		pe.cfg.Control.Diagnosis(pe.Diagnosis())
 		return
 	}
 	if pe.halted != nil {
@@ -749,12 +766,12 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
 		pe.stats.Delivered++
-		if !pe.call(el, h.Name, func() { h.Invoke(el.task, ctx, m) }) {
+		if !pe.call(el, h, "", func() { h.Invoke(el.task, ctx, m) }) {
 			return
 		}
 	}
 	if pe.proto.EndHandler(el.id) && h.Complete != nil {
-		pe.call(el, h.Name+" (region complete)", func() { h.Complete(el.task, ctx, d.Message.Key) })
+		pe.call(el, h, " (region complete)", func() { h.Complete(el.task, ctx, d.Message.Key) })
 	}
 }
 
@@ -762,18 +779,45 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 // ResumeFromSync). A panic there stops the PE and the job, with the task,
 // the handler, the panic and its stack: re-running the task after a
 // failure would panic the same way. It reports whether fn returned.
-func (pe *PE) call(el *element, handler string, fn func()) (returned bool) {
+//
+// h is the handler (nil for ResumeFromSync), suffix what part of it runs.
+func (pe *PE) call(el *element, h *actor.HandlerDef, suffix string, fn func()) (returned bool) {
 	if pe.halted != nil {
 		return false
 	}
+	pe.runningTask.Store(el)
+	pe.runningHandler.Store(h)
 	defer func() {
+		pe.runningTask.Store(nil)
+		pe.runningHandler.Store(nil)
 		if r := recover(); r != nil {
 			pe.halt(fmt.Errorf("%w: %s%v, handler %s, on PE %d: %v\n%s",
-				ErrHandlerPanic, el.coll.def.Name, el.index, handler, pe.cfg.Rank, r, debug.Stack()))
+				ErrHandlerPanic, el.coll.def.Name, el.index, handlerLabel(h, suffix), pe.cfg.Rank, r, debug.Stack()))
 		}
 	}()
-	pe.timeHandler(el, handler, fn)
+	if pe.cfg.Trace != nil || pe.cfg.MeasureLoad {
+		pe.timeHandler(el, handlerLabel(h, suffix), fn)
+	} else {
+		fn()
+	}
 	return true
+}
+
+func handlerLabel(h *actor.HandlerDef, suffix string) string {
+	if h == nil {
+		return "ResumeFromSync" + suffix
+	}
+	return h.Name + suffix
+}
+
+// Busy names the application code running on the PE now ("" if none).
+// It is safe to call from any goroutine.
+func (pe *PE) Busy() string {
+	el, h := pe.runningTask.Load(), pe.runningHandler.Load()
+	if el == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s%v in handler %s", el.coll.def.Name, el.index, handlerLabel(h, ""))
 }
 
 // catchPanic, deferred by the PE's entry points, turns a panic of the
@@ -791,7 +835,7 @@ func (pe *PE) halt(err error) {
 		return
 	}
 	pe.halted = err
-	pe.log.Error("PE stops", "pe", pe.cfg.Rank, "err", err)
+	pe.log.Error("PE stops (the launcher reports why)", "err", firstLine(err.Error()))
 	pe.cfg.Control.Fail(err)
 }
 

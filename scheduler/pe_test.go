@@ -267,6 +267,9 @@ func TestQuiescenceWithoutExitIsAnError(t *testing.T) {
 	defer cancel()
 	res, err := RunInProcess(ctx, app, nil, 2, nil)
 	require.ErrorIs(t, err, ErrQuiescentWithoutExit)
+	// The error says what waits, and for what.
+	require.ErrorContains(t, err, "w(0): expects key 0; holds 1 of w.wait key 7 (from main(0) on PE 0)")
+	require.ErrorContains(t, err, "w(3): expects key 0; holds 1 of w.wait key 7 (from main(0) on PE 0)")
 	var delivered uint64
 	for _, s := range res.Stats {
 		delivered += s.Delivered
@@ -402,6 +405,8 @@ func FuzzReceive(f *testing.F) {
 
 func (nopControl) Loads([]migrate.TaskLoad) {}
 func (nopControl) Migrated()                {}
+func (nopControl) Progress(uint64)          {}
+func (nopControl) Diagnosis(string)         {}
 
 // A message that reaches a PE after its task moved away is passed on to
 // the task's new PE, not dropped.
@@ -549,4 +554,42 @@ func TestAmbiguousOrderIsReported(t *testing.T) {
 	// Under none the order does not matter to recovery: the job runs.
 	_, err = RunInProcess(ctx, app, nil, 2, nil, WithProtocol(logging.KindNone))
 	require.ErrorIs(t, err, ErrQuiescentWithoutExit)
+}
+
+// A job that stops making progress (here a handler that never returns)
+// ends after the stall timeout with a diagnosis that names the handler,
+// instead of hanging.
+func TestStallIsDiagnosed(t *testing.T) {
+	release := make(chan struct{})
+	app := actor.App{Name: "stuck", Define: func(j *actor.Job, args []string) error {
+		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
+		workers := actor.NewCollection(j, "w", actor.Shape{4}, actor.BlockMap, func(actor.Index) *worker { return &worker{} })
+		work := actor.Handle(workers, "work", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *testmsg.Num) {
+			if ctx.Index()[0] == 3 {
+				<-release // a handler that does not return
+			}
+		})
+		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(t *mainTask, ctx actor.Context, m *actor.Start) {
+			work.Broadcast(ctx, &testmsg.Num{})
+		})
+		actor.Main(j, start, actor.Idx(0))
+		return nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunInProcess(ctx, app, nil, 2, nil, WithStallTimeout(400*time.Millisecond))
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		t.Fatal("the stalled job did not end")
+	}
+	close(release)
+	require.ErrorIs(t, err, ErrStalled)
+	require.ErrorContains(t, err, "PE 1 did not answer: it is running w(3) in handler work")
+	require.ErrorContains(t, err, "PE 0 (generation 0")
 }

@@ -19,13 +19,15 @@ type QuiescenceDetector struct {
 	current []counters
 	prev    []counters
 	dead    []bool
+	// answered marks the PEs that answered the current round.
+	answered []bool
 }
 
 type counters struct{ sent, received uint64 }
 
 // NewQuiescenceDetector returns a detector for a job of size PEs.
 func NewQuiescenceDetector(size int) *QuiescenceDetector {
-	return &QuiescenceDetector{size: size, current: make([]counters, size), dead: make([]bool, size)}
+	return &QuiescenceDetector{size: size, current: make([]counters, size), dead: make([]bool, size), answered: make([]bool, size)}
 }
 
 // Exclude stops expecting answers from a failed PE; the rounds start over.
@@ -42,6 +44,7 @@ func (q *QuiescenceDetector) StartRound() uint64 {
 	q.round++
 	q.answers = 0
 	clear(q.current)
+	clear(q.answered)
 	return q.round
 }
 
@@ -49,9 +52,10 @@ func (q *QuiescenceDetector) StartRound() uint64 {
 // every PE has answered the current round, and quiescent if the job is.
 // Answers to old rounds are ignored.
 func (q *QuiescenceDetector) Reply(pe int, round, sent, received uint64) (complete, quiescent bool) {
-	if round != q.round || pe < 0 || pe >= q.size || q.dead[pe] {
+	if round != q.round || pe < 0 || pe >= q.size || q.dead[pe] || q.answered[pe] {
 		return false, false
 	}
+	q.answered[pe] = true
 	q.current[pe] = counters{sent, received}
 	q.answers++
 	live := 0
@@ -71,6 +75,17 @@ func (q *QuiescenceDetector) Reply(pe int, round, sent, received uint64) (comple
 	quiescent = totalSent == totalReceived && q.prev != nil && slices.Equal(q.prev, q.current)
 	q.prev = slices.Clone(q.current)
 	return true, quiescent
+}
+
+// Waiting lists the live PEs that have not answered the current round.
+func (q *QuiescenceDetector) Waiting() []int {
+	var ps []int
+	for pe := range q.size {
+		if !q.dead[pe] && !q.answered[pe] {
+			ps = append(ps, pe)
+		}
+	}
+	return ps
 }
 
 // Reset forgets previous rounds (after the job changed phase).

@@ -326,7 +326,7 @@ func (pe *PE) resumeTask(el *element) {
 	el.atSync = false
 	ctx := &pe.ctx
 	ctx.el = el
-	if pe.call(el, "ResumeFromSync", func() { el.task.(actor.Resumer).ResumeFromSync(ctx) }) {
+	if pe.call(el, nil, "", func() { el.task.(actor.Resumer).ResumeFromSync(ctx) }) {
 		pe.markRunnable(el)
 	}
 }

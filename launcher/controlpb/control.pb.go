@@ -43,6 +43,8 @@ type ToCoordinator struct {
 	//	*ToCoordinator_Loads
 	//	*ToCoordinator_Migrated
 	//	*ToCoordinator_Reached
+	//	*ToCoordinator_Progress
+	//	*ToCoordinator_Diagnosis
 	Msg           isToCoordinator_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -238,6 +240,24 @@ func (x *ToCoordinator) GetReached() *Reached {
 	return nil
 }
 
+func (x *ToCoordinator) GetProgress() *ProgressReport {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
+func (x *ToCoordinator) GetDiagnosis() *Diagnosis {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Diagnosis); ok {
+			return x.Diagnosis
+		}
+	}
+	return nil
+}
+
 type isToCoordinator_Msg interface {
 	isToCoordinator_Msg()
 }
@@ -310,6 +330,15 @@ type ToCoordinator_Reached struct {
 	Reached *Reached `protobuf:"bytes,17,opt,name=reached,proto3,oneof"`
 }
 
+type ToCoordinator_Progress struct {
+	// Stall detection (field numbers from 30).
+	Progress *ProgressReport `protobuf:"bytes,30,opt,name=progress,proto3,oneof"`
+}
+
+type ToCoordinator_Diagnosis struct {
+	Diagnosis *Diagnosis `protobuf:"bytes,31,opt,name=diagnosis,proto3,oneof"`
+}
+
 func (*ToCoordinator_Hello) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Ready) isToCoordinator_Msg() {}
@@ -343,6 +372,10 @@ func (*ToCoordinator_Loads) isToCoordinator_Msg() {}
 func (*ToCoordinator_Migrated) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Reached) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_Progress) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_Diagnosis) isToCoordinator_Msg() {}
 
 type TaskLoad struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -653,6 +686,8 @@ type ToPE struct {
 	//	*ToPE_CollectLoads
 	//	*ToPE_Migrate
 	//	*ToPE_WatchProgress
+	//	*ToPE_ReportProgress
+	//	*ToPE_Diagnose
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -839,6 +874,24 @@ func (x *ToPE) GetWatchProgress() *WatchProgress {
 	return nil
 }
 
+func (x *ToPE) GetReportProgress() *ReportProgress {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_ReportProgress); ok {
+			return x.ReportProgress
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetDiagnose() *Diagnose {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_Diagnose); ok {
+			return x.Diagnose
+		}
+	}
+	return nil
+}
+
 type isToPE_Msg interface {
 	isToPE_Msg()
 }
@@ -907,6 +960,15 @@ type ToPE_WatchProgress struct {
 	WatchProgress *WatchProgress `protobuf:"bytes,16,opt,name=watch_progress,json=watchProgress,proto3,oneof"`
 }
 
+type ToPE_ReportProgress struct {
+	// Stall detection (field numbers from 30).
+	ReportProgress *ReportProgress `protobuf:"bytes,30,opt,name=report_progress,json=reportProgress,proto3,oneof"`
+}
+
+type ToPE_Diagnose struct {
+	Diagnose *Diagnose `protobuf:"bytes,31,opt,name=diagnose,proto3,oneof"`
+}
+
 func (*ToPE_Challenge) isToPE_Msg() {}
 
 func (*ToPE_Setup) isToPE_Msg() {}
@@ -938,6 +1000,10 @@ func (*ToPE_CollectLoads) isToPE_Msg() {}
 func (*ToPE_Migrate) isToPE_Msg() {}
 
 func (*ToPE_WatchProgress) isToPE_Msg() {}
+
+func (*ToPE_ReportProgress) isToPE_Msg() {}
+
+func (*ToPE_Diagnose) isToPE_Msg() {}
 
 // RestartRecords carries, in one or more messages, the tasks a PE takes
 // from a disk checkpoint when a job restarts (a migrate PECheckpoint).
@@ -1303,6 +1369,169 @@ func (x *Setup) GetKillAtStep() uint64 {
 	return 0
 }
 
+// ReportProgress asks a PE for its handler count (ProgressReport), and
+// Diagnose for what its tasks wait for (Diagnosis): the coordinator's
+// stall detection.
+type ReportProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportProgress) Reset() {
+	*x = ReportProgress{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProgress) ProtoMessage() {}
+
+func (x *ReportProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProgress.ProtoReflect.Descriptor instead.
+func (*ReportProgress) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
+}
+
+type ProgressReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Delivered     uint64                 `protobuf:"varint,1,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProgressReport) Reset() {
+	*x = ProgressReport{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProgressReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProgressReport) ProtoMessage() {}
+
+func (x *ProgressReport) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProgressReport.ProtoReflect.Descriptor instead.
+func (*ProgressReport) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ProgressReport) GetDelivered() uint64 {
+	if x != nil {
+		return x.Delivered
+	}
+	return 0
+}
+
+type Diagnose struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Diagnose) Reset() {
+	*x = Diagnose{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Diagnose) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Diagnose) ProtoMessage() {}
+
+func (x *Diagnose) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Diagnose.ProtoReflect.Descriptor instead.
+func (*Diagnose) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
+}
+
+type Diagnosis struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Report        string                 `protobuf:"bytes,1,opt,name=report,proto3" json:"report,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Diagnosis) Reset() {
+	*x = Diagnosis{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Diagnosis) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Diagnosis) ProtoMessage() {}
+
+func (x *Diagnosis) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Diagnosis.ProtoReflect.Descriptor instead.
+func (*Diagnosis) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Diagnosis) GetReport() string {
+	if x != nil {
+		return x.Report
+	}
+	return ""
+}
+
 type Ready struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1311,7 +1540,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1552,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1565,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
 }
 
 type Begin struct {
@@ -1347,7 +1576,7 @@ type Begin struct {
 
 func (x *Begin) Reset() {
 	*x = Begin{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1588,7 @@ func (x *Begin) String() string {
 func (*Begin) ProtoMessage() {}
 
 func (x *Begin) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1601,7 @@ func (x *Begin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Begin.ProtoReflect.Descriptor instead.
 func (*Begin) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
 }
 
 type Output struct {
@@ -1384,7 +1613,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1625,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1638,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Output) GetLine() string {
@@ -1428,7 +1657,7 @@ type ExitRequest struct {
 
 func (x *ExitRequest) Reset() {
 	*x = ExitRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1669,7 @@ func (x *ExitRequest) String() string {
 func (*ExitRequest) ProtoMessage() {}
 
 func (x *ExitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1682,7 @@ func (x *ExitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitRequest.ProtoReflect.Descriptor instead.
 func (*ExitRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExitRequest) GetStatus() int32 {
@@ -1472,7 +1701,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1713,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1726,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Probe) GetRound() uint64 {
@@ -1520,7 +1749,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1761,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1774,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Idle) GetRound() uint64 {
@@ -1591,7 +1820,7 @@ type QuiescenceRequest struct {
 
 func (x *QuiescenceRequest) Reset() {
 	*x = QuiescenceRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1832,7 @@ func (x *QuiescenceRequest) String() string {
 func (*QuiescenceRequest) ProtoMessage() {}
 
 func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1845,7 @@ func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceRequest.ProtoReflect.Descriptor instead.
 func (*QuiescenceRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
 }
 
 type QuiescenceDetected struct {
@@ -1628,7 +1857,7 @@ type QuiescenceDetected struct {
 
 func (x *QuiescenceDetected) Reset() {
 	*x = QuiescenceDetected{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1869,7 @@ func (x *QuiescenceDetected) String() string {
 func (*QuiescenceDetected) ProtoMessage() {}
 
 func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1882,7 @@ func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceDetected.ProtoReflect.Descriptor instead.
 func (*QuiescenceDetected) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QuiescenceDetected) GetNumber() uint64 {
@@ -1671,7 +1900,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1912,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1925,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
 }
 
 type Stop struct {
@@ -1708,7 +1937,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1949,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1962,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -1752,7 +1981,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1993,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +2006,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Failed) GetError() string {
@@ -1796,7 +2025,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2037,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2050,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -1841,7 +2070,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2082,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2095,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -1891,7 +2120,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2132,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2145,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
 }
 
 type CheckpointStaged struct {
@@ -1930,7 +2159,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1942,7 +2171,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1955,7 +2184,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -1989,7 +2218,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2230,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2243,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -2045,7 +2274,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2286,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2299,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -2130,7 +2359,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2371,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2384,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -2199,7 +2428,7 @@ type WatchProgress struct {
 
 func (x *WatchProgress) Reset() {
 	*x = WatchProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +2440,7 @@ func (x *WatchProgress) String() string {
 func (*WatchProgress) ProtoMessage() {}
 
 func (x *WatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2453,7 @@ func (x *WatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
 func (*WatchProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WatchProgress) GetGeneration() uint64 {
@@ -2251,7 +2480,7 @@ type Reached struct {
 
 func (x *Reached) Reset() {
 	*x = Reached{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2492,7 @@ func (x *Reached) String() string {
 func (*Reached) ProtoMessage() {}
 
 func (x *Reached) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2505,7 @@ func (x *Reached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reached.ProtoReflect.Descriptor instead.
 func (*Reached) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Reached) GetGeneration() uint64 {
@@ -2307,7 +2536,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2548,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2561,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -2388,7 +2617,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2629,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2642,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -2448,7 +2677,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2689,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2702,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -2509,7 +2738,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2750,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2763,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -2586,7 +2815,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2827,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2840,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -2702,7 +2931,7 @@ var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
 
 const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xc8\a\n" +
+	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xc3\b\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -2723,7 +2952,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\trestarted\x18\x0e \x01(\v2\x1a.gochare.control.RestartedH\x00R\trestarted\x12.\n" +
 	"\x05loads\x18\x0f \x01(\v2\x16.gochare.control.LoadsH\x00R\x05loads\x127\n" +
 	"\bmigrated\x18\x10 \x01(\v2\x19.gochare.control.MigratedH\x00R\bmigrated\x124\n" +
-	"\areached\x18\x11 \x01(\v2\x18.gochare.control.ReachedH\x00R\areachedB\x05\n" +
+	"\areached\x18\x11 \x01(\v2\x18.gochare.control.ReachedH\x00R\areached\x12=\n" +
+	"\bprogress\x18\x1e \x01(\v2\x1f.gochare.control.ProgressReportH\x00R\bprogress\x12:\n" +
+	"\tdiagnosis\x18\x1f \x01(\v2\x1a.gochare.control.DiagnosisH\x00R\tdiagnosisB\x05\n" +
 	"\x03msg\"P\n" +
 	"\bTaskLoad\x12\x1e\n" +
 	"\n" +
@@ -2744,7 +2975,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04from\x18\x03 \x01(\x05R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x05R\x02to\"6\n" +
 	"\aMigrate\x12+\n" +
-	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xe7\a\n" +
+	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xec\b\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -2764,7 +2995,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x0frestart_records\x18\r \x01(\v2\x1f.gochare.control.RestartRecordsH\x00R\x0erestartRecords\x12D\n" +
 	"\rcollect_loads\x18\x0e \x01(\v2\x1d.gochare.control.CollectLoadsH\x00R\fcollectLoads\x124\n" +
 	"\amigrate\x18\x0f \x01(\v2\x18.gochare.control.MigrateH\x00R\amigrate\x12G\n" +
-	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgressB\x05\n" +
+	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgress\x12J\n" +
+	"\x0freport_progress\x18\x1e \x01(\v2\x1f.gochare.control.ReportProgressH\x00R\x0ereportProgress\x127\n" +
+	"\bdiagnose\x18\x1f \x01(\v2\x19.gochare.control.DiagnoseH\x00R\bdiagnoseB\x05\n" +
 	"\x03msg\"D\n" +
 	"\x0eRestartRecords\x12\x1e\n" +
 	"\n" +
@@ -2796,7 +3029,14 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
 	"trace_file\x18\v \x01(\tR\ttraceFile\x12 \n" +
 	"\fkill_at_step\x18\t \x01(\x04R\n" +
-	"killAtStep\"\a\n" +
+	"killAtStep\"\x10\n" +
+	"\x0eReportProgress\".\n" +
+	"\x0eProgressReport\x12\x1c\n" +
+	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\"\n" +
+	"\n" +
+	"\bDiagnose\"#\n" +
+	"\tDiagnosis\x12\x16\n" +
+	"\x06report\x18\x01 \x01(\tR\x06report\"\a\n" +
 	"\x05Ready\"\a\n" +
 	"\x05Begin\"\x1c\n" +
 	"\x06Output\x12\x12\n" +
@@ -2917,7 +3157,7 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
@@ -2932,76 +3172,84 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*Challenge)(nil),          // 10: gochare.control.Challenge
 	(*Hello)(nil),              // 11: gochare.control.Hello
 	(*Setup)(nil),              // 12: gochare.control.Setup
-	(*Ready)(nil),              // 13: gochare.control.Ready
-	(*Begin)(nil),              // 14: gochare.control.Begin
-	(*Output)(nil),             // 15: gochare.control.Output
-	(*ExitRequest)(nil),        // 16: gochare.control.ExitRequest
-	(*Probe)(nil),              // 17: gochare.control.Probe
-	(*Idle)(nil),               // 18: gochare.control.Idle
-	(*QuiescenceRequest)(nil),  // 19: gochare.control.QuiescenceRequest
-	(*QuiescenceDetected)(nil), // 20: gochare.control.QuiescenceDetected
-	(*Heartbeat)(nil),          // 21: gochare.control.Heartbeat
-	(*Stop)(nil),               // 22: gochare.control.Stop
-	(*Failed)(nil),             // 23: gochare.control.Failed
-	(*TakeCheckpoint)(nil),     // 24: gochare.control.TakeCheckpoint
-	(*CommitCheckpoint)(nil),   // 25: gochare.control.CommitCheckpoint
-	(*Resume)(nil),             // 26: gochare.control.Resume
-	(*CheckpointStaged)(nil),   // 27: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 28: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 29: gochare.control.DiskWritten
-	(*Restored)(nil),           // 30: gochare.control.Restored
-	(*WatchProgress)(nil),      // 31: gochare.control.WatchProgress
-	(*Reached)(nil),            // 32: gochare.control.Reached
-	(*Relocation)(nil),         // 33: gochare.control.Relocation
-	(*Recover)(nil),            // 34: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 35: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 36: gochare.control.Rollback
-	(*PEStats)(nil),            // 37: gochare.control.PEStats
+	(*ReportProgress)(nil),     // 13: gochare.control.ReportProgress
+	(*ProgressReport)(nil),     // 14: gochare.control.ProgressReport
+	(*Diagnose)(nil),           // 15: gochare.control.Diagnose
+	(*Diagnosis)(nil),          // 16: gochare.control.Diagnosis
+	(*Ready)(nil),              // 17: gochare.control.Ready
+	(*Begin)(nil),              // 18: gochare.control.Begin
+	(*Output)(nil),             // 19: gochare.control.Output
+	(*ExitRequest)(nil),        // 20: gochare.control.ExitRequest
+	(*Probe)(nil),              // 21: gochare.control.Probe
+	(*Idle)(nil),               // 22: gochare.control.Idle
+	(*QuiescenceRequest)(nil),  // 23: gochare.control.QuiescenceRequest
+	(*QuiescenceDetected)(nil), // 24: gochare.control.QuiescenceDetected
+	(*Heartbeat)(nil),          // 25: gochare.control.Heartbeat
+	(*Stop)(nil),               // 26: gochare.control.Stop
+	(*Failed)(nil),             // 27: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 28: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 29: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 30: gochare.control.Resume
+	(*CheckpointStaged)(nil),   // 31: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 32: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 33: gochare.control.DiskWritten
+	(*Restored)(nil),           // 34: gochare.control.Restored
+	(*WatchProgress)(nil),      // 35: gochare.control.WatchProgress
+	(*Reached)(nil),            // 36: gochare.control.Reached
+	(*Relocation)(nil),         // 37: gochare.control.Relocation
+	(*Recover)(nil),            // 38: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 39: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 40: gochare.control.Rollback
+	(*PEStats)(nil),            // 41: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
-	13, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
-	15, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
-	16, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
-	18, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
-	19, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
-	21, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
-	23, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	27, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	28, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	29, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	30, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	37, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	17, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
+	19, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
+	20, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
+	22, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
+	23, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
+	25, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
+	27, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
+	31, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	32, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	33, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	34, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	41, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
 	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
 	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
 	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
-	32, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
-	1,  // 17: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
-	5,  // 18: gochare.control.Migrate.moves:type_name -> gochare.control.Move
-	10, // 19: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	12, // 20: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	14, // 21: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	17, // 22: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	20, // 23: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	22, // 24: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	24, // 25: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	25, // 26: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	26, // 27: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	34, // 28: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	35, // 29: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	36, // 30: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
-	8,  // 31: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
-	4,  // 32: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
-	6,  // 33: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
-	31, // 34: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
-	33, // 35: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	33, // 36: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	33, // 37: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	36, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
+	14, // 17: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
+	16, // 18: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
+	1,  // 19: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
+	5,  // 20: gochare.control.Migrate.moves:type_name -> gochare.control.Move
+	10, // 21: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	12, // 22: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	18, // 23: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	21, // 24: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	24, // 25: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	26, // 26: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	28, // 27: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	29, // 28: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	30, // 29: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	38, // 30: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	39, // 31: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	40, // 32: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	8,  // 33: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
+	4,  // 34: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
+	6,  // 35: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
+	35, // 36: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
+	13, // 37: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
+	15, // 38: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
+	37, // 39: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	37, // 40: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	37, // 41: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -3027,6 +3275,8 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Loads)(nil),
 		(*ToCoordinator_Migrated)(nil),
 		(*ToCoordinator_Reached)(nil),
+		(*ToCoordinator_Progress)(nil),
+		(*ToCoordinator_Diagnosis)(nil),
 	}
 	file_launcher_controlpb_control_proto_msgTypes[7].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
@@ -3045,6 +3295,8 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_CollectLoads)(nil),
 		(*ToPE_Migrate)(nil),
 		(*ToPE_WatchProgress)(nil),
+		(*ToPE_ReportProgress)(nil),
+		(*ToPE_Diagnose)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3052,7 +3304,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
