@@ -73,7 +73,7 @@ func commandToPB(ev any) *controlpb.ToPE {
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_Resume{Resume: &controlpb.Resume{}}}
 	case scheduler.Recover:
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_Recover{Recover: &controlpb.Recover{
-			Generation: ev.Generation, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations)}}}
+			Generation: ev.Generation, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations), UndoMoves: ev.UndoMoves}}}
 	case scheduler.NoticeFailure:
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_NoticeFailure{NoticeFailure: &controlpb.NoticeFailure{
 			Generation: ev.Generation, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations)}}}
@@ -117,7 +117,7 @@ func eventFromPB(m *controlpb.ToPE, size int) (ev any, stop bool, err error) {
 		return scheduler.Resume{}, false, nil
 	case *controlpb.ToPE_Recover:
 		rs, err := relocationsFromPB(m.Recover.Relocations, size)
-		return scheduler.Recover{Generation: m.Recover.Generation, Failed: intsFromPB(m.Recover.Failed), Relocations: rs}, false, err
+		return scheduler.Recover{Generation: m.Recover.Generation, Failed: intsFromPB(m.Recover.Failed), Relocations: rs, UndoMoves: m.Recover.UndoMoves}, false, err
 	case *controlpb.ToPE_NoticeFailure:
 		rs, err := relocationsFromPB(m.NoticeFailure.Relocations, size)
 		return scheduler.NoticeFailure{Generation: m.NoticeFailure.Generation, Failed: intsFromPB(m.NoticeFailure.Failed), Relocations: rs}, false, err

@@ -62,6 +62,7 @@ func (pe *PE) timeHandler(el *element, name string, run func()) {
 
 func (pe *PE) migrateTasks(moves []migrate.Move) {
 	pe.migrating = true
+	pe.moves, pe.exported, pe.importedFrom = moves, map[migrate.TaskRef]migrate.TaskRecord{}, map[migrate.TaskRef]int{}
 	out := map[int][]migrate.TaskRecord{}
 	for _, mv := range moves {
 		cs := pe.colls[mv.Task.Collection]
@@ -75,6 +76,7 @@ func (pe *PE) migrateTasks(moves []migrate.Move) {
 				return
 			}
 			out[mv.To] = append(out[mv.To], rec)
+			pe.exported[mv.Task] = rec
 		case mv.To == pe.cfg.Rank && cs.local[mv.Task.Lin] == nil:
 			pe.expectMigrate[id] = true
 		}

@@ -29,10 +29,14 @@ type JobCoordinator struct {
 	// committed is the last committed checkpoint epoch; staging the one
 	// being taken.
 	committed, staging uint64
-	haveCommit         bool
-	staged, stored     []bool
-	files              []migrate.FileEntry
-	checkpointBytes    int
+	// lastEpoch is the highest epoch ever staged: a checkpoint a failure
+	// abandoned keeps its number, and the next one takes a new one, so
+	// that late messages of the abandoned one are never counted.
+	lastEpoch       uint64
+	haveCommit      bool
+	staged, stored  []bool
+	files           []migrate.FileEntry
+	checkpointBytes int
 
 	// hosts says where each task is and where its checkpoint copy lives.
 	hosts [][]taskHost
@@ -47,8 +51,12 @@ type JobCoordinator struct {
 	atFailure Progress
 	regaining []bool
 
-	loads      []migrate.TaskLoad
-	loadsFrom  []bool
+	loads     []migrate.TaskLoad
+	loadsFrom []bool
+	// moves are the moves of the migration under way (or of the last one);
+	// undoMoves says the failure being recovered interrupted it.
+	moves      []migrate.Move
+	undoMoves  bool
 	migrated   []bool
 	movedTotal int
 
@@ -200,12 +208,16 @@ func (c *JobCoordinator) finish(status int, err error) []Command {
 // is recoverable too.
 func (c *JobCoordinator) Ready() []Command { return c.startCheckpoint(InitialEpoch) }
 
+// nextEpoch is the epoch of the next checkpoint.
+func (c *JobCoordinator) nextEpoch() uint64 { return max(c.committed, c.lastEpoch) + 1 }
+
 // InitialEpoch is the epoch of the checkpoint of the tasks as created.
 const InitialEpoch = 1
 
 func (c *JobCoordinator) startCheckpoint(epoch uint64) []Command {
 	c.phase = phaseCheckpointing
 	c.staging = epoch
+	c.lastEpoch = max(c.lastEpoch, epoch)
 	c.staged, c.stored = make([]bool, c.cfg.Size), make([]bool, c.cfg.Size)
 	c.files, c.checkpointBytes = nil, 0
 	return []Command{{To: -1, Event: TakeCheckpoint{Epoch: epoch}}}
@@ -337,7 +349,7 @@ func (c *JobCoordinator) OnIdle(pe int, st IdleStatus) []Command {
 		c.loads, c.loadsFrom = nil, make([]bool, c.cfg.Size)
 		return []Command{{To: -1, Event: CollectLoads{}}}
 	case atSync > 0 && atSync == syncTasks:
-		return c.startCheckpoint(c.committed + 1)
+		return c.startCheckpoint(c.nextEpoch())
 	case len(c.askers) > 0:
 		c.noteProgress()
 		var cmds []Command
@@ -377,11 +389,12 @@ func (c *JobCoordinator) OnLoads(pe int, loads []migrate.TaskLoad) []Command {
 	}
 	if len(moves) == 0 {
 		c.note("load balancing (%s): no task moves", c.cfg.Balancer)
-		return c.startCheckpoint(c.committed + 1)
+		return c.startCheckpoint(c.nextEpoch())
 	}
 	for _, mv := range moves {
 		c.hosts[mv.Task.Collection][mv.Task.Lin].pe = mv.To
 	}
+	c.moves = moves
 	c.movedTotal += len(moves)
 	c.note("load balancing (%s): %d tasks move", c.cfg.Balancer, len(moves))
 	c.phase = phaseMigrating
@@ -400,7 +413,7 @@ func (c *JobCoordinator) OnMigrated(pe int) []Command {
 	if slices.Contains(c.migrated, true) {
 		return nil
 	}
-	return c.startCheckpoint(c.committed + 1)
+	return c.startCheckpoint(c.nextEpoch())
 }
 
 // Moved is the number of task moves load balancing made.
@@ -435,9 +448,53 @@ func (c *JobCoordinator) OnFailure(pe int) []Command {
 	if c.liveCount() == 0 {
 		return c.finish(1, fmt.Errorf("%w: no PE left", migrate.ErrUnrecoverable))
 	}
-	if c.phase == phaseStarting || c.phase == phaseCheckpointing || c.phase == phaseBalancing || c.phase == phaseMigrating || !c.haveCommit {
-		return c.finish(1, fmt.Errorf("%w: PE %d failed while a checkpoint was being taken", migrate.ErrUnrecoverable, pe))
+	if !c.haveCommit {
+		return c.finish(1, fmt.Errorf("%w: PE %d failed before the job's first checkpoint was complete, so there is no state to recover its tasks from; run the job again",
+			migrate.ErrUnrecoverable, pe))
 	}
+
+	// A checkpoint or a balancing round under way is abandoned: recovery
+	// starts from the last committed checkpoint, and the tasks that wait
+	// at the sync point take the next one once the restored tasks are
+	// back there (with a new epoch number: see nextEpoch).
+	var cmds []Command
+	c.undoMoves = c.phase == phaseMigrating
+	switch c.phase {
+	case phaseCheckpointing:
+		if c.staging > c.committed {
+			c.note("checkpoint %d abandoned: PE %d failed while it was taken; recovery starts from checkpoint %d", c.staging, pe, c.committed)
+			break
+		}
+		// Committed: only its files were being written, and without PE
+		// pe's there is no complete disk copy of it (--restart takes the
+		// one before). The PEs wait for Resume: they get it first.
+		c.note("checkpoint %d has no complete disk copy: PE %d failed while it was written", c.committed, pe)
+		if c.cfg.Protocol != logging.KindNone {
+			cmds = c.resumeAfterCheckpoint()
+		}
+	case phaseBalancing:
+		c.note("load balancing abandoned: PE %d failed", pe)
+	case phaseMigrating:
+		// Moves between survivors complete. A task moving to the failed
+		// PE stays where it was (its PE kept what it sent); one leaving
+		// it counts as its task: its PE may not have sent it, and the
+		// PE it was going to drops it if it came (see PE.undoMoves).
+		for _, mv := range c.moves {
+			switch {
+			case mv.To == pe:
+				c.hosts[mv.Task.Collection][mv.Task.Lin].pe = mv.From
+			case mv.From == pe:
+				c.hosts[mv.Task.Collection][mv.Task.Lin].pe = pe
+			}
+		}
+		c.note("migration interrupted: PE %d failed while tasks moved; moves to it are undone, its own tasks are recovered", pe)
+	}
+	c.phase = phaseRunning
+	return append(cmds, c.recoverFrom(pe)...)
+}
+
+// recoverFrom starts the recovery from PE pe's failure.
+func (c *JobCoordinator) recoverFrom(pe int) []Command {
 	c.generation++
 	c.qd.Reset()
 	c.roundOpen = false
@@ -463,7 +520,7 @@ func (c *JobCoordinator) OnFailure(pe int) []Command {
 	c.note("PE %d failed: restoring %d tasks on %d survivors (generation %d)", pe, len(relocs), c.spreadOver(relocs), c.generation)
 	c.phase = phaseRestoring
 	c.pendingRestored = slices.Clone(c.live)
-	return []Command{{To: -1, Event: Recover{Generation: c.generation, Failed: []int{pe}, Relocations: relocs}}}
+	return []Command{{To: -1, Event: Recover{Generation: c.generation, Failed: []int{pe}, Relocations: relocs, UndoMoves: c.undoMoves}}}
 }
 
 func (c *JobCoordinator) spreadOver(relocs []migrate.Relocation) int {

@@ -51,7 +51,7 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 	done := make(chan struct{})
 	nets := make([]*localNet, pes)
 	for r := range nets {
-		nets[r] = &localNet{rank: r, box: newMailbox(), nets: nets}
+		nets[r] = &localNet{rank: r, box: newMailbox(), nets: nets, events: coord.events, killAfter: o.eventKills[r]}
 	}
 	pesList := make([]*PE, pes)
 	for r := 0; r < pes; r++ {
@@ -59,10 +59,8 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 		if at, ok := o.kills[r]; ok {
 			n := nets[r]
 			onStep = func(step uint64) {
-				if step >= at && !n.dead.Load() {
-					n.dead.Store(true)
-					n.box.close()
-					coord.events <- ctlDied{n.rank}
+				if step >= at {
+					n.kill()
 				}
 			}
 		}
@@ -136,7 +134,20 @@ type options struct {
 	balancer        string
 	checkpointEvery uint64
 	kills           map[int]uint64
+	eventKills      map[int]func(ev any) bool
 	stallTimeout    time.Duration
+}
+
+// WithKillAfterEvent makes PE pe die (as WithKill) right after it handled
+// a coordinator event that match accepts: e.g. TakeCheckpoint (a failure
+// while a checkpoint is taken), Recover (during a recovery) or Migrate.
+func WithKillAfterEvent(pe int, match func(ev any) bool) Option {
+	return func(o *options) {
+		if o.eventKills == nil {
+			o.eventKills = map[int]func(any) bool{}
+		}
+		o.eventKills[pe] = match
+	}
 }
 
 // DefaultStallTimeout is how long a job may make no progress (no handler
@@ -361,6 +372,20 @@ type localNet struct {
 	box  *mailbox
 	nets []*localNet
 	dead atomic.Bool
+	// events is the coordinator's queue (to report the PE's death);
+	// killAfter, if set, says after which event the PE dies.
+	events    chan<- any
+	killAfter func(ev any) bool
+}
+
+// kill makes the PE die as a SIGKILL would: it stops at once, and what it
+// would still send is lost.
+func (n *localNet) kill() {
+	if n.dead.Swap(true) {
+		return
+	}
+	n.box.close()
+	n.events <- ctlDied{n.rank}
 }
 
 type localPayload struct {
@@ -391,6 +416,9 @@ func (n *localNet) loop(pe *PE) {
 			pe.Receive(p.from, p.payload)
 		} else {
 			pe.Event(item)
+			if n.killAfter != nil && n.killAfter(item) {
+				n.kill()
+			}
 		}
 	}
 }

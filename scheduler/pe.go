@@ -212,6 +212,15 @@ type PE struct {
 	reprotect       bool
 	migrating       bool
 	expectMigrate   map[commutative.TaskID]bool
+	// moves are the last migration's moves, until the checkpoint after it
+	// commits; exported the records this PE sent for it, importedFrom
+	// the PE each task it received came from (see undoMoves).
+	moves        []migrate.Move
+	exported     map[migrate.TaskRef]migrate.TaskRecord
+	importedFrom map[migrate.TaskRef]int
+	// abandonedUpTo is the latest checkpoint epoch a failure interrupted
+	// while this PE staged it.
+	abandonedUpTo uint64
 	// progress is the furthest step a local task ever offered;
 	// progressAtFailure its value when the last recovery began; watch
 	// the pending WatchProgress (see recovery.go).
@@ -613,6 +622,9 @@ func (pe *PE) runSlice() {
 		pe.runnable[pe.runAt] = nil
 		pe.runAt++
 		el.queued = false
+		if el.coll.local[el.lin] != el {
+			continue // moved away or dropped since it was queued
+		}
 		d, ok := pe.proto.NextDelivery(el.id, el.admits)
 		if !ok {
 			continue

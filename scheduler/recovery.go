@@ -43,10 +43,12 @@ type (
 	// Resume ends a sync point.
 	Resume struct{}
 	// Recover restores the failed PEs' tasks where the relocations say.
+	// UndoMoves says the failure interrupted a migration (see undoMoves).
 	Recover struct {
 		Generation  uint64
 		Failed      []int
 		Relocations []migrate.Relocation
+		UndoMoves   bool
 	}
 	// NoticeFailure starts replay once every relocated task is restored.
 	NoticeFailure struct {
@@ -166,6 +168,19 @@ func (pe *PE) checkWatch() {
 	pe.watch = nil
 }
 
+// abandonCheckpoint drops a checkpoint being staged when a failure
+// interrupts it: the coordinator recovers from the committed one, and
+// takes the next with a new epoch number. Buddy copies of the abandoned
+// epoch that arrive later are ignored.
+func (pe *PE) abandonCheckpoint() {
+	if epoch, staging := pe.store.Staging(); staging {
+		if err := pe.store.Abort(epoch); err != nil {
+			panic(fmt.Sprintf("scheduler: abort staged checkpoint %d: %v", epoch, err))
+		}
+		pe.abandonedUpTo = max(pe.abandonedUpTo, epoch)
+	}
+}
+
 // beginRecovery notes, before a Recover or Rollback changes anything, how
 // far this PE's tasks had got (reported with Restored), and drops a watch
 // of an earlier recovery.
@@ -201,8 +216,10 @@ func (pe *PE) records() ([]migrate.TaskRecord, error) {
 			}
 		}
 	}
+	// The logs stay until the checkpoint commits (commitCheckpoint): if a
+	// PE fails before, this one is abandoned and replay needs them.
 	cps := map[commutative.TaskID]logging.TaskCheckpoint{}
-	for _, cp := range pe.proto.Checkpoint() {
+	for _, cp := range pe.proto.(logging.Snapshotter).Snapshot() {
 		cps[cp.Counters.Task] = cp
 	}
 	var recs []migrate.TaskRecord
@@ -264,6 +281,9 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte) {
 	}
 	switch kind {
 	case wire.CheckpointKind_CHECKPOINT_BUDDY:
+		if cp.Epoch <= pe.abandonedUpTo || cp.Epoch <= pe.store.Epoch() {
+			return // a copy for a checkpoint a failure abandoned, late
+		}
 		if err := pe.store.StageBuddy(from, cp.Epoch, cp.Tasks); err != nil {
 			pe.drop(fmt.Errorf("%w: buddy copy from PE %d: %v", ErrMalformed, from, err))
 			return
@@ -278,6 +298,9 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte) {
 			if err := pe.importTask(rec); err != nil {
 				pe.cfg.Control.Fail(err)
 				return
+			}
+			if pe.importedFrom != nil {
+				pe.importedFrom[rec.Ref()] = from
 			}
 			pe.markRunnable(pe.colls[rec.Collection].local[rec.Lin])
 		}
@@ -301,6 +324,10 @@ func (pe *PE) commitCheckpoint(ev CommitCheckpoint) {
 		pe.cfg.Control.Fail(err)
 		return
 	}
+	// The checkpoint records the placement the last migration made.
+	pe.moves, pe.exported, pe.importedFrom = nil, nil, nil
+	// Only now is everything before the checkpoint unneeded.
+	pe.proto.Checkpoint()
 	if ev.Dir == "" {
 		return
 	}
@@ -446,6 +473,10 @@ func sortedKeys[V any](m map[int]V) []int {
 }
 
 func (pe *PE) recover(ev Recover) {
+	pe.abandonCheckpoint()
+	if ev.UndoMoves {
+		pe.undoMoves(ev.Failed)
+	}
 	pe.beginRecovery()
 	pe.generation = max(pe.generation, ev.Generation)
 	pe.markFailed(ev.Failed, ev.Relocations)
@@ -518,6 +549,7 @@ func (pe *PE) replayStart(el *element) {
 }
 
 func (pe *PE) rollback(ev Rollback) {
+	pe.abandonCheckpoint()
 	pe.beginRecovery()
 	pe.generation = ev.Generation
 	pe.rolledBackAt = ev.Generation
@@ -538,8 +570,17 @@ func (pe *PE) rollback(ev Rollback) {
 	}
 	pe.qdCallbacks = nil
 	pe.sentTo, pe.receivedFrom = make([]uint64, pe.cfg.Size), make([]uint64, pe.cfg.Size)
-	// What an interrupted earlier rollback was waiting for is moot now.
+	// What an interrupted earlier rollback, or a migration, was waiting
+	// for is moot now.
 	clear(pe.expectRestore)
+	clear(pe.expectMigrate)
+	pe.migrating = false
+	// A migration since the checkpoint is undone: every task goes back
+	// to where the checkpoint has it.
+	for _, mv := range pe.moves {
+		pe.colls[mv.Task.Collection].homeOf[mv.Task.Lin] = int32(mv.From)
+	}
+	pe.moves, pe.exported, pe.importedFrom = nil, nil, nil
 	pe.restored, pe.restoredRecords = nil, nil
 	pe.early = slices.DeleteFunc(pe.early, func(b earlyBatch) bool { return b.generation < ev.Generation })
 	// A task this PE adopted in a rollback that a further failure

@@ -28,7 +28,22 @@ func (w *stepWorker) ResumeFromSync(ctx actor.Context) { w.resume(w, ctx) }
 // mapped) exchange values with their neighbours for rounds rounds; after
 // round r a worker offers step r. Main prints the digest of the workers'
 // histories, the line expectedRing gives.
-func stepApp(n, rounds int) actor.App {
+func stepApp(n, rounds int) actor.App { return stepAppWith(n, rounds, nil) }
+
+// unevenStepApp is stepApp in which the workers on the first PEs of a
+// block map work longer each round, so that load balancing moves tasks.
+func unevenStepApp(n, rounds int) actor.App {
+	return stepAppWith(n, rounds, func(me int) {
+		if me < n/4 {
+			deadline := time.Now().Add(200 * time.Microsecond)
+			for time.Now().Before(deadline) {
+			}
+		}
+	})
+}
+
+// stepAppWith is stepApp whose workers call burn(index) every round.
+func stepAppWith(n, rounds int, burn func(me int)) actor.App {
 	return actor.App{Name: "steps", Define: func(j *actor.Job, args []string) error {
 		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
 		var neighbour, begin *actor.Proxy[*testmsg.Num]
@@ -55,6 +70,9 @@ func stepApp(n, rounds int) actor.App {
 			func(w *stepWorker, ctx actor.Context, m *testmsg.Num) { w.got[m.From] = m.Value },
 			actor.KeyBy(func(m *testmsg.Num) uint64 { return m.Key }),
 			actor.WhenComplete(func(w *stepWorker, ctx actor.Context, key uint64) {
+				if burn != nil {
+					burn(int(ctx.Index()[0]))
+				}
 				h := fnv.New64a()
 				fmt.Fprintf(h, "%d %x %x %x", key-1, math.Float64bits(w.got[0]), math.Float64bits(w.got[1]), w.history)
 				w.history = h.Sum64()
@@ -159,6 +177,77 @@ func TestProgressRegainedInProcess(t *testing.T) {
 				}
 				last := res.Regained[len(res.Regained)-1]
 				require.Equal(t, uint64(len(kills)), last.Generation, "the last recovery is regained")
+			})
+		}
+	}
+}
+
+// A PE that dies while a checkpoint is taken (after it staged its part
+// and sent its buddy copy, before the commit), or while the coordinator
+// collects loads for balancing: the checkpoint is abandoned, recovery
+// starts from the previous one, and the job ends with the failure-free
+// result under each protocol. PE 0, which hosts the main task, too.
+func TestFailureDuringCheckpointIsRecovered(t *testing.T) {
+	const n, rounds, every = 8, 30, 5
+	want := expectedRing(n, rounds)[1]
+	cases := map[string]struct {
+		pe    int
+		match func(ev any) bool
+		opts  []Option
+	}{
+		"staged checkpoint 3":       {2, func(ev any) bool { e, ok := ev.(TakeCheckpoint); return ok && e.Epoch == 3 }, nil},
+		"PE 0, staged checkpoint 2": {0, func(ev any) bool { e, ok := ev.(TakeCheckpoint); return ok && e.Epoch == 2 }, nil},
+		"collecting loads":          {1, func(ev any) bool { _, ok := ev.(CollectLoads); return ok }, []Option{WithBalancer("greedy")}},
+	}
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
+		for name, c := range cases {
+			t.Run(fmt.Sprintf("%v/%s", kind, name), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				opts := append([]Option{WithProtocol(kind), WithCheckpointEvery(every), WithKillAfterEvent(c.pe, c.match)}, c.opts...)
+				res, err := RunInProcess(ctx, stepApp(n, rounds), nil, 4, nil, opts...)
+				require.NoError(t, err)
+				require.Equal(t, []string{want}, res.Output)
+				restored := 0
+				for _, s := range res.Stats {
+					restored += s.Restored + s.RolledBack
+				}
+				require.NotZero(t, restored, "the kill happened")
+			})
+		}
+	}
+}
+
+// A PE that dies while tasks move between PEs (load balancing at a sync
+// point): moves between survivors complete, moves to the failed PE are
+// undone, its own tasks are recovered, and the job ends with the
+// failure-free result under each protocol.
+func TestFailureDuringMigrationIsRecovered(t *testing.T) {
+	const n, rounds, every = 16, 30, 5
+	want := expectedRing(n, rounds)[1]
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
+		for _, pe := range []int{0, 2} {
+			t.Run(fmt.Sprintf("%v/PE %d", kind, pe), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				migrations := 0
+				res, err := RunInProcess(ctx, unevenStepApp(n, rounds), nil, 4, nil, WithProtocol(kind), WithCheckpointEvery(every), WithBalancer("greedy"), WithStallTimeout(5*time.Second),
+					WithKillAfterEvent(pe, func(ev any) bool {
+						if m, ok := ev.(Migrate); ok && len(m.Moves) > 0 {
+							migrations++
+							return migrations == 1
+						}
+						return false
+					}))
+				require.NoError(t, err)
+				require.Equal(t, []string{want}, res.Output)
+				moved, restored := 0, 0
+				for _, s := range res.Stats {
+					moved += s.MigratedIn
+					restored += s.Restored + s.RolledBack
+				}
+				require.NotZero(t, restored, "the kill happened")
+				require.NotZero(t, moved, "tasks moved")
 			})
 		}
 	}

@@ -2607,10 +2607,12 @@ func (x *Relocation) GetCopyPe() int32 {
 }
 
 type Recover struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
-	Failed        []int32                `protobuf:"varint,2,rep,packed,name=failed,proto3" json:"failed,omitempty"`
-	Relocations   []*Relocation          `protobuf:"bytes,3,rep,name=relocations,proto3" json:"relocations,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Generation  uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Failed      []int32                `protobuf:"varint,2,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	Relocations []*Relocation          `protobuf:"bytes,3,rep,name=relocations,proto3" json:"relocations,omitempty"`
+	// UndoMoves: the failure interrupted a migration.
+	UndoMoves     bool `protobuf:"varint,4,opt,name=undo_moves,json=undoMoves,proto3" json:"undo_moves,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2664,6 +2666,13 @@ func (x *Recover) GetRelocations() []*Relocation {
 		return x.Relocations
 	}
 	return nil
+}
+
+func (x *Recover) GetUndoMoves() bool {
+	if x != nil {
+		return x.UndoMoves
+	}
+	return false
 }
 
 type NoticeFailure struct {
@@ -3106,13 +3115,15 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\tfailed_pe\x18\x03 \x01(\x05R\bfailedPe\x12\x13\n" +
 	"\x05to_pe\x18\x04 \x01(\x05R\x04toPe\x12#\n" +
 	"\rcheckpoint_pe\x18\x05 \x01(\x05R\fcheckpointPe\x12\x17\n" +
-	"\acopy_pe\x18\x06 \x01(\x05R\x06copyPe\"\x80\x01\n" +
+	"\acopy_pe\x18\x06 \x01(\x05R\x06copyPe\"\x9f\x01\n" +
 	"\aRecover\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\x05R\x06failed\x12=\n" +
-	"\vrelocations\x18\x03 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\x86\x01\n" +
+	"\vrelocations\x18\x03 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1d\n" +
+	"\n" +
+	"undo_moves\x18\x04 \x01(\bR\tundoMoves\"\x86\x01\n" +
 	"\rNoticeFailure\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
