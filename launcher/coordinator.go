@@ -239,13 +239,20 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	// the progress at the failure is regained.
 	var began, failedAt, checkpointAt, noticeAt, watchAt time.Time
 
-	deliver := func(cmds []scheduler.Command) {
+	var deliver func(cmds []scheduler.Command)
+	deliver = func(cmds []scheduler.Command) {
 		for _, cmd := range cmds {
 			switch {
 			case cmd.To == -2:
 				if wm, ok := cmd.Event.(scheduler.WriteManifest); ok {
 					if err := migrate.WriteManifest(wm.Dir, wm.Manifest); err != nil {
 						c.cfg.Log.Error("cannot write checkpoint manifest", "err", err)
+					}
+				}
+				if sd, ok := cmd.Event.(scheduler.SendDiskRecords); ok {
+					c.cfg.Log.Warn("recovery from disk: every task goes back to a disk checkpoint", "epoch", sd.Epoch, "dir", sd.Dir)
+					if err := c.sendDiskRecords(sd); err != nil {
+						defer deliver(core.Abort(fmt.Errorf("launcher: recovery from disk checkpoint %d in %s: %w", sd.Epoch, sd.Dir, err)))
 					}
 				}
 			case cmd.To == -1:
@@ -526,27 +533,73 @@ func (c *coordinator) newCore() *scheduler.JobCoordinator {
 // sendRestart gives every PE its tasks' states from the disk checkpoint,
 // in messages of a few MiB.
 func (c *coordinator) sendRestart() {
-	const chunk = 4 << 20
 	for r, recs := range c.cfg.Restart {
-		var part []migrate.TaskRecord
-		size := 0
-		flush := func(last bool) {
+		inChunks(recs, func(part []migrate.TaskRecord, last bool) error {
 			b, err := migrate.MarshalPECheckpoint(&migrate.PECheckpoint{Epoch: c.cfg.RestartEpoch, PE: r, NumPEs: c.cfg.Size, Tasks: part})
 			if err != nil {
 				panic(fmt.Sprintf("launcher: marshal restart records: %v", err))
 			}
-			c.peers[r].conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_RestartRecords{RestartRecords: &controlpb.RestartRecords{Checkpoint: b, Last: last}}})
-			part, size = nil, 0
-		}
-		for _, rec := range recs {
-			if size > 0 && size+len(rec.Task)+len(rec.Runtime)+len(rec.Protocol) > chunk {
-				flush(false)
-			}
-			part = append(part, rec)
-			size += len(rec.Task) + len(rec.Runtime) + len(rec.Protocol)
-		}
-		flush(true)
+			return c.peers[r].conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_RestartRecords{RestartRecords: &controlpb.RestartRecords{Checkpoint: b, Last: last}}})
+		})
 	}
+}
+
+// sendDiskRecords reads a disk checkpoint and gives each live PE the
+// records of the tasks placed on it, in messages of a few MiB, the last
+// one marked (also for a PE that gets no task).
+func (c *coordinator) sendDiskRecords(sd scheduler.SendDiskRecords) error {
+	byCollection, _, err := migrate.ReadEpoch(sd.Dir, sd.Epoch)
+	if err != nil {
+		return err
+	}
+	if len(byCollection) != len(sd.Hosts) {
+		return fmt.Errorf("the checkpoint has %d collections, the job %d", len(byCollection), len(sd.Hosts))
+	}
+	perPE := make([][]migrate.TaskRecord, c.cfg.Size)
+	for coll, hosts := range sd.Hosts {
+		if len(byCollection[coll]) != len(hosts) {
+			return fmt.Errorf("collection %d has %d tasks in the checkpoint, %d in the job", coll, len(byCollection[coll]), len(hosts))
+		}
+		for lin, pe := range hosts {
+			perPE[pe] = append(perPE[pe], byCollection[coll][lin])
+		}
+	}
+	for pe, recs := range perPE {
+		p := c.peers[pe]
+		if p == nil || p.gone {
+			continue
+		}
+		send := func(part []migrate.TaskRecord, last bool) error {
+			b, err := migrate.MarshalPECheckpoint(&migrate.PECheckpoint{Epoch: sd.Epoch, PE: pe, NumPEs: c.cfg.Size, Tasks: part})
+			if err != nil {
+				return err
+			}
+			return p.conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_RestartRecords{RestartRecords: &controlpb.RestartRecords{
+				Checkpoint: b, Last: last, Generation: sd.Generation}}})
+		}
+		if err := inChunks(recs, send); err != nil {
+			c.cfg.Log.Warn("could not send disk records", "pe", pe, "err", err)
+		}
+	}
+	return nil
+}
+
+// inChunks calls send with consecutive parts of recs of a few MiB each,
+// the last one (possibly empty) with last set.
+func inChunks(recs []migrate.TaskRecord, send func(part []migrate.TaskRecord, last bool) error) error {
+	const chunk = 4 << 20
+	start, size := 0, 0
+	for i, rec := range recs {
+		n := len(rec.Task) + len(rec.Runtime) + len(rec.Protocol)
+		if size > 0 && size+n > chunk {
+			if err := send(recs[start:i], false); err != nil {
+				return err
+			}
+			start, size = i, 0
+		}
+		size += n
+	}
+	return send(recs[start:], true)
 }
 
 // collectStats waits briefly for the counters the live PEs send when they
@@ -636,6 +689,8 @@ func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg
 		return core.OnLoads(rank, loads)
 	case *controlpb.ToCoordinator_Migrated:
 		return core.OnMigrated(rank)
+	case *controlpb.ToCoordinator_Committed:
+		return core.OnCommitted(rank, m.Committed.Epoch)
 	case *controlpb.ToCoordinator_Progress:
 		core.OnProgress(rank, m.Progress.Delivered)
 	case *controlpb.ToCoordinator_Diagnosis:

@@ -330,7 +330,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	var restart [][]migrate.TaskRecord
 	var restartEpoch uint64
 	if o.restartDir != "" {
-		restart, restartEpoch, err = readRestart(o.restartDir, layout, o.pes)
+		restart, restartEpoch, err = readRestart(o.restartDir, layout, o.pes, log)
 		if err != nil {
 			return 1, err
 		}
@@ -460,8 +460,10 @@ func cmdBench(args []string, stdout io.Writer) (int, error) {
 
 // readRestart reads the latest complete checkpoint in dir and places its
 // tasks on numPEs PEs as the job's initial map would.
-func readRestart(dir string, layout [][]int, numPEs int) ([][]migrate.TaskRecord, uint64, error) {
-	epoch, byCollection, _, err := migrate.ReadDisk(dir)
+func readRestart(dir string, layout [][]int, numPEs int, log *slog.Logger) ([][]migrate.TaskRecord, uint64, error) {
+	epoch, byCollection, _, err := migrate.ReadDisk(dir, func(epoch uint64, err error) {
+		log.Warn("--restart: passing over a corrupt checkpoint for an older one", "epoch", epoch, "err", err)
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("launcher: --restart: %w", err)
 	}

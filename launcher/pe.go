@@ -116,6 +116,9 @@ func (c peControl) Migrated() {
 func (c peControl) Fail(err error) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})
 }
+func (c peControl) Committed(epoch uint64) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Committed{Committed: &controlpb.Committed{Epoch: epoch}}})
+}
 func (c peControl) Progress(delivered uint64) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Progress{Progress: &controlpb.ProgressReport{Delivered: delivered}}})
 }
@@ -252,6 +255,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			cp, err := migrate.UnmarshalPECheckpoint(rr.Checkpoint)
 			if err != nil {
 				control.Fail(fmt.Errorf("launcher: PE %d: restart records: %w", o.Rank, err))
+				continue
+			}
+			if rr.Generation > 0 {
+				// A recovery from disk: records of the tasks placed here.
+				ep.Post(scheduler.DiskRecords{Generation: rr.Generation, Records: cp.Tasks, Last: rr.Last})
 				continue
 			}
 			restart = append(restart, cp.Tasks...)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -201,4 +202,35 @@ func TestTraceFile(t *testing.T) {
 	}
 	_, err = os.Stat(peTraceFile(file, 0))
 	require.True(t, os.IsNotExist(err), "PE files are merged and removed")
+}
+
+// A PE and its buddy die at the same moment (SIGKILLed back to back, from
+// outside): both in-memory copies of some checkpoint are gone. With
+// --checkpoint-dir every task goes back to the latest disk checkpoint, on
+// the two survivors, and the job ends with the failure-free digest, under
+// each protocol; without it the job stops with an error that says so.
+func TestBuddyPairFailureFallsBackToDisk(t *testing.T) {
+	want := cleanDigest(t, stencilArgs)
+	run := func(t *testing.T, extra ...string) *job {
+		j := startJob(t, append(append([]string(nil), stencilArgs...), extra...)...)
+		pids := parsePids(t, j.waitLine(t, pidsLine, time.Minute)[1])
+		// After the third checkpoint (of step 19), which is on disk.
+		j.waitLine(t, regexp.MustCompile(`checkpoint 3 staged`), time.Minute)
+		require.NoError(t, syscall.Kill(pids[1], syscall.SIGKILL))
+		require.NoError(t, syscall.Kill(pids[2], syscall.SIGKILL))
+		return j
+	}
+	for _, ft := range []string{"partialdet", "none"} {
+		t.Run(ft, func(t *testing.T) {
+			j := run(t, "--ft", ft, "--checkpoint-dir", t.TempDir())
+			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+			// Epoch 3 if its files were all written before the kills, else
+			// epoch 2.
+			j.waitLine(t, regexp.MustCompile(`recovery from disk: every task goes back to a disk checkpoint.* epoch=[23] `), time.Second)
+			require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+		})
+	}
+	j := run(t)
+	require.Equal(t, 1, j.wait(t, 3*time.Minute), j.output())
+	j.waitLine(t, regexp.MustCompile(`unrecoverable from memory: .*; no disk checkpoint to fall back to \(run with --checkpoint-dir`), time.Second)
 }

@@ -76,9 +76,12 @@ func WriteDisk(dir string, cp *PECheckpoint) (FileEntry, error) {
 }
 
 // WriteManifest writes the manifest of a checkpoint whose PE files are all
-// written, atomically; only then does ReadDisk consider the epoch.
+// written, atomically; only then does ReadDisk consider the epoch. Files
+// are those of the PEs alive when the checkpoint was taken (after failures,
+// fewer than NumPEs), in PE order; ReadEpoch checks that they hold every
+// task once.
 func WriteManifest(dir string, m Manifest) error {
-	if len(m.Files) != m.NumPEs {
+	if len(m.Files) == 0 || len(m.Files) > m.NumPEs {
 		return fmt.Errorf("migrate: manifest of epoch %d lists %d files for %d PEs", m.Epoch, len(m.Files), m.NumPEs)
 	}
 	epochDir := EpochDir(dir, m.Epoch)
@@ -87,9 +90,9 @@ func WriteManifest(dir string, m Manifest) error {
 		NumPes:         int32(m.NumPEs),
 		JobFingerprint: m.JobFingerprint,
 	}
-	for pe, file := range m.Files {
-		if file.PE != pe {
-			return fmt.Errorf("migrate: manifest of epoch %d: file %d is PE %d's", m.Epoch, pe, file.PE)
+	for i, file := range m.Files {
+		if file.PE < 0 || file.PE >= m.NumPEs || (i > 0 && file.PE <= m.Files[i-1].PE) {
+			return fmt.Errorf("migrate: manifest of epoch %d: file %d is PE %d's (files go by PE, each of 0..%d once)", m.Epoch, i, file.PE, m.NumPEs-1)
 		}
 		info, err := os.Stat(filepath.Join(epochDir, file.Name))
 		if err != nil {
@@ -148,16 +151,17 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// ReadDisk reads the latest complete checkpoint under dir: the newest epoch
-// directory with a manifest. Epochs without a manifest (a checkpoint cut
-// short) are skipped; a manifested epoch that fails verification is an
-// error wrapping ErrCorrupt, not silently passed over (move the directory
-// aside, or use ReadEpoch, to restart from an older one). With no complete
-// epoch the error wraps ErrNoCheckpoint.
+// ReadDisk reads the latest usable checkpoint under dir: the newest epoch
+// directory with a manifest whose files verify. Epochs without a manifest
+// (a checkpoint cut short) are skipped silently; a manifested epoch that
+// fails verification (ErrCorrupt) is passed over for the next older one,
+// and skipped, if not nil, is told which and why, so that the caller can
+// say so. If every manifested epoch is corrupt, the newest one's error is
+// returned; with no manifested epoch the error wraps ErrNoCheckpoint.
 //
 // byCollection[c][lin] is the record of element lin of collection c; every
 // element of every collection in the manifest is there exactly once.
-func ReadDisk(dir string) (epoch uint64, byCollection [][]TaskRecord, manifest Manifest, err error) {
+func ReadDisk(dir string, skipped func(epoch uint64, err error)) (epoch uint64, byCollection [][]TaskRecord, manifest Manifest, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, Manifest{}, fmt.Errorf("%w: %s does not exist", ErrNoCheckpoint, dir)
@@ -177,6 +181,7 @@ func ReadDisk(dir string) (epoch uint64, byCollection [][]TaskRecord, manifest M
 	}
 	slices.Sort(epochs)
 	slices.Reverse(epochs)
+	var newest error
 	for _, e := range epochs {
 		_, err := os.Stat(filepath.Join(EpochDir(dir, e), ManifestName))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -186,7 +191,19 @@ func ReadDisk(dir string) (epoch uint64, byCollection [][]TaskRecord, manifest M
 			return 0, nil, Manifest{}, fmt.Errorf("migrate: epoch %d manifest: %w", e, err)
 		}
 		byCollection, manifest, err := ReadEpoch(dir, e)
+		if errors.Is(err, ErrCorrupt) {
+			if newest == nil {
+				newest = err
+			}
+			if skipped != nil {
+				skipped(e, err)
+			}
+			continue
+		}
 		return e, byCollection, manifest, err
+	}
+	if newest != nil {
+		return 0, nil, Manifest{}, newest
 	}
 	return 0, nil, Manifest{}, fmt.Errorf("%w: %d epoch directories in %s, none with a manifest", ErrNoCheckpoint, len(epochs), dir)
 }
@@ -262,12 +279,13 @@ func decodeManifest(data []byte) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("%w: decode manifest: %w", ErrCorrupt, err)
 	}
 	m := Manifest{Epoch: msg.Epoch, NumPEs: int(msg.NumPes), JobFingerprint: msg.JobFingerprint}
-	if m.NumPEs <= 0 || len(msg.Files) != m.NumPEs {
+	if m.NumPEs <= 0 || len(msg.Files) == 0 || len(msg.Files) > m.NumPEs {
 		return Manifest{}, fmt.Errorf("%w: manifest lists %d files for %d PEs", ErrCorrupt, len(msg.Files), m.NumPEs)
 	}
-	for pe, f := range msg.Files {
-		if int(f.Pe) != pe || len(f.Sha256) != sha256.Size || f.Name != filepath.Base(f.Name) || f.Name == ManifestName {
-			return Manifest{}, fmt.Errorf("%w: manifest file entry %d is malformed (%q, PE %d)", ErrCorrupt, pe, f.Name, f.Pe)
+	for i, f := range msg.Files {
+		pe := int(f.Pe)
+		if pe < 0 || pe >= m.NumPEs || (i > 0 && f.Pe <= msg.Files[i-1].Pe) || len(f.Sha256) != sha256.Size || f.Name != filepath.Base(f.Name) || f.Name == ManifestName {
+			return Manifest{}, fmt.Errorf("%w: manifest file entry %d is malformed (%q, PE %d)", ErrCorrupt, i, f.Name, f.Pe)
 		}
 		entry := FileEntry{Name: f.Name, PE: pe, Size: f.Size}
 		copy(entry.SHA256[:], f.Sha256)

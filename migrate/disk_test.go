@@ -43,7 +43,7 @@ func taskPayload(epoch uint64, c, lin int) string {
 func TestDiskCheckpointRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	written := writeJob(t, dir, 3, 4, false)
-	epoch, byCollection, manifest, err := ReadDisk(dir)
+	epoch, byCollection, manifest, err := ReadDisk(dir, nil)
 	must(t, err)
 	if epoch != 3 || manifest.NumPEs != 4 || manifest.JobFingerprint != "job-a" || len(manifest.Files) != 4 {
 		t.Fatalf("epoch %d, manifest %+v", epoch, manifest)
@@ -74,14 +74,14 @@ func TestReadDiskSkipsAnEpochWithoutManifest(t *testing.T) {
 	dir := t.TempDir()
 	writeJob(t, dir, 1, 2, false)
 	writeJob(t, dir, 2, 2, true) // the job died before the manifest
-	epoch, byCollection, _, err := ReadDisk(dir)
+	epoch, byCollection, _, err := ReadDisk(dir, nil)
 	must(t, err)
 	if epoch != 1 || string(byCollection[0][4].Task) != taskPayload(1, 0, 4) {
 		t.Fatalf("read epoch %d, want the complete epoch 1", epoch)
 	}
 }
 
-func TestReadDiskRefusesCorruptEpochs(t *testing.T) {
+func TestReadDiskPassesOverCorruptEpochs(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		damage func(epochDir string) error
@@ -105,15 +105,27 @@ func TestReadDiskRefusesCorruptEpochs(t *testing.T) {
 			writeJob(t, dir, 1, 3, false)
 			writeJob(t, dir, 2, 3, false)
 			must(t, tc.damage(EpochDir(dir, 2)))
-			_, _, _, err := ReadDisk(dir)
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "epoch 2") {
-				t.Fatalf("error %v; want ErrCorrupt mentioning epoch 2 and %q", err, tc.want)
-			}
-			// The older complete epoch stays readable on request.
-			byCollection, _, err := ReadEpoch(dir, 1)
+			// The corrupt newest epoch is passed over for the older
+			// complete one, and the caller is told why.
+			var skippedErr error
+			epoch, byCollection, _, err := ReadDisk(dir, func(e uint64, err error) {
+				if e != 2 {
+					t.Errorf("skipped epoch %d, want 2", e)
+				}
+				skippedErr = err
+			})
 			must(t, err)
-			if string(byCollection[1][0].Task) != taskPayload(1, 1, 0) {
-				t.Fatal("epoch 1 read wrong")
+			if epoch != 1 || string(byCollection[1][0].Task) != taskPayload(1, 1, 0) {
+				t.Fatalf("read epoch %d, want epoch 1", epoch)
+			}
+			if !errors.Is(skippedErr, ErrCorrupt) || !strings.Contains(skippedErr.Error(), tc.want) || !strings.Contains(skippedErr.Error(), "epoch 2") {
+				t.Fatalf("skipped because %v; want ErrCorrupt mentioning epoch 2 and %q", skippedErr, tc.want)
+			}
+			// With the older one gone too, the newest one's error is the
+			// answer.
+			must(t, os.RemoveAll(EpochDir(dir, 1)))
+			if _, _, _, err := ReadDisk(dir, nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v; want ErrCorrupt and %q", err, tc.want)
 			}
 		})
 	}
@@ -127,7 +139,7 @@ func TestReadDiskRefusesAFileOfAnotherJob(t *testing.T) {
 	must(t, err)
 	m.Files[1] = entry
 	must(t, WriteManifest(dir, m))
-	if _, _, _, err := ReadDisk(dir); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `job "job-b"`) {
+	if _, _, _, err := ReadDisk(dir, nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `job "job-b"`) {
 		t.Fatalf("%v, want ErrCorrupt naming the other job", err)
 	}
 }
@@ -135,23 +147,36 @@ func TestReadDiskRefusesAFileOfAnotherJob(t *testing.T) {
 func TestReadDiskWithoutCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	for name, path := range map[string]string{"missing dir": filepath.Join(dir, "nope"), "empty dir": dir} {
-		if _, _, _, err := ReadDisk(path); !errors.Is(err, ErrNoCheckpoint) {
+		if _, _, _, err := ReadDisk(path, nil); !errors.Is(err, ErrNoCheckpoint) {
 			t.Errorf("%s: %v, want ErrNoCheckpoint", name, err)
 		}
 	}
 	writeJob(t, dir, 5, 2, true)
-	if _, _, _, err := ReadDisk(dir); !errors.Is(err, ErrNoCheckpoint) || !strings.Contains(err.Error(), "none with a manifest") {
+	if _, _, _, err := ReadDisk(dir, nil); !errors.Is(err, ErrNoCheckpoint) || !strings.Contains(err.Error(), "none with a manifest") {
 		t.Errorf("only an incomplete epoch: %v, want ErrNoCheckpoint", err)
 	}
 }
 
-func TestWriteManifestRequiresEveryPEFile(t *testing.T) {
+// A manifest lists the files of the PEs alive at the checkpoint, in PE
+// order; after a failure that is fewer than NumPEs, and the read checks
+// that they hold every task. Files out of order, twice, of a PE outside
+// the job, or missing, are refused.
+func TestWriteManifestChecksItsFiles(t *testing.T) {
 	dir := t.TempDir()
 	m := writeJob(t, dir, 1, 3, true)
 	short := m
 	short.Files = m.Files[:2]
-	if err := WriteManifest(dir, short); err == nil {
-		t.Fatal("manifest without PE 2's file written")
+	must(t, WriteManifest(dir, short))
+	if _, _, err := ReadEpoch(dir, 1); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "is in no PE file") {
+		t.Fatalf("PE 2's tasks in no file: %v, want ErrCorrupt", err)
+	}
+	must(t, os.Remove(filepath.Join(EpochDir(dir, 1), ManifestName)))
+	for _, files := range [][]FileEntry{{m.Files[1], m.Files[0]}, {m.Files[0], m.Files[0]}, append(slices.Clone(m.Files), FileEntry{Name: "x", PE: 3})} {
+		bad := m
+		bad.Files = files
+		if err := WriteManifest(dir, bad); err == nil {
+			t.Fatalf("manifest with files %v written", files)
+		}
 	}
 	must(t, os.Remove(filepath.Join(EpochDir(dir, 1), "pe-2.ckpt")))
 	if err := WriteManifest(dir, m); err == nil {
@@ -165,7 +190,7 @@ func TestWriteManifestRequiresEveryPEFile(t *testing.T) {
 func TestRedistributeToAnotherPECount(t *testing.T) {
 	dir := t.TempDir()
 	writeJob(t, dir, 1, 4, false)
-	_, byCollection, _, err := ReadDisk(dir)
+	_, byCollection, _, err := ReadDisk(dir, nil)
 	must(t, err)
 	perPE := Redistribute(byCollection, 3, blockMap)
 	if len(perPE) != 3 {

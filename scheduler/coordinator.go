@@ -37,6 +37,11 @@ type JobCoordinator struct {
 	staged, stored  []bool
 	files           []migrate.FileEntry
 	checkpointBytes int
+	// diskEpoch is the latest checkpoint written to disk completely (its
+	// manifest asked for), 0 if none.
+	diskEpoch uint64
+	// committedBy marks the PEs that committed the last committed epoch.
+	committedBy []bool
 
 	// hosts says where each task is and where its checkpoint copy lives.
 	hosts [][]taskHost
@@ -258,11 +263,44 @@ func (c *JobCoordinator) maybeCommit() []Command {
 		}
 	}
 	c.note("checkpoint %d staged and copied to buddies: %d bytes", c.committed, c.checkpointBytes)
-	cmds := []Command{{To: -1, Event: CommitCheckpoint{Epoch: c.committed, Dir: c.cfg.CheckpointDir}}}
-	if c.cfg.CheckpointDir != "" {
-		return cmds // resume once every file is written
+	// The job resumes once every PE has committed (and written its file):
+	// a PE discards its logs when it commits, and must not receive
+	// messages of the next period before.
+	c.committedBy = make([]bool, c.cfg.Size)
+	return []Command{{To: -1, Event: CommitCheckpoint{Epoch: c.committed, Dir: c.cfg.CheckpointDir}}}
+}
+
+// OnCommitted records that PE pe committed checkpoint epoch.
+func (c *JobCoordinator) OnCommitted(pe int, epoch uint64) []Command {
+	if c.phase != phaseCheckpointing || epoch != c.committed || c.committedBy == nil || !c.live[pe] {
+		return nil
 	}
-	return append(cmds, c.resumeAfterCheckpoint()...)
+	c.committedBy[pe] = true
+	c.noteProgress()
+	return c.maybeResume()
+}
+
+// maybeResume ends a checkpoint once every live PE committed it and, with
+// a checkpoint directory, wrote its file.
+func (c *JobCoordinator) maybeResume() []Command {
+	for p, ok := range c.live {
+		if ok && !c.committedBy[p] {
+			return nil
+		}
+	}
+	if c.cfg.CheckpointDir == "" {
+		return c.resumeAfterCheckpoint()
+	}
+	if len(c.files) < c.liveCount() {
+		return nil
+	}
+	slices.SortFunc(c.files, func(a, b migrate.FileEntry) int { return a.PE - b.PE })
+	m := migrate.Manifest{Epoch: c.committed, NumPEs: c.cfg.Size, Files: c.files}
+	for id, homes := range c.cfg.Layout {
+		m.Collections = append(m.Collections, migrate.CollectionInfo{ID: id, Size: len(homes)})
+	}
+	c.diskEpoch = c.committed
+	return append([]Command{{To: -2, Event: WriteManifest{Dir: c.cfg.CheckpointDir, Manifest: m}}}, c.resumeAfterCheckpoint()...)
 }
 
 // OnDiskWritten records a PE's checkpoint file.
@@ -275,15 +313,7 @@ func (c *JobCoordinator) OnDiskWritten(pe int, epoch uint64, entry migrate.FileE
 	}
 	c.files = append(c.files, entry)
 	c.noteProgress()
-	if len(c.files) < c.liveCount() {
-		return nil
-	}
-	slices.SortFunc(c.files, func(a, b migrate.FileEntry) int { return a.PE - b.PE })
-	m := migrate.Manifest{Epoch: epoch, NumPEs: c.cfg.Size, Files: c.files}
-	for id, homes := range c.cfg.Layout {
-		m.Collections = append(m.Collections, migrate.CollectionInfo{ID: id, Size: len(homes)})
-	}
-	return append([]Command{{To: -2, Event: WriteManifest{Dir: c.cfg.CheckpointDir, Manifest: m}}}, c.resumeAfterCheckpoint()...)
+	return c.maybeResume()
 }
 
 func (c *JobCoordinator) resumeAfterCheckpoint() []Command {
@@ -502,11 +532,17 @@ func (c *JobCoordinator) recoverFrom(pe int) []Command {
 	if c.cfg.Protocol == logging.KindNone {
 		return c.rollback(pe)
 	}
+	// A restore still under way that was to take a task's copy from the
+	// PE that just failed takes it from the task's other copy.
+	replanned, err := c.replanCopies(pe)
+	if err != nil {
+		return c.unrecoverableFromMemory(pe, err)
+	}
 	// Under message logging a failed PE's tasks are those it hosted.
 	tasksOf := func(p int) []migrate.HostedTask { return c.tasksWhere(func(h taskHost) bool { return h.pe == p }) }
 	relocs, err := migrate.PlanRecovery([]int{pe}, tasksOf, c.live, c.cfg.Spread, -1)
 	if err != nil {
-		return c.finish(1, err)
+		return c.unrecoverableFromMemory(pe, err)
 	}
 	for _, r := range relocs {
 		c.hosts[r.Task.Collection][r.Task.Lin].pe = r.ToPE
@@ -520,7 +556,37 @@ func (c *JobCoordinator) recoverFrom(pe int) []Command {
 	c.note("PE %d failed: restoring %d tasks on %d survivors (generation %d)", pe, len(relocs), c.spreadOver(relocs), c.generation)
 	c.phase = phaseRestoring
 	c.pendingRestored = slices.Clone(c.live)
-	return []Command{{To: -1, Event: Recover{Generation: c.generation, Failed: []int{pe}, Relocations: relocs, UndoMoves: c.undoMoves}}}
+	return []Command{{To: -1, Event: Recover{Generation: c.generation, Failed: []int{pe}, Relocations: append(replanned, relocs...), UndoMoves: c.undoMoves}}}
+}
+
+// replanCopies finds, while a restore is under way, the relocations whose
+// target has not reported its tasks restored and whose copy was to come
+// from PE pe, which just failed: they take the task's other copy (its own
+// PE's or its buddy's), and are returned to be sent again. If neither
+// survives, the error wraps migrate.ErrUnrecoverable.
+func (c *JobCoordinator) replanCopies(pe int) ([]migrate.Relocation, error) {
+	if c.pendingRestored == nil {
+		return nil, nil
+	}
+	var replanned []migrate.Relocation
+	for i, r := range c.relocations {
+		if r.CopyPE != pe || !c.live[r.ToPE] || !c.pendingRestored[r.ToPE] {
+			continue
+		}
+		h := c.hosts[r.Task.Collection][r.Task.Lin]
+		switch {
+		case r.CheckpointPE != pe && c.live[r.CheckpointPE]:
+			r.CopyPE = r.CheckpointPE
+		case h.buddyPE >= 0 && h.buddyPE != pe && c.live[h.buddyPE]:
+			r.CopyPE = h.buddyPE
+		default:
+			return nil, fmt.Errorf("%w: PE %d failed while it gave PE %d the checkpoint of task %v, whose other copy was on failed PE %d",
+				migrate.ErrUnrecoverable, pe, r.ToPE, r.Task, r.CheckpointPE)
+		}
+		c.relocations[i] = r
+		replanned = append(replanned, r)
+	}
+	return replanned, nil
 }
 
 func (c *JobCoordinator) spreadOver(relocs []migrate.Relocation) int {
@@ -546,7 +612,7 @@ func (c *JobCoordinator) rollback(pe int) []Command {
 	}
 	relocs, err := migrate.PlanRecovery(dead, tasksOf, c.live, c.cfg.Spread, -1)
 	if err != nil {
-		return c.finish(1, err)
+		return c.unrecoverableFromMemory(pe, err)
 	}
 	for _, hs := range c.hosts {
 		for lin := range hs {

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
 )
 
 // runningCoordinator returns a coordinator of pes PEs (two tasks each)
@@ -23,7 +24,12 @@ func runningCoordinator(t *testing.T, pes int, kind logging.Kind) *JobCoordinato
 		cmds = append(cmds, c.OnStaged(pe, InitialEpoch, 10)...)
 		cmds = append(cmds, c.OnBuddyStored((pe+1)%pes, InitialEpoch, pe)...)
 	}
-	require.Equal(t, []Command{{To: -1, Event: CommitCheckpoint{Epoch: InitialEpoch}}, {To: -1, Event: Begin{}}}, cmds)
+	require.Equal(t, []Command{{To: -1, Event: CommitCheckpoint{Epoch: InitialEpoch}}}, cmds)
+	// The job begins once every PE has committed.
+	for pe := 0; pe < pes-1; pe++ {
+		require.Empty(t, c.OnCommitted(pe, InitialEpoch))
+	}
+	require.Equal(t, []Command{{To: -1, Event: Begin{}}}, c.OnCommitted(pes-1, InitialEpoch))
 	return c
 }
 
@@ -111,4 +117,45 @@ func TestCoordinatorWatchesProgressAfterRollback(t *testing.T) {
 	require.Equal(t, []any{Begin{}, WatchProgress{Generation: 1, Step: 5}}, events(cmds))
 	require.Empty(t, c.OnReached(1, 1, 5))
 	require.Equal(t, []any{ProgressRegained{Generation: 1, Step: 5}}, events(c.OnReached(2, 1, 5)))
+}
+
+// A PE that fails while the survivors still wait for the checkpoint
+// copies it was giving them: under message logging the tasks whose only
+// other copy was on the first failed PE (a PE and its buddy) cannot be
+// recovered from memory, and the job stops saying so and how to avoid it;
+// with a disk checkpoint every task goes back to it instead.
+func TestCopyHolderFailingDuringRestore(t *testing.T) {
+	c := runningCoordinator(t, 4, logging.KindPartialDet)
+	rec, _ := eventOf[Recover](t, c.OnFailure(1))
+	for _, r := range rec.Relocations {
+		require.Equal(t, 2, r.CopyPE, "PE 1's buddy holds its copies")
+	}
+	c.OnFailure(2)
+	out, done := c.Done()
+	require.True(t, done)
+	require.ErrorIs(t, out.Err, migrate.ErrUnrecoverable)
+	require.ErrorIs(t, out.Err, ErrNoDiskCheckpoint)
+	require.ErrorContains(t, out.Err, "run with --checkpoint-dir")
+
+	layout := []int{0, 1, 2, 3, 0, 1, 2, 3}
+	c = NewJobCoordinator(CoordinatorConfig{Size: 4, Protocol: logging.KindPartialDet, Layout: [][]int{layout}, CheckpointDir: "/ckpt"})
+	c.Ready()
+	for pe := range 4 {
+		c.OnStaged(pe, InitialEpoch, 10)
+		c.OnBuddyStored((pe+1)%4, InitialEpoch, pe)
+	}
+	for pe := range 4 {
+		c.OnCommitted(pe, InitialEpoch)
+		c.OnDiskWritten(pe, InitialEpoch, migrate.FileEntry{PE: pe}, nil)
+	}
+	c.OnFailure(1)
+	cmds := c.OnFailure(2)
+	rb, to := eventOf[Rollback](t, cmds)
+	require.Equal(t, -1, to)
+	require.True(t, rb.FromDisk)
+	require.Equal(t, uint64(InitialEpoch), rb.Epoch)
+	sd, _ := eventOf[SendDiskRecords](t, cmds)
+	for lin, pe := range sd.Hosts[0] {
+		require.True(t, pe == 0 || pe == 3, "task %d placed on PE %d, a survivor", lin, pe)
+	}
 }

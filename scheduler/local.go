@@ -229,7 +229,11 @@ type (
 		rank  int
 		loads []migrate.TaskLoad
 	}
-	ctlMigrated struct{ rank int }
+	ctlMigrated  struct{ rank int }
+	ctlCommitted struct {
+		rank  int
+		epoch uint64
+	}
 	ctlProgress struct {
 		rank      int
 		delivered uint64
@@ -260,6 +264,7 @@ func (c localControl) Idle(st IdleStatus)          { c.send(ctlIdle{c.rank, st})
 func (c localControl) Loads(l []migrate.TaskLoad)  { c.send(ctlLoads{c.rank, l}) }
 func (c localControl) Migrated()                   { c.send(ctlMigrated{c.rank}) }
 func (c localControl) Progress(delivered uint64)   { c.send(ctlProgress{c.rank, delivered}) }
+func (c localControl) Committed(epoch uint64)      { c.send(ctlCommitted{c.rank, epoch}) }
 func (c localControl) Diagnosis(report string)     { c.send(ctlDiagnosis{c.rank, report}) }
 func (c localControl) Fail(err error)              { c.send(ctlFail{c.rank, err}) }
 func (c localControl) BuddyStored(e uint64, w int) { c.send(ctlBuddyStored{c.rank, e, w}) }
@@ -355,6 +360,8 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 				deliver(c.core.OnLoads(ev.rank, ev.loads))
 			case ctlMigrated:
 				deliver(c.core.OnMigrated(ev.rank))
+			case ctlCommitted:
+				deliver(c.core.OnCommitted(ev.rank, ev.epoch))
 			case ctlProgress:
 				c.core.OnProgress(ev.rank, ev.delivered)
 			case ctlDiagnosis:

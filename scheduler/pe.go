@@ -49,6 +49,8 @@ type Control interface {
 	CheckpointStaged(epoch uint64, tasks, bytes int)
 	// BuddyStored reports that this PE staged the copy of PE ward's tasks.
 	BuddyStored(epoch uint64, ward int)
+	// Committed reports that this PE committed checkpoint epoch.
+	Committed(epoch uint64)
 	// DiskWritten reports this PE's checkpoint file.
 	DiskWritten(epoch uint64, entry migrate.FileEntry, err error)
 	// Restored reports that every task this PE had to restore is here,
@@ -221,6 +223,9 @@ type PE struct {
 	// abandonedUpTo is the latest checkpoint epoch a failure interrupted
 	// while this PE staged it.
 	abandonedUpTo uint64
+	// fromDisk is set while the PE waits for the records of a rollback
+	// to a disk checkpoint.
+	fromDisk bool
 	// progress is the furthest step a local task ever offered;
 	// progressAtFailure its value when the last recovery began; watch
 	// the pending WatchProgress (see recovery.go).
@@ -405,6 +410,11 @@ func (pe *PE) LocalElements() []int {
 	return n
 }
 
+// taskID is the id of element lin of a collection.
+func (pe *PE) taskID(cs *collectionState, lin int) commutative.TaskID {
+	return commutative.TaskID(TaskID(cs.def.ID, lin))
+}
+
 // element returns the local element with this task id, or nil.
 func (pe *PE) element(id commutative.TaskID) *element {
 	coll, lin := splitTaskID(id)
@@ -562,6 +572,9 @@ func (pe *PE) Event(ev any) {
 		pe.noticeFailure(ev)
 	case Rollback:
 		pe.rollback(ev)
+		pe.schedule()
+	case DiskRecords:
+		pe.diskRecords(ev)
 		pe.schedule()
 	case WatchProgress:
 		pe.watchProgress(ev)

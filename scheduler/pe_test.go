@@ -406,6 +406,7 @@ func FuzzReceive(f *testing.F) {
 func (nopControl) Loads([]migrate.TaskLoad) {}
 func (nopControl) Migrated()                {}
 func (nopControl) Progress(uint64)          {}
+func (nopControl) Committed(uint64)         {}
 func (nopControl) Diagnosis(string)         {}
 
 // A message that reaches a PE after its task moved away is passed on to

@@ -59,12 +59,15 @@ type (
 	// RestartFrom gives the local tasks the states of a disk checkpoint
 	// before the job begins (a restart, possibly on another PE count).
 	RestartFrom struct{ Records []migrate.TaskRecord }
-	// Rollback restores every task from checkpoint Epoch (checkpoint/restart).
+	// Rollback restores every task from checkpoint Epoch (checkpoint/restart);
+	// with FromDisk, from the disk checkpoint of that epoch, whose records
+	// come in DiskRecords events (see diskrecovery.go).
 	Rollback struct {
 		Generation  uint64
 		Epoch       uint64
 		Failed      []int
 		Relocations []migrate.Relocation
+		FromDisk    bool
 	}
 	// WatchProgress asks for Reached once every local task of a collection
 	// with sync points has offered step Step, or a later one, since it was
@@ -326,8 +329,11 @@ func (pe *PE) commitCheckpoint(ev CommitCheckpoint) {
 	}
 	// The checkpoint records the placement the last migration made.
 	pe.moves, pe.exported, pe.importedFrom = nil, nil, nil
-	// Only now is everything before the checkpoint unneeded.
+	// Only now is everything before the checkpoint unneeded. No PE
+	// resumes before every PE has committed (Committed), so nothing of the
+	// next period has arrived yet.
 	pe.proto.Checkpoint()
+	pe.cfg.Control.Committed(ev.Epoch)
 	if ev.Dir == "" {
 		return
 	}
@@ -583,6 +589,11 @@ func (pe *PE) rollback(ev Rollback) {
 	pe.moves, pe.exported, pe.importedFrom = nil, nil, nil
 	pe.restored, pe.restoredRecords = nil, nil
 	pe.early = slices.DeleteFunc(pe.early, func(b earlyBatch) bool { return b.generation < ev.Generation })
+	pe.fromDisk = false
+	if ev.FromDisk {
+		pe.rollbackToDisk(ev)
+		return
+	}
 	// A task this PE adopted in a rollback that a further failure
 	// interrupted may be relocated again: the plan decides where it goes.
 	relocated := map[migrate.TaskRef]bool{}

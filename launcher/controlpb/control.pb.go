@@ -45,6 +45,7 @@ type ToCoordinator struct {
 	//	*ToCoordinator_Reached
 	//	*ToCoordinator_Progress
 	//	*ToCoordinator_Diagnosis
+	//	*ToCoordinator_Committed
 	Msg           isToCoordinator_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -258,6 +259,15 @@ func (x *ToCoordinator) GetDiagnosis() *Diagnosis {
 	return nil
 }
 
+func (x *ToCoordinator) GetCommitted() *Committed {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_Committed); ok {
+			return x.Committed
+		}
+	}
+	return nil
+}
+
 type isToCoordinator_Msg interface {
 	isToCoordinator_Msg()
 }
@@ -339,6 +349,10 @@ type ToCoordinator_Diagnosis struct {
 	Diagnosis *Diagnosis `protobuf:"bytes,31,opt,name=diagnosis,proto3,oneof"`
 }
 
+type ToCoordinator_Committed struct {
+	Committed *Committed `protobuf:"bytes,32,opt,name=committed,proto3,oneof"`
+}
+
 func (*ToCoordinator_Hello) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Ready) isToCoordinator_Msg() {}
@@ -376,6 +390,8 @@ func (*ToCoordinator_Reached) isToCoordinator_Msg() {}
 func (*ToCoordinator_Progress) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Diagnosis) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_Committed) isToCoordinator_Msg() {}
 
 type TaskLoad struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1008,9 +1024,12 @@ func (*ToPE_Diagnose) isToPE_Msg() {}
 // RestartRecords carries, in one or more messages, the tasks a PE takes
 // from a disk checkpoint when a job restarts (a migrate PECheckpoint).
 type RestartRecords struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Checkpoint    []byte                 `protobuf:"bytes,1,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
-	Last          bool                   `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Checkpoint []byte                 `protobuf:"bytes,1,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Last       bool                   `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	// Generation, if not 0, is the recovery whose rollback to a disk
+	// checkpoint these records are for (not a restart).
+	Generation    uint64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1057,6 +1076,13 @@ func (x *RestartRecords) GetLast() bool {
 		return x.Last
 	}
 	return false
+}
+
+func (x *RestartRecords) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
 }
 
 // Restarted reports that a PE took its tasks' states from the checkpoint.
@@ -2148,6 +2174,52 @@ func (*Resume) Descriptor() ([]byte, []int) {
 	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
 }
 
+// Committed reports that a PE committed a checkpoint (and discarded what
+// it logged before it): the job resumes once every PE has.
+type Committed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Committed) Reset() {
+	*x = Committed{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Committed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Committed) ProtoMessage() {}
+
+func (x *Committed) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Committed.ProtoReflect.Descriptor instead.
+func (*Committed) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *Committed) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 type CheckpointStaged struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
@@ -2159,7 +2231,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2243,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2256,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -2218,7 +2290,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2302,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2315,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -2274,7 +2346,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2358,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2371,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -2359,7 +2431,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2371,7 +2443,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +2456,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -2428,7 +2500,7 @@ type WatchProgress struct {
 
 func (x *WatchProgress) Reset() {
 	*x = WatchProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2512,7 @@ func (x *WatchProgress) String() string {
 func (*WatchProgress) ProtoMessage() {}
 
 func (x *WatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2525,7 @@ func (x *WatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
 func (*WatchProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchProgress) GetGeneration() uint64 {
@@ -2480,7 +2552,7 @@ type Reached struct {
 
 func (x *Reached) Reset() {
 	*x = Reached{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2492,7 +2564,7 @@ func (x *Reached) String() string {
 func (*Reached) ProtoMessage() {}
 
 func (x *Reached) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +2577,7 @@ func (x *Reached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reached.ProtoReflect.Descriptor instead.
 func (*Reached) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Reached) GetGeneration() uint64 {
@@ -2536,7 +2608,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2620,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2633,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -2619,7 +2691,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2631,7 +2703,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2644,7 +2716,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -2686,7 +2758,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2770,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2783,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -2736,18 +2808,21 @@ func (x *NoticeFailure) GetRelocations() []*Relocation {
 }
 
 type Rollback struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Failed        []int32                `protobuf:"varint,3,rep,packed,name=failed,proto3" json:"failed,omitempty"`
-	Relocations   []*Relocation          `protobuf:"bytes,4,rep,name=relocations,proto3" json:"relocations,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Generation  uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Epoch       uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Failed      []int32                `protobuf:"varint,3,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	Relocations []*Relocation          `protobuf:"bytes,4,rep,name=relocations,proto3" json:"relocations,omitempty"`
+	// FromDisk: the records come from the disk checkpoint of epoch, in
+	// RestartRecords messages of this generation.
+	FromDisk      bool `protobuf:"varint,5,opt,name=from_disk,json=fromDisk,proto3" json:"from_disk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2834,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2847,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -2803,6 +2878,13 @@ func (x *Rollback) GetRelocations() []*Relocation {
 	return nil
 }
 
+func (x *Rollback) GetFromDisk() bool {
+	if x != nil {
+		return x.FromDisk
+	}
+	return false
+}
+
 // PEStats are a PE's counters, sent when the job stops.
 type PEStats struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
@@ -2824,7 +2906,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2836,7 +2918,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2849,7 +2931,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -2940,7 +3022,7 @@ var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
 
 const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xc3\b\n" +
+	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xff\b\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -2963,7 +3045,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\bmigrated\x18\x10 \x01(\v2\x19.gochare.control.MigratedH\x00R\bmigrated\x124\n" +
 	"\areached\x18\x11 \x01(\v2\x18.gochare.control.ReachedH\x00R\areached\x12=\n" +
 	"\bprogress\x18\x1e \x01(\v2\x1f.gochare.control.ProgressReportH\x00R\bprogress\x12:\n" +
-	"\tdiagnosis\x18\x1f \x01(\v2\x1a.gochare.control.DiagnosisH\x00R\tdiagnosisB\x05\n" +
+	"\tdiagnosis\x18\x1f \x01(\v2\x1a.gochare.control.DiagnosisH\x00R\tdiagnosis\x12:\n" +
+	"\tcommitted\x18  \x01(\v2\x1a.gochare.control.CommittedH\x00R\tcommittedB\x05\n" +
 	"\x03msg\"P\n" +
 	"\bTaskLoad\x12\x1e\n" +
 	"\n" +
@@ -3007,12 +3090,15 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgress\x12J\n" +
 	"\x0freport_progress\x18\x1e \x01(\v2\x1f.gochare.control.ReportProgressH\x00R\x0ereportProgress\x127\n" +
 	"\bdiagnose\x18\x1f \x01(\v2\x19.gochare.control.DiagnoseH\x00R\bdiagnoseB\x05\n" +
-	"\x03msg\"D\n" +
+	"\x03msg\"d\n" +
 	"\x0eRestartRecords\x12\x1e\n" +
 	"\n" +
 	"checkpoint\x18\x01 \x01(\fR\n" +
 	"checkpoint\x12\x12\n" +
-	"\x04last\x18\x02 \x01(\bR\x04last\"!\n" +
+	"\x04last\x18\x02 \x01(\bR\x04last\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation\"!\n" +
 	"\tRestarted\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x05R\x05tasks\"!\n" +
 	"\tChallenge\x12\x14\n" +
@@ -3074,7 +3160,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x10CommitCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\"\b\n" +
-	"\x06Resume\"T\n" +
+	"\x06Resume\"!\n" +
+	"\tCommitted\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"T\n" +
 	"\x10CheckpointStaged\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
 	"\x05tasks\x18\x02 \x01(\x05R\x05tasks\x12\x14\n" +
@@ -3129,14 +3217,15 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\x05R\x06failed\x12=\n" +
-	"\vrelocations\x18\x03 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\x97\x01\n" +
+	"\vrelocations\x18\x03 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\xb4\x01\n" +
 	"\bRollback\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
-	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\xa4\x03\n" +
+	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
+	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\"\xa4\x03\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3168,7 +3257,7 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
@@ -3201,17 +3290,18 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*TakeCheckpoint)(nil),     // 28: gochare.control.TakeCheckpoint
 	(*CommitCheckpoint)(nil),   // 29: gochare.control.CommitCheckpoint
 	(*Resume)(nil),             // 30: gochare.control.Resume
-	(*CheckpointStaged)(nil),   // 31: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 32: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 33: gochare.control.DiskWritten
-	(*Restored)(nil),           // 34: gochare.control.Restored
-	(*WatchProgress)(nil),      // 35: gochare.control.WatchProgress
-	(*Reached)(nil),            // 36: gochare.control.Reached
-	(*Relocation)(nil),         // 37: gochare.control.Relocation
-	(*Recover)(nil),            // 38: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 39: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 40: gochare.control.Rollback
-	(*PEStats)(nil),            // 41: gochare.control.PEStats
+	(*Committed)(nil),          // 31: gochare.control.Committed
+	(*CheckpointStaged)(nil),   // 32: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 33: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 34: gochare.control.DiskWritten
+	(*Restored)(nil),           // 35: gochare.control.Restored
+	(*WatchProgress)(nil),      // 36: gochare.control.WatchProgress
+	(*Reached)(nil),            // 37: gochare.control.Reached
+	(*Relocation)(nil),         // 38: gochare.control.Relocation
+	(*Recover)(nil),            // 39: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 40: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 41: gochare.control.Rollback
+	(*PEStats)(nil),            // 42: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
@@ -3222,45 +3312,46 @@ var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	23, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
 	25, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
 	27, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	31, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	32, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	33, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	34, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	41, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	32, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	33, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	34, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	35, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	42, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
 	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
 	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
 	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
-	36, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
+	37, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
 	14, // 17: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
 	16, // 18: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
-	1,  // 19: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
-	5,  // 20: gochare.control.Migrate.moves:type_name -> gochare.control.Move
-	10, // 21: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	12, // 22: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	18, // 23: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	21, // 24: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	24, // 25: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	26, // 26: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	28, // 27: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	29, // 28: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	30, // 29: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	38, // 30: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	39, // 31: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	40, // 32: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
-	8,  // 33: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
-	4,  // 34: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
-	6,  // 35: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
-	35, // 36: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
-	13, // 37: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
-	15, // 38: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
-	37, // 39: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	37, // 40: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	37, // 41: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	31, // 19: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
+	1,  // 20: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
+	5,  // 21: gochare.control.Migrate.moves:type_name -> gochare.control.Move
+	10, // 22: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	12, // 23: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	18, // 24: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	21, // 25: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	24, // 26: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	26, // 27: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	28, // 28: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	29, // 29: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	30, // 30: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	39, // 31: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	40, // 32: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	41, // 33: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	8,  // 34: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
+	4,  // 35: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
+	6,  // 36: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
+	36, // 37: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
+	13, // 38: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
+	15, // 39: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
+	38, // 40: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	38, // 41: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	38, // 42: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -3288,6 +3379,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Reached)(nil),
 		(*ToCoordinator_Progress)(nil),
 		(*ToCoordinator_Diagnosis)(nil),
+		(*ToCoordinator_Committed)(nil),
 	}
 	file_launcher_controlpb_control_proto_msgTypes[7].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
@@ -3315,7 +3407,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
