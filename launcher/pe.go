@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,12 +137,32 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	raw, err := net.DialTimeout("tcp", o.Coordinator, 10*time.Second)
+	dialCtx, cancelDial := context.WithTimeout(ctx, 10*time.Second)
+	raw, err := new(net.Dialer).DialContext(dialCtx, "tcp", o.Coordinator)
+	cancelDial()
 	if err != nil {
 		return 1, fmt.Errorf("launcher: PE %d: coordinator: %w", o.Rank, err)
 	}
 	cn := newConn(raw)
 	defer cn.close()
+	// The control connection is cut on purpose when the PE is
+	// interrupted (SIGTERM, SIGINT) or hears nothing from the coordinator:
+	// whatever waits on it returns at once, with why.
+	var why atomic.Pointer[error]
+	cut := func(err error) {
+		if why.CompareAndSwap(nil, &err) {
+			cn.close()
+		}
+	}
+	fail := func(err error) (int, error) {
+		if w := why.Load(); w != nil {
+			return 1, *w
+		}
+		return 1, err
+	}
+	defer context.AfterFunc(ctx, func() {
+		cut(fmt.Errorf("launcher: PE %d: interrupted by a signal", o.Rank))
+	})()
 	if o.Host == "" {
 		// Listen where this host reaches the coordinator: the other PEs
 		// reach it the same way.
@@ -153,11 +174,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("launcher: PE %d transport: %w", o.Rank, err)
 	}
-	defer ep.Close()
+	defer closeWithin(ep, 3*time.Second, o.Log)
 
 	var first controlpb.ToPE
 	if err := cn.recv(&first); err != nil {
-		return 1, fmt.Errorf("launcher: PE %d: no challenge from coordinator: %w", o.Rank, err)
+		return fail(fmt.Errorf("launcher: PE %d: no challenge from coordinator: %w", o.Rank, err))
 	}
 	ch := first.GetChallenge()
 	if ch == nil {
@@ -168,11 +189,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		Rank: int32(o.Rank), Size: int32(o.Size), Mac: helloMAC(o.Secret, ch.Nonce),
 		TransportAddr: ep.Addr(), Pid: int64(os.Getpid()), Host: host,
 	}}}); err != nil {
-		return 1, err
+		return fail(err)
 	}
 	var setupMsg controlpb.ToPE
 	if err := cn.recv(&setupMsg); err != nil {
-		return 1, fmt.Errorf("launcher: PE %d: refused by the coordinator or no setup: %w", o.Rank, err)
+		return fail(fmt.Errorf("launcher: PE %d: refused by the coordinator or no setup: %w", o.Rank, err))
 	}
 	setup := setupMsg.GetSetup()
 	if setup == nil || int(setup.Rank) != o.Rank || int(setup.Size) != o.Size || len(setup.TransportAddrs) != o.Size {
@@ -186,14 +207,35 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if !ok {
 		return 1, fmt.Errorf("launcher: PE %d: unknown protocol %q in setup", o.Rank, setup.Protocol)
 	}
+	// From the setup on, both sides send heartbeats and watch for them.
+	bound := time.Duration(setup.HeartbeatTimeoutMs) * time.Millisecond
+	if bound <= 0 {
+		bound = 5 * time.Second
+	}
+	var heard atomic.Int64
+	heard.Store(time.Now().UnixNano())
+	watching := make(chan struct{})
+	defer close(watching)
+	go sendHeartbeats(watching, cn, heartbeatInterval(bound))
+	go watchCoordinator(watching, &heard, bound, func(silent time.Duration) {
+		err := fmt.Errorf("launcher: PE %d heard nothing from the coordinator for %v (bound %v): stopping", o.Rank, silent.Round(time.Millisecond), bound)
+		o.Log.Error("no word from the coordinator: stopping", "silent_ms", silent.Milliseconds(), "bound_ms", bound.Milliseconds())
+		cut(err)
+	})
 	control := peControl{conn: cn}
 	var onStep func(uint64)
 	if at := setup.KillAtStep; at > 0 {
+		due := false
 		onStep = func(step uint64) {
-			if step >= at {
-				o.Log.Warn("failure injection: killing this PE", "step", step)
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			if step < at || due {
+				return
 			}
+			// This PE does no more work: it tells the coordinator, which
+			// sends the signal the kill asks for.
+			due = true
+			o.Log.Warn("failure injection: killing this PE", "step", step)
+			control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_KillDue{KillDue: &controlpb.KillDue{Step: step}}})
+			select {}
 		}
 	}
 	var tr *tracer
@@ -220,27 +262,26 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		return 1, fmt.Errorf("launcher: PE %d: start transport: %w", o.Rank, err)
 	}
 	if err := cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Ready{Ready: &controlpb.Ready{}}}); err != nil {
-		return 1, err
+		return fail(err)
 	}
-	go func() {
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Heartbeat{Heartbeat: &controlpb.Heartbeat{}}}) != nil {
-					return
-				}
-			}
-		}
-	}()
 	var restart []migrate.TaskRecord
 	for {
 		var m controlpb.ToPE
 		if err := cn.recv(&m); err != nil {
-			return 1, fmt.Errorf("launcher: PE %d lost the coordinator: %w", o.Rank, err)
+			return fail(fmt.Errorf("launcher: PE %d lost the coordinator: %w", o.Rank, err))
+		}
+		heard.Store(time.Now().UnixNano())
+		switch x := m.Msg.(type) {
+		case *controlpb.ToPE_Heartbeat:
+			continue
+		case *controlpb.ToPE_InjectFailure:
+			sig := syscall.SIGKILL
+			if x.InjectFailure.Signal == "STOP" {
+				sig = syscall.SIGSTOP
+			}
+			o.Log.Warn("failure injection: the launcher asks this PE to signal itself", "signal", sig.String())
+			syscall.Kill(os.Getpid(), sig)
+			continue
 		}
 		if rr := m.GetRestartRecords(); rr != nil {
 			cp, err := migrate.UnmarshalPECheckpoint(rr.Checkpoint)
@@ -277,5 +318,72 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			return 0, nil
 		}
 		ep.Post(ev)
+	}
+}
+
+// sendHeartbeats sends the coordinator a heartbeat every interval until
+// done. It depends on nothing but the connection: a busy or blocked
+// scheduler does not stop it.
+func sendHeartbeats(done <-chan struct{}, cn *conn, interval time.Duration) {
+	heartbeat := &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Heartbeat{Heartbeat: &controlpb.Heartbeat{}}}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if cn.send(heartbeat) != nil {
+				return
+			}
+		}
+	}
+}
+
+// watchCoordinator calls silent once nothing came from the coordinator
+// for longer than bound (heard is when something last did). A PE that
+// was itself not running for a while (stopped, starved) cannot tell
+// whether the coordinator was silent: it judges again from then.
+func watchCoordinator(done <-chan struct{}, heard *atomic.Int64, bound time.Duration, silent func(time.Duration)) {
+	t := time.NewTicker(heartbeatInterval(bound))
+	defer t.Stop()
+	last := time.Now()
+	judgeFrom := last
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			if now.Sub(last) > bound/4 {
+				judgeFrom = now
+			}
+			last = now
+			from := time.Unix(0, heard.Load())
+			if from.Before(judgeFrom) {
+				from = judgeFrom
+			}
+			if now.Sub(from) > bound {
+				silent(now.Sub(time.Unix(0, heard.Load())))
+				return
+			}
+		}
+	}
+}
+
+// closeWithin closes the transport, waiting at most d: a PE that must
+// stop (interrupted, cut off) does not wait for a transport that cannot
+// finish.
+func closeWithin(ep interface{ Close() error }, d time.Duration, log *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		ep.Close()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		log.Warn("transport not closed in time; leaving it", "after", d)
 	}
 }

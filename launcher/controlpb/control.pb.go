@@ -43,6 +43,7 @@ type ToCoordinator struct {
 	//	*ToCoordinator_Loads
 	//	*ToCoordinator_Migrated
 	//	*ToCoordinator_Reached
+	//	*ToCoordinator_KillDue
 	Msg           isToCoordinator_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -238,6 +239,15 @@ func (x *ToCoordinator) GetReached() *Reached {
 	return nil
 }
 
+func (x *ToCoordinator) GetKillDue() *KillDue {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_KillDue); ok {
+			return x.KillDue
+		}
+	}
+	return nil
+}
+
 type isToCoordinator_Msg interface {
 	isToCoordinator_Msg()
 }
@@ -310,6 +320,10 @@ type ToCoordinator_Reached struct {
 	Reached *Reached `protobuf:"bytes,17,opt,name=reached,proto3,oneof"`
 }
 
+type ToCoordinator_KillDue struct {
+	KillDue *KillDue `protobuf:"bytes,18,opt,name=kill_due,json=killDue,proto3,oneof"`
+}
+
 func (*ToCoordinator_Hello) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Ready) isToCoordinator_Msg() {}
@@ -343,6 +357,8 @@ func (*ToCoordinator_Loads) isToCoordinator_Msg() {}
 func (*ToCoordinator_Migrated) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Reached) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_KillDue) isToCoordinator_Msg() {}
 
 type TaskLoad struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -653,6 +669,8 @@ type ToPE struct {
 	//	*ToPE_CollectLoads
 	//	*ToPE_Migrate
 	//	*ToPE_WatchProgress
+	//	*ToPE_Heartbeat
+	//	*ToPE_InjectFailure
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -839,6 +857,24 @@ func (x *ToPE) GetWatchProgress() *WatchProgress {
 	return nil
 }
 
+func (x *ToPE) GetHeartbeat() *Heartbeat {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetInjectFailure() *InjectFailure {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_InjectFailure); ok {
+			return x.InjectFailure
+		}
+	}
+	return nil
+}
+
 type isToPE_Msg interface {
 	isToPE_Msg()
 }
@@ -907,6 +943,14 @@ type ToPE_WatchProgress struct {
 	WatchProgress *WatchProgress `protobuf:"bytes,16,opt,name=watch_progress,json=watchProgress,proto3,oneof"`
 }
 
+type ToPE_Heartbeat struct {
+	Heartbeat *Heartbeat `protobuf:"bytes,17,opt,name=heartbeat,proto3,oneof"`
+}
+
+type ToPE_InjectFailure struct {
+	InjectFailure *InjectFailure `protobuf:"bytes,18,opt,name=inject_failure,json=injectFailure,proto3,oneof"`
+}
+
 func (*ToPE_Challenge) isToPE_Msg() {}
 
 func (*ToPE_Setup) isToPE_Msg() {}
@@ -938,6 +982,10 @@ func (*ToPE_CollectLoads) isToPE_Msg() {}
 func (*ToPE_Migrate) isToPE_Msg() {}
 
 func (*ToPE_WatchProgress) isToPE_Msg() {}
+
+func (*ToPE_Heartbeat) isToPE_Msg() {}
+
+func (*ToPE_InjectFailure) isToPE_Msg() {}
 
 // RestartRecords carries, in one or more messages, the tasks a PE takes
 // from a disk checkpoint when a job restarts (a migrate PECheckpoint).
@@ -1188,12 +1236,17 @@ type Setup struct {
 	MeasureLoad bool `protobuf:"varint,10,opt,name=measure_load,json=measureLoad,proto3" json:"measure_load,omitempty"`
 	// TraceFile, if set, receives this PE's trace in FILE.pe<rank>.
 	TraceFile string `protobuf:"bytes,11,opt,name=trace_file,json=traceFile,proto3" json:"trace_file,omitempty"`
-	// KillAtStep makes this PE kill itself with SIGKILL when one of its
-	// tasks reaches a sync point at this step or later (0: never); failure
-	// injection for tests and demonstrations.
-	KillAtStep    uint64 `protobuf:"varint,9,opt,name=kill_at_step,json=killAtStep,proto3" json:"kill_at_step,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// KillAtStep: when one of this PE's tasks offers a sync point at this
+	// step or later, the PE stops its work and sends KillDue; the
+	// coordinator then kills it (0: never). Failure injection for tests and
+	// demonstrations.
+	KillAtStep uint64 `protobuf:"varint,9,opt,name=kill_at_step,json=killAtStep,proto3" json:"kill_at_step,omitempty"`
+	// HeartbeatTimeoutMs is the bound on silence, both ways: the PE sends
+	// heartbeats well within it and stops itself when it hears nothing from
+	// the coordinator for longer.
+	HeartbeatTimeoutMs int64 `protobuf:"varint,12,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Setup) Reset() {
@@ -1299,6 +1352,13 @@ func (x *Setup) GetTraceFile() string {
 func (x *Setup) GetKillAtStep() uint64 {
 	if x != nil {
 		return x.KillAtStep
+	}
+	return 0
+}
+
+func (x *Setup) GetHeartbeatTimeoutMs() int64 {
+	if x != nil {
+		return x.HeartbeatTimeoutMs
 	}
 	return 0
 }
@@ -1663,6 +1723,8 @@ func (x *QuiescenceDetected) GetNumber() uint64 {
 	return 0
 }
 
+// Heartbeat goes both ways, for failure detection; any message counts as
+// a sign of life.
 type Heartbeat struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1699,6 +1761,99 @@ func (*Heartbeat) Descriptor() ([]byte, []int) {
 	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
 }
 
+// KillDue tells the coordinator that a task of the PE offered step (at or
+// past Setup.kill_at_step); the PE does no more work and waits to be
+// killed.
+type KillDue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          uint64                 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KillDue) Reset() {
+	*x = KillDue{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KillDue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KillDue) ProtoMessage() {}
+
+func (x *KillDue) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KillDue.ProtoReflect.Descriptor instead.
+func (*KillDue) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *KillDue) GetStep() uint64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+// InjectFailure asks a PE the launcher did not start to send itself a
+// signal (failure injection): "KILL" or "STOP".
+type InjectFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Signal        string                 `protobuf:"bytes,1,opt,name=signal,proto3" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InjectFailure) Reset() {
+	*x = InjectFailure{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InjectFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InjectFailure) ProtoMessage() {}
+
+func (x *InjectFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InjectFailure.ProtoReflect.Descriptor instead.
+func (*InjectFailure) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *InjectFailure) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
 type Stop struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
@@ -1708,7 +1863,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1875,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1888,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -1752,7 +1907,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1919,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1932,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Failed) GetError() string {
@@ -1796,7 +1951,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +1963,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +1976,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -1841,7 +1996,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2008,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2021,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -1891,7 +2046,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2058,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2071,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
 }
 
 type CheckpointStaged struct {
@@ -1930,7 +2085,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1942,7 +2097,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1955,7 +2110,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -1989,7 +2144,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2156,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2169,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -2045,7 +2200,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2212,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2225,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -2130,7 +2285,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2297,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2310,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -2199,7 +2354,7 @@ type WatchProgress struct {
 
 func (x *WatchProgress) Reset() {
 	*x = WatchProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +2366,7 @@ func (x *WatchProgress) String() string {
 func (*WatchProgress) ProtoMessage() {}
 
 func (x *WatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2379,7 @@ func (x *WatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
 func (*WatchProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchProgress) GetGeneration() uint64 {
@@ -2251,7 +2406,7 @@ type Reached struct {
 
 func (x *Reached) Reset() {
 	*x = Reached{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2418,7 @@ func (x *Reached) String() string {
 func (*Reached) ProtoMessage() {}
 
 func (x *Reached) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2431,7 @@ func (x *Reached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reached.ProtoReflect.Descriptor instead.
 func (*Reached) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Reached) GetGeneration() uint64 {
@@ -2307,7 +2462,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2474,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2487,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -2388,7 +2543,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2555,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2568,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -2448,7 +2603,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2615,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2628,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -2509,7 +2664,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2676,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2689,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -2586,7 +2741,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2753,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2766,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -2702,7 +2857,7 @@ var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
 
 const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xc8\a\n" +
+	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xff\a\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -2723,7 +2878,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\trestarted\x18\x0e \x01(\v2\x1a.gochare.control.RestartedH\x00R\trestarted\x12.\n" +
 	"\x05loads\x18\x0f \x01(\v2\x16.gochare.control.LoadsH\x00R\x05loads\x127\n" +
 	"\bmigrated\x18\x10 \x01(\v2\x19.gochare.control.MigratedH\x00R\bmigrated\x124\n" +
-	"\areached\x18\x11 \x01(\v2\x18.gochare.control.ReachedH\x00R\areachedB\x05\n" +
+	"\areached\x18\x11 \x01(\v2\x18.gochare.control.ReachedH\x00R\areached\x125\n" +
+	"\bkill_due\x18\x12 \x01(\v2\x18.gochare.control.KillDueH\x00R\akillDueB\x05\n" +
 	"\x03msg\"P\n" +
 	"\bTaskLoad\x12\x1e\n" +
 	"\n" +
@@ -2744,7 +2900,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04from\x18\x03 \x01(\x05R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x05R\x02to\"6\n" +
 	"\aMigrate\x12+\n" +
-	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xe7\a\n" +
+	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xec\b\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -2764,7 +2920,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x0frestart_records\x18\r \x01(\v2\x1f.gochare.control.RestartRecordsH\x00R\x0erestartRecords\x12D\n" +
 	"\rcollect_loads\x18\x0e \x01(\v2\x1d.gochare.control.CollectLoadsH\x00R\fcollectLoads\x124\n" +
 	"\amigrate\x18\x0f \x01(\v2\x18.gochare.control.MigrateH\x00R\amigrate\x12G\n" +
-	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgressB\x05\n" +
+	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgress\x12:\n" +
+	"\theartbeat\x18\x11 \x01(\v2\x1a.gochare.control.HeartbeatH\x00R\theartbeat\x12G\n" +
+	"\x0einject_failure\x18\x12 \x01(\v2\x1e.gochare.control.InjectFailureH\x00R\rinjectFailureB\x05\n" +
 	"\x03msg\"D\n" +
 	"\x0eRestartRecords\x12\x1e\n" +
 	"\n" +
@@ -2781,7 +2939,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x03mac\x18\x03 \x01(\fR\x03mac\x12%\n" +
 	"\x0etransport_addr\x18\x04 \x01(\tR\rtransportAddr\x12\x10\n" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x12\n" +
-	"\x04host\x18\x06 \x01(\tR\x04host\"\xc0\x02\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\"\xf2\x02\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -2796,7 +2954,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
 	"trace_file\x18\v \x01(\tR\ttraceFile\x12 \n" +
 	"\fkill_at_step\x18\t \x01(\x04R\n" +
-	"killAtStep\"\a\n" +
+	"killAtStep\x120\n" +
+	"\x14heartbeat_timeout_ms\x18\f \x01(\x03R\x12heartbeatTimeoutMs\"\a\n" +
 	"\x05Ready\"\a\n" +
 	"\x05Begin\"\x1c\n" +
 	"\x06Output\x12\x12\n" +
@@ -2815,7 +2974,11 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x11QuiescenceRequest\",\n" +
 	"\x12QuiescenceDetected\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\"\v\n" +
-	"\tHeartbeat\"\x1e\n" +
+	"\tHeartbeat\"\x1d\n" +
+	"\aKillDue\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\x04R\x04step\"'\n" +
+	"\rInjectFailure\x12\x16\n" +
+	"\x06signal\x18\x01 \x01(\tR\x06signal\"\x1e\n" +
 	"\x04Stop\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\"\x1e\n" +
 	"\x06Failed\x12\x14\n" +
@@ -2917,7 +3080,7 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
@@ -2941,22 +3104,24 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*QuiescenceRequest)(nil),  // 19: gochare.control.QuiescenceRequest
 	(*QuiescenceDetected)(nil), // 20: gochare.control.QuiescenceDetected
 	(*Heartbeat)(nil),          // 21: gochare.control.Heartbeat
-	(*Stop)(nil),               // 22: gochare.control.Stop
-	(*Failed)(nil),             // 23: gochare.control.Failed
-	(*TakeCheckpoint)(nil),     // 24: gochare.control.TakeCheckpoint
-	(*CommitCheckpoint)(nil),   // 25: gochare.control.CommitCheckpoint
-	(*Resume)(nil),             // 26: gochare.control.Resume
-	(*CheckpointStaged)(nil),   // 27: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 28: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 29: gochare.control.DiskWritten
-	(*Restored)(nil),           // 30: gochare.control.Restored
-	(*WatchProgress)(nil),      // 31: gochare.control.WatchProgress
-	(*Reached)(nil),            // 32: gochare.control.Reached
-	(*Relocation)(nil),         // 33: gochare.control.Relocation
-	(*Recover)(nil),            // 34: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 35: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 36: gochare.control.Rollback
-	(*PEStats)(nil),            // 37: gochare.control.PEStats
+	(*KillDue)(nil),            // 22: gochare.control.KillDue
+	(*InjectFailure)(nil),      // 23: gochare.control.InjectFailure
+	(*Stop)(nil),               // 24: gochare.control.Stop
+	(*Failed)(nil),             // 25: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 26: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 27: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 28: gochare.control.Resume
+	(*CheckpointStaged)(nil),   // 29: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 30: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 31: gochare.control.DiskWritten
+	(*Restored)(nil),           // 32: gochare.control.Restored
+	(*WatchProgress)(nil),      // 33: gochare.control.WatchProgress
+	(*Reached)(nil),            // 34: gochare.control.Reached
+	(*Relocation)(nil),         // 35: gochare.control.Relocation
+	(*Recover)(nil),            // 36: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 37: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 38: gochare.control.Rollback
+	(*PEStats)(nil),            // 39: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
@@ -2966,42 +3131,45 @@ var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	18, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
 	19, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
 	21, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
-	23, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	27, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	28, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	29, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	30, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	37, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	25, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
+	29, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	30, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	31, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	32, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	39, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
 	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
 	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
 	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
-	32, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
-	1,  // 17: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
-	5,  // 18: gochare.control.Migrate.moves:type_name -> gochare.control.Move
-	10, // 19: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	12, // 20: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	14, // 21: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	17, // 22: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	20, // 23: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	22, // 24: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	24, // 25: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	25, // 26: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	26, // 27: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	34, // 28: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	35, // 29: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	36, // 30: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
-	8,  // 31: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
-	4,  // 32: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
-	6,  // 33: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
-	31, // 34: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
-	33, // 35: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	33, // 36: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	33, // 37: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	34, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
+	22, // 17: gochare.control.ToCoordinator.kill_due:type_name -> gochare.control.KillDue
+	1,  // 18: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
+	5,  // 19: gochare.control.Migrate.moves:type_name -> gochare.control.Move
+	10, // 20: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	12, // 21: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	14, // 22: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	17, // 23: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	20, // 24: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	24, // 25: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	26, // 26: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	27, // 27: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	28, // 28: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	36, // 29: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	37, // 30: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	38, // 31: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	8,  // 32: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
+	4,  // 33: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
+	6,  // 34: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
+	33, // 35: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
+	21, // 36: gochare.control.ToPE.heartbeat:type_name -> gochare.control.Heartbeat
+	23, // 37: gochare.control.ToPE.inject_failure:type_name -> gochare.control.InjectFailure
+	35, // 38: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	35, // 39: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	35, // 40: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -3027,6 +3195,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Loads)(nil),
 		(*ToCoordinator_Migrated)(nil),
 		(*ToCoordinator_Reached)(nil),
+		(*ToCoordinator_KillDue)(nil),
 	}
 	file_launcher_controlpb_control_proto_msgTypes[7].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
@@ -3045,6 +3214,8 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_CollectLoads)(nil),
 		(*ToPE_Migrate)(nil),
 		(*ToPE_WatchProgress)(nil),
+		(*ToPE_Heartbeat)(nil),
+		(*ToPE_InjectFailure)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3052,7 +3223,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
