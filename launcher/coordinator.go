@@ -750,17 +750,24 @@ func describeExit(ev processExited) string {
 // reportHeartbeatGaps logs the longest silence of each PE the launcher
 // watched, against the bound: how close to a false verdict the job came.
 func (c *coordinator) reportHeartbeatGaps() {
-	var per []string
-	var longest time.Duration
+	var per, heard []string
+	var longest, longestHeard int64
 	for _, p := range c.peers {
 		if p == nil || !p.watched.Load() {
 			continue
 		}
-		gap := time.Duration(p.maxGap.Load())
+		gap := time.Duration(p.maxGap.Load()).Milliseconds()
 		longest = max(longest, gap)
-		per = append(per, fmt.Sprintf("%d:%d", p.rank, gap.Milliseconds()))
+		per = append(per, fmt.Sprintf("%d:%d", p.rank, gap))
+		if st, ok := c.stats[p.rank]; ok {
+			longestHeard = max(longestHeard, st.LongestSilenceMs)
+			heard = append(heard, fmt.Sprintf("%d:%d", p.rank, st.LongestSilenceMs))
+		}
 	}
 	if len(per) > 0 {
-		c.cfg.Log.Info("heartbeats: longest silence", "longest_ms", longest.Milliseconds(), "bound_ms", c.cfg.HeartbeatTimeout.Milliseconds(), "per_pe_ms", strings.Join(per, " "))
+		// from PEs: as the launcher saw them; to PEs: as the PEs that
+		// ended normally saw the launcher.
+		c.cfg.Log.Info("heartbeats: longest silence", "bound_ms", c.cfg.HeartbeatTimeout.Milliseconds(),
+			"from_pes_ms", longest, "per_pe", strings.Join(per, " "), "to_pes_ms", longestHeard, "per_pe_heard", strings.Join(heard, " "))
 	}
 }

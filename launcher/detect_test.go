@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// longStencilArgs is stencilArgs run long enough (200 sweeps) that a PE
+// longStencilArgs is stencilArgs run long enough (120 sweeps) that a PE
 // stopped after the second checkpoint is stopped well before the end.
-var longStencilArgs = []string{"run", "stencil3d", "--pes", "4", "--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "200", "--checkpoint-every", "10"}
+var longStencilArgs = []string{"run", "stencil3d", "--pes", "4", "--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "120", "--checkpoint-every", "10"}
 
 // A spawned PE that hangs (SIGSTOP) misses its heartbeats: the launcher
 // declares it dead after the bound, SIGKILLs it, and the job recovers as
@@ -296,4 +296,23 @@ func TestKillsThatCanNeverFireAreRefused(t *testing.T) {
 		require.Contains(t, string(out), why, spec)
 		require.NotContains(t, string(out), "started PEs", spec)
 	}
+}
+
+// A PE the launcher did not start is killed by itself when its kill is
+// due: the launcher asks it to send itself the signal.
+func TestKillOfAnExternalPE(t *testing.T) {
+	args := []string{"run", "stencil3d", "--pes", "2", "--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "300", "--checkpoint-every", "10"}
+	want := cleanDigest(t, args)
+	j := startJob(t, append(args, "--external", "--kill", "pe=1,at=step:100")...)
+	pe0, pe1 := startPE(t, j, 0, 2), startPE(t, j, 1, 2)
+	require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+	j.waitLine(t, regexp.MustCompile(`msg="injected failure" pe=1 kill="pe=1,at=step:100" signal=SIGKILL .*by="the PE itself"`), time.Second)
+	j.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 `), time.Second)
+	require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+	pe1.wait(t, 30*time.Second)
+	ws, ok := pe1.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "PE 1 ended by %v; output:\n%s", pe1.cmd.ProcessState, pe1.output())
+	require.Contains(t, pe1.output(), "failure injection: the launcher asks this PE to signal itself")
+	status, _ := pe0.wait(t, 30*time.Second)
+	require.Equal(t, 0, status, pe0.output())
 }

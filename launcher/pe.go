@@ -212,7 +212,10 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if bound <= 0 {
 		bound = 5 * time.Second
 	}
+	// heard is when the last message came from the coordinator (unix ns);
+	// longest the longest silence between two.
 	var heard atomic.Int64
+	var longest time.Duration
 	heard.Store(time.Now().UnixNano())
 	watching := make(chan struct{})
 	defer close(watching)
@@ -270,7 +273,8 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		if err := cn.recv(&m); err != nil {
 			return fail(fmt.Errorf("launcher: PE %d lost the coordinator: %w", o.Rank, err))
 		}
-		heard.Store(time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		longest = max(longest, time.Duration(now-heard.Swap(now)))
 		switch x := m.Msg.(type) {
 		case *controlpb.ToPE_Heartbeat:
 			continue
@@ -311,7 +315,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 					Delivered: st.Delivered, EnvelopesSent: st.Sent, BytesSent: st.BytesSent, BatchesSent: st.BatchesSent,
 					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
-					LoggedMessages: int64(p.Sent),
+					LoggedMessages: int64(p.Sent), LongestSilenceMs: longest.Milliseconds(),
 				}}})
 			case <-time.After(2 * time.Second):
 			}

@@ -2735,6 +2735,9 @@ type PEStats struct {
 	RolledBack       int32                  `protobuf:"varint,10,opt,name=rolled_back,json=rolledBack,proto3" json:"rolled_back,omitempty"`
 	LoggedMessages   int64                  `protobuf:"varint,11,opt,name=logged_messages,json=loggedMessages,proto3" json:"logged_messages,omitempty"`
 	BatchesSent      uint64                 `protobuf:"varint,12,opt,name=batches_sent,json=batchesSent,proto3" json:"batches_sent,omitempty"`
+	// LongestSilenceMs is the longest time the PE went without a message
+	// from the coordinator (heartbeats included), in milliseconds.
+	LongestSilenceMs int64 `protobuf:"varint,13,opt,name=longest_silence_ms,json=longestSilenceMs,proto3" json:"longest_silence_ms,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -2849,6 +2852,13 @@ func (x *PEStats) GetLoggedMessages() int64 {
 func (x *PEStats) GetBatchesSent() uint64 {
 	if x != nil {
 		return x.BatchesSent
+	}
+	return 0
+}
+
+func (x *PEStats) GetLongestSilenceMs() int64 {
+	if x != nil {
+		return x.LongestSilenceMs
 	}
 	return 0
 }
@@ -3048,7 +3058,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"generation\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
-	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\xa4\x03\n" +
+	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\xd2\x03\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3066,7 +3076,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	" \x01(\x05R\n" +
 	"rolledBack\x12'\n" +
 	"\x0flogged_messages\x18\v \x01(\x03R\x0eloggedMessages\x12!\n" +
-	"\fbatches_sent\x18\f \x01(\x04R\vbatchesSentB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\fbatches_sent\x18\f \x01(\x04R\vbatchesSent\x12,\n" +
+	"\x12longest_silence_ms\x18\r \x01(\x03R\x10longestSilenceMsB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_launcher_controlpb_control_proto_rawDescOnce sync.Once
