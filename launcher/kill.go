@@ -246,7 +246,6 @@ func (c *coordinator) fire(k *kill, began time.Time) {
 		c.cfg.Log.Warn("injected failure not fired", "kill", k.String(), "reason", k.missed)
 		return
 	}
-	k.fired = true
 	attrs := []any{"pe", k.Rank, "kill", k.String(), "signal", "SIG" + signalName(k.Signal)}
 	if !began.IsZero() {
 		attrs = append(attrs, "after_begin_ms", time.Since(began).Milliseconds())
@@ -254,13 +253,17 @@ func (c *coordinator) fire(k *kill, began time.Time) {
 	if c.cfg.Spawned[k.Rank] && c.killProcess != nil {
 		pid, err := c.killProcess(k.Rank, k.Signal)
 		if err != nil {
-			c.cfg.Log.Warn("could not signal PE", append(attrs, "err", err)...)
+			// Its end is not reported yet.
+			k.missed = fmt.Sprintf("PE %d could not be signalled: %v", k.Rank, err)
+			c.cfg.Log.Warn("injected failure not fired", "kill", k.String(), "reason", k.missed)
 			return
 		}
+		k.fired = true
 		c.cfg.Log.Info("injected failure", append(attrs, "pid", pid)...)
 		return
 	}
 	// A PE the launcher did not start signals itself.
+	k.fired = true
 	p.send(&controlpb.ToPE{Msg: &controlpb.ToPE_InjectFailure{InjectFailure: &controlpb.InjectFailure{Signal: signalName(k.Signal)}}})
 	c.cfg.Log.Info("injected failure", append(attrs, "by", "the PE itself")...)
 }
