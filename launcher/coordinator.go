@@ -73,9 +73,8 @@ type coordinator struct {
 	stopping    bool
 	stats       map[int]*controlpb.PEStats
 	lastFailure time.Time
-	// lastCheck is when heartbeats were last checked; judgeFrom when
-	// silence starts to count (see checkHeartbeats).
-	lastCheck, judgeFrom time.Time
+	// judge tells when a PE's silence is too long.
+	judge silenceJudge
 	// recovery describes each recovery, for the end-of-job report.
 	recovery []recoveryReport
 	// killProcess sends a signal to a spawned PE (failure injection, and
@@ -101,11 +100,6 @@ type peer struct {
 
 func (p *peer) send(m *controlpb.ToPE) { p.out.send(m) }
 
-// heartbeatInterval is how often each side sends a heartbeat: ten per
-// bound, at most every half second.
-func heartbeatInterval(timeout time.Duration) time.Duration {
-	return max(min(timeout/10, 500*time.Millisecond), time.Millisecond)
-}
 
 type (
 	evJoined struct {
@@ -140,7 +134,8 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 	if cfg.Spawned == nil {
 		cfg.Spawned = make([]bool, cfg.Size)
 	}
-	return &coordinator{cfg: cfg, ln: ln, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{}}
+	return &coordinator{cfg: cfg, ln: ln, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{},
+		judge: silenceJudge{bound: cfg.HeartbeatTimeout}}
 }
 
 func (c *coordinator) post(ctx context.Context, ev any) {
@@ -228,25 +223,16 @@ func (c *coordinator) sendAll(m *controlpb.ToPE) {
 }
 
 // checkHeartbeats declares dead every PE silent for longer than the bound.
-// A coordinator that was itself not running for a while (stopped,
-// starved) cannot tell who was silent: it judges again from now.
 func (c *coordinator) checkHeartbeats(now time.Time, declare func(p *peer, silent time.Duration)) {
-	bound := c.cfg.HeartbeatTimeout
-	if !c.lastCheck.IsZero() && now.Sub(c.lastCheck) > bound/4 {
-		c.cfg.Log.Warn("the launcher was not running; heartbeat verdicts start again", "for_ms", now.Sub(c.lastCheck).Milliseconds())
-		c.judgeFrom = now
+	if stalled := c.judge.tick(now); stalled > 0 {
+		c.cfg.Log.Warn("the launcher was not running; heartbeat verdicts start again", "for_ms", stalled.Milliseconds())
 	}
-	c.lastCheck = now
 	for _, p := range c.peers {
 		if p == nil || p.gone || !p.watched.Load() {
 			continue
 		}
-		last := time.Unix(0, p.seen.Load())
-		if last.Before(c.judgeFrom) {
-			last = c.judgeFrom
-		}
-		if silent := now.Sub(last); silent > bound {
-			declare(p, now.Sub(time.Unix(0, p.seen.Load())))
+		if last := time.Unix(0, p.seen.Load()); c.judge.dead(now, last) {
+			declare(p, now.Sub(last))
 		}
 	}
 }

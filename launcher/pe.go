@@ -325,55 +325,6 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	}
 }
 
-// sendHeartbeats sends the coordinator a heartbeat every interval until
-// done. It depends on nothing but the connection: a busy or blocked
-// scheduler does not stop it.
-func sendHeartbeats(done <-chan struct{}, cn *conn, interval time.Duration) {
-	heartbeat := &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Heartbeat{Heartbeat: &controlpb.Heartbeat{}}}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			if cn.send(heartbeat) != nil {
-				return
-			}
-		}
-	}
-}
-
-// watchCoordinator calls silent once nothing came from the coordinator
-// for longer than bound (heard is when something last did). A PE that
-// was itself not running for a while (stopped, starved) cannot tell
-// whether the coordinator was silent: it judges again from then.
-func watchCoordinator(done <-chan struct{}, heard *atomic.Int64, bound time.Duration, silent func(time.Duration)) {
-	t := time.NewTicker(heartbeatInterval(bound))
-	defer t.Stop()
-	last := time.Now()
-	judgeFrom := last
-	for {
-		select {
-		case <-done:
-			return
-		case now := <-t.C:
-			if now.Sub(last) > bound/4 {
-				judgeFrom = now
-			}
-			last = now
-			from := time.Unix(0, heard.Load())
-			if from.Before(judgeFrom) {
-				from = judgeFrom
-			}
-			if now.Sub(from) > bound {
-				silent(now.Sub(time.Unix(0, heard.Load())))
-				return
-			}
-		}
-	}
-}
-
 // closeWithin closes the transport, waiting at most d: a PE that must
 // stop (interrupted, cut off) does not wait for a transport that cannot
 // finish.
