@@ -100,7 +100,6 @@ type peer struct {
 
 func (p *peer) send(m *controlpb.ToPE) { p.out.send(m) }
 
-
 type (
 	evJoined struct {
 		conn  *conn

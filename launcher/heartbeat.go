@@ -87,4 +87,3 @@ func watchCoordinator(done <-chan struct{}, heard *atomic.Int64, bound time.Dura
 		}
 	}
 }
-
