@@ -27,6 +27,13 @@ type App struct {
 	Name    string
 	Summary string
 	Define  func(j *Job, args []string) error
+	// LastStep, if set, tells the highest step the application's tasks
+	// offer at a sync point (the step they pass to Context.AtSync) when
+	// run with args; ok is false when it cannot be told in advance (the
+	// run ends at a simulated time, say) or no task offers a sync point.
+	// Where the run may end sooner, it is an upper bound. The launcher
+	// uses it to check and to choose injected failures (--kill).
+	LastStep func(args []string) (step uint64, ok bool)
 }
 
 // Job is the declaration of a program: its collections, their handlers, its

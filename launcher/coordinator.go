@@ -12,6 +12,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gochare/gochare/launcher/controlpb"
@@ -47,9 +49,7 @@ type coordinatorConfig struct {
 	CheckpointEvery uint64
 	CheckpointDir   string
 	Spread          int
-	// KillAtStep, per rank, makes that PE kill itself at a step (0: never).
-	KillAtStep []uint64
-	// Kills are failures the launcher injects itself.
+	// Kills are the failures to inject (--kill).
 	Kills []kill
 	// Restart, if set, holds per PE the task records of a disk checkpoint
 	// the job starts from; RestartEpoch is that checkpoint's epoch.
@@ -76,20 +76,32 @@ type coordinator struct {
 	stopping    bool
 	stats       map[int]*controlpb.PEStats
 	lastFailure time.Time
+	// judge tells when a PE's silence is too long.
+	judge silenceJudge
 	// recovery describes each recovery, for the end-of-job report.
 	recovery []recoveryReport
-	// killProcess kills a spawned PE (failure injection).
-	killProcess func(rank int) (pid int, err error)
+	// killProcess sends a signal to a spawned PE (failure injection, and
+	// to make sure a PE declared dead is).
+	killProcess func(rank int, sig syscall.Signal) (pid int, err error)
 }
 
 type peer struct {
-	rank     int
-	conn     *conn
-	hello    *controlpb.Hello
-	ready    bool
-	lastSeen time.Time
-	gone     bool
+	rank  int
+	conn  *conn
+	out   *outbox
+	hello *controlpb.Hello
+	ready bool
+	// gone: declared dead, for good; ignored: its late messages were
+	// logged once; exited: its process ended (spawned PEs).
+	gone, ignored, exited bool
+	// seen is when the last message from the PE was read (unix ns, set
+	// by its reader); maxGap the longest silence between two, once
+	// watched (heartbeats started).
+	seen, maxGap atomic.Int64
+	watched      atomic.Bool
 }
+
+func (p *peer) send(m *controlpb.ToPE) { p.out.send(m) }
 
 type (
 	evJoined struct {
@@ -127,10 +139,8 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 	if cfg.Spawned == nil {
 		cfg.Spawned = make([]bool, cfg.Size)
 	}
-	if cfg.KillAtStep == nil {
-		cfg.KillAtStep = make([]uint64, cfg.Size)
-	}
-	return &coordinator{cfg: cfg, ln: ln, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{}}
+	return &coordinator{cfg: cfg, ln: ln, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{},
+		judge: silenceJudge{bound: cfg.HeartbeatTimeout}}
 }
 
 func (c *coordinator) post(ctx context.Context, ev any) {
@@ -188,21 +198,46 @@ func (c *coordinator) admit(ctx context.Context, raw net.Conn) {
 	c.post(ctx, evJoined{conn: cn, hello: hello})
 }
 
-func (c *coordinator) readLoop(ctx context.Context, rank int, cn *conn) {
+// readLoop reads PE p's messages. Every message is a sign of life, noted
+// here, so that a busy main loop cannot make a PE look silent; heartbeats
+// go no further.
+func (c *coordinator) readLoop(ctx context.Context, p *peer) {
 	for {
 		m := new(controlpb.ToCoordinator)
-		if err := cn.recv(m); err != nil {
-			c.post(ctx, evLost{rank: rank, err: err})
+		if err := p.conn.recv(m); err != nil {
+			c.post(ctx, evLost{rank: p.rank, err: err})
 			return
 		}
-		c.post(ctx, evMessage{rank: rank, msg: m})
+		now := time.Now().UnixNano()
+		if prev := p.seen.Swap(now); p.watched.Load() && now-prev > p.maxGap.Load() {
+			p.maxGap.Store(now - prev)
+		}
+		if _, ok := m.Msg.(*controlpb.ToCoordinator_Heartbeat); ok {
+			continue
+		}
+		c.post(ctx, evMessage{rank: p.rank, msg: m})
 	}
 }
 
 func (c *coordinator) sendAll(m *controlpb.ToPE) {
 	for _, p := range c.peers {
 		if p != nil && !p.gone {
-			p.conn.send(m)
+			p.send(m)
+		}
+	}
+}
+
+// checkHeartbeats declares dead every PE silent for longer than the bound.
+func (c *coordinator) checkHeartbeats(now time.Time, declare func(p *peer, silent time.Duration)) {
+	if stalled := c.judge.tick(now); stalled > 0 {
+		c.cfg.Log.Warn("the launcher was not running; heartbeat verdicts start again", "for_ms", stalled.Milliseconds())
+	}
+	for _, p := range c.peers {
+		if p == nil || p.gone || !p.watched.Load() {
+			continue
+		}
+		if last := time.Unix(0, p.seen.Load()); c.judge.dead(now, last) {
+			declare(p, now.Sub(last))
 		}
 	}
 }
@@ -215,12 +250,16 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	defer cancel()
 	go c.acceptLoop(ctx)
 	defer c.ln.Close()
+	defer c.reportUnfiredKills()
 	defer func() {
+		// The last messages (Stop) go out first, if the PE still reads.
+		deadline := time.Now().Add(time.Second)
 		for _, p := range c.peers {
 			if p != nil {
-				p.conn.close()
+				p.out.close(deadline)
 			}
 		}
+		c.reportHeartbeatGaps()
 	}()
 
 	ticker := time.NewTicker(c.cfg.QuiescenceEvery)
@@ -259,12 +298,17 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				c.sendAll(commandToPB(cmd.Event))
 			default:
 				if p := c.peers[cmd.To]; p != nil && !p.gone {
-					p.conn.send(commandToPB(cmd.Event))
+					p.send(commandToPB(cmd.Event))
 				}
 			}
 			switch ev := cmd.Event.(type) {
 			case scheduler.TakeCheckpoint:
 				checkpointAt = time.Now()
+				c.fireWhere(began, func(k *kill) bool { return k.Trigger == atCheckpoint && k.N == ev.Epoch })
+			case scheduler.Recover:
+				c.fireWhere(began, func(k *kill) bool { return k.Trigger == atRecovery && k.N == ev.Generation })
+			case scheduler.Rollback:
+				c.fireWhere(began, func(k *kill) bool { return k.Trigger == atRecovery && k.N == ev.Generation })
 			case scheduler.CommitCheckpoint:
 				c.cfg.Log.Info("checkpoint committed", "epoch", ev.Epoch, "ms", time.Since(checkpointAt).Milliseconds())
 				c.cfg.trace.span(fmt.Sprintf("checkpoint %d", ev.Epoch), "checkpoint", checkpointAt)
@@ -289,6 +333,13 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				r.restored, r.restore = true, noticeAt.Sub(c.lastFailure)
 				c.cfg.Log.Info("recovery: tasks restored, replay starts", "failed", fmt.Sprint(ev.Failed), "restore_ms", time.Since(failedAt).Milliseconds(), "relocated", len(ev.Relocations))
 			case scheduler.Resume:
+				if began.IsZero() {
+					// A job restarted from disk resumes instead of
+					// beginning.
+					began = time.Now()
+					c.cfg.trace.instant("job resumes", "job")
+					c.cfg.Log.Info("all PEs ready; job resumes from the disk checkpoint", "pes", c.cfg.Size, "ft", protocolName(c.cfg.Protocol))
+				}
 				if !failedAt.IsZero() && c.cfg.Protocol == logging.KindNone {
 					c.cfg.Log.Info("recovery: every task rolled back to the checkpoint", "restore_ms", time.Since(failedAt).Milliseconds())
 					c.cfg.trace.span("rollback", "recovery", failedAt)
@@ -320,8 +371,17 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 			where = fmt.Sprintf(" (pid %d on %s)", p.hello.Pid, p.hello.Host)
 		}
 		detail := fmt.Sprintf("PE %d%s %s", rank, where, how)
-		if p != nil {
+		if p != nil && !p.gone {
+			// Declared dead for good: its connection is cut, and a PE the
+			// launcher started is killed if it still runs, so that it can
+			// never come back.
 			p.gone = true
+			p.out.abort()
+			if c.cfg.Spawned[rank] && !p.exited && c.killProcess != nil {
+				if _, err := c.killProcess(rank, syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+					c.cfg.Log.Warn("could not kill a PE declared dead", "pe", rank, "err", err)
+				}
+			}
 		}
 		delete(lostAt, rank)
 		if core == nil || !core.Live()[rank] {
@@ -333,7 +393,11 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 		failedAt = time.Now()
 		c.lastFailure = failedAt
 		c.cfg.trace.instant(fmt.Sprintf("PE %d failed", rank), "recovery")
-		c.cfg.Log.Error("PE failed", "detail", detail, "after_begin_ms", time.Since(began).Milliseconds())
+		if began.IsZero() {
+			c.cfg.Log.Error("PE failed", "detail", detail)
+		} else {
+			c.cfg.Log.Error("PE failed", "detail", detail, "after_begin_ms", time.Since(began).Milliseconds())
+		}
 		deliver(core.OnFailure(rank))
 		if out, done := core.Done(); done && out.Err != nil {
 			c.failure = fmt.Errorf("%w: %s: %w", ErrPEFailed, detail, out.Err)
@@ -369,13 +433,14 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 					failure(rank, fmt.Sprintf("lost its connection to the launcher: %v", lostErr[rank]))
 				}
 			}
-			if core != nil {
-				for _, p := range c.peers {
-					if !p.gone && !c.cfg.Spawned[p.rank] && now.Sub(p.lastSeen) > c.cfg.HeartbeatTimeout {
-						p.conn.close()
-						failure(p.rank, fmt.Sprintf("missed heartbeats for %v", now.Sub(p.lastSeen).Round(time.Millisecond)))
-					}
+			c.checkHeartbeats(now, func(p *peer, silent time.Duration) {
+				how := fmt.Sprintf("missed heartbeats: silent for %v (bound %v)", silent.Round(time.Millisecond), c.cfg.HeartbeatTimeout)
+				if c.cfg.Spawned[p.rank] && c.killProcess != nil {
+					how += "; killed with SIGKILL" // by failure, a stopped process too
 				}
+				failure(p.rank, how)
+			})
+			if core != nil {
 				deliver(core.Tick())
 			}
 			c.killDue(now, began)
@@ -383,32 +448,46 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 			switch ev := ev.(type) {
 			case evJoined:
 				r := int(ev.hello.Rank)
-				if c.peers[r] != nil {
-					c.cfg.Log.Warn("refused connection", "peer", ev.conn.raw.RemoteAddr().String(), "reason", fmt.Sprintf("rank %d already joined", r))
+				if p := c.peers[r]; p != nil {
+					why := fmt.Sprintf("rank %d already joined", r)
+					if p.gone {
+						why = fmt.Sprintf("PE %d was declared dead: a failed PE never rejoins", r)
+					}
+					c.cfg.Log.Warn("refused connection", "peer", ev.conn.raw.RemoteAddr().String(), "reason", why)
 					ev.conn.close()
 					continue
 				}
-				c.peers[r] = &peer{rank: r, conn: ev.conn, hello: ev.hello, lastSeen: time.Now()}
-				go c.readLoop(ctx, r, ev.conn)
+				p := &peer{rank: r, conn: ev.conn, out: newOutbox(ev.conn), hello: ev.hello}
+				c.peers[r] = p
+				go c.readLoop(ctx, p)
 				joined++
 				if joined == c.cfg.Size {
 					addrs := make([]string, c.cfg.Size)
 					for i, p := range c.peers {
 						addrs[i] = p.hello.TransportAddr
 					}
+					now := time.Now().UnixNano()
 					for i, p := range c.peers {
-						p.conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Setup{Setup: &controlpb.Setup{
+						p.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Setup{Setup: &controlpb.Setup{
 							Rank: int32(i), Size: int32(c.cfg.Size), JobId: c.cfg.JobID,
 							App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
-							CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: c.cfg.KillAtStep[i], MeasureLoad: c.cfg.Balancer != "",
-							TraceFile: c.cfg.TraceFile,
+							CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: killAtStep(c.cfg.Kills, i), MeasureLoad: c.cfg.Balancer != "",
+							TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(),
 						}}})
+						// From now on both sides send heartbeats, and
+						// silence counts.
+						p.out.startHeartbeats(heartbeatInterval(c.cfg.HeartbeatTimeout))
+						p.seen.Store(now)
+						p.watched.Store(true)
 					}
 				}
 			case evMessage:
 				p := c.peers[ev.rank]
-				p.lastSeen = time.Now()
 				if p.gone {
+					if !p.ignored {
+						p.ignored = true
+						c.cfg.Log.Warn("ignoring messages from a PE declared dead", "pe", ev.rank, "type", fmt.Sprintf("%T", ev.msg.Msg))
+					}
 					continue
 				}
 				switch m := ev.msg.Msg.(type) {
@@ -438,7 +517,8 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 					deliver(c.handleReport(core, ev.rank, ev.msg))
 				case *controlpb.ToCoordinator_Output:
 					fmt.Fprintln(c.cfg.Output, m.Output.Line)
-				case *controlpb.ToCoordinator_Heartbeat:
+				case *controlpb.ToCoordinator_KillDue:
+					c.onKillDue(ev.rank, m.KillDue.Step, began)
 				case *controlpb.ToCoordinator_Stats:
 					c.stats[ev.rank] = m.Stats
 				case *controlpb.ToCoordinator_Failed:
@@ -466,6 +546,13 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				}
 				failure(ev.rank, fmt.Sprintf("lost its connection to the launcher: %v", ev.err))
 			case processExited:
+				if p := c.peers[ev.rank]; p != nil {
+					p.exited = true
+					if p.gone {
+						c.cfg.Log.Info("PE declared dead has ended", "pe", ev.rank, "pid", ev.pid, "how", describeExit(ev))
+						continue
+					}
+				}
 				if c.stopping {
 					continue
 				}
@@ -539,7 +626,8 @@ func (c *coordinator) sendRestart() {
 			if err != nil {
 				panic(fmt.Sprintf("launcher: marshal restart records: %v", err))
 			}
-			return c.peers[r].conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_RestartRecords{RestartRecords: &controlpb.RestartRecords{Checkpoint: b, Last: last}}})
+			c.peers[r].send(&controlpb.ToPE{Msg: &controlpb.ToPE_RestartRecords{RestartRecords: &controlpb.RestartRecords{Checkpoint: b, Last: last}}})
+			return nil
 		})
 	}
 }
@@ -574,8 +662,9 @@ func (c *coordinator) sendDiskRecords(sd scheduler.SendDiskRecords) error {
 			if err != nil {
 				return err
 			}
-			return p.conn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_RestartRecords{RestartRecords: &controlpb.RestartRecords{
+			p.send(&controlpb.ToPE{Msg: &controlpb.ToPE_RestartRecords{RestartRecords: &controlpb.RestartRecords{
 				Checkpoint: b, Last: last, Generation: sd.Generation}}})
+			return nil
 		}
 		if err := inChunks(recs, send); err != nil {
 			c.cfg.Log.Warn("could not send disk records", "pe", pe, "err", err)
@@ -715,4 +804,29 @@ func describeExit(ev processExited) string {
 		return fmt.Sprintf("(pid %d) could not be waited for: %v", ev.pid, ev.err)
 	}
 	return exitHow(ev.state)
+}
+
+// reportHeartbeatGaps logs the longest silence of each PE the launcher
+// watched, against the bound: how close to a false verdict the job came.
+func (c *coordinator) reportHeartbeatGaps() {
+	var per, heard []string
+	var longest, longestHeard int64
+	for _, p := range c.peers {
+		if p == nil || !p.watched.Load() {
+			continue
+		}
+		gap := time.Duration(p.maxGap.Load()).Milliseconds()
+		longest = max(longest, gap)
+		per = append(per, fmt.Sprintf("%d:%d", p.rank, gap))
+		if st, ok := c.stats[p.rank]; ok {
+			longestHeard = max(longestHeard, st.LongestSilenceMs)
+			heard = append(heard, fmt.Sprintf("%d:%d", p.rank, st.LongestSilenceMs))
+		}
+	}
+	if len(per) > 0 {
+		// from PEs: as the launcher saw them; to PEs: as the PEs that
+		// ended normally saw the launcher.
+		c.cfg.Log.Info("heartbeats: longest silence", "bound_ms", c.cfg.HeartbeatTimeout.Milliseconds(),
+			"from_pes_ms", longest, "per_pe", strings.Join(per, " "), "to_pes_ms", longestHeard, "per_pe_heard", strings.Join(heard, " "))
+	}
 }

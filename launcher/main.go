@@ -35,8 +35,12 @@ const usage = `usage:
         --external              start no PE: wait for N PEs started by hand,
                                 ssh or srun with 'gochare pe'
         --secret-file FILE      with --external: write the job secret there
-        --heartbeat-timeout D   declare an external PE dead after D of
-                                silence (default 5s)
+        --heartbeat-timeout D   declare a PE dead after D without a sign of
+                                life (default 5s); the launcher then
+                                SIGKILLs it if it started it, and recovery
+                                proceeds as for a crash. A PE that hears
+                                nothing from the launcher for D stops
+                                itself with an error
         --stall-timeout D       stop the job with a diagnosis of what waits
                                 for what when it makes no progress for D
                                 (default 60s)
@@ -55,11 +59,23 @@ const usage = `usage:
                                 point by moving tasks (measured handler time)
         --restore-spread K      restore a failed PE's tasks on K survivors
                                 (default 0: all)
-        --kill SPEC             inject a failure (repeatable): pe=R,at=step:S
-                                (PE R kills itself when a task reaches step
-                                S), pe=R,after=1.5s, or random[,seed=N]
-                                (a random PE at a random step; the seed is
-                                printed so the run can be repeated)
+        --kill SPEC             inject a failure (repeatable; each --kill
+                                fires once, when due, if its PE is alive):
+                                  pe=R,at=step:S        when a task of PE R
+                                    offers a sync point at step S (from 1
+                                    to the application's last step)
+                                  pe=R,after=D          D (e.g. 1.5s) after
+                                    the job began
+                                  pe=R,at=recovery:N    as soon as recovery
+                                    N starts (Recover/Rollback sent)
+                                  pe=R,at=checkpoint:E  as soon as
+                                    checkpoint E starts (1: the initial one)
+                                  random[,seed=N]       any PE at any step
+                                    (the choice and seed are printed)
+                                add ,signal=STOP to send SIGSTOP instead of
+                                SIGKILL (a hung PE). A kill that can never
+                                fire is an error; one that did not fire is
+                                a warning at the end
   gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
       run one PE of a job; rank and size default to SLURM_PROCID and
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
@@ -305,21 +321,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	if err != nil {
 		return 2, err
 	}
-	killAtStep := make([]uint64, o.pes)
+	lim := killLimits{PEs: o.pes, App: app.Name, CheckpointEvery: o.checkpointEvery}
+	if app.LastStep != nil {
+		lim.LastStep, lim.KnowLastStep = app.LastStep(appArgs)
+	}
 	var kills []kill
 	for i, spec := range o.kills {
-		k, note, err := parseKill(spec, o.pes, uint64(time.Now().UnixNano())+uint64(i), o.checkpointEvery)
+		k, note, err := parseKill(spec, lim, uint64(time.Now().UnixNano())+uint64(i))
 		if err != nil {
 			return 2, err
 		}
 		if note != "" {
 			log.Info("failure injection", "plan", note)
 		}
-		if k.AtStep > 0 {
-			killAtStep[k.Rank] = k.AtStep
-		} else {
-			kills = append(kills, k)
-		}
+		kills = append(kills, k)
 	}
 	if o.checkpointDir != "" {
 		if err := os.MkdirAll(o.checkpointDir, 0o755); err != nil {
@@ -346,7 +361,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout, StallTimeout: o.stallTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
-		Spread: o.spread, KillAtStep: killAtStep, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
+		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 	}
 	if o.external {
 		if o.secretFile != "" {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -145,12 +146,32 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	raw, err := net.DialTimeout("tcp", o.Coordinator, 10*time.Second)
+	dialCtx, cancelDial := context.WithTimeout(ctx, 10*time.Second)
+	raw, err := new(net.Dialer).DialContext(dialCtx, "tcp", o.Coordinator)
+	cancelDial()
 	if err != nil {
 		return 1, fmt.Errorf("launcher: PE %d: coordinator: %w", o.Rank, err)
 	}
 	cn := newConn(raw)
 	defer cn.close()
+	// The control connection is cut on purpose when the PE is
+	// interrupted (SIGTERM, SIGINT) or hears nothing from the coordinator:
+	// whatever waits on it returns at once, with why.
+	var why atomic.Pointer[error]
+	cut := func(err error) {
+		if why.CompareAndSwap(nil, &err) {
+			cn.close()
+		}
+	}
+	fail := func(err error) (int, error) {
+		if w := why.Load(); w != nil {
+			return 1, *w
+		}
+		return 1, err
+	}
+	defer context.AfterFunc(ctx, func() {
+		cut(fmt.Errorf("launcher: PE %d: interrupted by a signal", o.Rank))
+	})()
 	if o.Host == "" {
 		// Listen where this host reaches the coordinator: the other PEs
 		// reach it the same way.
@@ -162,11 +183,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("launcher: PE %d transport: %w", o.Rank, err)
 	}
-	defer ep.Close()
+	defer closeWithin(ep, 3*time.Second, o.Log)
 
 	var first controlpb.ToPE
 	if err := cn.recv(&first); err != nil {
-		return 1, fmt.Errorf("launcher: PE %d: no challenge from coordinator: %w", o.Rank, err)
+		return fail(fmt.Errorf("launcher: PE %d: no challenge from coordinator: %w", o.Rank, err))
 	}
 	ch := first.GetChallenge()
 	if ch == nil {
@@ -177,11 +198,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		Rank: int32(o.Rank), Size: int32(o.Size), Mac: helloMAC(o.Secret, ch.Nonce),
 		TransportAddr: ep.Addr(), Pid: int64(os.Getpid()), Host: host,
 	}}}); err != nil {
-		return 1, err
+		return fail(err)
 	}
 	var setupMsg controlpb.ToPE
 	if err := cn.recv(&setupMsg); err != nil {
-		return 1, fmt.Errorf("launcher: PE %d: refused by the coordinator or no setup: %w", o.Rank, err)
+		return fail(fmt.Errorf("launcher: PE %d: refused by the coordinator or no setup: %w", o.Rank, err))
 	}
 	setup := setupMsg.GetSetup()
 	if setup == nil || int(setup.Rank) != o.Rank || int(setup.Size) != o.Size || len(setup.TransportAddrs) != o.Size {
@@ -195,14 +216,38 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if !ok {
 		return 1, fmt.Errorf("launcher: PE %d: unknown protocol %q in setup", o.Rank, setup.Protocol)
 	}
+	// From the setup on, both sides send heartbeats and watch for them.
+	bound := time.Duration(setup.HeartbeatTimeoutMs) * time.Millisecond
+	if bound <= 0 {
+		bound = 5 * time.Second
+	}
+	// heard is when the last message came from the coordinator (unix ns);
+	// longest the longest silence between two.
+	var heard atomic.Int64
+	var longest time.Duration
+	heard.Store(time.Now().UnixNano())
+	watching := make(chan struct{})
+	defer close(watching)
+	go sendHeartbeats(watching, cn, heartbeatInterval(bound))
+	go watchCoordinator(watching, &heard, bound, func(silent time.Duration) {
+		err := fmt.Errorf("launcher: PE %d heard nothing from the coordinator for %v (bound %v): stopping", o.Rank, silent.Round(time.Millisecond), bound)
+		o.Log.Error("no word from the coordinator: stopping", "silent_ms", silent.Milliseconds(), "bound_ms", bound.Milliseconds())
+		cut(err)
+	})
 	control := peControl{conn: cn}
 	var onStep func(uint64)
 	if at := setup.KillAtStep; at > 0 {
+		due := false
 		onStep = func(step uint64) {
-			if step >= at {
-				o.Log.Warn("failure injection: killing this PE", "step", step)
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			if step < at || due {
+				return
 			}
+			// This PE does no more work: it tells the coordinator, which
+			// sends the signal the kill asks for.
+			due = true
+			o.Log.Warn("failure injection: killing this PE", "step", step)
+			control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_KillDue{KillDue: &controlpb.KillDue{Step: step}}})
+			select {}
 		}
 	}
 	var tr *tracer
@@ -229,27 +274,27 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		return 1, fmt.Errorf("launcher: PE %d: start transport: %w", o.Rank, err)
 	}
 	if err := cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Ready{Ready: &controlpb.Ready{}}}); err != nil {
-		return 1, err
+		return fail(err)
 	}
-	go func() {
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Heartbeat{Heartbeat: &controlpb.Heartbeat{}}}) != nil {
-					return
-				}
-			}
-		}
-	}()
 	var restart []migrate.TaskRecord
 	for {
 		var m controlpb.ToPE
 		if err := cn.recv(&m); err != nil {
-			return 1, fmt.Errorf("launcher: PE %d lost the coordinator: %w", o.Rank, err)
+			return fail(fmt.Errorf("launcher: PE %d lost the coordinator: %w", o.Rank, err))
+		}
+		now := time.Now().UnixNano()
+		longest = max(longest, time.Duration(now-heard.Swap(now)))
+		switch x := m.Msg.(type) {
+		case *controlpb.ToPE_Heartbeat:
+			continue
+		case *controlpb.ToPE_InjectFailure:
+			sig := syscall.SIGKILL
+			if x.InjectFailure.Signal == "STOP" {
+				sig = syscall.SIGSTOP
+			}
+			o.Log.Warn("failure injection: the launcher asks this PE to signal itself", "signal", sig.String())
+			syscall.Kill(os.Getpid(), sig)
+			continue
 		}
 		if rr := m.GetRestartRecords(); rr != nil {
 			cp, err := migrate.UnmarshalPECheckpoint(rr.Checkpoint)
@@ -293,12 +338,30 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 					Delivered: st.Delivered, EnvelopesSent: st.Sent, BytesSent: st.BytesSent, BatchesSent: st.BatchesSent,
 					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
-					LoggedMessages: int64(p.Sent),
+					LoggedMessages: int64(p.Sent), LongestSilenceMs: longest.Milliseconds(),
 				}}})
 			case <-time.After(2 * time.Second):
 			}
 			return 0, nil
 		}
 		ep.Post(ev)
+	}
+}
+
+// closeWithin closes the transport, waiting at most d: a PE that must
+// stop (interrupted, cut off) does not wait for a transport that cannot
+// finish.
+func closeWithin(ep interface{ Close() error }, d time.Duration, log *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		ep.Close()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		log.Warn("transport not closed in time; leaving it", "after", d)
 	}
 }

@@ -151,6 +151,17 @@ func TestRestartFromDiskOnAnotherPECount(t *testing.T) {
 	again.waitLine(t, regexp.MustCompile(`restarted from disk checkpoint.* epoch=3`), time.Second)
 	require.Equal(t, want, again.waitLine(t, digestLine, time.Second)[1])
 
+	// A restarted job resumes rather than begins: times after its start
+	// count from then, and a time-based kill fires.
+	killed := startJob(t, append(args, "--pes", "3", "--restart", dir, "--kill", "pe=1,after=50ms")...)
+	require.Equal(t, 0, killed.wait(t, 2*time.Minute), killed.output())
+	killed.waitLine(t, regexp.MustCompile(`job resumes from the disk checkpoint`), time.Second)
+	m := killed.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9.* after_begin_ms=(\d+)`), time.Second)
+	ms, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	require.Less(t, ms, 60_000, "after_begin_ms counts from the resumption: %s", m[0])
+	require.Equal(t, want, killed.waitLine(t, digestLine, time.Second)[1])
+
 	// Another application's checkpoint is refused before any PE starts.
 	bad := startJob(t, "run", "stencil3d", "--pes", "2", "--grid", "16,16,16", "--chunk", "8,8,8", "--restart", dir)
 	require.NotEqual(t, 0, bad.wait(t, time.Minute))

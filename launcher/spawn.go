@@ -65,9 +65,12 @@ func (s *spawner) start(rank, size int, addr string, report func(processExited))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		// Wait closes the pipes: read them to the end first, or the last
+		// lines of a PE that died while the launcher was not reading (a
+		// stopped or busy launcher) are lost.
+		streams.Wait()
 		err := cmd.Wait()
 		close(done)
-		streams.Wait()
 		report(processExited{rank: rank, pid: cmd.Process.Pid, state: cmd.ProcessState, err: err})
 	}()
 	return nil
@@ -103,13 +106,15 @@ func (s *spawner) stop(grace time.Duration) {
 	s.wg.Wait()
 }
 
-// kill sends SIGKILL to PE rank (failure injection).
-func (s *spawner) kill(rank int) (int, error) {
+// kill sends sig to PE rank: failure injection, or to make sure a PE
+// declared dead is. A PE already waited for is not signalled (its pid may
+// belong to another process by now).
+func (s *spawner) kill(rank int, sig syscall.Signal) (int, error) {
 	if rank < 0 || rank >= len(s.procs) {
 		return 0, fmt.Errorf("launcher: no PE %d", rank)
 	}
-	pid := s.procs[rank].Process.Pid
-	return pid, syscall.Kill(pid, syscall.SIGKILL)
+	p := s.procs[rank].Process
+	return p.Pid, p.Signal(sig)
 }
 
 // pids returns the process ids of the PEs started so far.

@@ -16,6 +16,15 @@ var App = actor.App{
 	Name:    "leanmd",
 	Summary: "Lennard-Jones molecular dynamics with cells, pair computes and atom migration",
 	Define:  func(j *actor.Job, args []string) error { return define(j, args, time.Now) },
+	// Cells and computes offer steps 1 to steps-1: a sync point at the end
+	// of every step but the last (see finishStep).
+	LastStep: func(args []string) (uint64, bool) {
+		opts, err := ParseOptions(args)
+		if err != nil || opts.Steps < 2 {
+			return 0, false
+		}
+		return uint64(opts.Steps - 1), true
+	},
 }
 
 // program is what every task of a job shares: the options and the proxies.

@@ -17,6 +17,16 @@ var App = actor.App{
 	Name:    appName,
 	Summary: "LULESH 2.0 shock hydrodynamics (Sedov blast) on an N³ mesh split into chunks with 26-neighbour node sums",
 	Define:  define,
+	// Cycle c offers step c-1 (see onTimestep), up to the cycle limit;
+	// without one the run ends at the stop time, after a number of cycles
+	// only the run tells. The stop time may also come before the limit.
+	LastStep: func(args []string) (uint64, bool) {
+		cfg, err := ParseConfig(args)
+		if err != nil || cfg.Iterations < 1 {
+			return 0, false
+		}
+		return uint64(cfg.Iterations - 1), true
+	},
 }
 
 func define(j *actor.Job, args []string) error {

@@ -18,6 +18,15 @@ var App = actor.App{
 	Name:    appName,
 	Summary: "7-point Jacobi stencil on a periodic 3-d grid of chunks with ghost exchange (Charm++ stencil3d)",
 	Define:  define,
+	// The chunks offer steps 0 to iterations-2: a sync point after every
+	// sweep but the last (see onFacesComplete).
+	LastStep: func(args []string) (uint64, bool) {
+		cfg, err := ParseConfig(args)
+		if err != nil || cfg.Iterations < 2 {
+			return 0, false
+		}
+		return uint64(cfg.Iterations - 2), true
+	},
 }
 
 func define(j *actor.Job, args []string) error {

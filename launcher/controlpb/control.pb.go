@@ -43,6 +43,7 @@ type ToCoordinator struct {
 	//	*ToCoordinator_Loads
 	//	*ToCoordinator_Migrated
 	//	*ToCoordinator_Reached
+	//	*ToCoordinator_KillDue
 	//	*ToCoordinator_Progress
 	//	*ToCoordinator_Diagnosis
 	//	*ToCoordinator_Committed
@@ -241,6 +242,15 @@ func (x *ToCoordinator) GetReached() *Reached {
 	return nil
 }
 
+func (x *ToCoordinator) GetKillDue() *KillDue {
+	if x != nil {
+		if x, ok := x.Msg.(*ToCoordinator_KillDue); ok {
+			return x.KillDue
+		}
+	}
+	return nil
+}
+
 func (x *ToCoordinator) GetProgress() *ProgressReport {
 	if x != nil {
 		if x, ok := x.Msg.(*ToCoordinator_Progress); ok {
@@ -340,6 +350,10 @@ type ToCoordinator_Reached struct {
 	Reached *Reached `protobuf:"bytes,17,opt,name=reached,proto3,oneof"`
 }
 
+type ToCoordinator_KillDue struct {
+	KillDue *KillDue `protobuf:"bytes,18,opt,name=kill_due,json=killDue,proto3,oneof"`
+}
+
 type ToCoordinator_Progress struct {
 	// Stall detection (field numbers from 30).
 	Progress *ProgressReport `protobuf:"bytes,30,opt,name=progress,proto3,oneof"`
@@ -386,6 +400,8 @@ func (*ToCoordinator_Loads) isToCoordinator_Msg() {}
 func (*ToCoordinator_Migrated) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Reached) isToCoordinator_Msg() {}
+
+func (*ToCoordinator_KillDue) isToCoordinator_Msg() {}
 
 func (*ToCoordinator_Progress) isToCoordinator_Msg() {}
 
@@ -702,6 +718,8 @@ type ToPE struct {
 	//	*ToPE_CollectLoads
 	//	*ToPE_Migrate
 	//	*ToPE_WatchProgress
+	//	*ToPE_Heartbeat
+	//	*ToPE_InjectFailure
 	//	*ToPE_ReportProgress
 	//	*ToPE_Diagnose
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
@@ -890,6 +908,24 @@ func (x *ToPE) GetWatchProgress() *WatchProgress {
 	return nil
 }
 
+func (x *ToPE) GetHeartbeat() *Heartbeat {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
+func (x *ToPE) GetInjectFailure() *InjectFailure {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_InjectFailure); ok {
+			return x.InjectFailure
+		}
+	}
+	return nil
+}
+
 func (x *ToPE) GetReportProgress() *ReportProgress {
 	if x != nil {
 		if x, ok := x.Msg.(*ToPE_ReportProgress); ok {
@@ -976,6 +1012,14 @@ type ToPE_WatchProgress struct {
 	WatchProgress *WatchProgress `protobuf:"bytes,16,opt,name=watch_progress,json=watchProgress,proto3,oneof"`
 }
 
+type ToPE_Heartbeat struct {
+	Heartbeat *Heartbeat `protobuf:"bytes,17,opt,name=heartbeat,proto3,oneof"`
+}
+
+type ToPE_InjectFailure struct {
+	InjectFailure *InjectFailure `protobuf:"bytes,18,opt,name=inject_failure,json=injectFailure,proto3,oneof"`
+}
+
 type ToPE_ReportProgress struct {
 	// Stall detection (field numbers from 30).
 	ReportProgress *ReportProgress `protobuf:"bytes,30,opt,name=report_progress,json=reportProgress,proto3,oneof"`
@@ -1016,6 +1060,10 @@ func (*ToPE_CollectLoads) isToPE_Msg() {}
 func (*ToPE_Migrate) isToPE_Msg() {}
 
 func (*ToPE_WatchProgress) isToPE_Msg() {}
+
+func (*ToPE_Heartbeat) isToPE_Msg() {}
+
+func (*ToPE_InjectFailure) isToPE_Msg() {}
 
 func (*ToPE_ReportProgress) isToPE_Msg() {}
 
@@ -1280,12 +1328,17 @@ type Setup struct {
 	MeasureLoad bool `protobuf:"varint,10,opt,name=measure_load,json=measureLoad,proto3" json:"measure_load,omitempty"`
 	// TraceFile, if set, receives this PE's trace in FILE.pe<rank>.
 	TraceFile string `protobuf:"bytes,11,opt,name=trace_file,json=traceFile,proto3" json:"trace_file,omitempty"`
-	// KillAtStep makes this PE kill itself with SIGKILL when one of its
-	// tasks reaches a sync point at this step or later (0: never); failure
-	// injection for tests and demonstrations.
-	KillAtStep    uint64 `protobuf:"varint,9,opt,name=kill_at_step,json=killAtStep,proto3" json:"kill_at_step,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// KillAtStep: when one of this PE's tasks offers a sync point at this
+	// step or later, the PE stops its work and sends KillDue; the
+	// coordinator then kills it (0: never). Failure injection for tests and
+	// demonstrations.
+	KillAtStep uint64 `protobuf:"varint,9,opt,name=kill_at_step,json=killAtStep,proto3" json:"kill_at_step,omitempty"`
+	// HeartbeatTimeoutMs is the bound on silence, both ways: the PE sends
+	// heartbeats well within it and stops itself when it hears nothing from
+	// the coordinator for longer.
+	HeartbeatTimeoutMs int64 `protobuf:"varint,12,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Setup) Reset() {
@@ -1391,6 +1444,13 @@ func (x *Setup) GetTraceFile() string {
 func (x *Setup) GetKillAtStep() uint64 {
 	if x != nil {
 		return x.KillAtStep
+	}
+	return 0
+}
+
+func (x *Setup) GetHeartbeatTimeoutMs() int64 {
+	if x != nil {
+		return x.HeartbeatTimeoutMs
 	}
 	return 0
 }
@@ -1918,6 +1978,8 @@ func (x *QuiescenceDetected) GetNumber() uint64 {
 	return 0
 }
 
+// Heartbeat goes both ways, for failure detection; any message counts as
+// a sign of life.
 type Heartbeat struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1954,6 +2016,99 @@ func (*Heartbeat) Descriptor() ([]byte, []int) {
 	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
 }
 
+// KillDue tells the coordinator that a task of the PE offered step (at or
+// past Setup.kill_at_step); the PE does no more work and waits to be
+// killed.
+type KillDue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          uint64                 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KillDue) Reset() {
+	*x = KillDue{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KillDue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KillDue) ProtoMessage() {}
+
+func (x *KillDue) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KillDue.ProtoReflect.Descriptor instead.
+func (*KillDue) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *KillDue) GetStep() uint64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+// InjectFailure asks a PE the launcher did not start to send itself a
+// signal (failure injection): "KILL" or "STOP".
+type InjectFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Signal        string                 `protobuf:"bytes,1,opt,name=signal,proto3" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InjectFailure) Reset() {
+	*x = InjectFailure{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InjectFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InjectFailure) ProtoMessage() {}
+
+func (x *InjectFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InjectFailure.ProtoReflect.Descriptor instead.
+func (*InjectFailure) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *InjectFailure) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
 type Stop struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
@@ -1963,7 +2118,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2130,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2143,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -2007,7 +2162,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2174,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2187,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Failed) GetError() string {
@@ -2051,7 +2206,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2218,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2231,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -2096,7 +2251,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2263,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2276,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -2146,7 +2301,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2313,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2326,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
 }
 
 // Committed reports that a PE committed a checkpoint (and discarded what
@@ -2185,7 +2340,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2352,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2365,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Committed) GetEpoch() uint64 {
@@ -2231,7 +2386,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2398,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2411,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -2290,7 +2445,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2457,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2470,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -2346,7 +2501,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2513,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2526,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -2431,7 +2586,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2598,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2611,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -2500,7 +2655,7 @@ type WatchProgress struct {
 
 func (x *WatchProgress) Reset() {
 	*x = WatchProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2512,7 +2667,7 @@ func (x *WatchProgress) String() string {
 func (*WatchProgress) ProtoMessage() {}
 
 func (x *WatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2525,7 +2680,7 @@ func (x *WatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
 func (*WatchProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WatchProgress) GetGeneration() uint64 {
@@ -2552,7 +2707,7 @@ type Reached struct {
 
 func (x *Reached) Reset() {
 	*x = Reached{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2719,7 @@ func (x *Reached) String() string {
 func (*Reached) ProtoMessage() {}
 
 func (x *Reached) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2732,7 @@ func (x *Reached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reached.ProtoReflect.Descriptor instead.
 func (*Reached) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Reached) GetGeneration() uint64 {
@@ -2608,7 +2763,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2775,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2788,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -2691,7 +2846,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +2858,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +2871,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -2758,7 +2913,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2925,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +2938,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -2822,7 +2977,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +2989,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +3002,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -2900,13 +3055,16 @@ type PEStats struct {
 	RolledBack       int32                  `protobuf:"varint,10,opt,name=rolled_back,json=rolledBack,proto3" json:"rolled_back,omitempty"`
 	LoggedMessages   int64                  `protobuf:"varint,11,opt,name=logged_messages,json=loggedMessages,proto3" json:"logged_messages,omitempty"`
 	BatchesSent      uint64                 `protobuf:"varint,12,opt,name=batches_sent,json=batchesSent,proto3" json:"batches_sent,omitempty"`
+	// LongestSilenceMs is the longest time the PE went without a message
+	// from the coordinator (heartbeats included), in milliseconds.
+	LongestSilenceMs int64 `protobuf:"varint,13,opt,name=longest_silence_ms,json=longestSilenceMs,proto3" json:"longest_silence_ms,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2918,7 +3076,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2931,7 +3089,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{42}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -3018,11 +3176,18 @@ func (x *PEStats) GetBatchesSent() uint64 {
 	return 0
 }
 
+func (x *PEStats) GetLongestSilenceMs() int64 {
+	if x != nil {
+		return x.LongestSilenceMs
+	}
+	return 0
+}
+
 var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
 
 const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xff\b\n" +
+	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xb6\t\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -3043,7 +3208,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\trestarted\x18\x0e \x01(\v2\x1a.gochare.control.RestartedH\x00R\trestarted\x12.\n" +
 	"\x05loads\x18\x0f \x01(\v2\x16.gochare.control.LoadsH\x00R\x05loads\x127\n" +
 	"\bmigrated\x18\x10 \x01(\v2\x19.gochare.control.MigratedH\x00R\bmigrated\x124\n" +
-	"\areached\x18\x11 \x01(\v2\x18.gochare.control.ReachedH\x00R\areached\x12=\n" +
+	"\areached\x18\x11 \x01(\v2\x18.gochare.control.ReachedH\x00R\areached\x125\n" +
+	"\bkill_due\x18\x12 \x01(\v2\x18.gochare.control.KillDueH\x00R\akillDue\x12=\n" +
 	"\bprogress\x18\x1e \x01(\v2\x1f.gochare.control.ProgressReportH\x00R\bprogress\x12:\n" +
 	"\tdiagnosis\x18\x1f \x01(\v2\x1a.gochare.control.DiagnosisH\x00R\tdiagnosis\x12:\n" +
 	"\tcommitted\x18  \x01(\v2\x1a.gochare.control.CommittedH\x00R\tcommittedB\x05\n" +
@@ -3067,7 +3233,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04from\x18\x03 \x01(\x05R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x05R\x02to\"6\n" +
 	"\aMigrate\x12+\n" +
-	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xec\b\n" +
+	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xf1\t\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -3087,7 +3253,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x0frestart_records\x18\r \x01(\v2\x1f.gochare.control.RestartRecordsH\x00R\x0erestartRecords\x12D\n" +
 	"\rcollect_loads\x18\x0e \x01(\v2\x1d.gochare.control.CollectLoadsH\x00R\fcollectLoads\x124\n" +
 	"\amigrate\x18\x0f \x01(\v2\x18.gochare.control.MigrateH\x00R\amigrate\x12G\n" +
-	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgress\x12J\n" +
+	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgress\x12:\n" +
+	"\theartbeat\x18\x11 \x01(\v2\x1a.gochare.control.HeartbeatH\x00R\theartbeat\x12G\n" +
+	"\x0einject_failure\x18\x12 \x01(\v2\x1e.gochare.control.InjectFailureH\x00R\rinjectFailure\x12J\n" +
 	"\x0freport_progress\x18\x1e \x01(\v2\x1f.gochare.control.ReportProgressH\x00R\x0ereportProgress\x127\n" +
 	"\bdiagnose\x18\x1f \x01(\v2\x19.gochare.control.DiagnoseH\x00R\bdiagnoseB\x05\n" +
 	"\x03msg\"d\n" +
@@ -3109,7 +3277,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x03mac\x18\x03 \x01(\fR\x03mac\x12%\n" +
 	"\x0etransport_addr\x18\x04 \x01(\tR\rtransportAddr\x12\x10\n" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x12\n" +
-	"\x04host\x18\x06 \x01(\tR\x04host\"\xc0\x02\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\"\xf2\x02\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -3124,7 +3292,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
 	"trace_file\x18\v \x01(\tR\ttraceFile\x12 \n" +
 	"\fkill_at_step\x18\t \x01(\x04R\n" +
-	"killAtStep\"\x10\n" +
+	"killAtStep\x120\n" +
+	"\x14heartbeat_timeout_ms\x18\f \x01(\x03R\x12heartbeatTimeoutMs\"\x10\n" +
 	"\x0eReportProgress\".\n" +
 	"\x0eProgressReport\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\"\n" +
@@ -3150,7 +3319,11 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x11QuiescenceRequest\",\n" +
 	"\x12QuiescenceDetected\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\"\v\n" +
-	"\tHeartbeat\"\x1e\n" +
+	"\tHeartbeat\"\x1d\n" +
+	"\aKillDue\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\x04R\x04step\"'\n" +
+	"\rInjectFailure\x12\x16\n" +
+	"\x06signal\x18\x01 \x01(\tR\x06signal\"\x1e\n" +
 	"\x04Stop\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\"\x1e\n" +
 	"\x06Failed\x12\x14\n" +
@@ -3225,7 +3398,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
-	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\"\xa4\x03\n" +
+	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\"\xd2\x03\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3243,7 +3416,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	" \x01(\x05R\n" +
 	"rolledBack\x12'\n" +
 	"\x0flogged_messages\x18\v \x01(\x03R\x0eloggedMessages\x12!\n" +
-	"\fbatches_sent\x18\f \x01(\x04R\vbatchesSentB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\fbatches_sent\x18\f \x01(\x04R\vbatchesSent\x12,\n" +
+	"\x12longest_silence_ms\x18\r \x01(\x03R\x10longestSilenceMsB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_launcher_controlpb_control_proto_rawDescOnce sync.Once
@@ -3257,7 +3431,7 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
@@ -3285,23 +3459,25 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*QuiescenceRequest)(nil),  // 23: gochare.control.QuiescenceRequest
 	(*QuiescenceDetected)(nil), // 24: gochare.control.QuiescenceDetected
 	(*Heartbeat)(nil),          // 25: gochare.control.Heartbeat
-	(*Stop)(nil),               // 26: gochare.control.Stop
-	(*Failed)(nil),             // 27: gochare.control.Failed
-	(*TakeCheckpoint)(nil),     // 28: gochare.control.TakeCheckpoint
-	(*CommitCheckpoint)(nil),   // 29: gochare.control.CommitCheckpoint
-	(*Resume)(nil),             // 30: gochare.control.Resume
-	(*Committed)(nil),          // 31: gochare.control.Committed
-	(*CheckpointStaged)(nil),   // 32: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 33: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 34: gochare.control.DiskWritten
-	(*Restored)(nil),           // 35: gochare.control.Restored
-	(*WatchProgress)(nil),      // 36: gochare.control.WatchProgress
-	(*Reached)(nil),            // 37: gochare.control.Reached
-	(*Relocation)(nil),         // 38: gochare.control.Relocation
-	(*Recover)(nil),            // 39: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 40: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 41: gochare.control.Rollback
-	(*PEStats)(nil),            // 42: gochare.control.PEStats
+	(*KillDue)(nil),            // 26: gochare.control.KillDue
+	(*InjectFailure)(nil),      // 27: gochare.control.InjectFailure
+	(*Stop)(nil),               // 28: gochare.control.Stop
+	(*Failed)(nil),             // 29: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 30: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 31: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 32: gochare.control.Resume
+	(*Committed)(nil),          // 33: gochare.control.Committed
+	(*CheckpointStaged)(nil),   // 34: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 35: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 36: gochare.control.DiskWritten
+	(*Restored)(nil),           // 37: gochare.control.Restored
+	(*WatchProgress)(nil),      // 38: gochare.control.WatchProgress
+	(*Reached)(nil),            // 39: gochare.control.Reached
+	(*Relocation)(nil),         // 40: gochare.control.Relocation
+	(*Recover)(nil),            // 41: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 42: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 43: gochare.control.Rollback
+	(*PEStats)(nil),            // 44: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
@@ -3311,47 +3487,50 @@ var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	22, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
 	23, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
 	25, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
-	27, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	32, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	33, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	34, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	35, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	42, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	29, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
+	34, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	35, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	36, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	37, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	44, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
 	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
 	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
 	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
-	37, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
-	14, // 17: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
-	16, // 18: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
-	31, // 19: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
-	1,  // 20: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
-	5,  // 21: gochare.control.Migrate.moves:type_name -> gochare.control.Move
-	10, // 22: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	12, // 23: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	18, // 24: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	21, // 25: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	24, // 26: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	26, // 27: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	28, // 28: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	29, // 29: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	30, // 30: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	39, // 31: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	40, // 32: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	41, // 33: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
-	8,  // 34: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
-	4,  // 35: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
-	6,  // 36: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
-	36, // 37: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
-	13, // 38: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
-	15, // 39: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
-	38, // 40: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	38, // 41: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	38, // 42: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	39, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
+	26, // 17: gochare.control.ToCoordinator.kill_due:type_name -> gochare.control.KillDue
+	14, // 18: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
+	16, // 19: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
+	33, // 20: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
+	1,  // 21: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
+	5,  // 22: gochare.control.Migrate.moves:type_name -> gochare.control.Move
+	10, // 23: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	12, // 24: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	18, // 25: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	21, // 26: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	24, // 27: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	28, // 28: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	30, // 29: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	31, // 30: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	32, // 31: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	41, // 32: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	42, // 33: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	43, // 34: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	8,  // 35: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
+	4,  // 36: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
+	6,  // 37: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
+	38, // 38: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
+	25, // 39: gochare.control.ToPE.heartbeat:type_name -> gochare.control.Heartbeat
+	27, // 40: gochare.control.ToPE.inject_failure:type_name -> gochare.control.InjectFailure
+	13, // 41: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
+	15, // 42: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
+	40, // 43: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	40, // 44: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	40, // 45: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -3377,6 +3556,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Loads)(nil),
 		(*ToCoordinator_Migrated)(nil),
 		(*ToCoordinator_Reached)(nil),
+		(*ToCoordinator_KillDue)(nil),
 		(*ToCoordinator_Progress)(nil),
 		(*ToCoordinator_Diagnosis)(nil),
 		(*ToCoordinator_Committed)(nil),
@@ -3398,6 +3578,8 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_CollectLoads)(nil),
 		(*ToPE_Migrate)(nil),
 		(*ToPE_WatchProgress)(nil),
+		(*ToPE_Heartbeat)(nil),
+		(*ToPE_InjectFailure)(nil),
 		(*ToPE_ReportProgress)(nil),
 		(*ToPE_Diagnose)(nil),
 	}
@@ -3407,7 +3589,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
