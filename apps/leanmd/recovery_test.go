@@ -47,10 +47,15 @@ func recoveryCases() []recoveryCase {
 
 func runInProcess(t *testing.T, args []string, opts ...scheduler.Option) scheduler.Result {
 	t.Helper()
+	return runInProcessOn(t, 3, args, opts...)
+}
+
+func runInProcessOn(t *testing.T, pes int, args []string, opts ...scheduler.Option) scheduler.Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var stderr strings.Builder
-	res, err := scheduler.RunInProcess(ctx, App, args, 3, &stderr, opts...)
+	res, err := scheduler.RunInProcess(ctx, App, args, pes, &stderr, append([]scheduler.Option{scheduler.WithStallTimeout(20 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}

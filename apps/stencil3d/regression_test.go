@@ -1,0 +1,44 @@
+package stencil3d
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler"
+)
+
+// Kills that hung the job before (a new user's campaign): PE 0, which
+// holds the main task, killed in the first checkpoint period, so that its
+// tasks come back from the checkpoint of the tasks as created and the main
+// task gets Start again. It counted as received and never as sent, and
+// quiescence detection never balanced. As
+//
+//	gochare run stencil3d --pes 4 --ft fulldet --checkpoint-every 10 \
+//	    --grid 64,64,64 --chunk 16,16,16 --iterations 60 --json --kill pe=0,at=step:5
+//
+// with steps 1, 5 and 9 under fulldet and 1 and 5 under partialdet, in
+// process (the cause reproduces there), on a smaller grid.
+func TestEarlyKillOfPE0Recovers(t *testing.T) {
+	args := []string{"--grid", "32,32,32", "--chunk", "8,8,8", "--iterations", "30"}
+	clean, err := scheduler.RunInProcess(context.Background(), App, args, 4, nil)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		kind logging.Kind
+		step uint64
+	}{{logging.KindFullDet, 1}, {logging.KindFullDet, 5}, {logging.KindFullDet, 9}, {logging.KindPartialDet, 1}, {logging.KindPartialDet, 5}} {
+		t.Run(fmt.Sprintf("%v/step %d", c.kind, c.step), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := scheduler.RunInProcess(ctx, App, args, 4, nil, scheduler.WithProtocol(c.kind),
+				scheduler.WithCheckpointEvery(10), scheduler.WithKill(0, c.step), scheduler.WithStallTimeout(20*time.Second))
+			require.NoError(t, err)
+			require.Equal(t, clean.Output[:4], res.Output[:4], "results after recovery equal the failure-free ones")
+			require.Positive(t, res.Stats[1].Restored+res.Stats[2].Restored+res.Stats[3].Restored, "PE 0's tasks were restored")
+		})
+	}
+}
