@@ -87,7 +87,7 @@ func commandToPB(ev any) *controlpb.ToPE {
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_Migrate{Migrate: &controlpb.Migrate{Moves: moves}}}
 	case scheduler.Rollback:
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_Rollback{Rollback: &controlpb.Rollback{
-			Generation: ev.Generation, Epoch: ev.Epoch, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations), FromDisk: ev.FromDisk}}}
+			Generation: ev.Generation, Epoch: ev.Epoch, Failed: intsToPB(ev.Failed), Relocations: relocationsToPB(ev.Relocations), FromDisk: ev.FromDisk, Recreate: ev.Recreate}}}
 	case scheduler.WatchProgress:
 		return &controlpb.ToPE{Msg: &controlpb.ToPE_WatchProgress{WatchProgress: &controlpb.WatchProgress{Generation: ev.Generation, Step: ev.Step}}}
 	case scheduler.ReportProgress:
@@ -134,7 +134,7 @@ func eventFromPB(m *controlpb.ToPE, size int) (ev any, stop bool, err error) {
 		return scheduler.Migrate{Moves: moves}, false, nil
 	case *controlpb.ToPE_Rollback:
 		rs, err := relocationsFromPB(m.Rollback.Relocations, size)
-		return scheduler.Rollback{Generation: m.Rollback.Generation, Epoch: m.Rollback.Epoch, Failed: intsFromPB(m.Rollback.Failed), Relocations: rs, FromDisk: m.Rollback.FromDisk}, false, err
+		return scheduler.Rollback{Generation: m.Rollback.Generation, Epoch: m.Rollback.Epoch, Failed: intsFromPB(m.Rollback.Failed), Relocations: rs, FromDisk: m.Rollback.FromDisk, Recreate: m.Rollback.Recreate}, false, err
 	case *controlpb.ToPE_WatchProgress:
 		return scheduler.WatchProgress{Generation: m.WatchProgress.Generation, Step: m.WatchProgress.Step}, false, nil
 	case *controlpb.ToPE_ReportProgress:

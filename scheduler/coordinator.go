@@ -40,6 +40,10 @@ type JobCoordinator struct {
 	// diskEpoch is the latest checkpoint written to disk completely (its
 	// manifest asked for), 0 if none.
 	diskEpoch uint64
+	// createdEpoch is the epoch of the checkpoint of the tasks as created
+	// (InitialEpoch, or a later one if a failure interrupted it): the job
+	// begins after it commits.
+	createdEpoch uint64
 	// committedBy marks the PEs that committed the last committed epoch.
 	committedBy []bool
 
@@ -168,7 +172,7 @@ func Layout(job *actor.Job, numPEs int) [][]int {
 // NewJobCoordinator returns a coordinator for a job whose PEs all joined.
 func NewJobCoordinator(cfg CoordinatorConfig) *JobCoordinator {
 	c := &JobCoordinator{cfg: cfg, live: make([]bool, cfg.Size), qd: NewQuiescenceDetector(cfg.Size), idle: make([]IdleStatus, cfg.Size),
-		delivered: make([]uint64, cfg.Size)}
+		delivered: make([]uint64, cfg.Size), createdEpoch: InitialEpoch}
 	for p := range c.live {
 		c.live[p] = true
 	}
@@ -320,7 +324,7 @@ func (c *JobCoordinator) resumeAfterCheckpoint() []Command {
 	c.phase = phaseRunning
 	c.qd.Reset()
 	c.roundOpen = false
-	if c.committed == InitialEpoch && !c.cfg.Resumed {
+	if c.committed == c.createdEpoch && !c.cfg.Resumed {
 		return []Command{{To: -1, Event: Begin{}}}
 	}
 	return []Command{{To: -1, Event: Resume{}}}
@@ -479,8 +483,11 @@ func (c *JobCoordinator) OnFailure(pe int) []Command {
 		return c.finish(1, fmt.Errorf("%w: no PE left", migrate.ErrUnrecoverable))
 	}
 	if !c.haveCommit {
-		return c.finish(1, fmt.Errorf("%w: PE %d failed before the job's first checkpoint was complete, so there is no state to recover its tasks from; run the job again",
-			migrate.ErrUnrecoverable, pe))
+		if c.cfg.Resumed {
+			return c.finish(1, fmt.Errorf("%w: PE %d failed before the restarted job's first checkpoint was complete; restart it again",
+				migrate.ErrUnrecoverable, pe))
+		}
+		return c.recreate(pe)
 	}
 
 	// A checkpoint or a balancing round under way is abandoned: recovery
@@ -667,6 +674,12 @@ func (c *JobCoordinator) OnRestored(pe int, generation uint64, before Progress) 
 				h.buddyPE = migrate.Buddy(h.checkpointPE, c.live)
 			}
 		}
+	}
+	if c.phase == phaseRollingBack && !c.haveCommit {
+		// The tasks are as created again: the job starts with their
+		// checkpoint, as it did the first time.
+		c.createdEpoch = c.nextEpoch()
+		return c.startCheckpoint(c.createdEpoch)
 	}
 	if c.phase == phaseRollingBack {
 		return append(c.resumeAfterCheckpoint(), c.watchProgress()...)

@@ -172,3 +172,68 @@ func (pe *PE) diskRecords(ev DiskRecords) {
 	pe.fromDisk = false
 	pe.reportRestored()
 }
+
+// recreate handles a failure before the job's first checkpoint committed:
+// no task has run yet (the job begins after that commit), so the failed
+// PEs' tasks are created afresh on the survivors, round-robin in task
+// order, every PE starts its protocol afresh, and the checkpoint of the
+// tasks as created is taken again before the job begins.
+func (c *JobCoordinator) recreate(pe int) []Command {
+	c.generation++
+	c.qd.Reset()
+	c.roundOpen = false
+	var survivors, dead []int
+	for p, ok := range c.live {
+		if ok {
+			survivors = append(survivors, p)
+		} else {
+			dead = append(dead, p)
+		}
+	}
+	var relocs []migrate.Relocation
+	next := 0
+	for coll, hs := range c.hosts {
+		for lin := range hs {
+			h := &hs[lin]
+			if !c.live[h.pe] {
+				to := survivors[next%len(survivors)]
+				next++
+				relocs = append(relocs, migrate.Relocation{Task: migrate.TaskRef{Collection: coll, Lin: lin},
+					FailedPE: h.pe, ToPE: to, CheckpointPE: to, CopyPE: to})
+				h.pe = to
+			}
+			h.checkpointPE, h.buddyPE = h.pe, migrate.Buddy(h.pe, c.live)
+		}
+	}
+	c.note("PE %d failed before the job's first checkpoint committed: its %d tasks are created again on the survivors (generation %d)", pe, len(relocs), c.generation)
+	c.phase = phaseRollingBack
+	c.pendingRestored = slices.Clone(c.live)
+	return []Command{{To: -1, Event: Rollback{Generation: c.generation, Failed: dead, Relocations: relocs, Recreate: true}}}
+}
+
+// recreateTasks is the PE's part of recreate (Rollback.Recreate): it
+// creates the tasks now placed on it as the job declares them.
+func (pe *PE) recreateTasks(ev Rollback) {
+	pe.store = migrate.NewStore()
+	for _, f := range ev.Failed {
+		if f >= 0 && f < len(pe.live) && pe.live[f] {
+			pe.live[f] = false
+			if n, ok := pe.cfg.Net.(interface{ Forget(peer int) }); ok {
+				n.Forget(f)
+			}
+		}
+	}
+	for _, r := range ev.Relocations {
+		pe.colls[r.Task.Collection].homeOf[r.Task.Lin] = int32(r.ToPE)
+	}
+	for _, cs := range pe.colls {
+		for lin, home := range cs.homeOf {
+			if int(home) == pe.cfg.Rank {
+				pe.addElement(cs, lin, cs.def.New(cs.def.Shape.At(lin)))
+			}
+		}
+	}
+	pe.rollingBack = false
+	pe.receiveEarly()
+	pe.cfg.Control.Restored(pe.generation, 0, Progress{})
+}

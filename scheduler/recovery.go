@@ -68,6 +68,9 @@ type (
 		Failed      []int
 		Relocations []migrate.Relocation
 		FromDisk    bool
+		// Recreate: the job's first checkpoint never committed; the PE
+		// creates its tasks afresh (see recreate).
+		Recreate bool
 	}
 	// WatchProgress asks for Reached once every local task of a collection
 	// with sync points has offered step Step, or a later one, since it was
@@ -592,6 +595,10 @@ func (pe *PE) rollback(ev Rollback) {
 	pe.fromDisk = false
 	if ev.FromDisk {
 		pe.rollbackToDisk(ev)
+		return
+	}
+	if ev.Recreate {
+		pe.recreateTasks(ev)
 		return
 	}
 	// A task this PE adopted in a rollback that a further failure

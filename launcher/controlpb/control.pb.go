@@ -2970,7 +2970,10 @@ type Rollback struct {
 	Relocations []*Relocation          `protobuf:"bytes,4,rep,name=relocations,proto3" json:"relocations,omitempty"`
 	// FromDisk: the records come from the disk checkpoint of epoch, in
 	// RestartRecords messages of this generation.
-	FromDisk      bool `protobuf:"varint,5,opt,name=from_disk,json=fromDisk,proto3" json:"from_disk,omitempty"`
+	FromDisk bool `protobuf:"varint,5,opt,name=from_disk,json=fromDisk,proto3" json:"from_disk,omitempty"`
+	// Recreate: the job's first checkpoint never committed; every PE
+	// creates the tasks placed on it afresh.
+	Recreate      bool `protobuf:"varint,6,opt,name=recreate,proto3" json:"recreate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3036,6 +3039,13 @@ func (x *Rollback) GetRelocations() []*Relocation {
 func (x *Rollback) GetFromDisk() bool {
 	if x != nil {
 		return x.FromDisk
+	}
+	return false
+}
+
+func (x *Rollback) GetRecreate() bool {
+	if x != nil {
+		return x.Recreate
 	}
 	return false
 }
@@ -3390,7 +3400,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\x05R\x06failed\x12=\n" +
-	"\vrelocations\x18\x03 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\xb4\x01\n" +
+	"\vrelocations\x18\x03 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\"\xd0\x01\n" +
 	"\bRollback\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
@@ -3398,7 +3408,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
-	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\"\xd2\x03\n" +
+	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\x12\x1a\n" +
+	"\brecreate\x18\x06 \x01(\bR\brecreate\"\xd2\x03\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
