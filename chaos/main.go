@@ -1,0 +1,209 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Usage is the command's usage text.
+const Usage = `usage: gochare chaos [flags]
+  a seeded reliability campaign: real jobs, one at a time, with PEs killed,
+  stopped or paused; each must end with its failure-free digest
+  --preset full|ci        full (default): stencil3d, leanmd, lulesh jobs of a
+                          few seconds on 3-5 PEs, every failure kind, 100 runs;
+                          ci: the smallest jobs on 3 PEs, 9 runs, no SIGSTOP
+  --runs N                number of runs (default: the preset's)
+  --seed S                seed of the plan (default: a random one, printed)
+  --only I,J,...          do only these runs of the plan (replay)
+  --apps A,B              applications (default: stencil3d,leanmd,lulesh)
+  --ft P,Q                protocols (default: none,fulldet,partialdet)
+  --pes LIST              PE counts, "3,4,5" or "3-5" (default: the preset's)
+  --kinds K,...           failure kinds: step, two, recovery, checkpoint,
+                          external, stop, pause (default: the preset's)
+  --out DIR               write runs.jsonl, baselines.jsonl, summary.md,
+                          campaign.json and logs/ there as the campaign goes
+                          (default chaos-results; "" for none)
+  --timeout-factor F      a run hangs after F × its failure-free wall time
+                          + the slack (default 10)
+  --timeout-slack D       (default 30s, ci 60s)
+  --fail-on-error         exit non-zero on errors too (wrong digests and
+                          hangs always do)
+  --launcher-kills LIST   let the launcher inject these itself: recovery
+                          (at=recovery:N), signal (signal=STOP)
+  --progress-every N      without a terminal, a progress line every N runs
+                          (default 10)
+  --no-dump               on a hang, kill at once (default: SIGQUIT first,
+                          for goroutine dumps in the log)
+`
+
+// Command is `gochare chaos` run by the gochare executable itself.
+func Command(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 1, fmt.Errorf("chaos: %w", err)
+	}
+	return Main(ctx, args, stdout, exe)
+}
+
+// Main is `gochare chaos`: it runs a campaign with the gochare executable
+// exe, prints its tables and non-successes, and returns the exit status:
+// 1 on a wrong digest or a hang (or an error, with --fail-on-error), 2 on
+// a usage mistake.
+func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int, error) {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	preset := fs.String("preset", "full", "")
+	runs := fs.Int("runs", -1, "")
+	seed := fs.Uint64("seed", 0, "")
+	only := fs.String("only", "", "")
+	apps := fs.String("apps", "", "")
+	protocols := fs.String("ft", "", "")
+	pes := fs.String("pes", "", "")
+	kinds := fs.String("kinds", "", "")
+	out := fs.String("out", "chaos-results", "")
+	factor := fs.Float64("timeout-factor", 0, "")
+	slack := fs.Duration("timeout-slack", -1, "")
+	failOnError := fs.Bool("fail-on-error", false, "")
+	launcherKills := fs.String("launcher-kills", "", "")
+	every := fs.Int("progress-every", 10, "")
+	noDump := fs.Bool("no-dump", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, Usage)
+			return 0, nil
+		}
+		return 2, fmt.Errorf("chaos: %w\n%s", err, Usage)
+	}
+	if fs.NArg() > 0 {
+		return 2, fmt.Errorf("chaos: unexpected argument %q\n%s", fs.Arg(0), Usage)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	cfg, err := Preset(*preset)
+	if err != nil {
+		return 2, err
+	}
+	command := "gochare chaos " + strings.Join(args, " ")
+	if set["seed"] {
+		cfg.Seed = *seed
+	} else {
+		cfg.Seed = 1 + rand.Uint64N(999_999)
+		command += " --seed " + strconv.FormatUint(cfg.Seed, 10)
+	}
+	if *runs >= 0 {
+		cfg.Runs = *runs
+	}
+	if *apps != "" {
+		names := make([]string, len(cfg.Apps))
+		for i, a := range cfg.Apps {
+			names[i] = a.Name
+		}
+		keep, err := filterOrdered(names, *apps, "--apps")
+		if err != nil {
+			return 2, err
+		}
+		var kept []App
+		for _, a := range cfg.Apps {
+			for _, k := range keep {
+				if a.Name == k {
+					kept = append(kept, a)
+				}
+			}
+		}
+		cfg.Apps = kept
+	}
+	if *protocols != "" {
+		if cfg.Protocols, err = filterOrdered(Protocols, *protocols, "--ft"); err != nil {
+			return 2, err
+		}
+	}
+	if *pes != "" {
+		if cfg.PEs, err = ParsePEs(*pes); err != nil {
+			return 2, err
+		}
+	}
+	if *kinds != "" {
+		if cfg.Kinds, err = filterOrdered(AllKinds, *kinds, "--kinds"); err != nil {
+			return 2, err
+		}
+	}
+	if *factor > 0 {
+		cfg.TimeoutFactor = *factor
+	} else if set["timeout-factor"] {
+		return 2, fmt.Errorf("%w: --timeout-factor %g: want > 0", ErrConfig, *factor)
+	}
+	if *slack >= 0 {
+		cfg.TimeoutSlack = *slack
+	}
+	if cfg.LauncherKills, err = ParseLauncherKills(*launcherKills); err != nil {
+		return 2, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return 2, err
+	}
+	var indices []int
+	if *only != "" {
+		for _, s := range splitList(*only) {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return 2, fmt.Errorf("%w: --only %q: want run numbers", ErrConfig, *only)
+			}
+			indices = append(indices, n)
+		}
+	}
+	planned := cfg.Runs
+	if indices != nil {
+		planned = len(indices)
+	}
+	where := "no record written"
+	if *out != "" {
+		where = "record in " + *out
+	}
+	fmt.Fprintf(stdout, "gochare chaos: preset %s, seed %d, %d runs (%s; PEs %s; kinds %s), %s\n",
+		cfg.Preset, cfg.Seed, planned, strings.Join(cfg.Protocols, ","), intList(cfg.PEs), kindList(cfg.Kinds), where)
+	res, err := Execute(ctx, cfg, Options{
+		Exe: exe, Program: "gochare", Indices: indices, Out: *out, Command: command,
+		Dump: !*noDump, Progress: NewProgress(stdout, *every),
+	})
+	if res == nil {
+		return 1, err
+	}
+	fmt.Fprintln(stdout)
+	WriteTables(stdout, res)
+	fmt.Fprintln(stdout)
+	WriteNonSuccesses(stdout, res)
+	if *out != "" {
+		fmt.Fprintf(stdout, "\nrecord: %s\n", filepath.Join(*out, "summary.md"))
+	}
+	if err != nil {
+		return 1, err
+	}
+	t := res.Totals()
+	var bad []string
+	if t.Wrong > 0 {
+		bad = append(bad, fmt.Sprintf("%d wrong digests", t.Wrong))
+	}
+	if t.Hang > 0 {
+		bad = append(bad, fmt.Sprintf("%d hangs", t.Hang))
+	}
+	if *failOnError && t.Error > 0 {
+		bad = append(bad, fmt.Sprintf("%d errors", t.Error))
+	}
+	switch {
+	case res.Interrupted:
+		return 1, fmt.Errorf("chaos: interrupted after %d of %d runs (%s)", len(res.Records), planned, time.Since(res.Started).Round(time.Second))
+	case len(bad) > 0:
+		return 1, fmt.Errorf("chaos: %s in %d runs", strings.Join(bad, ", "), t.Runs)
+	}
+	return 0, nil
+}
