@@ -80,7 +80,7 @@ func LastError(stderr []string) string {
 		switch {
 		case strings.HasPrefix(l, "gochare: "):
 			return lastGochareLine(stderr)
-		case strings.Contains(l, "level=ERROR") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:"):
+		case strings.Contains(l, "level=ERROR") || isPanic(l):
 			errLine = l
 		case strings.Contains(l, "level=WARN"):
 			warnLine = l
@@ -95,6 +95,17 @@ func LastError(stderr []string) string {
 		return stderr[len(stderr)-1]
 	}
 	return ""
+}
+
+// isPanic reports a Go runtime's panic or fatal error line, of the
+// launcher or of a PE ("[pe N] " prefix).
+func isPanic(l string) bool {
+	if strings.HasPrefix(l, "[pe ") {
+		if i := strings.Index(l, "] "); i > 0 {
+			l = l[i+2:]
+		}
+	}
+	return strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:")
 }
 
 func lastGochareLine(stderr []string) string {

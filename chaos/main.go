@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,11 +55,22 @@ func Command(ctx context.Context, args []string, stdout io.Writer) (int, error) 
 	return Main(ctx, args, stdout, exe)
 }
 
-// Main is `gochare chaos`: it runs a campaign with the gochare executable
-// exe, prints its tables and non-successes, and returns the exit status:
-// 1 on a wrong digest or a hang (or an error, with --fail-on-error), 2 on
-// a usage mistake.
-func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int, error) {
+// invocation is a parsed command line.
+type invocation struct {
+	cfg         Config
+	indices     []int
+	out         string
+	command     string
+	failOnError bool
+	every       int
+	dump        bool
+	help        bool
+}
+
+// parseArgs reads the command line of `gochare chaos`. With no --seed it
+// draws one and adds it to the command recorded.
+func parseArgs(args []string) (invocation, error) {
+	var inv invocation
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	preset := fs.String("preset", "full", "")
@@ -69,36 +81,37 @@ func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int
 	protocols := fs.String("ft", "", "")
 	pes := fs.String("pes", "", "")
 	kinds := fs.String("kinds", "", "")
-	out := fs.String("out", "chaos-results", "")
+	fs.StringVar(&inv.out, "out", "chaos-results", "")
 	factor := fs.Float64("timeout-factor", 0, "")
 	slack := fs.Duration("timeout-slack", -1, "")
-	failOnError := fs.Bool("fail-on-error", false, "")
+	fs.BoolVar(&inv.failOnError, "fail-on-error", false, "")
 	launcherKills := fs.String("launcher-kills", "", "")
-	every := fs.Int("progress-every", 10, "")
+	fs.IntVar(&inv.every, "progress-every", 10, "")
 	noDump := fs.Bool("no-dump", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, Usage)
-			return 0, nil
+			inv.help = true
+			return inv, nil
 		}
-		return 2, fmt.Errorf("chaos: %w\n%s", err, Usage)
+		return inv, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if fs.NArg() > 0 {
-		return 2, fmt.Errorf("chaos: unexpected argument %q\n%s", fs.Arg(0), Usage)
+		return inv, fmt.Errorf("%w: unexpected argument %q", ErrConfig, fs.Arg(0))
 	}
+	inv.dump = !*noDump
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	cfg, err := Preset(*preset)
 	if err != nil {
-		return 2, err
+		return inv, err
 	}
-	command := "gochare chaos " + strings.Join(args, " ")
+	inv.command = "gochare chaos " + strings.Join(args, " ")
 	if set["seed"] {
 		cfg.Seed = *seed
 	} else {
 		cfg.Seed = 1 + rand.Uint64N(999_999)
-		command += " --seed " + strconv.FormatUint(cfg.Seed, 10)
+		inv.command += " --seed " + strconv.FormatUint(cfg.Seed, 10)
 	}
 	if *runs >= 0 {
 		cfg.Runs = *runs
@@ -110,70 +123,86 @@ func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int
 		}
 		keep, err := filterOrdered(names, *apps, "--apps")
 		if err != nil {
-			return 2, err
+			return inv, err
 		}
-		var kept []App
-		for _, a := range cfg.Apps {
-			for _, k := range keep {
-				if a.Name == k {
-					kept = append(kept, a)
-				}
-			}
-		}
-		cfg.Apps = kept
+		cfg.Apps = slices.DeleteFunc(cfg.Apps, func(a App) bool { return !slices.Contains(keep, a.Name) })
 	}
 	if *protocols != "" {
 		if cfg.Protocols, err = filterOrdered(Protocols, *protocols, "--ft"); err != nil {
-			return 2, err
+			return inv, err
 		}
 	}
 	if *pes != "" {
 		if cfg.PEs, err = ParsePEs(*pes); err != nil {
-			return 2, err
+			return inv, err
 		}
 	}
 	if *kinds != "" {
 		if cfg.Kinds, err = filterOrdered(AllKinds, *kinds, "--kinds"); err != nil {
-			return 2, err
+			return inv, err
 		}
 	}
-	if *factor > 0 {
+	if set["timeout-factor"] {
+		if *factor <= 0 {
+			return inv, fmt.Errorf("%w: --timeout-factor %g: want > 0", ErrConfig, *factor)
+		}
 		cfg.TimeoutFactor = *factor
-	} else if set["timeout-factor"] {
-		return 2, fmt.Errorf("%w: --timeout-factor %g: want > 0", ErrConfig, *factor)
 	}
-	if *slack >= 0 {
+	if set["timeout-slack"] {
+		if *slack < 0 {
+			return inv, fmt.Errorf("%w: --timeout-slack %v: want >= 0", ErrConfig, *slack)
+		}
 		cfg.TimeoutSlack = *slack
 	}
 	if cfg.LauncherKills, err = ParseLauncherKills(*launcherKills); err != nil {
-		return 2, err
+		return inv, err
 	}
 	if err := cfg.Validate(); err != nil {
-		return 2, err
+		return inv, err
 	}
-	var indices []int
-	if *only != "" {
+	if set["only"] {
 		for _, s := range splitList(*only) {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 0 {
-				return 2, fmt.Errorf("%w: --only %q: want run numbers", ErrConfig, *only)
+				return inv, fmt.Errorf("%w: --only %q: want run numbers", ErrConfig, *only)
 			}
-			indices = append(indices, n)
+			inv.indices = append(inv.indices, n)
+		}
+		if len(inv.indices) == 0 {
+			return inv, fmt.Errorf("%w: --only %q: no run number", ErrConfig, *only)
 		}
 	}
+	inv.cfg = cfg
+	return inv, nil
+}
+
+// Main is `gochare chaos`: it runs a campaign with the gochare executable
+// exe, prints its tables and non-successes, and returns the exit status:
+// 1 on a wrong digest or a hang (or an error, with --fail-on-error), 2 on
+// a usage mistake.
+func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int, error) {
+	inv, err := parseArgs(args)
+	if err != nil {
+		return 2, fmt.Errorf("%w\n%s", err, Usage)
+	}
+	if inv.help {
+		fmt.Fprint(stdout, Usage)
+		return 0, nil
+	}
+	cfg, indices, out := inv.cfg, inv.indices, inv.out
 	planned := cfg.Runs
 	if indices != nil {
 		planned = len(indices)
 	}
 	where := "no record written"
-	if *out != "" {
-		where = "record in " + *out
+	if out != "" {
+		where = "record in " + out
 	}
 	fmt.Fprintf(stdout, "gochare chaos: preset %s, seed %d, %d runs (%s; PEs %s; kinds %s), %s\n",
 		cfg.Preset, cfg.Seed, planned, strings.Join(cfg.Protocols, ","), intList(cfg.PEs), kindList(cfg.Kinds), where)
 	res, err := Execute(ctx, cfg, Options{
-		Exe: exe, Program: "gochare", Indices: indices, Out: *out, Command: command,
-		Dump: !*noDump, Progress: NewProgress(stdout, *every),
+		Exe: exe, Program: "gochare", Indices: indices, Out: out, Command: inv.command,
+		Dump: inv.dump, Progress: NewProgress(stdout, inv.every),
 	})
 	if res == nil {
 		return 1, err
@@ -182,8 +211,8 @@ func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int
 	WriteTables(stdout, res)
 	fmt.Fprintln(stdout)
 	WriteNonSuccesses(stdout, res)
-	if *out != "" {
-		fmt.Fprintf(stdout, "\nrecord: %s\n", filepath.Join(*out, "summary.md"))
+	if out != "" {
+		fmt.Fprintf(stdout, "\nrecord: %s\n", filepath.Join(out, "summary.md"))
 	}
 	if err != nil {
 		return 1, err
@@ -196,7 +225,7 @@ func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int
 	if t.Hang > 0 {
 		bad = append(bad, fmt.Sprintf("%d hangs", t.Hang))
 	}
-	if *failOnError && t.Error > 0 {
+	if inv.failOnError && t.Error > 0 {
 		bad = append(bad, fmt.Sprintf("%d errors", t.Error))
 	}
 	switch {
