@@ -43,7 +43,8 @@ type Record struct {
 	// reached its step).
 	Injected []string `json:"injected,omitempty"`
 	Missed   []string `json:"missed,omitempty"`
-	// FailureNotices counts the launcher's "PE failed" lines.
+	// FailureNotices counts the launcher's "PE failed" lines (before the
+	// deadline, for a hang).
 	FailureNotices int `json:"failure_notices"`
 	// Note is an observation that explains a non-success.
 	Note string `json:"note,omitempty"`

@@ -48,7 +48,9 @@ type jobResult struct {
 	// SelfKills are the ranks that announced killing themselves (the
 	// launcher's injected failures at a step).
 	SelfKills []int
-	// FailureNotices counts the launcher's "PE failed" lines.
+	// FailureNotices counts the launcher's "PE failed" lines until the
+	// campaign began to stop the job (past its deadline, the PEs it ends
+	// are announced too).
 	FailureNotices int
 	// EarlyInjection: the campaign injected a failure before the
 	// launcher announced that the job began (before its first
@@ -256,7 +258,7 @@ func (j *jobRun) line(l outputLine) {
 		j.res.SelfKills = append(j.res.SelfKills, rank)
 		return
 	}
-	if IsFailureNotice(l.text) {
+	if IsFailureNotice(l.text) && !j.stopping {
 		j.res.FailureNotices++
 		for _, f := range j.spec.Failures {
 			if f.Trigger == AtRecovery && f.Recovery == j.res.FailureNotices {

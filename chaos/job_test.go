@@ -70,6 +70,7 @@ func TestJobHang(t *testing.T) {
 	require.True(t, res.TimedOut)
 	require.Len(t, res.PIDs, 2)
 	require.Equal(t, 2, res.StderrAtDeadline, "%q", res.Stderr)
+	require.Zero(t, res.FailureNotices, "the PEs ended by the campaign after the deadline are not failures of the job")
 	require.Equal(t, 2, strings.Count(strings.Join(res.Stderr, "\n"), "SIGQUIT: quit"), "both PEs dump their goroutines: %q %q", res.Injected, res.Output)
 	for _, pid := range res.PIDs {
 		require.Eventually(t, func() bool { return gone(pid) }, time.Minute, 20*time.Millisecond, "PE pid %d left running", pid)
