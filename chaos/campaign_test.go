@@ -188,3 +188,21 @@ func TestShellJoin(t *testing.T) {
 	require.Equal(t, "gochare run lulesh --kill pe=1,at=step:3 --chunk 6,6,6", shellJoin("gochare", []string{"run", "lulesh", "--kill", "pe=1,at=step:3", "--chunk", "6,6,6"}))
 	require.Equal(t, `gochare --out 'my dir' '' 'it'\''s'`, shellJoin("gochare", []string{"--out", "my dir", "", "it's"}))
 }
+
+// TestDigestDisagreements: failure-free runs of one application must end
+// with one digest whatever the PE count, protocol or checkpoint period.
+func TestDigestDisagreements(t *testing.T) {
+	res := &Result{Config: fullPreset(t, 1), Baselines: []Baseline{
+		{Key: "lulesh/none/pes=3/every=0", Class: Right, Digest: "aa"},
+		{Key: "lulesh/fulldet/pes=4/every=7", Class: Right, Digest: "aa"},
+		{Key: "stencil3d/none/pes=3/every=0", Class: Right, Digest: "bb"},
+		{Key: "stencil3d/none/pes=3/every=7", Class: Error, Digest: ""},
+	}}
+	require.Empty(t, DigestDisagreements(res))
+	res.Baselines = append(res.Baselines, Baseline{Key: "lulesh/partialdet/pes=5/every=20", Class: Right, Digest: "ab"})
+	d := DigestDisagreements(res)
+	require.Equal(t, []string{"lulesh: failure-free digests differ: aa in lulesh/none/pes=3/every=0, lulesh/fulldet/pes=4/every=7; ab in lulesh/partialdet/pes=5/every=20"}, d)
+	var b strings.Builder
+	WriteNonSuccesses(&b, res)
+	require.Contains(t, b.String(), "WRONG FAILURE-FREE DIGEST")
+}

@@ -24,7 +24,8 @@ const Usage = `usage: gochare chaos [flags]
                           ci: the smallest jobs on 3 PEs, 9 runs, no SIGSTOP
   --runs N                number of runs (default: the preset's)
   --seed S                seed of the plan (default: a random one, printed)
-  --only I,J,...          do only these runs of the plan (replay)
+  --only LIST             do only these runs of the plan: "37", "3,8",
+                          "600-999" (a replay, or the rest of a campaign)
   --apps A,B              applications (default: stencil3d,leanmd,lulesh)
   --ft P,Q                protocols (default: none,fulldet,partialdet)
   --pes LIST              PE counts, "3,4,5" or "3-5" (default: the preset's)
@@ -133,7 +134,7 @@ func parseArgs(args []string) (invocation, error) {
 		}
 	}
 	if *pes != "" {
-		if cfg.PEs, err = ParsePEs(*pes); err != nil {
+		if cfg.PEs, err = ParseNumbers("--pes", *pes); err != nil {
 			return inv, err
 		}
 	}
@@ -161,15 +162,8 @@ func parseArgs(args []string) (invocation, error) {
 		return inv, err
 	}
 	if set["only"] {
-		for _, s := range splitList(*only) {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 0 {
-				return inv, fmt.Errorf("%w: --only %q: want run numbers", ErrConfig, *only)
-			}
-			inv.indices = append(inv.indices, n)
-		}
-		if len(inv.indices) == 0 {
-			return inv, fmt.Errorf("%w: --only %q: no run number", ErrConfig, *only)
+		if inv.indices, err = ParseNumbers("--only", *only); err != nil {
+			return inv, err
 		}
 	}
 	inv.cfg = cfg
@@ -224,6 +218,9 @@ func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int
 	}
 	if t.Hang > 0 {
 		bad = append(bad, fmt.Sprintf("%d hangs", t.Hang))
+	}
+	if d := DigestDisagreements(res); len(d) > 0 {
+		bad = append(bad, fmt.Sprintf("failure-free digests that differ between configurations (%s)", strings.Join(d, "; ")))
 	}
 	if inv.failOnError && t.Error > 0 {
 		bad = append(bad, fmt.Sprintf("%d errors", t.Error))

@@ -494,8 +494,9 @@ func splitList(v string) []string {
 	return out
 }
 
-// ParsePEs reads --pes: a list "3,4,5" or a range "3-5".
-func ParsePEs(v string) ([]int, error) {
+// ParseNumbers reads the value v of flag what: numbers >= 0 and ranges,
+// "3,4,5", "3-5" or "0-99,140"; sorted, without repeats.
+func ParseNumbers(what, v string) ([]int, error) {
 	var out []int
 	for _, s := range splitList(v) {
 		lo, hi, isRange := strings.Cut(s, "-")
@@ -504,8 +505,8 @@ func ParsePEs(v string) ([]int, error) {
 		if err == nil && isRange {
 			b, err = strconv.Atoi(hi)
 		}
-		if err != nil || b < a {
-			return nil, fmt.Errorf("%w: --pes %q: want N, N,M,... or N-M", ErrConfig, v)
+		if err != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("%w: %s %q: want N, N,M,... or N-M", ErrConfig, what, v)
 		}
 		for n := a; n <= b; n++ {
 			if !slices.Contains(out, n) {
@@ -514,7 +515,7 @@ func ParsePEs(v string) ([]int, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: --pes %q: no PE count", ErrConfig, v)
+		return nil, fmt.Errorf("%w: %s %q: no number", ErrConfig, what, v)
 	}
 	slices.Sort(out)
 	return out, nil

@@ -250,14 +250,14 @@ func TestParseArgsErrors(t *testing.T) {
 	require.Positive(t, inv.cfg.Seed)
 }
 
-func TestParsePEs(t *testing.T) {
-	for in, want := range map[string][]int{"3": {3}, "3-5": {3, 4, 5}, "5,3,4,3": {3, 4, 5}, "3,6-7": {3, 6, 7}} {
-		got, err := ParsePEs(in)
+func TestParseNumbers(t *testing.T) {
+	for in, want := range map[string][]int{"3": {3}, "3-5": {3, 4, 5}, "5,3,4,3": {3, 4, 5}, "3,6-7": {3, 6, 7}, "0-2,9": {0, 1, 2, 9}} {
+		got, err := ParseNumbers("--pes", in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
 	for _, in := range []string{"", "a", "4-", "-4", "6-3"} {
-		_, err := ParsePEs(in)
+		_, err := ParseNumbers("--pes", in)
 		require.Error(t, err, in)
 	}
 }

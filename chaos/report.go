@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,7 +68,7 @@ func NonSuccesses(res *Result) []Record {
 // commands that reproduce it.
 func WriteNonSuccesses(w io.Writer, res *Result) {
 	list := NonSuccesses(res)
-	if len(list) == 0 {
+	if len(list) == 0 && len(DigestDisagreements(res)) == 0 {
 		fmt.Fprintln(w, "Every run ended with the failure-free digest.")
 	}
 	for _, r := range list {
@@ -96,6 +97,9 @@ func WriteNonSuccesses(w io.Writer, res *Result) {
 			fmt.Fprintf(w, "  - log: %s\n", r.Log)
 		}
 	}
+	for _, d := range DigestDisagreements(res) {
+		fmt.Fprintf(w, "- **WRONG FAILURE-FREE DIGEST** %s\n", d)
+	}
 	for _, b := range res.Baselines {
 		if b.Class != Right {
 			fmt.Fprintf(w, "- **FAILURE-FREE RUN %s** %s (%.1f s): %s\n  - reproduce: `%s`\n", strings.ToUpper(string(b.Class)), b.Key, b.Seconds, oneLine(b.Detail), b.Command)
@@ -104,6 +108,37 @@ func WriteNonSuccesses(w io.Writer, res *Result) {
 			}
 		}
 	}
+}
+
+// DigestDisagreements lists the applications whose failure-free runs
+// ended with different digests in different configurations (PE count,
+// protocol, checkpoint period): the result of a job must not depend on
+// them, so each is a wrong result of some configuration.
+func DigestDisagreements(res *Result) []string {
+	byApp := map[string]map[string][]string{}
+	for _, b := range res.Baselines {
+		if b.Class != Right {
+			continue
+		}
+		app, _, _ := strings.Cut(b.Key, "/")
+		if byApp[app] == nil {
+			byApp[app] = map[string][]string{}
+		}
+		byApp[app][b.Digest] = append(byApp[app][b.Digest], b.Key)
+	}
+	var out []string
+	for _, a := range res.Config.Apps {
+		digests := byApp[a.Name]
+		if len(digests) < 2 {
+			continue
+		}
+		var parts []string
+		for _, d := range slices.Sorted(maps.Keys(digests)) {
+			parts = append(parts, fmt.Sprintf("%s in %s", d, strings.Join(digests[d], ", ")))
+		}
+		out = append(out, fmt.Sprintf("%s: failure-free digests differ: %s", a.Name, strings.Join(parts, "; ")))
+	}
+	return out
 }
 
 func campaignInjects(cfg Config, run Run) bool {
