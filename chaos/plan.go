@@ -38,8 +38,9 @@ const (
 	// resumes it: a hung PE, which the job must detect as failed.
 	KindStop Kind = "stop"
 	// KindPause: the campaign SIGSTOPs a PE at a random moment and resumes
-	// it 0.5-5 s later: a PE that stalls, which must not break the job
-	// (whether or not the job declared it dead meanwhile).
+	// it 0.5-8 s later: a PE that stalls, which must not break the job
+	// (whether or not the job declared it dead meanwhile: the pause may
+	// outlast the launcher's 5 s heartbeat bound).
 	KindPause Kind = "pause"
 )
 
@@ -401,7 +402,7 @@ func (c Config) Plan(i int) Run {
 		}
 		run.Failures = []Failure{f}
 	case KindPause:
-		run.Failures = []Failure{{PE: pe(), Signal: SigStop, Trigger: AtTime, Fraction: 0.8 * r.Float64(), ResumeMS: 500 + r.IntN(4500)}}
+		run.Failures = []Failure{{PE: pe(), Signal: SigStop, Trigger: AtTime, Fraction: 0.8 * r.Float64(), ResumeMS: 500 + r.IntN(7500)}}
 	}
 	return run
 }
