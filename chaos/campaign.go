@@ -157,7 +157,9 @@ func Execute(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 			res.Interrupted = true
 			break
 		}
-		r, ok := c.do(ctx, cfg.Plan(i))
+		run := cfg.Plan(i)
+		opts.Progress.begin(run)
+		r, ok := c.do(ctx, run)
 		if !ok {
 			res.Interrupted = true
 			break

@@ -333,6 +333,7 @@ type Progress struct {
 	total    int
 	n        int
 	began    time.Time
+	counts   string
 }
 
 // NewProgress reports to w; a terminal gets a bar, anything else a line
@@ -349,7 +350,7 @@ func NewProgress(w io.Writer, every int) *Progress {
 
 func (p *Progress) start(total int) {
 	if p != nil {
-		p.total, p.n, p.began = total, 0, time.Now()
+		p.total, p.n, p.began, p.counts = total, 0, time.Now(), "right 0, wrong 0, error 0, hang 0"
 	}
 }
 
@@ -373,22 +374,38 @@ func (p *Progress) done(r Record, totals Counts) {
 		return
 	}
 	p.n++
+	p.counts = fmt.Sprintf("right %d, wrong %d, error %d, hang %d", totals.Right, totals.Wrong, totals.Error, totals.Hang)
 	if r.Class != Right {
 		p.printLine(fmt.Sprintf("%s: %s (%.1f s): %s", r.Run, strings.ToUpper(string(r.Class)), r.Seconds, oneLine(r.Detail)))
 	}
-	elapsed := time.Since(p.began)
-	left := time.Duration(float64(elapsed) / float64(p.n) * float64(p.total-p.n))
-	counts := fmt.Sprintf("right %d, wrong %d, error %d, hang %d", totals.Right, totals.Wrong, totals.Error, totals.Hang)
 	if !p.terminal {
 		if p.n%p.every == 0 || p.n == p.total {
-			fmt.Fprintf(p.w, "[%d/%d] %s (%s elapsed, about %s left)\n", p.n, p.total, counts, elapsed.Round(time.Second), left.Round(time.Second))
+			elapsed := time.Since(p.began)
+			left := time.Duration(float64(elapsed) / float64(p.n) * float64(p.total-p.n))
+			fmt.Fprintf(p.w, "[%d/%d] %s (%s elapsed, about %s left)\n", p.n, p.total, p.counts, elapsed.Round(time.Second), left.Round(time.Second))
 		}
 		return
 	}
+	p.bar("")
+}
+
+// begin shows, on a terminal, the run that starts.
+func (p *Progress) begin(r Run) {
+	if p != nil && p.terminal {
+		p.bar("; now " + r.String())
+	}
+}
+
+func (p *Progress) bar(suffix string) {
 	const width = 24
 	fill := width * p.n / max(p.total, 1)
-	bar := strings.Repeat("#", fill) + strings.Repeat(".", width-fill)
-	fmt.Fprintf(p.w, "\r\033[K[%s] %d/%d %s; %s, ~%s left", bar, p.n, p.total, counts, elapsed.Round(time.Second), left.Round(time.Second))
+	elapsed := time.Since(p.began)
+	left := "?"
+	if p.n > 0 {
+		left = time.Duration(float64(elapsed) / float64(p.n) * float64(p.total-p.n)).Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s; %s, ~%s left%s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		p.n, p.total, p.counts, elapsed.Round(time.Second), left, suffix)
 }
 
 func (p *Progress) finish() {
