@@ -206,3 +206,24 @@ func TestDigestDisagreements(t *testing.T) {
 	WriteNonSuccesses(&b, res)
 	require.Contains(t, b.String(), "WRONG FAILURE-FREE DIGEST")
 }
+
+func TestSlowest(t *testing.T) {
+	run := func(i int, key string, class Class, seconds float64) Record {
+		app, rest, _ := strings.Cut(key, "/")
+		proto, _, _ := strings.Cut(rest, "/")
+		return Record{Run: Run{Index: i, App: app, Protocol: proto, PEs: 3}, Class: class, Seconds: seconds}
+	}
+	res := &Result{
+		Baselines: []Baseline{{Key: "lulesh/none/pes=3/every=0", Class: Right, Seconds: 2}, {Key: "leanmd/none/pes=3/every=0", Class: Right, Seconds: 1}},
+		Records: []Record{
+			run(0, "lulesh/none", Right, 3), run(1, "leanmd/none", Right, 3), run(2, "leanmd/none", Hang, 90),
+			run(3, "lulesh/none", Error, 10), run(4, "stencil3d/none", Right, 50),
+		},
+	}
+	slow := Slowest(res, 2)
+	require.Len(t, slow, 2)
+	require.Equal(t, 3, slow[0].Record.Index)
+	require.InDelta(t, 5.0, slow[0].Ratio, 1e-9)
+	require.Equal(t, 1, slow[1].Record.Index)
+	require.Len(t, Slowest(res, 10), 3, "hangs and runs without a failure-free time are left out")
+}

@@ -141,6 +141,41 @@ func DigestDisagreements(res *Result) []string {
 	return out
 }
 
+// SlowRun is a run with its time against its failure-free run's.
+type SlowRun struct {
+	Record   Record
+	Baseline float64
+	Ratio    float64
+}
+
+// Slowest returns the n runs that took longest against their failure-free
+// run, hangs left out (they ran until their deadline): a recovery that
+// takes many times the job's own time is near a hang.
+func Slowest(res *Result, n int) []SlowRun {
+	base := map[string]float64{}
+	for _, b := range res.Baselines {
+		if b.Class == Right && b.Seconds > 0 {
+			base[b.Key] = b.Seconds
+		}
+	}
+	var out []SlowRun
+	for _, r := range res.Records {
+		if b, ok := base[r.Key()]; ok && r.Class != Hang && r.Seconds > 0 {
+			out = append(out, SlowRun{Record: r, Baseline: b, Ratio: r.Seconds / b})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b SlowRun) int {
+		switch {
+		case a.Ratio > b.Ratio:
+			return -1
+		case a.Ratio < b.Ratio:
+			return 1
+		}
+		return 0
+	})
+	return out[:min(n, len(out))]
+}
+
 func campaignInjects(cfg Config, run Run) bool {
 	_, campaign := cfg.Args(run)
 	return len(campaign) > 0
@@ -185,6 +220,12 @@ func WriteMarkdown(w io.Writer, res *Result) {
 	WriteTables(w, res)
 	fmt.Fprintf(w, "\n## Non-successes\n\n")
 	WriteNonSuccesses(w, res)
+	if slow := Slowest(res, 5); len(slow) > 0 {
+		fmt.Fprintf(w, "\n## Slowest runs against their failure-free time\n\n| run | class | seconds | failure-free | ratio | command |\n|---|---|---:|---:|---:|---|\n")
+		for _, s := range slow {
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f× | `%s` |\n", s.Record.Run, s.Record.Class, s.Record.Seconds, s.Baseline, s.Ratio, s.Record.Command)
+		}
+	}
 	fmt.Fprintf(w, "\n## Failure-free runs\n\n| configuration | class | digest | seconds | run seconds |\n|---|---|---|---:|---:|\n")
 	for _, b := range res.Baselines {
 		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f |\n", b.Key, b.Class, b.Digest, b.Seconds, b.RunSeconds)
