@@ -107,13 +107,14 @@ func parseArgs(args []string) (invocation, error) {
 	if err != nil {
 		return inv, err
 	}
-	inv.command = "gochare chaos " + strings.Join(args, " ")
+	recorded := slices.Clone(args)
 	if set["seed"] {
 		cfg.Seed = *seed
 	} else {
 		cfg.Seed = 1 + rand.Uint64N(999_999)
-		inv.command += " --seed " + strconv.FormatUint(cfg.Seed, 10)
+		recorded = append(recorded, "--seed", strconv.FormatUint(cfg.Seed, 10))
 	}
+	inv.command = shellJoin("gochare", append([]string{"chaos"}, recorded...))
 	if *runs >= 0 {
 		cfg.Runs = *runs
 	}
