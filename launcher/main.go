@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/chaos"
 	"github.com/gochare/gochare/evaluation"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
@@ -87,6 +88,10 @@ const usage = `usage:
       (default evaluation-results); --quick is the default
   gochare bench transport [flags]
       transport latency and throughput between two PE processes
+  gochare chaos [--preset full|ci] [--runs N] [--seed S] [--out DIR] [--only I] ...
+      a seeded reliability campaign: real jobs with PEs killed, stopped or
+      paused at chosen moments; each must end with its failure-free digest
+      (gochare chaos --help lists the flags)
   gochare apps
       list the applications in this binary
 `
@@ -119,6 +124,8 @@ func Main(args []string, stdout, stderr io.Writer, apps ...actor.App) int {
 		status, err = cmdPE(ctx, args[1:], stderr, log, byName)
 	case "bench":
 		status, err = cmdBench(args[1:], stdout)
+	case "chaos":
+		status, err = chaos.Command(ctx, args[1:], stdout)
 	case "apps":
 		names := make([]string, 0, len(byName))
 		for n := range byName {

@@ -1,0 +1,191 @@
+package chaos
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Class is the outcome of a run.
+type Class string
+
+const (
+	// Right: the job ended with status 0 and the digest of its
+	// failure-free configuration.
+	Right Class = "right"
+	// Wrong: the job printed a digest other than the failure-free one.
+	Wrong Class = "wrong"
+	// Error: the job exited non-zero or printed no digest (its last error
+	// line says why).
+	Error Class = "error"
+	// Hang: the job did not end before its deadline.
+	Hang Class = "hang"
+)
+
+// Classes are the classes, in the order tables list them.
+var Classes = []Class{Right, Wrong, Error, Hang}
+
+// Outcome is what a job did, as the campaign saw it.
+type Outcome struct {
+	// ExitCode is the launcher's exit status (-1 when a signal ended it).
+	ExitCode int
+	// TimedOut: the job was still running at its deadline; by then
+	// StderrAtDeadline lines of Stderr had come (the rest are what its
+	// processes printed as they were stopped: goroutine dumps).
+	TimedOut         bool
+	StderrAtDeadline int
+	Stdout           []string
+	Stderr           []string
+}
+
+// errNoDigest is returned when a job printed no result line with a digest.
+var errNoDigest = errors.New("no JSON result line with a digest on stdout")
+
+// Digest returns the digest in a job's JSON result line: stencil3d prints
+// it as job_digest, leanmd and lulesh as digest. The last such line wins.
+func Digest(stdout []string) (string, error) {
+	var digest string
+	var lastErr error = errNoDigest
+	for _, l := range stdout {
+		if !strings.HasPrefix(l, "{") {
+			continue
+		}
+		var res struct {
+			JobDigest string `json:"job_digest"`
+			Digest    string `json:"digest"`
+		}
+		if err := json.Unmarshal([]byte(l), &res); err != nil {
+			lastErr = errors.New("unreadable JSON result line: " + err.Error())
+			continue
+		}
+		d := res.JobDigest
+		if d == "" {
+			d = res.Digest
+		}
+		if d != "" {
+			digest, lastErr = d, nil
+		}
+	}
+	return digest, lastErr
+}
+
+// LastError returns the line of a job's standard error that best says why
+// it failed: the last "gochare: ..." line, else the last ERROR or WARN
+// log line, else the last line.
+func LastError(stderr []string) string {
+	var errLine, warnLine string
+	for _, l := range stderr {
+		switch {
+		case strings.HasPrefix(l, "gochare: "):
+			return lastGochareLine(stderr)
+		case strings.Contains(l, "level=ERROR") || isPanic(l):
+			errLine = l
+		case strings.Contains(l, "level=WARN"):
+			warnLine = l
+		}
+	}
+	switch {
+	case errLine != "":
+		return errLine
+	case warnLine != "":
+		return warnLine
+	case len(stderr) > 0:
+		return stderr[len(stderr)-1]
+	}
+	return ""
+}
+
+// isPanic reports a Go runtime's panic or fatal error line, of the
+// launcher or of a PE ("[pe N] " prefix).
+func isPanic(l string) bool {
+	if strings.HasPrefix(l, "[pe ") {
+		if i := strings.Index(l, "] "); i > 0 {
+			l = l[i+2:]
+		}
+	}
+	return strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:")
+}
+
+func lastGochareLine(stderr []string) string {
+	for i := len(stderr) - 1; i >= 0; i-- {
+		if strings.HasPrefix(stderr[i], "gochare: ") {
+			return stderr[i]
+		}
+	}
+	return ""
+}
+
+// Classify returns the class of a run that ended with o, against the
+// failure-free digest expected, with the digest it printed and a detail
+// for anything but Right. A digest that differs is Wrong even when the job
+// also failed; a hang is a hang whatever it printed.
+func Classify(o Outcome, expected string) (Class, string, string) {
+	digest, derr := Digest(o.Stdout)
+	switch {
+	case o.TimedOut:
+		return Hang, digest, "no end before the deadline; last line before it: " + lastLine(o.Stderr[:min(o.StderrAtDeadline, len(o.Stderr))])
+	case derr == nil && digest != expected:
+		return Wrong, digest, "digest " + digest + ", failure-free " + expected
+	case o.ExitCode != 0:
+		return Error, digest, "exit status " + strconv.Itoa(o.ExitCode) + ": " + LastError(o.Stderr)
+	case derr != nil:
+		return Error, digest, derr.Error() + "; " + LastError(o.Stderr)
+	}
+	return Right, digest, ""
+}
+
+func lastLine(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[len(lines)-1]
+}
+
+// The launcher's log lines the campaign watches.
+var (
+	pidsRE = regexp.MustCompile(`msg="started PEs" .*pids="\[([0-9 ]*)\]"`)
+	// failedRE is the launcher's notice of a PE failure (its own line,
+	// not a PE's, which would have a "[pe N] " prefix).
+	failedRE   = regexp.MustCompile(`^level=ERROR msg="PE failed"`)
+	selfKillRE = regexp.MustCompile(`^\[pe (\d+)\] .*msg="failure injection: killing this PE"`)
+	beginRE    = regexp.MustCompile(`^level=INFO msg="all PEs ready; job begins"`)
+)
+
+// IsJobBegin reports the launcher's line announcing that every PE is
+// ready (the initial checkpoint is committed) and the job begins.
+func IsJobBegin(line string) bool { return beginRE.MatchString(line) }
+
+// StartedPIDs returns the PE process ids, by rank, of the launcher's
+// "started PEs" line.
+func StartedPIDs(line string) ([]int, bool) {
+	m := pidsRE.FindStringSubmatch(line)
+	if m == nil {
+		return nil, false
+	}
+	var pids []int
+	for _, f := range strings.Fields(m[1]) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, false
+		}
+		pids = append(pids, n)
+	}
+	return pids, len(pids) > 0
+}
+
+// IsFailureNotice reports the launcher's line announcing a PE failure, on
+// which the coordinator starts a recovery.
+func IsFailureNotice(line string) bool { return failedRE.MatchString(line) }
+
+// SelfKill returns the rank of a PE that announced it kills itself (a
+// launcher-injected failure at a step).
+func SelfKill(line string) (int, bool) {
+	m := selfKillRE.FindStringSubmatch(line)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}

@@ -1,0 +1,108 @@
+package chaos
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The three applications' result lines, as they print them.
+const (
+	stencilLine = `{"app":"stencil3d","grid":[32,32,32],"chunk":[8,8,8],"chunks":64,"iterations":4,"pes":3,"chunk_sum":74516.395251978582,"chunk_fnv1a":"d88df63cfbbd30ad","chunks_equal":true,"job_digest":"782d4ca31c54a0a5","reference":"none","elapsed_s":0.199794271}`
+	leanmdLine  = `{"app":"leanmd","cells":[3,3,3],"steps":4,"pes":3,"ke_initial":4.417879688715878e-16,"pe_initial":-9.860800414891136e-17,"ke_final":4.414946353162613e-16,"pe_final":-9.8157487007121e-17,"atoms_migrated":0,"digest":"63a64c0d12658af3","ms_per_step":167.93875}`
+	luleshLine  = `{"app":"lulesh","size":12,"chunk":[6,6,6],"chunks":8,"pes":3,"iterations":4,"final_origin_energy":592771.63972538279,"max_abs_diff":4.320099833421409e-12,"total_abs_diff":4.3227887632293904e-12,"max_rel_diff":7.094459918311538e-13,"elapsed_s":0.182487774,"fom":37.87651001759713,"digest":"a069cb66a5a2623b","reference":"none"}`
+)
+
+func TestDigest(t *testing.T) {
+	for line, want := range map[string]string{stencilLine: "782d4ca31c54a0a5", leanmdLine: "63a64c0d12658af3", luleshLine: "a069cb66a5a2623b"} {
+		d, err := Digest([]string{"job digest 1111", "elapsed 0.2 s", line})
+		require.NoError(t, err)
+		require.Equal(t, want, d)
+	}
+	_, err := Digest([]string{"job digest 782d4ca31c54a0a5"})
+	require.ErrorIs(t, err, errNoDigest, "the text line is not the result")
+	_, err = Digest([]string{`{"app":"x","elapsed_s":1}`})
+	require.ErrorIs(t, err, errNoDigest)
+	_, err = Digest([]string{`{"app":"lulesh","digest":"ab`})
+	require.ErrorContains(t, err, "unreadable JSON result line")
+}
+
+func TestClassify(t *testing.T) {
+	stderr := []string{
+		`level=INFO msg="started PEs" app=lulesh pes=3 pids="[1 2 3]"`,
+		`level=ERROR msg="PE failed" detail="PE 1 (pid 2 on vm) was killed by signal 9 (killed)" after_begin_ms=20`,
+		`level=INFO msg="job stats" ft=none`,
+	}
+	ok := Outcome{Stdout: []string{luleshLine}, Stderr: stderr}
+	c, d, detail := Classify(ok, "a069cb66a5a2623b")
+	require.Equal(t, Right, c)
+	require.Equal(t, "a069cb66a5a2623b", d)
+	require.Empty(t, detail)
+
+	c, _, detail = Classify(ok, "0000000000000000")
+	require.Equal(t, Wrong, c)
+	require.Contains(t, detail, "digest a069cb66a5a2623b, failure-free 0000000000000000")
+
+	// A wrong digest stays wrong when the job also failed.
+	failedWrong := ok
+	failedWrong.ExitCode = 1
+	c, _, _ = Classify(failedWrong, "0000000000000000")
+	require.Equal(t, Wrong, c)
+
+	// The right digest with a failed exit is an error.
+	c, _, detail = Classify(failedWrong, "a069cb66a5a2623b")
+	require.Equal(t, Error, c)
+	require.Contains(t, detail, "exit status 1")
+
+	failed := Outcome{ExitCode: 1, Stderr: append(stderr[:2:2],
+		"gochare: launcher: a PE failed: PE 2 and its buddy PE 0 both failed",
+		"[pe 1] level=INFO msg=bye")}
+	c, d, detail = Classify(failed, "a069cb66a5a2623b")
+	require.Equal(t, Error, c)
+	require.Empty(t, d)
+	require.Equal(t, "exit status 1: gochare: launcher: a PE failed: PE 2 and its buddy PE 0 both failed", detail)
+
+	silent := Outcome{Stdout: []string{"Run completed:"}, Stderr: stderr}
+	c, _, detail = Classify(silent, "a069cb66a5a2623b")
+	require.Equal(t, Error, c)
+	require.Contains(t, detail, "no JSON result line")
+	require.Contains(t, detail, `msg="PE failed"`, "the last error line")
+
+	// A hang is a hang even if a result came; its detail is the last
+	// line before the deadline, not a goroutine dump's.
+	hung := Outcome{TimedOut: true, Stdout: []string{luleshLine}, Stderr: append(stderr[:2:2], "goroutine 1 [select]:", "main.main()"), StderrAtDeadline: 2, ExitCode: -1}
+	c, _, detail = Classify(hung, "a069cb66a5a2623b")
+	require.Equal(t, Hang, c)
+	require.Contains(t, detail, `msg="PE failed"`)
+	require.NotContains(t, detail, "goroutine")
+}
+
+func TestLastError(t *testing.T) {
+	require.Equal(t, "gochare: launcher: boom", LastError([]string{"level=ERROR msg=x", "gochare: launcher: boom", "level=INFO msg=after"}))
+	require.Equal(t, "[pe 2] panic: oops", LastError([]string{"level=ERROR msg=x", "[pe 2] panic: oops", "[pe 2] goroutine 1 [running]:"}))
+	require.Equal(t, `level=ERROR msg="PE failed"`, LastError([]string{`level=WARN msg=w`, `level=ERROR msg="PE failed"`, "level=INFO msg=after"}))
+	require.Equal(t, `level=WARN msg=w`, LastError([]string{`level=WARN msg=w`, "level=INFO msg=after"}))
+	require.Equal(t, "level=INFO msg=after", LastError([]string{"level=INFO msg=after"}))
+	require.Empty(t, LastError(nil))
+}
+
+func TestLogLines(t *testing.T) {
+	pids, ok := StartedPIDs(`level=INFO msg="started PEs" app=stencil3d pes=3 pids="[28029 28031 28032]" coordinator=127.0.0.1:43923`)
+	require.True(t, ok)
+	require.Equal(t, []int{28029, 28031, 28032}, pids)
+	_, ok = StartedPIDs(`[pe 1] level=INFO msg="started PEs" pids="[]"`)
+	require.False(t, ok)
+
+	require.True(t, IsFailureNotice(`level=ERROR msg="PE failed" detail="PE 1 (pid 31697 on vm) was killed by signal 9 (killed)" after_begin_ms=2451`))
+	require.False(t, IsFailureNotice(`[pe 2] level=ERROR msg="PE failed" detail="x"`), "a PE's line is not the launcher's notice")
+	require.False(t, IsFailureNotice(`level=INFO msg="PE 1 failed: restoring 3 tasks on 3 survivors (generation 1)"`))
+
+	rank, ok := SelfKill(`[pe 1] level=WARN msg="failure injection: killing this PE" pe=1 step=29`)
+	require.True(t, ok)
+	require.Equal(t, 1, rank)
+	_, ok = SelfKill(`level=INFO msg="injected failure: SIGKILL" pe=1`)
+	require.False(t, ok)
+
+	require.True(t, IsJobBegin(`level=INFO msg="all PEs ready; job begins" pes=3 ft=partialdet`))
+	require.False(t, IsJobBegin(`[pe 0] level=INFO msg="all PEs ready; job begins"`))
+}

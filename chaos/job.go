@@ -1,0 +1,387 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// jobSpec is one job: `Exe Args...`, with the failures the campaign
+// injects itself.
+type jobSpec struct {
+	Exe  string
+	Args []string
+	// Deadline: past it the job is a hang.
+	Deadline time.Duration
+	// Failures are injected by the campaign (see Failure); AtTime ones
+	// are placed on RunTime, the failure-free job's time from the start of
+	// its PEs to its end.
+	Failures []Failure
+	RunTime  time.Duration
+	// Dump: on a hang, ask the PEs and the launcher for goroutine dumps
+	// (SIGQUIT) before killing them.
+	Dump bool
+}
+
+// jobResult is what a job did.
+type jobResult struct {
+	Outcome
+	Wall time.Duration
+	// RunTime is the time from the launcher's "started PEs" line to the
+	// end (0 when the line never came).
+	RunTime time.Duration
+	PIDs    []int
+	// Injected lists what the campaign did to the job, with times since
+	// its start; Missed the campaign's failures that did not happen, and
+	// why.
+	Injected []string
+	Missed   []string
+	// SelfKills are the ranks that announced killing themselves (the
+	// launcher's injected failures at a step).
+	SelfKills []int
+	// FailureNotices counts the launcher's "PE failed" lines until the
+	// campaign began to stop the job (past its deadline, the PEs it ends
+	// are announced too).
+	FailureNotices int
+	// EarlyInjection: the campaign injected a failure before the
+	// launcher announced that the job began (before its first
+	// checkpoint).
+	EarlyInjection bool
+	// Interrupted: the campaign was interrupted during the job.
+	Interrupted bool
+	// Output is every line, in arrival order, stderr lines prefixed "! ".
+	Output []string
+}
+
+// Delays of the stopping sequence of a job past its deadline or
+// interrupted: the PEs have dumpGrace to print their goroutines before the
+// launcher is asked for its own, then killGrace before everything is
+// killed; after the launcher ended, its output has drainGrace to arrive.
+const (
+	dumpGrace  = 3 * time.Second
+	killGrace  = 3 * time.Second
+	drainGrace = 5 * time.Second
+)
+
+type outputLine struct {
+	stderr bool
+	text   string
+}
+
+// action is something the job runner does at a time: signal a PE, or a
+// step of stopping the job.
+type action struct {
+	at   time.Time
+	what string
+	do   func()
+}
+
+// runJob runs spec and returns what happened. It returns an error only
+// when the job could not be started.
+func runJob(ctx context.Context, spec jobSpec) (jobResult, error) {
+	var res jobResult
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return res, fmt.Errorf("chaos: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return res, fmt.Errorf("chaos: %w", err)
+	}
+	cmd := exec.Command(spec.Exe, spec.Args...)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	// Its own process group, so that a terminal's ^C reaches the campaign
+	// only (which stops the job itself); and it dies with the campaign.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return res, fmt.Errorf("chaos: start %s: %w", spec.Exe, err)
+	}
+
+	lines := make(chan outputLine, 256)
+	readersDone := make(chan struct{}, 2)
+	read := func(r io.Reader, stderr bool) {
+		defer func() { readersDone <- struct{}{} }()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			lines <- outputLine{stderr: stderr, text: sc.Text()}
+		}
+	}
+	go read(outR, false)
+	go read(errR, true)
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		cmd.Wait()
+		exited <- cmd.ProcessState
+	}()
+
+	j := &jobRun{spec: spec, cmd: cmd, start: start, res: &res}
+	j.schedule(start.Add(spec.Deadline), "deadline", func() {
+		res.TimedOut = true
+		res.StderrAtDeadline = len(res.Stderr)
+		j.stop(spec.Dump)
+	})
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var state *os.ProcessState
+	var drainTimeout <-chan time.Time
+	readersLeft := 2
+	ctxDone := ctx.Done()
+	for readersLeft > 0 || state == nil {
+		timer.Reset(j.nextIn())
+		select {
+		case l := <-lines:
+			j.line(l)
+		case <-readersDone:
+			readersLeft--
+		case st := <-exited:
+			state = st
+			exited = nil
+			res.Wall = time.Since(start)
+			if j.started != (time.Time{}) {
+				res.RunTime = time.Since(j.started)
+			}
+			j.pending = nil
+			drainTimeout = time.After(drainGrace)
+		case <-drainTimeout:
+			// Something else holds the pipes open: stop reading.
+			outR.Close()
+			errR.Close()
+			drainTimeout = nil
+		case <-ctxDone:
+			ctxDone = nil
+			res.Interrupted = true
+			j.interrupt()
+		case <-timer.C:
+			j.runDue()
+		}
+	}
+	outR.Close()
+	errR.Close()
+	res.ExitCode = state.ExitCode()
+	for _, f := range j.pendingFailures() {
+		res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first", f))
+	}
+	return res, nil
+}
+
+// jobRun is the state of a running job, owned by runJob's loop.
+type jobRun struct {
+	spec    jobSpec
+	cmd     *exec.Cmd
+	start   time.Time
+	started time.Time // the "started PEs" line
+	began   bool      // the "job begins" line came
+	res     *jobResult
+	pending []action
+	// planned are the campaign's failures not yet scheduled or done.
+	planned  []Failure
+	stopping bool
+}
+
+func (j *jobRun) schedule(at time.Time, what string, do func()) {
+	j.pending = append(j.pending, action{at: at, what: what, do: do})
+	slices.SortStableFunc(j.pending, func(a, b action) int { return a.at.Compare(b.at) })
+}
+
+func (j *jobRun) nextIn() time.Duration {
+	if len(j.pending) == 0 {
+		return time.Hour
+	}
+	return max(time.Until(j.pending[0].at), 0)
+}
+
+func (j *jobRun) runDue() {
+	now := time.Now()
+	for len(j.pending) > 0 && !j.pending[0].at.After(now) {
+		a := j.pending[0]
+		j.pending = j.pending[1:]
+		a.do()
+	}
+}
+
+// pendingFailures are the campaign's failures that never happened.
+func (j *jobRun) pendingFailures() []Failure {
+	if j.started.IsZero() {
+		return j.spec.Failures
+	}
+	return j.planned
+}
+
+func (j *jobRun) note(format string, args ...any) {
+	j.res.Injected = append(j.res.Injected, fmt.Sprintf("%.3f s: ", time.Since(j.start).Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (j *jobRun) line(l outputLine) {
+	if l.stderr {
+		j.res.Stderr = append(j.res.Stderr, l.text)
+		j.res.Output = append(j.res.Output, "! "+l.text)
+	} else {
+		j.res.Stdout = append(j.res.Stdout, l.text)
+		j.res.Output = append(j.res.Output, l.text)
+		return
+	}
+	if pids, ok := StartedPIDs(l.text); ok && j.started.IsZero() {
+		j.started = time.Now()
+		j.res.PIDs = pids
+		j.planned = slices.Clone(j.spec.Failures)
+		for _, f := range j.spec.Failures {
+			if f.Trigger == AtTime {
+				at := j.started.Add(time.Duration(f.Fraction * float64(j.spec.RunTime)))
+				j.scheduleFailure(at, f)
+			}
+		}
+		return
+	}
+	if IsJobBegin(l.text) {
+		j.began = true
+		return
+	}
+	if rank, ok := SelfKill(l.text); ok {
+		j.res.SelfKills = append(j.res.SelfKills, rank)
+		return
+	}
+	if IsFailureNotice(l.text) && !j.stopping {
+		j.res.FailureNotices++
+		for _, f := range j.spec.Failures {
+			if f.Trigger == AtRecovery && f.Recovery == j.res.FailureNotices {
+				j.scheduleFailure(time.Now().Add(time.Duration(f.DelayMS)*time.Millisecond), f)
+			}
+		}
+	}
+}
+
+func (j *jobRun) scheduleFailure(at time.Time, f Failure) {
+	j.schedule(at, f.String(), func() {
+		if j.stopping {
+			return
+		}
+		j.planned = slices.DeleteFunc(j.planned, func(g Failure) bool { return g == f })
+		sig := syscall.SIGKILL
+		if f.Signal == SigStop {
+			sig = syscall.SIGSTOP
+		}
+		if err := j.signalPE(f.PE, sig); err != nil {
+			j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: %v", f, err))
+			return
+		}
+		j.note("%s (pid %d)", f, j.res.PIDs[f.PE])
+		if !j.began {
+			j.res.EarlyInjection = true
+		}
+		if f.Signal == SigStop && f.ResumeMS > 0 {
+			j.schedule(time.Now().Add(time.Duration(f.ResumeMS)*time.Millisecond), "resume", func() {
+				if err := j.signalPE(f.PE, syscall.SIGCONT); err == nil {
+					j.note("SIGCONT pe %d", f.PE)
+				}
+			})
+		}
+	})
+}
+
+// errNotOurs is returned for a PE process that is no longer the
+// launcher's child (it ended, and its pid may be another process's).
+var errNotOurs = errors.New("chaos: the PE's process is gone")
+
+// signalPE sends sig to PE rank, after checking that its pid is still a
+// child of this job's launcher (the launcher has not reaped it, so the pid
+// names the PE).
+func (j *jobRun) signalPE(rank int, sig syscall.Signal) error {
+	if rank < 0 || rank >= len(j.res.PIDs) {
+		return fmt.Errorf("chaos: no PE %d (the launcher listed %d)", rank, len(j.res.PIDs))
+	}
+	pid := j.res.PIDs[rank]
+	ppid, err := parentPID(pid)
+	if err != nil || ppid != j.cmd.Process.Pid {
+		return fmt.Errorf("%w: pid %d", errNotOurs, pid)
+	}
+	return syscall.Kill(pid, sig)
+}
+
+// parentPID reads the parent of process pid from /proc.
+func parentPID(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("chaos: /proc/%d/stat: %q", pid, s)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, fmt.Errorf("chaos: /proc/%d/stat: %q", pid, s)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// stop ends a job that overran its deadline: with dump, the PEs get
+// SIGQUIT (and SIGCONT, so that a stopped one prints too) and the
+// launcher SIGQUIT dumpGrace later, so their goroutines are on record;
+// then everything gets SIGKILL.
+func (j *jobRun) stop(dump bool) {
+	if j.stopping {
+		return
+	}
+	j.stopping = true
+	j.pending = nil
+	kill := func() {
+		j.note("SIGKILL to the PEs and the launcher")
+		j.signalAll(syscall.SIGKILL)
+		j.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	if !dump {
+		kill()
+		return
+	}
+	j.note("deadline: SIGQUIT to the PEs (goroutine dumps)")
+	j.signalAll(syscall.SIGQUIT)
+	j.signalAll(syscall.SIGCONT)
+	j.schedule(time.Now().Add(dumpGrace), "dump launcher", func() {
+		j.note("SIGQUIT to the launcher")
+		j.cmd.Process.Signal(syscall.SIGQUIT)
+		j.schedule(time.Now().Add(killGrace), "kill", kill)
+	})
+}
+
+// interrupt stops a job when the campaign is interrupted: the launcher
+// gets SIGINT and stops its PEs itself; what is left gets SIGKILL
+// killGrace later.
+func (j *jobRun) interrupt() {
+	if j.stopping {
+		return
+	}
+	j.stopping = true
+	j.pending = nil
+	j.signalAll(syscall.SIGCONT)
+	j.cmd.Process.Signal(os.Interrupt)
+	j.schedule(time.Now().Add(killGrace), "kill", func() {
+		j.signalAll(syscall.SIGKILL)
+		j.cmd.Process.Signal(syscall.SIGKILL)
+	})
+}
+
+func (j *jobRun) signalAll(sig syscall.Signal) {
+	for r := range j.res.PIDs {
+		j.signalPE(r, sig)
+	}
+}

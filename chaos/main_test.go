@@ -1,0 +1,131 @@
+package chaos
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// The test binary doubles as a fake launcher and fake PEs for the tests of
+// the job runner (CHAOS_TEST_ROLE), so that they control what the
+// "launcher" prints and when its "PEs" end.
+const (
+	roleEnv     = "CHAOS_TEST_ROLE"
+	scenarioEnv = "CHAOS_TEST_SCENARIO"
+	pesEnv      = "CHAOS_TEST_PES"
+	impostorEnv = "CHAOS_TEST_IMPOSTOR"
+)
+
+var build struct {
+	once sync.Once
+	dir  string
+	exe  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "launcher":
+		os.Exit(fakeLauncher(os.Getenv(scenarioEnv)))
+	case "pe":
+		fakePE(os.Getenv(scenarioEnv))
+		os.Exit(0)
+	}
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+// gochareExe builds the gochare binary once for the tests that run real
+// jobs.
+func gochareExe(t *testing.T) string {
+	t.Helper()
+	build.once.Do(func() {
+		build.dir, build.err = os.MkdirTemp("", "gochare-chaos-test")
+		if build.err != nil {
+			return
+		}
+		build.exe = filepath.Join(build.dir, "gochare")
+		cmd := exec.Command("go", "build", "-o", build.exe, "github.com/gochare/gochare/cmd/gochare")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			build.err = fmt.Errorf("building gochare: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.exe
+}
+
+// fakePE says it is ready on its standard output (its signal handlers
+// are in place), then blocks until it is killed; in the "pause" scenario
+// it ends when it is continued after a stop.
+func fakePE(scenario string) {
+	ch := make(chan os.Signal, 1)
+	if scenario == "pause" {
+		signal.Notify(ch, syscall.SIGCONT)
+	} else {
+		signal.Notify(ch, syscall.SIGUSR1)
+	}
+	fmt.Println("ready")
+	<-ch
+}
+
+// fakeLauncher starts CHAOS_TEST_PES fake PEs, prints the launcher's
+// "started PEs" line (in the "impostor" scenario PE 0's pid is
+// CHAOS_TEST_IMPOSTOR, a process that is not its child), and a "PE
+// failed" line as each PE ends; once all have ended it prints a result
+// line and exits 0. In the "hang" scenario the PEs never end.
+func fakeLauncher(scenario string) int {
+	n, _ := strconv.Atoi(os.Getenv(pesEnv))
+	var cmds []*exec.Cmd
+	var pids []string
+	if scenario == "impostor" {
+		pids = append(pids, os.Getenv(impostorEnv))
+	}
+	for range n {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), roleEnv+"=pe")
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		ready, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err == nil {
+			_, err = bufio.NewReader(ready).ReadString('\n')
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gochare: fake launcher:", err)
+			return 1
+		}
+		cmds = append(cmds, cmd)
+		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
+	}
+	fmt.Fprintf(os.Stderr, "level=INFO msg=\"started PEs\" app=fake pes=%d pids=\"[%s]\" coordinator=127.0.0.1:1\n", len(pids), strings.Join(pids, " "))
+	fmt.Fprintf(os.Stderr, "level=INFO msg=\"all PEs ready; job begins\" pes=%d ft=none\n", len(pids))
+	ended := make(chan int)
+	for r, cmd := range cmds {
+		go func() {
+			cmd.Wait()
+			ended <- r
+		}()
+	}
+	for range cmds {
+		r := <-ended
+		fmt.Fprintf(os.Stderr, "level=ERROR msg=\"PE failed\" detail=\"PE %d ended\"\n", r)
+	}
+	fmt.Println(`{"app":"fake","digest":"feed"}`)
+	return 0
+}

@@ -1,0 +1,547 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrConfig marks a campaign configuration that cannot run.
+var ErrConfig = errors.New("chaos: bad configuration")
+
+// Kind is a failure scenario of a run.
+type Kind string
+
+const (
+	// KindStep: one PE (PE 0 included) is SIGKILLed when one of its tasks
+	// offers a random sync-point step, from 1 to the application's last.
+	KindStep Kind = "step"
+	// KindTwo: two different PEs are SIGKILLed, each at its own random
+	// step (the same step, or steps close together, make two failures at
+	// once).
+	KindTwo Kind = "two"
+	// KindRecovery: one PE is SIGKILLed at a random step and a second one
+	// while the job recovers from the first failure (at once, or up to
+	// 200 ms after the launcher announced it).
+	KindRecovery Kind = "recovery"
+	// KindCheckpoint: one PE is SIGKILLed at a step where the job takes a
+	// checkpoint (the run gets a checkpoint period if it had none).
+	KindCheckpoint Kind = "checkpoint"
+	// KindExternal: the campaign SIGKILLs a PE's process at a random
+	// moment of the run, as `kill -9 PID` would.
+	KindExternal Kind = "external"
+	// KindStop: the campaign SIGSTOPs a PE at a random moment and never
+	// resumes it: a hung PE, which the job must detect as failed.
+	KindStop Kind = "stop"
+	// KindPause: the campaign SIGSTOPs a PE at a random moment and resumes
+	// it 0.5-8 s later: a PE that stalls, which must not break the job
+	// (whether or not the job declared it dead meanwhile: the pause may
+	// outlast the launcher's 5 s heartbeat bound).
+	KindPause Kind = "pause"
+)
+
+// AllKinds are the failure kinds, in the order tables list them.
+var AllKinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal, KindStop, KindPause}
+
+// Protocols are the --ft values, in the order tables list them.
+var Protocols = []string{"none", "fulldet", "partialdet"}
+
+// Signal names a signal the campaign or the launcher sends to a PE.
+type Signal string
+
+const (
+	SigKill Signal = "KILL"
+	SigStop Signal = "STOP"
+)
+
+// Trigger says when a failure happens.
+type Trigger string
+
+const (
+	// AtStep: when one of the PE's tasks offers sync-point step Step.
+	AtStep Trigger = "step"
+	// AtRecovery: DelayMS after the launcher announces failure number
+	// Recovery (1 for the first) of the job.
+	AtRecovery Trigger = "recovery"
+	// AtTime: Fraction of the failure-free run's time (from the moment its
+	// PEs were started to its end) after this run's PEs were started.
+	AtTime Trigger = "time"
+)
+
+// Failure is one planned failure of a run.
+type Failure struct {
+	PE       int     `json:"pe"`
+	Signal   Signal  `json:"signal"`
+	Trigger  Trigger `json:"trigger"`
+	Step     uint64  `json:"step,omitempty"`
+	Recovery int     `json:"recovery,omitempty"`
+	DelayMS  int     `json:"delay_ms,omitempty"`
+	Fraction float64 `json:"fraction,omitempty"`
+	// ResumeMS, for SIGSTOP: SIGCONT this long after (0: never).
+	ResumeMS int `json:"resume_ms,omitempty"`
+}
+
+func (f Failure) String() string {
+	s := "SIG" + string(f.Signal) + " pe " + strconv.Itoa(f.PE)
+	switch f.Trigger {
+	case AtStep:
+		s += fmt.Sprintf(" at step %d", f.Step)
+	case AtRecovery:
+		s += fmt.Sprintf(" %d ms after failure %d is announced", f.DelayMS, f.Recovery)
+	case AtTime:
+		s += fmt.Sprintf(" at %.0f%% of the failure-free run time", 100*f.Fraction)
+	}
+	if f.Signal == SigStop {
+		if f.ResumeMS > 0 {
+			s += fmt.Sprintf(", SIGCONT %.1f s later", float64(f.ResumeMS)/1000)
+		} else {
+			s += ", never resumed"
+		}
+	}
+	return s
+}
+
+// LauncherKills says which failures the launcher's --kill flag can inject
+// itself; the campaign injects the others. A kill at a step always goes
+// to the launcher (pe=R,at=step:S).
+type LauncherKills struct {
+	// Recovery: the launcher takes pe=R,at=recovery:N (kill PE R when the
+	// coordinator starts recovery number N).
+	Recovery bool
+	// Signal: the launcher takes signal=STOP (stop instead of kill); stops
+	// are then planned at a step instead of a moment.
+	Signal bool
+}
+
+// Spec returns the --kill value that makes the launcher inject f, or false
+// when the campaign must inject it.
+func (l LauncherKills) Spec(f Failure) (string, bool) {
+	switch {
+	case f.Trigger == AtStep && f.Signal == SigKill:
+		return fmt.Sprintf("pe=%d,at=step:%d", f.PE, f.Step), true
+	case f.Trigger == AtStep && f.Signal == SigStop && f.ResumeMS == 0 && l.Signal:
+		return fmt.Sprintf("pe=%d,at=step:%d,signal=STOP", f.PE, f.Step), true
+	case f.Trigger == AtRecovery && f.Signal == SigKill && f.DelayMS == 0 && l.Recovery:
+		return fmt.Sprintf("pe=%d,at=recovery:%d", f.PE, f.Recovery), true
+	}
+	return "", false
+}
+
+func (l LauncherKills) String() string {
+	var s []string
+	if l.Recovery {
+		s = append(s, "recovery")
+	}
+	if l.Signal {
+		s = append(s, "signal")
+	}
+	return strings.Join(s, ",")
+}
+
+// ParseLauncherKills reads --launcher-kills: a comma-separated list of
+// recovery and signal (empty: none).
+func ParseLauncherKills(v string) (LauncherKills, error) {
+	var l LauncherKills
+	for _, s := range splitList(v) {
+		switch s {
+		case "recovery":
+			l.Recovery = true
+		case "signal":
+			l.Signal = true
+		default:
+			return l, fmt.Errorf("%w: --launcher-kills %q: want recovery and/or signal", ErrConfig, s)
+		}
+	}
+	return l, nil
+}
+
+// App is one application's job in a campaign.
+type App struct {
+	Name string `json:"name"`
+	// Args are the application's flags, step count included.
+	Args []string `json:"args"`
+	// LastStep is the last sync-point step the application offers with
+	// these flags (a kill planned later would never fire).
+	LastStep uint64 `json:"last_step"`
+	// Periods are the --checkpoint-every values runs may use besides the
+	// default (no periodic checkpoint).
+	Periods []int `json:"periods"`
+}
+
+// Config is a campaign.
+type Config struct {
+	Preset    string   `json:"preset"`
+	Seed      uint64   `json:"seed"`
+	Runs      int      `json:"runs"`
+	Apps      []App    `json:"apps"`
+	Protocols []string `json:"protocols"`
+	PEs       []int    `json:"pes"`
+	Kinds     []Kind   `json:"kinds"`
+	// LauncherKills are the failures handed to the launcher.
+	LauncherKills LauncherKills `json:"launcher_kills"`
+	// A run's deadline is TimeoutFactor × its failure-free run's wall time
+	// + TimeoutSlack; past it, the run is a hang.
+	TimeoutFactor float64       `json:"timeout_factor"`
+	TimeoutSlack  time.Duration `json:"timeout_slack"`
+	// BaselineTimeout bounds a failure-free run.
+	BaselineTimeout time.Duration `json:"baseline_timeout"`
+}
+
+// lastStep is the last sync-point step an application offers: stencil3d
+// offers steps 0..iterations-2 (none after its last sweep), leanmd
+// 1..steps-1, lulesh 0..iterations-1.
+func lastStep(app string, steps int) uint64 {
+	switch app {
+	case "stencil3d":
+		return uint64(max(steps-2, 0))
+	default:
+		return uint64(max(steps-1, 0))
+	}
+}
+
+func stencil3d(grid, chunk string, iterations int, periods ...int) App {
+	return App{Name: "stencil3d", Args: []string{"--grid", grid, "--chunk", chunk, "--iterations", strconv.Itoa(iterations)},
+		LastStep: lastStep("stencil3d", iterations), Periods: periods}
+}
+
+func leanmd(cells, kaway string, atoms, steps int, periods ...int) App {
+	args := []string{"--cells", cells}
+	if kaway != "" {
+		args = append(args, "--kaway", kaway)
+	}
+	args = append(args, "--atoms", strconv.Itoa(atoms), "--steps", strconv.Itoa(steps))
+	return App{Name: "leanmd", Args: args, LastStep: lastStep("leanmd", steps), Periods: periods}
+}
+
+func lulesh(size int, chunk string, iterations int, periods ...int) App {
+	return App{Name: "lulesh", Args: []string{"--size", strconv.Itoa(size), "--chunk", chunk, "--iterations", strconv.Itoa(iterations)},
+		LastStep: lastStep("lulesh", iterations), Periods: periods}
+}
+
+// Presets are the preset names.
+var Presets = []string{"full", "ci"}
+
+// Preset returns the named campaign: full (jobs of a few seconds, 3-5 PEs,
+// every failure kind) or ci (the smallest jobs on 3 PEs, one run per
+// application × protocol, no SIGSTOP: short enough for `go test -race`).
+func Preset(name string) (Config, error) {
+	c := Config{Preset: name, Seed: 1, Protocols: slices.Clone(Protocols), TimeoutFactor: 10, TimeoutSlack: 30 * time.Second, BaselineTimeout: 3 * time.Minute}
+	switch name {
+	case "full":
+		c.Runs = 100
+		c.PEs = []int{3, 4, 5}
+		c.Kinds = slices.Clone(AllKinds)
+		c.Apps = []App{
+			stencil3d("64,64,64", "16,16,16", 60, 7, 20),
+			leanmd("3,3,3", "", 40, 30, 4, 10),
+			lulesh(12, "6,6,6", 60, 7, 20),
+		}
+	case "ci":
+		c.Runs = 9
+		c.PEs = []int{3}
+		c.Kinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal}
+		c.TimeoutSlack = 60 * time.Second
+		c.Apps = []App{
+			stencil3d("32,32,32", "8,8,8", 16, 4),
+			leanmd("3,3,3", "1,1,1", 20, 8, 3),
+			lulesh(12, "6,6,6", 16, 4),
+		}
+	default:
+		return c, fmt.Errorf("%w: unknown preset %q (%s)", ErrConfig, name, strings.Join(Presets, ", "))
+	}
+	return c, nil
+}
+
+// Validate reports a configuration that cannot be planned.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Apps) == 0:
+		return fmt.Errorf("%w: no application", ErrConfig)
+	case len(c.Protocols) == 0:
+		return fmt.Errorf("%w: no protocol", ErrConfig)
+	case len(c.PEs) == 0:
+		return fmt.Errorf("%w: no PE count", ErrConfig)
+	case len(c.Kinds) == 0:
+		return fmt.Errorf("%w: no failure kind", ErrConfig)
+	case c.Runs < 0:
+		return fmt.Errorf("%w: %d runs", ErrConfig, c.Runs)
+	case c.TimeoutFactor <= 0 || c.TimeoutSlack < 0 || c.BaselineTimeout <= 0:
+		return fmt.Errorf("%w: timeouts must be positive", ErrConfig)
+	}
+	for _, p := range c.Protocols {
+		if !slices.Contains(Protocols, p) {
+			return fmt.Errorf("%w: protocol %q: want none, fulldet or partialdet", ErrConfig, p)
+		}
+	}
+	for _, n := range c.PEs {
+		// Two failures must leave a survivor.
+		if n < 3 {
+			return fmt.Errorf("%w: %d PEs: at least 3 (two failures must leave a survivor)", ErrConfig, n)
+		}
+	}
+	for _, k := range c.Kinds {
+		if !slices.Contains(AllKinds, k) {
+			return fmt.Errorf("%w: failure kind %q: want one of %s", ErrConfig, k, kindList(AllKinds))
+		}
+	}
+	for _, a := range c.Apps {
+		if a.LastStep < 1 {
+			return fmt.Errorf("%w: %s offers no sync-point step to kill at", ErrConfig, a.Name)
+		}
+		for _, k := range a.Periods {
+			if k < 1 || uint64(k) > a.LastStep {
+				return fmt.Errorf("%w: %s: checkpoint period %d: want 1..%d", ErrConfig, a.Name, k, a.LastStep)
+			}
+		}
+		if len(a.Periods) == 0 && slices.Contains(c.Kinds, KindCheckpoint) {
+			return fmt.Errorf("%w: %s has no checkpoint period for the %s kind", ErrConfig, a.Name, KindCheckpoint)
+		}
+	}
+	return nil
+}
+
+func kindList(ks []Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ",")
+}
+
+// Run is one planned job of a campaign.
+type Run struct {
+	Index           int       `json:"index"`
+	App             string    `json:"app"`
+	Protocol        string    `json:"protocol"`
+	PEs             int       `json:"pes"`
+	CheckpointEvery int       `json:"checkpoint_every"` // 0: the default (no periodic checkpoint)
+	Kind            Kind      `json:"kind"`
+	Failures        []Failure `json:"failures"`
+}
+
+// Key names the run's failure-free configuration, whose digest it must
+// end with.
+func (r Run) Key() string {
+	return fmt.Sprintf("%s/%s/pes=%d/every=%d", r.App, r.Protocol, r.PEs, r.CheckpointEvery)
+}
+
+func (r Run) String() string {
+	every := "default checkpoints"
+	if r.CheckpointEvery > 0 {
+		every = fmt.Sprintf("checkpoint every %d", r.CheckpointEvery)
+	}
+	return fmt.Sprintf("#%d %s %s %d PEs %s, %s", r.Index, r.App, r.Protocol, r.PEs, every, r.Kind)
+}
+
+// Streams of the seeded random source: one per run, and one per block of
+// runs for each stratified choice.
+const (
+	streamRun   = 1 << 40
+	streamCell  = 2 << 40
+	streamKinds = 3 << 40
+)
+
+// blockPerm returns the shuffled order of n choices for block b.
+func blockPerm(seed, stream uint64, b, n int) []int {
+	return rand.New(rand.NewPCG(seed, stream|uint64(b))).Perm(n)
+}
+
+// Plan returns run i of the campaign. It depends only on the seed, i and
+// the configuration's lists (not on Runs), so a run can be replayed alone.
+// Application × protocol and the failure kind are stratified: every block
+// of len(Apps)×len(Protocols) runs visits each pair once, every block of
+// len(Kinds) runs each kind once, in seeded orders; the rest is drawn
+// from run i's own random source.
+func (c Config) Plan(i int) Run {
+	cells := len(c.Apps) * len(c.Protocols)
+	cell := blockPerm(c.Seed, streamCell, i/cells, cells)[i%cells]
+	app := c.Apps[cell/len(c.Protocols)]
+	run := Run{Index: i, App: app.Name, Protocol: c.Protocols[cell%len(c.Protocols)]}
+	run.Kind = c.Kinds[blockPerm(c.Seed, streamKinds, i/len(c.Kinds), len(c.Kinds))[i%len(c.Kinds)]]
+
+	r := rand.New(rand.NewPCG(c.Seed, streamRun|uint64(i)))
+	run.PEs = c.PEs[r.IntN(len(c.PEs))]
+	// A third of the runs keep the default flags (no periodic checkpoint),
+	// the others use one of the application's periods.
+	if len(app.Periods) > 0 && r.IntN(3) != 0 {
+		run.CheckpointEvery = app.Periods[r.IntN(len(app.Periods))]
+	}
+	step := func() uint64 { return 1 + r.Uint64N(app.LastStep) }
+	pe := func() int { return r.IntN(run.PEs) }
+	other := func(not int) int { return (not + 1 + r.IntN(run.PEs-1)) % run.PEs }
+	kill := func(p int, s uint64) Failure { return Failure{PE: p, Signal: SigKill, Trigger: AtStep, Step: s} }
+	switch run.Kind {
+	case KindStep:
+		run.Failures = []Failure{kill(pe(), step())}
+	case KindTwo:
+		first := pe()
+		run.Failures = []Failure{kill(first, step()), kill(other(first), step())}
+	case KindRecovery:
+		first := pe()
+		second := Failure{PE: other(first), Signal: SigKill, Trigger: AtRecovery, Recovery: 1}
+		if r.IntN(2) == 1 {
+			second.DelayMS = 1 + r.IntN(200)
+		}
+		run.Failures = []Failure{kill(first, step()), second}
+	case KindCheckpoint:
+		if run.CheckpointEvery == 0 {
+			run.CheckpointEvery = app.Periods[r.IntN(len(app.Periods))]
+		}
+		k := uint64(run.CheckpointEvery)
+		run.Failures = []Failure{kill(pe(), k*(1+r.Uint64N(app.LastStep/k)))}
+	case KindExternal:
+		run.Failures = []Failure{{PE: pe(), Signal: SigKill, Trigger: AtTime, Fraction: r.Float64()}}
+	case KindStop:
+		f := Failure{PE: pe(), Signal: SigStop, Trigger: AtTime, Fraction: r.Float64()}
+		if s := step(); c.LauncherKills.Signal {
+			f.Trigger, f.Fraction, f.Step = AtStep, 0, s
+		}
+		run.Failures = []Failure{f}
+	case KindPause:
+		run.Failures = []Failure{{PE: pe(), Signal: SigStop, Trigger: AtTime, Fraction: 0.8 * r.Float64(), ResumeMS: 500 + r.IntN(7500)}}
+	}
+	return run
+}
+
+// appByName returns the configuration's application.
+func (c Config) appByName(name string) (App, bool) {
+	i := slices.IndexFunc(c.Apps, func(a App) bool { return a.Name == name })
+	if i < 0 {
+		return App{}, false
+	}
+	return c.Apps[i], true
+}
+
+// BaselineArgs are the gochare arguments of the run's failure-free job.
+func (c Config) BaselineArgs(r Run) []string {
+	app, _ := c.appByName(r.App)
+	args := []string{"run", r.App, "--pes", strconv.Itoa(r.PEs), "--ft", r.Protocol}
+	if r.CheckpointEvery > 0 {
+		args = append(args, "--checkpoint-every", strconv.Itoa(r.CheckpointEvery))
+	}
+	args = append(args, "--json")
+	return append(args, app.Args...)
+}
+
+// Args are the gochare arguments of the run, with the failures the
+// launcher injects as --kill flags, and the failures left to the
+// campaign.
+func (c Config) Args(r Run) (args []string, campaign []Failure) {
+	app, _ := c.appByName(r.App)
+	args = c.BaselineArgs(r)
+	args = args[:len(args)-len(app.Args)]
+	for _, f := range r.Failures {
+		if spec, ok := c.LauncherKills.Spec(f); ok {
+			args = append(args, "--kill", spec)
+		} else {
+			campaign = append(campaign, f)
+		}
+	}
+	return append(args, app.Args...), campaign
+}
+
+// ReplayArgs are the `gochare chaos` arguments that run run i of this
+// campaign alone: the preset, the seed and every list that differs from
+// the preset's.
+func (c Config) ReplayArgs(i int) []string {
+	args := []string{"chaos", "--preset", c.Preset, "--seed", strconv.FormatUint(c.Seed, 10)}
+	p, err := Preset(c.Preset)
+	if err == nil {
+		var names, pnames []string
+		for _, a := range c.Apps {
+			names = append(names, a.Name)
+		}
+		for _, a := range p.Apps {
+			pnames = append(pnames, a.Name)
+		}
+		if !slices.Equal(names, pnames) {
+			args = append(args, "--apps", strings.Join(names, ","))
+		}
+		if !slices.Equal(c.Protocols, p.Protocols) {
+			args = append(args, "--ft", strings.Join(c.Protocols, ","))
+		}
+		if !slices.Equal(c.PEs, p.PEs) {
+			args = append(args, "--pes", intList(c.PEs))
+		}
+		if !slices.Equal(c.Kinds, p.Kinds) {
+			args = append(args, "--kinds", kindList(c.Kinds))
+		}
+	}
+	if l := c.LauncherKills.String(); l != "" {
+		args = append(args, "--launcher-kills", l)
+	}
+	return append(args, "--only", strconv.Itoa(i))
+}
+
+func intList(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ParseNumbers reads the value v of flag what: numbers >= 0 and ranges,
+// "3,4,5", "3-5" or "0-99,140"; sorted, without repeats.
+func ParseNumbers(what, v string) ([]int, error) {
+	var out []int
+	for _, s := range splitList(v) {
+		lo, hi, isRange := strings.Cut(s, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("%w: %s %q: want N, N,M,... or N-M", ErrConfig, what, v)
+		}
+		for n := a; n <= b; n++ {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s %q: no number", ErrConfig, what, v)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// filterOrdered keeps the entries of all named in v, in all's order.
+func filterOrdered[T ~string](all []T, v, what string) ([]T, error) {
+	want := splitList(v)
+	for _, w := range want {
+		if !slices.Contains(all, T(w)) {
+			names := make([]string, len(all))
+			for i, a := range all {
+				names[i] = string(a)
+			}
+			return nil, fmt.Errorf("%w: %s %q: want some of %s", ErrConfig, what, w, strings.Join(names, ","))
+		}
+	}
+	var out []T
+	for _, a := range all {
+		if slices.Contains(want, string(a)) {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty list", ErrConfig, what)
+	}
+	return out, nil
+}
