@@ -22,7 +22,7 @@ func naiveUnstable(e *engine) ([]determinantKey, []Progress) {
 	}
 	var progress []Progress
 	for task, p := range e.progress {
-		if len(p.holders) <= e.failures {
+		if len(p.holders) <= e.bound {
 			progress = append(progress, Progress{Task: task, RSN: p.rsn})
 		}
 	}

@@ -28,6 +28,12 @@ type Protocol interface {
 	Send(from TaskID, toPE PEID, msg Message) MessageID
 	// Arrive takes an envelope from the network.
 	Arrive(env Envelope)
+	// Forward takes a message envelope that reached this PE for a task that
+	// is not here but on PE to (it moved, and its sender did not know yet):
+	// the envelope's records are stored and acknowledged as Arrive does,
+	// and the message leaves again for PE to, in the next Ready, as an
+	// envelope of this PE carrying the records its new receiver needs.
+	Forward(env Envelope, to PEID)
 	// NextDelivery returns the next message task may handle now, or false.
 	// admits is the program's own buffering test (keys, phases); the
 	// protocol adds duplicate removal, region isolation and replay order.
@@ -63,10 +69,31 @@ type Config struct {
 	PE PEID
 	// PEs is the number of PEs of the job, numbered from 0.
 	PEs int
-	// Failures is the number of simultaneous PE failures a determinant must
-	// survive: it is stable once stored on that many PEs besides the one
-	// that created it. Zero means 1.
+	// Failures is f, the number of PE failures between two coordinated
+	// checkpoints the protocol survives (see CheckFailures): a determinant
+	// or progress record is stable once stored on f PEs besides the one
+	// that created it, or on every PE alive when fewer than f+1 are. Zero
+	// means DefaultFailures.
 	Failures int
+	// Locate, if set, returns the PE a task lives on now (negative if
+	// unknown). FailureNotice uses it to send again the logged messages
+	// that went to a failed PE for a task that had moved away from it:
+	// that PE may have died before forwarding them.
+	Locate func(TaskID) PEID
+}
+
+// DefaultFailures is the f the runtime runs the protocols with: any two
+// PE failures between two checkpoints, at the same time or one during the
+// other's recovery, lose no determinant or progress record that a
+// surviving PE depends on.
+const DefaultFailures = 2
+
+// failures is the configured f.
+func (c Config) failures() int {
+	if c.Failures <= 0 {
+		return DefaultFailures
+	}
+	return c.Failures
 }
 
 // NewNone returns the checkpoint/restart protocol.
@@ -120,17 +147,24 @@ type engine struct {
 	madeUnstable []determinantKey
 	updated      []Progress
 
-	kind     Kind
-	pe       PEID
+	kind Kind
+	pe   PEID
+	// failures is the configured f; bound is the f in force: f, or one
+	// less than the PEs alive when fewer than f+1 are (a record on every
+	// live PE survives whatever fails).
 	failures int
+	bound    int
+	locate   func(TaskID) PEID
 
 	tasks    map[TaskID]*hostedTask
 	unhosted map[TaskID][]Envelope // arrivals for tasks not (yet) placed here
 
 	// log is every message sent since the checkpoint, in send order (one
 	// slice whose capacity is kept from one checkpoint period to the
-	// next: appending is the whole forward cost of the sender log).
+	// next: appending is the whole forward cost of the sender log), and
+	// logTo the PE each went to.
 	log          []Message
+	logTo        []PEID
 	logBytes     int
 	loggedCount  int
 	determinants map[determinantKey]*storedDeterminant
@@ -234,21 +268,28 @@ type hostedTask struct {
 }
 
 func newEngine(kind Kind, cfg Config) *engine {
-	failures := cfg.Failures
-	if failures <= 0 {
-		failures = 1
-	}
-	return &engine{
+	e := &engine{
 		kind:         kind,
 		pe:           cfg.PE,
 		pes:          cfg.PEs,
-		failures:     failures,
+		failures:     cfg.failures(),
+		locate:       cfg.Locate,
 		tasks:        map[TaskID]*hostedTask{},
 		unhosted:     map[TaskID][]Envelope{},
 		determinants: map[determinantKey]*storedDeterminant{},
 		lastRecorded: map[TaskID]uint64{},
 		recordedAt:   map[receivedMessage]uint64{},
 		progress:     map[TaskID]*storedProgress{},
+	}
+	e.updateBound()
+	return e
+}
+
+// updateBound sets the f in force from the PEs known alive.
+func (e *engine) updateBound() {
+	e.bound = e.failures
+	if e.pes > 0 {
+		e.bound = min(e.failures, max(e.pes-len(e.failed)-1, 0))
 	}
 }
 
@@ -321,6 +362,7 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	if e.logs() {
 		size := msg.wireSize()
 		e.log = append(e.log, msg)
+		e.logTo = append(e.logTo, toPE)
 		e.logBytes += size
 		e.loggedCount++
 		e.stats.LoggedBytes += size
@@ -338,6 +380,8 @@ func (e *engine) emitMessage(toPE PEID, msg Message, replayed bool) {
 	if toPE != e.pe {
 		env.Determinants, env.Progress = e.piggybackFor(toPE)
 		e.stats.ProgressRecords += len(env.Progress)
+		e.stats.PiggybackedDeterminants += len(env.Determinants)
+		e.stats.RemoteEnvelopes++
 		e.stats.PiggybackedBytes += env.PiggybackBytes()
 	}
 	e.ready.Envelopes = append(e.ready.Envelopes, env)
@@ -470,7 +514,7 @@ func (e *engine) progressSince(from int) []Progress {
 	for _, u := range e.updated[from:] {
 		// A task updated twice in one Ready is carried once, at its
 		// latest RSN (the one stored).
-		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && len(p.holders) <= e.failures {
+		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && len(p.holders) <= e.bound {
 			out = append(out, u)
 		}
 	}
@@ -485,7 +529,7 @@ func (e *engine) unstableProgress() []Progress {
 	var out []Progress
 	kept := e.maybeUnstable[:0]
 	for _, task := range e.maybeUnstable {
-		if p, ok := e.progress[task]; ok && len(p.holders) <= e.failures {
+		if p, ok := e.progress[task]; ok && len(p.holders) <= e.bound {
 			kept = append(kept, task)
 			out = append(out, Progress{Task: task, RSN: p.rsn})
 		}
@@ -507,9 +551,9 @@ func (e *engine) markMaybeUnstable(task TaskID) {
 
 func (e *engine) sortedProgressTasks() []TaskID { return e.progressTasks }
 
-// isStable reports whether d survives e.failures simultaneous failures:
-// it is stored on one PE more than that.
-func (e *engine) isStable(d *storedDeterminant) bool { return len(d.holders) > e.failures }
+// isStable reports whether d survives the failures still allowed (the
+// bound): it is stored on one PE more than that.
+func (e *engine) isStable(d *storedDeterminant) bool { return len(d.holders) > e.bound }
 
 func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
@@ -543,16 +587,7 @@ func (e *engine) Arrive(env Envelope) {
 	default:
 		panic(fmt.Sprintf("logging: pe%d: envelope kind %d", e.pe, env.Kind))
 	}
-	for _, p := range env.Progress {
-		e.noteProgress(p, env.From)
-	}
-	if len(env.Determinants) > 0 || len(env.Progress) > 0 {
-		e.storeReceived(env.Determinants, env.From)
-		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
-			Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
-		})
-		e.refreshReplayEnds(env.Determinants)
-	}
+	e.takeRecords(env)
 	t, ok := e.tasks[env.Message.To]
 	if !ok {
 		e.unhosted[env.Message.To] = append(e.unhosted[env.Message.To], env)
@@ -567,8 +602,33 @@ func (e *engine) Arrive(env Envelope) {
 	t.buffer = append(t.buffer, env.Message)
 }
 
+// takeRecords stores the determinants and progress records a message
+// envelope carries, and acknowledges them to its sender.
+func (e *engine) takeRecords(env Envelope) {
+	for _, p := range env.Progress {
+		e.noteProgress(p, env.From)
+	}
+	if len(env.Determinants) > 0 || len(env.Progress) > 0 {
+		e.storeReceived(env.Determinants, env.From)
+		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
+			Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
+		})
+		e.refreshReplayEnds(env.Determinants)
+	}
+}
+
+func (e *engine) Forward(env Envelope, to PEID) {
+	if env.Kind != EnvelopeMessage || to == e.pe {
+		panic(fmt.Sprintf("logging: pe%d: forward of a %d envelope for task %d to pe%d", e.pe, env.Kind, env.Message.To, to))
+	}
+	e.takeRecords(env)
+	e.stats.Forwarded++
+	e.emitMessage(to, env.Message, env.Replayed)
+}
+
 // storeReceived keeps determinants that came from PE from, which holds
-// them too: a determinant received is stored on (at least) two PEs.
+// them too: a determinant received is stored on (at least) two PEs. One
+// already stored gains from as a holder.
 func (e *engine) storeReceived(ds []Determinant, from PEID) {
 	for _, d := range ds {
 		k := d.key()
@@ -576,6 +636,9 @@ func (e *engine) storeReceived(ds []Determinant, from PEID) {
 		if ok {
 			if stored.determinant.Message != d.Message {
 				panic(fmt.Sprintf("logging: pe%d holds %v and receives %v for the same position", e.pe, stored.determinant, d))
+			}
+			if from != e.pe && !slices.Contains(stored.holders, from) {
+				stored.holders = append(stored.holders, from)
 			}
 			continue
 		}
@@ -764,6 +827,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	}
 	clear(e.log) // drop the payloads
 	e.log = e.log[:0]
+	e.logTo = e.logTo[:0]
 	e.logBytes, e.loggedCount = 0, 0
 	clear(e.determinants)
 	clear(e.lastRecorded)
@@ -796,6 +860,12 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	// listed as made during it: start the Ready's carrying over, so that
 	// the next envelope to each PE carries every unstable record (once).
 	e.forgetCarried()
+	for _, p := range failed {
+		if !slices.Contains(e.failed, p) {
+			e.failed = append(e.failed, p)
+		}
+	}
+	e.updateBound()
 	keys := e.sortedDeterminantKeys()
 	queued := make(map[determinantKey]bool, len(e.unstable))
 	for _, k := range e.unstable {
@@ -803,9 +873,8 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	}
 	for _, k := range keys {
 		d := e.determinants[k]
-		before := e.isStable(d)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
-		if before && !e.isStable(d) && !queued[k] {
+		if !e.isStable(d) && !queued[k] {
 			e.markUnstable(k)
 		}
 	}
@@ -818,7 +887,6 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		t := e.tasks[id]
 		t.awaiting = slices.DeleteFunc(t.awaiting, isFailed)
 	}
-	e.failed = append(e.failed, failed...)
 	var live []PEID
 	for p := range PEID(e.pes) {
 		if !slices.Contains(e.failed, p) {
@@ -914,6 +982,26 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		}
 		for _, i := range resend[r.Task] {
 			e.emitMessage(r.PE, e.log[i], true)
+		}
+	}
+	e.resendForwards(failed, newlyRestored)
+}
+
+// resendForwards sends again the logged messages that went to a failed PE
+// for a task that was not there: the task had moved on, and the failed PE
+// had to forward them, which it may not have done. Where the task lives
+// comes from Config.Locate (without it nothing is sent). A copy that the
+// failed PE did forward is a duplicate its receiver drops.
+func (e *engine) resendForwards(failed []PEID, restored func(TaskID) bool) {
+	if e.locate == nil {
+		return
+	}
+	for i, m := range e.log {
+		if !slices.Contains(failed, e.logTo[i]) || restored(m.To) {
+			continue
+		}
+		if to := e.locate(m.To); to >= 0 && !slices.Contains(e.failed, to) {
+			e.emitMessage(to, m, true)
 		}
 	}
 }

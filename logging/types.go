@@ -270,4 +270,11 @@ type Stats struct {
 	StoredDeterminants int
 	// ProgressRecords counts Progress records piggybacked (PartialDet).
 	ProgressRecords int
+	// PiggybackedDeterminants counts determinants piggybacked, and
+	// RemoteEnvelopes the application envelopes sent to other PEs (the
+	// ones that can carry records).
+	PiggybackedDeterminants int
+	RemoteEnvelopes         int
+	// Forwarded counts messages passed on to a task's new PE (Forward).
+	Forwarded int
 }

@@ -5,9 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler/wire"
 )
@@ -126,13 +125,32 @@ func (pe *PE) reportMigrated() {
 }
 
 // forward passes on a message that reached this PE after its task moved.
-func (pe *PE) forward(w *wire.Envelope, to int) {
-	f := proto.CloneOf(w)
-	f.To, f.Forwarded = int32(to), true
+// Like every envelope it goes through the protocol: the records it
+// carries are stored here and acknowledged to its sender (the envelopes
+// after it in its batch, delivered here, may rely on them), and it leaves
+// in this PE's next Ready as an envelope of this PE, with the records its
+// new receiver needs.
+func (pe *PE) forward(env logging.Envelope, to int) {
 	pe.stats.Forwarded++
-	if err := pe.out[to].addWire(f); err != nil {
-		panic(fmt.Sprintf("scheduler: marshal forwarded envelope: %v", err))
+	pe.proto.Forward(env, logging.PEID(to))
+}
+
+// newProtocol is this PE's protocol instance, configured as the simulator
+// of package logging/logtest runs it: f = logging.DefaultFailures, and
+// Locate from the tasks' places this PE knows.
+func (pe *PE) newProtocol() logging.Protocol {
+	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate})
+}
+
+// locate is the PE a task lives on, as far as this PE knows (-1 for a
+// task of no collection of the job).
+func (pe *PE) locate(id commutative.TaskID) logging.PEID {
+	coll, lin := splitTaskID(id)
+	if coll == systemCollection {
+		return logging.PEID(lin)
 	}
-	pe.stats.Sent++
-	pe.sentTo[to]++
+	if coll >= len(pe.colls) || lin < 0 || lin >= int64(pe.colls[coll].n) {
+		return -1
+	}
+	return logging.PEID(pe.colls[coll].homeOf[lin])
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler/wire"
@@ -290,18 +289,4 @@ func (b *outBatch) add(e *logging.Envelope) {
 	b.buf = appendEnvelope(b.buf, e, from)
 	b.n++
 	b.nonAck = b.nonAck || e.Kind != logging.EnvelopeAck
-}
-
-// addWire appends an envelope that is already in wire form (one being
-// forwarded).
-func (b *outBatch) addWire(w *wire.Envelope) error {
-	enc, err := proto.Marshal(w)
-	if err != nil {
-		return err
-	}
-	b.buf = protowire.AppendTag(b.buf, batchEnvelopes, protowire.BytesType)
-	b.buf = protowire.AppendBytes(b.buf, enc)
-	b.n++
-	b.nonAck = b.nonAck || logging.EnvelopeKind(w.Kind) != logging.EnvelopeAck
-	return nil
 }

@@ -310,7 +310,6 @@ func New(cfg Config) (*PE, error) {
 		cfg:    cfg,
 		job:    job,
 		log:    cfg.Logger,
-		proto:  logging.New(cfg.Protocol, logging.Config{PE: logging.PEID(cfg.Rank), PEs: cfg.Size}),
 		system: commutative.TaskID(TaskID(systemCollection, cfg.Rank)),
 		out:    make([]outBatch, cfg.Size),
 
@@ -326,6 +325,7 @@ func New(cfg Config) (*PE, error) {
 	}
 	pe.ctx.pe = pe
 	pe.stats.DroppedByReason = map[string]uint64{}
+	pe.proto = pe.newProtocol()
 	pe.proto.HostTask(pe.system)
 	defs := append(append([]*actor.CollectionDef(nil), job.Collections()...), reducerCollection(job))
 	for _, def := range defs {
@@ -500,7 +500,7 @@ func (pe *PE) Receive(from int, payload []byte) {
 			if to, moved := pe.movedAway(env.Message.To); moved {
 				pe.stats.Received++
 				pe.receivedFrom[from]++
-				pe.forward(w, to)
+				pe.forward(env, to)
 				continue
 			}
 			err = pe.checkMessage(env.Message)

@@ -432,10 +432,8 @@ func TestMessageForMovedTaskIsForwarded(t *testing.T) {
 	require.NoError(t, proto.Unmarshal(net.sent[2][0], &out))
 	require.Len(t, out.Envelopes, 1)
 	fwd := out.Envelopes[0]
-	require.True(t, fwd.Forwarded)
-	require.Equal(t, int32(0), fwd.From, "the original sender stays the sender")
+	require.Equal(t, int32(1), fwd.From, "the forwarding PE sends it on as its own envelope")
 	require.Equal(t, int32(2), fwd.To)
-	// PE 2 accepts it although it came through PE 1.
 	got, err := envelopeFromWire(fwd, 1, 2, 3)
 	require.NoError(t, err)
 	require.Equal(t, env.Message.Id.Srn, got.Message.ID.SRN)

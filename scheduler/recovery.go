@@ -563,7 +563,7 @@ func (pe *PE) rollback(ev Rollback) {
 	pe.generation = ev.Generation
 	pe.rolledBackAt = ev.Generation
 	pe.rollingBack = true
-	pe.proto = logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size})
+	pe.proto = pe.newProtocol()
 	pe.proto.HostTask(pe.system)
 	// Every task goes back to where its checkpoint is; the places are
 	// those the PE knows (where earlier recoveries put tasks), and the

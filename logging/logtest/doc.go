@@ -3,7 +3,13 @@
 // *rand.Rand choosing every delivery, delay, reordering, duplication and
 // crash. Crashes drop a PE's volatile state (its protocol instance and the
 // messages in flight from and to it) and keep the checkpoints; a second
-// crash may come while the first one's tasks are still replaying.
+// crash may come while the first one's tasks are still replaying. The
+// protocols run as the runtime runs them (f = logging.DefaultFailures
+// unless Config.Failures says otherwise), and a crash logging.CheckFailures
+// refuses ends the run as it ends the job (Result.Stopped). Tasks move
+// between PEs at checkpoints (ExportTask, ImportTask); the other PEs learn
+// of a move some events later and meanwhile send to the old PE, which
+// forwards (Forward).
 //
 // The synthetic program has ordered steps, commutative regions and, with
 // Config.OrderDependent, side messages whose effect really depends on the

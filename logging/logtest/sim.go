@@ -30,10 +30,28 @@ type Config struct {
 	Barrier int
 	// Crashes is the number of PE crashes to inject (at most PEs-1).
 	Crashes int
-	// Failures is the protocols' f. Zero means max(1, Crashes): a second
-	// crash may hit before the first recovery has made determinants
-	// stable again, so two crashes are two simultaneous failures.
+	// Failures is the protocols' f; zero means logging.DefaultFailures,
+	// as the runtime runs them. A crash that logging.CheckFailures refuses
+	// (more than f since the last checkpoint) stops the run, as it stops
+	// the job: Result.Stopped.
 	Failures int
+	// NoticeDelay is the most events between a crash and the failure
+	// notice (FailureNotice on the survivors), as the runtime restores the
+	// failed PE's tasks first (RestoreTask at the crash) and notifies
+	// after: meanwhile the survivors go on, unaware, and a crash in that
+	// time joins the same notice (two failures at once). 0 notifies at
+	// the crash.
+	NoticeDelay int
+	// Migrate is the probability that a task moves to another PE at a
+	// checkpoint (ExportTask, ImportTask), as load balancing moves tasks
+	// at sync points.
+	Migrate float64
+	// StaleFor is the most events a PE other than a moved task's old and
+	// new ones keeps sending to its old PE, which forwards (Forward); each
+	// PE learns the move at a random event up to StaleFor later, at the
+	// latest at the next checkpoint. A failure notice gives every PE the
+	// place of the failed PEs' tasks and of the tasks it thought there.
+	StaleFor int
 	// Duplicate is the probability that a delivered envelope stays in
 	// flight to be delivered again.
 	Duplicate float64
@@ -56,6 +74,12 @@ type Config struct {
 	// mutateReady, if set, changes every Ready before it is checked and
 	// transmitted: the tests of the checks use it to break a protocol.
 	mutateReady func(logging.Ready) logging.Ready
+	// acceptAllCrashes recovers from every crash, even those
+	// logging.CheckFailures refuses, and forwardUnseen passes a moved
+	// task's messages on without its old PE's protocol (as the scheduler
+	// once did): the tests use them to show what the rules prevent.
+	acceptAllCrashes bool
+	forwardUnseen    bool
 }
 
 // DefaultConfig is the configuration the seed tests use.
@@ -63,6 +87,7 @@ func DefaultConfig(kind logging.Kind, seed uint64) Config {
 	return Config{
 		Protocol: kind, Seed: seed, PEs: 4, Tasks: 6, Steps: 6, Barrier: 3,
 		Crashes: 2, Duplicate: 0.05, OrderDependent: true, Slice: 4,
+		Migrate: 0.25, StaleFor: 40, NoticeDelay: 12,
 	}
 }
 
@@ -75,6 +100,15 @@ type Result struct {
 	CrashesDuringRecovery int
 	Events                int
 	Stats                 logging.Stats // summed over the PEs alive at the end
+	// Stopped is set when a crash was refused by logging.CheckFailures:
+	// the run ended there, as the job would, and nothing else is checked.
+	Stopped error
+	// Moves counts task moves at checkpoints, Forwarded the messages
+	// forwarded by a task's old PE, and CrashesWhileStale the crashes that
+	// came while a PE still sent a moved task's messages to its old PE.
+	Moves, Forwarded, CrashesWhileStale int
+	// JointNotices counts failure notices that named two PEs or more.
+	JointNotices int
 }
 
 type historyEntry struct {
@@ -101,9 +135,25 @@ type simulator struct {
 	pes      []logging.Protocol
 	alive    []bool
 	location []logging.PEID
-	tasks    []appTask
-	history  [][]historyEntry
-	handled  []map[commutative.MessageID]struct{}
+	// view[p][t] is where PE p sends task t's messages: location[t], or
+	// an earlier place of t until p learns of its move (learn).
+	view              [][]logging.PEID
+	learn             []viewUpdate
+	moves, forwarded  int
+	crashesWhileStale int
+	// sinceCheckpoint counts the crashes since the last checkpoint, and
+	// stopped is the error of a refused one.
+	sinceCheckpoint int
+	stopped         error
+	// noticeAt is the event of the pending failure notice (-1: none), for
+	// the PEs in noticeFailed and the tasks restored since the last one.
+	noticeAt       int
+	noticeFailed   []logging.PEID
+	noticeRestored []logging.Relocation
+	jointNotices   int
+	tasks          []appTask
+	history        [][]historyEntry
+	handled        []map[commutative.MessageID]struct{}
 	// network holds the envelopes in flight, in groups: the envelopes one
 	// Ready sends one PE arrive together and in order (one transport
 	// payload, as the scheduler sends them); groups are reordered,
@@ -147,7 +197,7 @@ func Run(cfg Config) (result Result, err error) {
 		return Result{}, fmt.Errorf("%+v: %w", cfg, ErrConfig)
 	}
 	if cfg.Failures == 0 {
-		cfg.Failures = max(1, cfg.Crashes)
+		cfg.Failures = logging.DefaultFailures
 	}
 	if cfg.MaxEvents == 0 {
 		cfg.MaxEvents = 100000
@@ -162,6 +212,13 @@ func Run(cfg Config) (result Result, err error) {
 	if s.err != nil {
 		return Result{}, s.err
 	}
+	if s.stopped != nil {
+		return Result{
+			Crashes: s.crashes, CrashesDuringRecovery: s.crashesDuringRecovery, Events: s.events,
+			Stopped: s.stopped, Moves: s.moves, Forwarded: s.forwarded, CrashesWhileStale: s.crashesWhileStale,
+			JointNotices: s.jointNotices,
+		}, nil
+	}
 	digests, err := s.reference()
 	if err != nil {
 		return Result{}, err
@@ -171,7 +228,18 @@ func Run(cfg Config) (result Result, err error) {
 			return Result{}, fmt.Errorf("task %d digest %x, failure-free re-execution %x: %w", t, got, digests[t], ErrViolation)
 		}
 	}
-	return Result{Digests: digests, Crashes: s.crashes, CrashesDuringRecovery: s.crashesDuringRecovery, Events: s.events, Stats: s.sumStats}, nil
+	return Result{
+		Digests: digests, Crashes: s.crashes, CrashesDuringRecovery: s.crashesDuringRecovery, Events: s.events, Stats: s.sumStats,
+		Moves: s.moves, Forwarded: s.forwarded, CrashesWhileStale: s.crashesWhileStale,
+		JointNotices: s.jointNotices,
+	}, nil
+}
+
+// viewUpdate is PE pe learning at event at where task is.
+type viewUpdate struct {
+	at   int
+	pe   logging.PEID
+	task int
 }
 
 func newSimulator(cfg Config) *simulator {
@@ -180,17 +248,19 @@ func newSimulator(cfg Config) *simulator {
 		cfg: cfg, rng: rng, program: newProgram(cfg, rng),
 		messagePast: map[commutative.MessageID][]uint64{},
 		trace:       cfg.Trace,
+		noticeAt:    -1,
 	}
 	s.pes = make([]logging.Protocol, cfg.PEs)
 	s.alive = make([]bool, cfg.PEs)
 	s.taken = make([]int, cfg.PEs)
 	s.sliceEnd = make([]int, cfg.PEs)
 	for p := range cfg.PEs {
-		s.pes[p] = logging.New(cfg.Protocol, logging.Config{PE: logging.PEID(p), PEs: cfg.PEs, Failures: cfg.Failures})
+		s.pes[p] = s.newProtocol(logging.PEID(p))
 		s.alive[p] = true
 		s.sliceEnd[p] = 1
 	}
 	s.location = make([]logging.PEID, cfg.Tasks)
+	s.view = make([][]logging.PEID, cfg.PEs)
 	s.tasks = make([]appTask, cfg.Tasks)
 	s.history = make([][]historyEntry, cfg.Tasks)
 	s.handled = make([]map[commutative.MessageID]struct{}, cfg.Tasks)
@@ -204,6 +274,9 @@ func newSimulator(cfg Config) *simulator {
 		id := commutative.TaskID(t)
 		s.location[t] = logging.PEID(t % cfg.PEs)
 		s.pes[s.location[t]].HostTask(id)
+		for p := range s.view {
+			s.view[p] = append(s.view[p], s.location[t])
+		}
 		s.tasks[t] = s.program.newTask(id)
 		s.handled[t] = map[commutative.MessageID]struct{}{}
 		s.past[t] = make([]uint64, cfg.Tasks)
@@ -220,6 +293,15 @@ func newSimulator(cfg Config) *simulator {
 	return s
 }
 
+// newProtocol is PE p's protocol instance, configured as the runtime
+// configures it, with Locate answering from p's view.
+func (s *simulator) newProtocol(p logging.PEID) logging.Protocol {
+	return logging.New(s.cfg.Protocol, logging.Config{
+		PE: p, PEs: s.cfg.PEs, Failures: s.cfg.Failures,
+		Locate: func(task logging.TaskID) logging.PEID { return s.view[p][task] },
+	})
+}
+
 func (s *simulator) fail(format string, args ...any) {
 	if s.err == nil {
 		s.err = fmt.Errorf("event %d: %s: %w", s.events, fmt.Sprintf(format, args...), ErrViolation)
@@ -228,15 +310,20 @@ func (s *simulator) fail(format string, args ...any) {
 
 func (s *simulator) run() {
 	s.checkpoint()
-	for s.err == nil {
+	for s.err == nil && s.stopped == nil {
 		s.events++
 		if s.events > s.cfg.MaxEvents {
 			s.fail("no termination after %d events", s.cfg.MaxEvents)
 			return
 		}
+		s.learnMoves()
 		if len(s.crashAt) > 0 && s.events >= s.crashAt[0] {
 			s.crashAt = s.crashAt[1:]
 			s.crash()
+			continue
+		}
+		if s.noticeAt >= 0 && s.events >= s.noticeAt {
+			s.notice()
 			continue
 		}
 		if len(s.network) > 0 && s.rng.IntN(2) == 0 {
@@ -251,6 +338,10 @@ func (s *simulator) run() {
 			continue
 		}
 		if s.flushAll() {
+			continue
+		}
+		if s.noticeAt >= 0 {
+			s.notice()
 			continue
 		}
 		// Quiescent.
@@ -292,13 +383,14 @@ func (s *simulator) collectStats() {
 		s.sumStats.LogBytes += st.LogBytes
 		s.sumStats.LoggedMessages += st.LoggedMessages
 		s.sumStats.StoredDeterminants += st.StoredDeterminants
+		s.sumStats.Forwarded += st.Forwarded
 	}
 }
 
 // send is the runtime the program's handlers use.
 func (s *simulator) send(from commutative.TaskID, msg logging.Message) {
-	pe := s.pes[s.location[from]]
-	id := pe.Send(from, s.location[msg.To], msg)
+	p := s.location[from]
+	id := s.pes[p].Send(from, s.view[p][msg.To], msg)
 	if s.trace != nil {
 		s.trace("  task %d sends %v to task %d (h%d key %d)", from, id, msg.To, msg.Handler, msg.Key)
 	}
@@ -320,9 +412,76 @@ func (s *simulator) deliverEnvelope() {
 		if s.trace != nil && (env.Kind != logging.EnvelopeAck || len(env.Determinants) > 0) {
 			s.trace("  pe%d arrives from pe%d: %v", env.To, env.From, describe(env))
 		}
+		if env.Kind == logging.EnvelopeMessage && s.location[env.Message.To] != to {
+			// The task moved away: its old PE passes the message on.
+			next := s.view[to][env.Message.To]
+			if next == to {
+				s.fail("pe%d got %v for task %d, which is on pe%d, and knows no other place", to, env.Message.ID, env.Message.To, s.location[env.Message.To])
+				return
+			}
+			if s.trace != nil {
+				s.trace("  pe%d forwards %v to pe%d", to, env.Message.ID, next)
+			}
+			s.forwarded++
+			if s.cfg.forwardUnseen {
+				env.To = next
+				s.network = append(s.network, []logging.Envelope{env})
+				continue
+			}
+			s.pes[to].Forward(env, next)
+			continue
+		}
 		s.pes[to].Arrive(env)
 	}
 	s.took(to)
+}
+
+// learnMoves gives PEs the places of moved tasks they learn now.
+func (s *simulator) learnMoves() {
+	for len(s.learn) > 0 && s.learn[0].at <= s.events {
+		u := s.learn[0]
+		s.learn = s.learn[1:]
+		s.view[u.pe][u.task] = s.location[u.task]
+	}
+}
+
+// migrate moves tasks at a checkpoint (before it is taken, as the
+// scheduler moves them at a sync point). The old and new PEs know at
+// once; the others learn later (learnMoves).
+func (s *simulator) migrate() {
+	s.learn = s.learn[:0]
+	for p := range s.view {
+		copy(s.view[p], s.location)
+	}
+	live := s.livePEs()
+	if s.cfg.Migrate <= 0 || len(live) < 2 {
+		return
+	}
+	for t := range s.tasks {
+		if s.rng.Float64() >= s.cfg.Migrate {
+			continue
+		}
+		from := s.location[t]
+		to := live[s.rng.IntN(len(live))]
+		if to == from {
+			continue
+		}
+		cp := s.pes[from].ExportTask(commutative.TaskID(t))
+		s.pes[to].ImportTask(cp)
+		s.location[t] = to
+		s.moves++
+		if s.trace != nil {
+			s.trace("task %d moves from pe%d to pe%d", t, from, to)
+		}
+		for _, p := range live {
+			if p == from || p == to || s.cfg.StaleFor <= 0 {
+				s.view[p][t] = to
+				continue
+			}
+			s.learn = append(s.learn, viewUpdate{at: s.events + 1 + s.rng.IntN(s.cfg.StaleFor), pe: p, task: t})
+		}
+	}
+	slices.SortStableFunc(s.learn, func(a, b viewUpdate) int { return a.at - b.at })
 }
 
 // handleOne delivers one message to one task, starting the search at a
@@ -415,7 +574,14 @@ func (s *simulator) flush(p logging.PEID) {
 	// message envelopes of this Ready to it so far: the group arrives
 	// together and in order, so an envelope may rely on an earlier one.
 	carried := map[logging.PEID]map[detKey]struct{}{}
-	for _, env := range ready.Envelopes {
+	for i, env := range ready.Envelopes {
+		if i > 0 && ready.Envelopes[i-1].Kind == logging.EnvelopeRecovery && env.Kind != logging.EnvelopeRecovery {
+			// The scheduler sends a failure notice's recovery envelopes
+			// before it encodes the logs after them: what follows travels
+			// in new groups.
+			clear(groups)
+			clear(carried)
+		}
 		if env.Kind == logging.EnvelopeMessage && env.To != env.From {
 			c := carried[env.To]
 			if c == nil {
@@ -479,17 +645,25 @@ func (s *simulator) checkStable(env logging.Envelope, carried map[detKey]struct{
 }
 
 // isStable reports whether a determinant survives the crashes still to come
-// (at most f): it is stored on one alive PE more than that. The creator
-// counts; the protocols count the same way.
+// before the next checkpoint that do not stop the job (f minus those since
+// the checkpoint, and at most one less than the PEs alive): it is stored
+// on one alive PE more than that. The creator counts; the protocols count
+// the same way.
 func (s *simulator) isStable(receiver commutative.TaskID, rsn uint64) bool {
-	needed := min(s.cfg.Failures, s.cfg.Crashes-s.crashes) + 1
-	holders := 0
+	holders, alive := 0, 0
 	for p, pe := range s.pes {
-		if s.alive[p] && pe.HoldsDeterminant(receiver, rsn) {
-			holders++
+		if s.alive[p] {
+			alive++
+			if pe.HoldsDeterminant(receiver, rsn) {
+				holders++
+			}
 		}
 	}
-	return holders >= needed
+	allowed := s.cfg.Failures - s.sinceCheckpoint
+	if s.cfg.acceptAllCrashes {
+		allowed = s.cfg.Failures
+	}
+	return holders >= min(allowed, s.cfg.Crashes-s.crashes, alive-1)+1
 }
 
 func (s *simulator) heldAnywhere(receiver commutative.TaskID, rsn uint64) bool {
@@ -507,9 +681,11 @@ func (s *simulator) resume(t int) {
 	s.flush(s.location[t])
 }
 
-// checkpoint takes a coordinated checkpoint (the network is empty) and
-// resumes the deferred sends.
+// checkpoint moves tasks and takes a coordinated checkpoint (the network
+// is empty), then resumes the deferred sends.
 func (s *simulator) checkpoint() {
+	s.migrate()
+	s.sinceCheckpoint = 0
 	for p, pe := range s.pes {
 		if !s.alive[p] {
 			continue
@@ -563,13 +739,7 @@ func (s *simulator) crash() {
 		return
 	}
 	victim := live[s.rng.IntN(len(live))]
-	// The survivors' slices end before they learn of the failure; what
-	// the victim has not transmitted is lost.
-	for _, p := range live {
-		if p != victim && s.taken[p] > 0 {
-			s.flush(p)
-		}
-	}
+	// What the victim has not transmitted is lost.
 	s.alive[victim] = false
 	if s.trace != nil {
 		s.trace("crash pe%d", victim)
@@ -580,6 +750,17 @@ func (s *simulator) crash() {
 			s.crashesDuringRecovery++
 			break
 		}
+	}
+	if len(s.learn) > 0 {
+		s.crashesWhileStale++
+	}
+	s.sinceCheckpoint++
+	if err := logging.CheckFailures(s.cfg.Protocol, logging.Config{PEs: s.cfg.PEs, Failures: s.cfg.Failures}, s.sinceCheckpoint); err != nil && !s.cfg.acceptAllCrashes {
+		if s.trace != nil {
+			s.trace("the job stops: %v", err)
+		}
+		s.stopped = err
+		return
 	}
 	live = s.livePEs()
 	for r := range s.checkedUpTo {
@@ -594,7 +775,25 @@ func (s *simulator) crash() {
 			next++
 		}
 	}
+	// Every PE learns at once where the failed PE's tasks are restored,
+	// and the placement of the tasks it thought were there (the runtime's
+	// Recover).
+	for _, r := range relocated {
+		s.location[r.Task] = r.PE
+	}
+	for _, p := range live {
+		for t, at := range s.view[p] {
+			if !s.alive[at] || slices.ContainsFunc(relocated, func(r logging.Relocation) bool { return int(r.Task) == t }) {
+				s.view[p][t] = s.location[t]
+			}
+		}
+	}
 	if s.cfg.Protocol == logging.KindNone {
+		for _, p := range live {
+			if s.taken[p] > 0 {
+				s.flush(p)
+			}
+		}
 		s.pes[live[0]].FailureNotice([]logging.PEID{victim}, relocated)
 		if !s.pes[live[0]].Ready().RollbackAll {
 			s.fail("None did not ask for a rollback")
@@ -602,33 +801,65 @@ func (s *simulator) crash() {
 		}
 		s.network = nil
 		for _, p := range live {
-			s.pes[p] = logging.New(s.cfg.Protocol, logging.Config{PE: p, PEs: s.cfg.PEs, Failures: s.cfg.Failures})
-		}
-		for _, r := range relocated {
-			s.location[r.Task] = r.PE
+			s.pes[p] = s.newProtocol(p)
 		}
 		for t := range s.tasks {
 			s.restore(t, s.location[t], nil)
 		}
-	} else {
-		for _, r := range relocated {
-			s.restore(int(r.Task), r.PE, live)
-		}
-		for _, p := range live {
-			s.pes[p].FailureNotice([]logging.PEID{victim}, relocated)
-			s.flush(p)
-		}
-		// A determinant no alive PE holds is lost: nothing alive depends
-		// on it (the checks made sure), and the restored task decides
-		// that reception anew.
-		for task := range s.dets {
-			for rsn := range s.dets[task] {
-				if s.dets[task][rsn].id != (commutative.MessageID{}) && !s.heldAnywhere(commutative.TaskID(task), uint64(rsn)) {
-					s.dets[task][rsn] = detRecord{}
-				}
+		s.resumeRestored()
+		return
+	}
+	for _, r := range relocated {
+		s.restore(int(r.Task), r.PE, live)
+	}
+	// A determinant no alive PE holds is lost: nothing alive depends on
+	// it (the checks made sure), and the restored task decides that
+	// reception anew.
+	for task := range s.dets {
+		for rsn := range s.dets[task] {
+			if s.dets[task][rsn].id != (commutative.MessageID{}) && !s.heldAnywhere(commutative.TaskID(task), uint64(rsn)) {
+				s.dets[task][rsn] = detRecord{}
 			}
 		}
 	}
+	s.noticeFailed = append(s.noticeFailed, victim)
+	for _, r := range relocated {
+		s.noticeRestored = slices.DeleteFunc(s.noticeRestored, func(old logging.Relocation) bool { return old.Task == r.Task })
+		s.noticeRestored = append(s.noticeRestored, r)
+	}
+	if s.noticeAt < 0 {
+		s.noticeAt = s.events + s.rng.IntN(s.cfg.NoticeDelay+1)
+	}
+	if s.cfg.NoticeDelay == 0 {
+		s.notice()
+	}
+}
+
+// notice gives every survivor the pending failure notice, between two of
+// its slices, and starts the restored tasks.
+func (s *simulator) notice() {
+	failed, restored := s.noticeFailed, s.noticeRestored
+	s.noticeAt, s.noticeFailed, s.noticeRestored = -1, nil, nil
+	slices.SortFunc(restored, func(a, b logging.Relocation) int { return int(a.Task) - int(b.Task) })
+	if len(failed) > 1 {
+		s.jointNotices++
+	}
+	if s.trace != nil {
+		s.trace("failure notice: pes %v failed, restored %v", failed, restored)
+	}
+	for _, p := range s.livePEs() {
+		if s.taken[p] > 0 {
+			s.flush(p)
+		}
+		s.pes[p].FailureNotice(failed, restored)
+		s.flush(p)
+	}
+	s.resumeRestored()
+}
+
+// resumeRestored performs the deferred sends of tasks restored at a sync
+// point.
+func (s *simulator) resumeRestored() {
 	for t := range s.tasks {
 		if s.tasks[t].deferred && len(s.history[t]) == s.saved[t].historyLen {
 			s.resume(t)

@@ -3,6 +3,7 @@ package logtest
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 )
 
 var (
-	crashesFlag = flag.Int("crashes", 0, "crashes per run in the seed sweep (default: two, one for every third seed)")
+	crashesFlag = flag.Int("crashes", 0, "crashes per run in the seed sweep (default: one, two or three by seed, see sweepConfig)")
 	seedFlag    = flag.Int64("seed", -1, "run only this simulator seed (with -v, trace it)")
 	seedsFlag   = flag.Int("seeds", 0, "simulator seeds per protocol (default 10000, 300 under -race)")
 )
@@ -29,16 +30,21 @@ func seedCount() int {
 	return 10000
 }
 
-// sweepConfig is the run of one sweep seed: two crashes (f = 2), the second
-// often during the first one's recovery, except every third seed, which
-// crashes once with the default f = 1.
+// sweepConfig is the run of one sweep seed, with the protocols configured
+// as the runtime runs them (f = logging.DefaultFailures = 2) and tasks
+// moving at checkpoints: two crashes for half the seeds, the second often
+// during the first one's recovery, one for a third of them, and three for
+// the rest, of which those with three crashes between two checkpoints
+// must stop (logging.CheckFailures) and the others recover.
 func sweepConfig(kind logging.Kind, seed uint64) Config {
 	cfg := DefaultConfig(kind, seed)
 	switch {
 	case *crashesFlag > 0:
 		cfg.Crashes = *crashesFlag
-	case seed%3 == 0:
+	case seed%6 == 0 || seed%6 == 3:
 		cfg.Crashes = 1
+	case seed%6 == 5:
+		cfg.Crashes = 3
 	default:
 		cfg.Crashes = 2
 	}
@@ -55,16 +61,24 @@ func TestSimulatorSeeds(t *testing.T) {
 				t.Logf("%+v", result)
 				return
 			}
-			var crashed, twice, duringRecovery, failures int
+			var crashed, twice, duringRecovery, joint, thrice, stopped, forwarded, whileStale, failures int
 			for seed := range uint64(seedCount()) {
-				result, err := Run(sweepConfig(kind, seed))
+				cfg := sweepConfig(kind, seed)
+				result, err := Run(cfg)
+				if err == nil && result.Stopped != nil && (kind == logging.KindNone || cfg.Crashes <= logging.DefaultFailures) {
+					err = fmt.Errorf("stopped although the protocol survives %d failures: %w", logging.DefaultFailures, result.Stopped)
+				}
 				if err != nil {
 					failures++
 					if failures <= 5 {
 						t.Errorf("%v seed %d: %v\nreplay: go test ./logging/logtest -run 'TestSimulatorSeeds/%v' -seed %d -crashes %d -v",
-							kind, seed, err, kind, seed, sweepConfig(kind, seed).Crashes)
+							kind, seed, err, kind, seed, cfg.Crashes)
 					}
 					continue
+				}
+				if result.Stopped != nil {
+					require.ErrorIs(t, result.Stopped, logging.ErrTooManyFailures)
+					stopped++
 				}
 				if result.Crashes > 0 {
 					crashed++
@@ -72,19 +86,34 @@ func TestSimulatorSeeds(t *testing.T) {
 				if result.Crashes > 1 {
 					twice++
 				}
+				if result.Crashes > 2 && result.Stopped == nil {
+					thrice++
+				}
 				if result.CrashesDuringRecovery > 0 {
 					duringRecovery++
 				}
+				if result.JointNotices > 0 && result.Stopped == nil {
+					joint++
+				}
+				forwarded += result.Forwarded
+				whileStale += result.CrashesWhileStale
 			}
-			t.Logf("%v: %d seeds, %d crashed, %d crashed twice, %d crashed during a recovery, %d failed",
-				kind, seedCount(), crashed, twice, duringRecovery, failures)
+			t.Logf("%v: %d seeds, %d crashed, %d crashed twice, %d crashed during a recovery, %d recovered from two failures in one notice, %d recovered from three crashes (not three since a checkpoint), %d stopped at a third crash since a checkpoint; %d messages forwarded, %d crashes while a PE sent to a moved task's old PE; %d failed",
+				kind, seedCount(), crashed, twice, duringRecovery, joint, thrice, stopped, forwarded, whileStale, failures)
 			require.Zero(t, failures, "failing seeds")
 			require.Greater(t, crashed, seedCount()/2, "most runs crash")
+			require.Positive(t, forwarded, "messages reach a moved task's old PE")
+			require.Positive(t, whileStale, "crashes come while PEs still send to old places")
 			if *crashesFlag != 1 {
 				require.Greater(t, twice, seedCount()/3, "many runs crash twice")
 				if kind != logging.KindNone {
 					require.Greater(t, duringRecovery, seedCount()/20, "some runs crash during a recovery")
+					require.Greater(t, joint, seedCount()/50, "some runs recover from two failures notified together")
 				}
+			}
+			if *crashesFlag == 0 && kind != logging.KindNone && seedCount() >= 60 {
+				require.Positive(t, thrice, "some runs recover from three crashes in two checkpoint periods")
+				require.Positive(t, stopped, "some runs stop at a third crash between two checkpoints")
 			}
 		})
 	}
@@ -257,10 +286,12 @@ func carryLast(ready logging.Ready) logging.Ready {
 }
 
 // TestRegressionSeeds replays seeds that reproduce protocol bugs found by
-// the sweep: each fails with its fix reverted. A change to the simulator
-// moves every run, so after one, revert each fix, sweep for seeds that fail
-// again (-seeds, -crashes) and put them here (last done when PEs started
-// transmitting once per slice).
+// the sweep, in its configuration (sweepConfig with the given crashes):
+// each fails with its fix reverted. A change to the simulator moves every
+// run, so after one, revert each fix, sweep for seeds that fail again
+// (-seeds, -crashes) and put them here (last done when failure notices
+// came some events after the crash, tasks moved at checkpoints and the
+// recovery envelopes of a notice travelled apart from the logs after them).
 func TestRegressionSeeds(t *testing.T) {
 	for _, c := range []struct {
 		kind    logging.Kind
@@ -269,19 +300,101 @@ func TestRegressionSeeds(t *testing.T) {
 		bug     string
 	}{
 		// Fix: Message.Requires and dependenciesMet (first found by seed 7987).
-		{logging.KindPartialDet, 45259, 1, "a replayed region took a message before the region message whose handler's send led to it"},
+		{logging.KindPartialDet, 5660, 2, "a replayed region took a message before the region message whose handler's send led to it"},
 		// Fix: recovery epochs (first found by seed 2702).
-		{logging.KindFullDet, 134, 2, "a recovery envelope of the first failure satisfied the wait for the second one's"},
+		{logging.KindFullDet, 3680, 2, "a recovery envelope of the first failure satisfied the wait for the second one's"},
+		{logging.KindFullDet, 8357, 3, "the same"},
 		// Fix: recovery envelopes carry the unstable determinants and
 		// progress records (first found by seeds 3841, 8222 and 3928).
-		{logging.KindFullDet, 19273, 2, "a recovery envelope handed over a determinant without the unstable ones it depends on"},
-		{logging.KindFullDet, 14776, 3, "fixed by the change for 19273 (fails without it)"},
-		{logging.KindPartialDet, 142217, 2, "fixed by the change for 19273 (fails without it)"},
+		{logging.KindPartialDet, 8185, 2, "a recovery envelope handed over a determinant without the unstable ones it depends on"},
+		// Fix: FailureNotice sends again what went to a failed PE for a
+		// task that had moved away (resendForwards).
+		{logging.KindFullDet, 25, 2, "a message sent to a moved task's old PE was lost with that PE before it forwarded it"},
+		{logging.KindPartialDet, 33, 1, "the same"},
+		// Fix: Forward takes in the records of the envelope it passes on.
+		{logging.KindFullDet, 7, 2, "a forwarded envelope left without its records stored on the forwarding PE, whose tasks relied on them"},
+		{logging.KindPartialDet, 99, 1, "the same"},
+		{logging.KindPartialDet, 125, 3, "the same"},
 	} {
-		cfg := DefaultConfig(c.kind, c.seed)
-		cfg.Crashes = c.crashes
-		result, err := Run(cfg)
-		require.NoError(t, err, "%v seed %d: %s", c.kind, c.seed, c.bug)
-		require.Equal(t, c.crashes, result.Crashes, "%v seed %d", c.kind, c.seed)
+		t.Run(fmt.Sprintf("%v/seed=%d", c.kind, c.seed), func(t *testing.T) {
+			cfg := DefaultConfig(c.kind, c.seed)
+			cfg.Crashes = c.crashes
+			result, err := Run(cfg)
+			require.NoError(t, err, "%v seed %d: %s", c.kind, c.seed, c.bug)
+			require.Equal(t, c.crashes, result.Crashes, "%v seed %d", c.kind, c.seed)
+		})
+	}
+}
+
+// TestCrashesBeyondTheBoundStop: a crash that logging.CheckFailures
+// refuses (more than f since the last checkpoint) stops the run, and
+// recovering from it instead can give a wrong result: a record some PE
+// depended on may be gone with the PEs that stored it.
+func TestCrashesBeyondTheBoundStop(t *testing.T) {
+	for _, c := range []struct {
+		kind              logging.Kind
+		failures, crashes int
+		seeds             uint64
+		regressions       []uint64
+	}{
+		{logging.KindFullDet, 1, 2, 200, nil},
+		{logging.KindPartialDet, 1, 2, 300, nil},
+		{logging.KindFullDet, 2, 3, 0, fullDetThirdCrash},
+		{logging.KindPartialDet, 2, 3, 0, partialDetThirdCrash},
+	} {
+		stopped, wrong := 0, 0
+		seeds := c.regressions
+		for seed := range c.seeds {
+			seeds = append(seeds, seed)
+		}
+		for _, seed := range seeds {
+			cfg := DefaultConfig(c.kind, seed)
+			cfg.Failures, cfg.Crashes = c.failures, c.crashes
+			result, err := Run(cfg)
+			require.NoError(t, err, "%v f=%d seed %d", c.kind, c.failures, seed)
+			if result.Stopped == nil {
+				require.Empty(t, c.regressions, "%v f=%d seed %d: the crashes were not refused", c.kind, c.failures, seed)
+				continue
+			}
+			require.ErrorIs(t, result.Stopped, logging.ErrTooManyFailures)
+			stopped++
+			cfg.acceptAllCrashes = true
+			if _, err := Run(cfg); err != nil {
+				require.ErrorIs(t, err, ErrViolation)
+				wrong++
+			} else {
+				require.Empty(t, c.regressions, "%v f=%d seed %d: recovering from the refused crash went right", c.kind, c.failures, seed)
+			}
+		}
+		t.Logf("%v, f=%d, %d crashes: %d of %d runs stopped, %d would have gone wrong", c.kind, c.failures, c.crashes, stopped, len(seeds), wrong)
+		require.Positive(t, wrong, "%v f=%d: no run beyond the bound went wrong", c.kind, c.failures)
+	}
+}
+
+// Seeds whose third crash, refused, would make the run go wrong with f=2.
+var (
+	fullDetThirdCrash    = []uint64{4, 13, 17}
+	partialDetThirdCrash = []uint64{44, 206, 220}
+)
+
+// TestForwardingBypassingTheProtocolFails: the scheduler once passed a
+// moved task's message on without its old PE's protocol seeing the
+// records it carried; the sweep's configuration finds what that breaks.
+func TestForwardingBypassingTheProtocolFails(t *testing.T) {
+	for _, c := range []struct {
+		kind  logging.Kind
+		seeds []uint64
+	}{
+		{logging.KindFullDet, []uint64{18, 68, 76, 77}},
+		{logging.KindPartialDet, []uint64{658}},
+	} {
+		for _, seed := range c.seeds {
+			cfg := DefaultConfig(c.kind, seed)
+			_, err := Run(cfg)
+			require.NoError(t, err, "%v seed %d", c.kind, seed)
+			cfg.forwardUnseen = true
+			_, err = Run(cfg)
+			require.ErrorIs(t, err, ErrViolation, "%v seed %d", c.kind, seed)
+		}
 	}
 }
