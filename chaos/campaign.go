@@ -238,6 +238,11 @@ func (c *campaign) do(ctx context.Context, run Run) (Record, bool) {
 		return r, true
 	}
 	deadline := time.Duration(c.cfg.TimeoutFactor*float64(time.Duration(base.Seconds*float64(time.Second)))) + c.cfg.TimeoutSlack
+	if run.Disk {
+		dir := c.cfg.DiskDir(run)
+		os.RemoveAll(dir)
+		defer os.RemoveAll(dir)
+	}
 	jr, err := runJob(ctx, jobSpec{
 		Exe: c.opts.Exe, Args: args, Deadline: deadline, Failures: injected,
 		RunTime: time.Duration(base.RunSeconds * float64(time.Second)), Dump: c.opts.Dump,

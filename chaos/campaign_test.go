@@ -105,8 +105,8 @@ func countLines(t *testing.T, path string) int {
 }
 
 // TestLastStep: each application offers exactly the sync-point steps the
-// plan draws from: a kill at App.LastStep happens, one at the step after
-// it never does, and the job still ends.
+// plan draws from: a kill at App.LastStep happens and the job still ends;
+// the launcher refuses one at the step after it, which could never fire.
 func TestLastStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real jobs")
@@ -115,9 +115,8 @@ func TestLastStep(t *testing.T) {
 	cfg, err := Preset("ci")
 	require.NoError(t, err)
 	for _, app := range cfg.Apps {
-		run := Run{App: app.Name, Protocol: "partialdet", PEs: 3, Kind: KindTwo, Failures: []Failure{
+		run := Run{App: app.Name, Protocol: "partialdet", PEs: 3, Kind: KindStep, Failures: []Failure{
 			{PE: 1, Signal: SigKill, Trigger: AtStep, Step: app.LastStep},
-			{PE: 2, Signal: SigKill, Trigger: AtStep, Step: app.LastStep + 1},
 		}}
 		args, campaign := cfg.Args(run)
 		require.Empty(t, campaign)
@@ -125,9 +124,16 @@ func TestLastStep(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, res.TimedOut, "%s: %q", app.Name, res.Stderr)
 		require.Zero(t, res.ExitCode, "%s: %s", app.Name, LastError(res.Stderr))
-		require.Equal(t, []int{1}, res.SelfKills, "%s: kills at steps %d and %d", app.Name, app.LastStep, app.LastStep+1)
+		require.Equal(t, []int{1}, res.SelfKills, "%s: kill at step %d", app.Name, app.LastStep)
 		_, err = Digest(res.Stdout)
 		require.NoError(t, err, app.Name)
+
+		run.Failures[0].Step++
+		args, _ = cfg.Args(run)
+		res, err = runJob(context.Background(), jobSpec{Exe: exe, Args: args, Deadline: time.Minute})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.ExitCode, "%s: a kill at step %d must be refused", app.Name, app.LastStep+1)
+		require.Contains(t, LastError(res.Stderr), "can never fire", app.Name)
 	}
 }
 

@@ -156,8 +156,10 @@ func parseArgs(args []string) (invocation, error) {
 		}
 		cfg.TimeoutSlack = *slack
 	}
-	if cfg.LauncherKills, err = ParseLauncherKills(*launcherKills); err != nil {
-		return inv, err
+	if set["launcher-kills"] {
+		if cfg.LauncherKills, err = ParseLauncherKills(*launcherKills); err != nil {
+			return inv, err
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return inv, err

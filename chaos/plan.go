@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +72,10 @@ const (
 	// AtTime: Fraction of the failure-free run's time (from the moment its
 	// PEs were started to its end) after this run's PEs were started.
 	AtTime Trigger = "time"
+	// AtCheckpoint: as soon as the coordinator starts checkpoint Epoch
+	// (1 is the checkpoint of the tasks as created); the launcher injects
+	// it (pe=R,at=checkpoint:E).
+	AtCheckpoint Trigger = "checkpoint"
 )
 
 // Failure is one planned failure of a run.
@@ -81,6 +87,7 @@ type Failure struct {
 	Recovery int     `json:"recovery,omitempty"`
 	DelayMS  int     `json:"delay_ms,omitempty"`
 	Fraction float64 `json:"fraction,omitempty"`
+	Epoch    uint64  `json:"epoch,omitempty"`
 	// ResumeMS, for SIGSTOP: SIGCONT this long after (0: never).
 	ResumeMS int `json:"resume_ms,omitempty"`
 }
@@ -94,6 +101,8 @@ func (f Failure) String() string {
 		s += fmt.Sprintf(" %d ms after failure %d is announced", f.DelayMS, f.Recovery)
 	case AtTime:
 		s += fmt.Sprintf(" at %.0f%% of the failure-free run time", 100*f.Fraction)
+	case AtCheckpoint:
+		s += fmt.Sprintf(" as checkpoint %d starts", f.Epoch)
 	}
 	if f.Signal == SigStop {
 		if f.ResumeMS > 0 {
@@ -121,6 +130,8 @@ type LauncherKills struct {
 // when the campaign must inject it.
 func (l LauncherKills) Spec(f Failure) (string, bool) {
 	switch {
+	case f.Trigger == AtCheckpoint:
+		return fmt.Sprintf("pe=%d,at=checkpoint:%d", f.PE, f.Epoch), true
 	case f.Trigger == AtStep && f.Signal == SigKill:
 		return fmt.Sprintf("pe=%d,at=step:%d", f.PE, f.Step), true
 	case f.Trigger == AtStep && f.Signal == SigStop && f.ResumeMS == 0 && l.Signal:
@@ -229,7 +240,10 @@ var Presets = []string{"full", "ci"}
 // every failure kind) or ci (the smallest jobs on 3 PEs, one run per
 // application × protocol, no SIGSTOP: short enough for `go test -race`).
 func Preset(name string) (Config, error) {
-	c := Config{Preset: name, Seed: 1, Protocols: slices.Clone(Protocols), TimeoutFactor: 10, TimeoutSlack: 30 * time.Second, BaselineTimeout: 3 * time.Minute}
+	c := Config{Preset: name, Seed: 1, Protocols: slices.Clone(Protocols), TimeoutFactor: 10, TimeoutSlack: 30 * time.Second, BaselineTimeout: 3 * time.Minute,
+		// A kill as a recovery begins goes to the launcher, which fires it
+		// at that very moment; the campaign's own ones come 1-200 ms later.
+		LauncherKills: LauncherKills{Recovery: true}}
 	switch name {
 	case "full":
 		c.Runs = 100
@@ -243,7 +257,7 @@ func Preset(name string) (Config, error) {
 	case "ci":
 		c.Runs = 9
 		c.PEs = []int{3}
-		c.Kinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal}
+		c.Kinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal, KindStop}
 		c.TimeoutSlack = 60 * time.Second
 		c.Apps = []App{
 			stencil3d("32,32,32", "8,8,8", 16, 4),
@@ -314,13 +328,16 @@ func kindList(ks []Kind) string {
 
 // Run is one planned job of a campaign.
 type Run struct {
-	Index           int       `json:"index"`
-	App             string    `json:"app"`
-	Protocol        string    `json:"protocol"`
-	PEs             int       `json:"pes"`
-	CheckpointEvery int       `json:"checkpoint_every"` // 0: the default (no periodic checkpoint)
-	Kind            Kind      `json:"kind"`
-	Failures        []Failure `json:"failures"`
+	Index           int    `json:"index"`
+	App             string `json:"app"`
+	Protocol        string `json:"protocol"`
+	PEs             int    `json:"pes"`
+	CheckpointEvery int    `json:"checkpoint_every"` // 0: the default (no periodic checkpoint)
+	// Disk: checkpoints also go to disk (--checkpoint-dir), so that the
+	// loss of a PE and its buddy falls back to the latest disk checkpoint.
+	Disk     bool      `json:"disk,omitempty"`
+	Kind     Kind      `json:"kind"`
+	Failures []Failure `json:"failures"`
 }
 
 // Key names the run's failure-free configuration, whose digest it must
@@ -370,6 +387,8 @@ func (c Config) Plan(i int) Run {
 	if len(app.Periods) > 0 && r.IntN(3) != 0 {
 		run.CheckpointEvery = app.Periods[r.IntN(len(app.Periods))]
 	}
+	// Half the runs with periodic checkpoints also write them to disk.
+	run.Disk = run.CheckpointEvery > 0 && r.IntN(2) == 0
 	step := func() uint64 { return 1 + r.Uint64N(app.LastStep) }
 	pe := func() int { return r.IntN(run.PEs) }
 	other := func(not int) int { return (not + 1 + r.IntN(run.PEs-1)) % run.PEs }
@@ -392,7 +411,14 @@ func (c Config) Plan(i int) Run {
 			run.CheckpointEvery = app.Periods[r.IntN(len(app.Periods))]
 		}
 		k := uint64(run.CheckpointEvery)
-		run.Failures = []Failure{kill(pe(), k*(1+r.Uint64N(app.LastStep/k)))}
+		// Half: while checkpoint E is taken (1, the tasks as created, to
+		// the last). Half: at a step whose sync point the runtime takes,
+		// as the PE's first task offers it, before the checkpoint starts.
+		if epochs := 1 + (app.LastStep+1)/k; r.IntN(2) == 0 {
+			run.Failures = []Failure{{PE: pe(), Signal: SigKill, Trigger: AtCheckpoint, Epoch: 1 + r.Uint64N(epochs)}}
+		} else {
+			run.Failures = []Failure{kill(pe(), k*(1+r.Uint64N((app.LastStep+1)/k))-1)}
+		}
 	case KindExternal:
 		run.Failures = []Failure{{PE: pe(), Signal: SigKill, Trigger: AtTime, Fraction: r.Float64()}}
 	case KindStop:
@@ -423,8 +449,18 @@ func (c Config) BaselineArgs(r Run) []string {
 	if r.CheckpointEvery > 0 {
 		args = append(args, "--checkpoint-every", strconv.Itoa(r.CheckpointEvery))
 	}
+	if r.Disk {
+		args = append(args, "--checkpoint-dir", c.DiskDir(r))
+	}
 	args = append(args, "--json")
 	return append(args, app.Args...)
+}
+
+// DiskDir is the checkpoint directory of a run with Disk set: one per
+// seed and run, under the system's temporary directory, emptied before
+// the run and removed after it.
+func (c Config) DiskDir(r Run) string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("gochare-chaos-%d-%d", c.Seed, r.Index))
 }
 
 // Args are the gochare arguments of the run, with the failures the
@@ -471,8 +507,8 @@ func (c Config) ReplayArgs(i int) []string {
 			args = append(args, "--kinds", kindList(c.Kinds))
 		}
 	}
-	if l := c.LauncherKills.String(); l != "" {
-		args = append(args, "--launcher-kills", l)
+	if p, err := Preset(c.Preset); err != nil || c.LauncherKills != p.LauncherKills {
+		args = append(args, "--launcher-kills", c.LauncherKills.String())
 	}
 	return append(args, "--only", strconv.Itoa(i))
 }

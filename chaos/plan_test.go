@@ -100,6 +100,10 @@ func TestPlanFailuresValid(t *testing.T) {
 			case AtTime:
 				require.GreaterOrEqual(t, f.Fraction, 0.0)
 				require.Less(t, f.Fraction, 1.0)
+			case AtCheckpoint:
+				require.Equal(t, KindCheckpoint, r.Kind)
+				require.GreaterOrEqual(t, f.Epoch, uint64(1))
+				require.LessOrEqual(t, f.Epoch, 1+(app.LastStep+1)/uint64(r.CheckpointEvery), "run %d", i)
 			default:
 				t.Fatalf("run %d: trigger %q", i, f.Trigger)
 			}
@@ -113,7 +117,9 @@ func TestPlanFailuresValid(t *testing.T) {
 		switch r.Kind {
 		case KindCheckpoint:
 			require.Positive(t, r.CheckpointEvery)
-			require.Zero(t, r.Failures[0].Step%uint64(r.CheckpointEvery), "run %d", i)
+			if r.Failures[0].Trigger == AtStep {
+				require.Zero(t, (r.Failures[0].Step+1)%uint64(r.CheckpointEvery), "run %d: a step whose sync point is taken", i)
+			}
 		case KindStop:
 			require.Equal(t, SigStop, r.Failures[0].Signal)
 			require.Zero(t, r.Failures[0].ResumeMS)
@@ -142,10 +148,16 @@ func TestArgs(t *testing.T) {
 		{PE: 0, Signal: SigKill, Trigger: AtStep, Step: 12},
 		{PE: 3, Signal: SigKill, Trigger: AtRecovery, Recovery: 1},
 	}}
+	c.LauncherKills = LauncherKills{}
 	args, campaign := c.Args(run)
 	require.Equal(t, []string{"run", "lulesh", "--pes", "4", "--ft", "fulldet", "--checkpoint-every", "7", "--json",
 		"--kill", "pe=0,at=step:12", "--size", "12", "--chunk", "6,6,6", "--iterations", "60"}, args)
 	require.Equal(t, run.Failures[1:], campaign)
+	run.Disk = true
+	args, _ = c.Args(run)
+	require.Contains(t, args, "--checkpoint-dir", "a run with disk checkpoints names its directory")
+	require.Contains(t, args, c.DiskDir(run))
+	run.Disk = false
 	require.Equal(t, []string{"run", "lulesh", "--pes", "4", "--ft", "fulldet", "--checkpoint-every", "7", "--json",
 		"--size", "12", "--chunk", "6,6,6", "--iterations", "60"}, c.BaselineArgs(run))
 
@@ -166,6 +178,9 @@ func TestArgs(t *testing.T) {
 	require.False(t, ok)
 	_, ok = c.LauncherKills.Spec(Failure{PE: 1, Signal: SigKill, Trigger: AtTime, Fraction: 0.5})
 	require.False(t, ok, "an external kill is the campaign's")
+	spec, ok = LauncherKills{}.Spec(Failure{PE: 1, Signal: SigKill, Trigger: AtCheckpoint, Epoch: 3})
+	require.True(t, ok, "a kill as a checkpoint starts is always the launcher's")
+	require.Equal(t, "pe=1,at=checkpoint:3", spec)
 }
 
 // TestLauncherSignalPlansStopsAtSteps: with the launcher's signal=STOP, a
@@ -278,5 +293,6 @@ func TestValidate(t *testing.T) {
 	ci, err := Preset("ci")
 	require.NoError(t, err)
 	require.NoError(t, ci.Validate())
-	require.NotContains(t, ci.Kinds, KindStop, "the CI preset must not hang on purpose")
+	require.Contains(t, ci.Kinds, KindStop, "the CI preset has a hung PE, which the heartbeats must catch")
+	require.True(t, ci.LauncherKills.Recovery, "kills as a recovery begins go to the launcher by default")
 }

@@ -37,7 +37,9 @@ type coordinatorConfig struct {
 	// StallTimeout is how long the job may make no progress before it
 	// stops with a diagnosis (scheduler.CheckStall).
 	StallTimeout time.Duration
-	Protocol     logging.Kind
+	// JoinTimeout bounds the time a spawned PE takes to join and be ready.
+	JoinTimeout time.Duration
+	Protocol    logging.Kind
 	// Output receives the job's output lines; Log the launcher's reports.
 	Output io.Writer
 	Log    *slog.Logger
@@ -135,6 +137,9 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 	}
 	if cfg.StallTimeout <= 0 {
 		cfg.StallTimeout = scheduler.DefaultStallTimeout
+	}
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = 30 * time.Second
 	}
 	if cfg.Spawned == nil {
 		cfg.Spawned = make([]bool, cfg.Size)
@@ -268,6 +273,11 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	stallTicker := time.NewTicker(stallWindow)
 	defer stallTicker.Stop()
 	joined, ready, restarted := 0, 0, 0
+	// A PE this launcher started must join and be ready within
+	// joinTimeout (heartbeats start only once it has joined): a PE stopped
+	// or stuck before that would otherwise hold the job forever.
+	startedAt := time.Now()
+	joinTimeout := c.cfg.JoinTimeout
 	var core *scheduler.JobCoordinator
 	// A PE whose connection broke may be a spawned process about to be
 	// reported by the spawner with how it died; give it a moment.
@@ -442,6 +452,24 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 			})
 			if core != nil {
 				deliver(core.Tick())
+			} else if c.failure == nil && now.Sub(startedAt) > joinTimeout {
+				// The PEs that never joined hold the others back (they get
+				// their setup once all have): name those first.
+				late := -1
+				for r, p := range c.peers {
+					if c.cfg.Spawned[r] && p == nil {
+						late = r
+						break
+					}
+				}
+				for r, p := range c.peers {
+					if late < 0 && c.cfg.Spawned[r] && !p.ready {
+						late = r
+					}
+				}
+				if late >= 0 {
+					c.failure = fmt.Errorf("%w: PE %d did not join the job and get ready within %v of its start (--join-timeout); the job cannot begin without it", ErrPEFailed, late, joinTimeout)
+				}
 			}
 			c.killDue(now, began)
 		case ev := <-c.events:

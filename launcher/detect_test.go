@@ -316,3 +316,18 @@ func TestKillOfAnExternalPE(t *testing.T) {
 	status, _ := pe0.wait(t, 30*time.Second)
 	require.Equal(t, 0, status, pe0.output())
 }
+
+// A spawned PE stopped before it joined the job (no heartbeat yet) does
+// not hold the job forever: after --join-timeout the job stops with an
+// error that names it.
+func TestPEStoppedBeforeJoiningStopsTheJob(t *testing.T) {
+	j := startJob(t, append(append([]string(nil), stencilArgs...), "--join-timeout", "3s")...)
+	pids := parsePids(t, j.waitLine(t, pidsLine, 30*time.Second)[1])
+	// The PEs are started before the line is printed: some may have
+	// joined already; the stopped one may have too, in which case the
+	// heartbeats catch it. Either way the job ends, and with an error.
+	require.NoError(t, syscall.Kill(pids[2], syscall.SIGSTOP))
+	t.Cleanup(func() { syscall.Kill(pids[2], syscall.SIGKILL) })
+	require.NotEqual(t, 0, j.wait(t, time.Minute))
+	require.Regexp(t, `PE 2 (did not join the job and get ready within 3s|.*missed heartbeats)`, j.output())
+}

@@ -42,6 +42,9 @@ const usage = `usage:
                                 proceeds as for a crash. A PE that hears
                                 nothing from the launcher for D stops
                                 itself with an error
+        --join-timeout D        stop the job if a PE this launcher started has
+                                not joined and got ready within D of its
+                                start (default 30s)
         --stall-timeout D       stop the job with a diagnosis of what waits
                                 for what when it makes no progress for D
                                 (default 60s)
@@ -160,6 +163,7 @@ type runOptions struct {
 	secretFile       string
 	heartbeatTimeout time.Duration
 	stallTimeout     time.Duration
+	joinTimeout      time.Duration
 	protocol         logging.Kind
 	checkpointEvery  uint64
 	checkpointDir    string
@@ -286,7 +290,7 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 				return o, nil, err
 			}
 			o.secretFile = v
-		case "heartbeat-timeout", "stall-timeout":
+		case "heartbeat-timeout", "stall-timeout", "join-timeout":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
 				return o, nil, err
@@ -297,6 +301,8 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			}
 			if name == "stall-timeout" {
 				o.stallTimeout = d
+			} else if name == "join-timeout" {
+				o.joinTimeout = d
 			} else {
 				o.heartbeatTimeout = d
 			}
@@ -365,7 +371,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	cfg := coordinatorConfig{
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
-		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout, StallTimeout: o.stallTimeout,
+		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout, StallTimeout: o.stallTimeout, JoinTimeout: o.joinTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,

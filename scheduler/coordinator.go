@@ -40,6 +40,9 @@ type JobCoordinator struct {
 	// diskEpoch is the latest checkpoint written to disk completely (its
 	// manifest asked for), 0 if none.
 	diskEpoch uint64
+	// failuresSinceCommit counts the failures since the last commit (or
+	// rollback), against what the protocol survives (CheckFailures).
+	failuresSinceCommit int
 	// createdEpoch is the epoch of the checkpoint of the tasks as created
 	// (InitialEpoch, or a later one if a failure interrupted it): the job
 	// begins after it commits.
@@ -260,6 +263,7 @@ func (c *JobCoordinator) maybeCommit() []Command {
 		}
 	}
 	c.committed, c.haveCommit = c.staging, true
+	c.failuresSinceCommit = 0
 	for _, hs := range c.hosts {
 		for lin := range hs {
 			h := &hs[lin]
@@ -536,7 +540,17 @@ func (c *JobCoordinator) recoverFrom(pe int) []Command {
 	c.qd.Reset()
 	c.roundOpen = false
 	c.atFailure, c.regaining = Progress{}, nil
+	c.failuresSinceCommit++
 	if c.cfg.Protocol == logging.KindNone {
+		return c.rollback(pe)
+	}
+	// More failures since the checkpoint than the protocol's records
+	// survive: one of them may have taken a record a survivor depends on,
+	// and replaying only the failed PEs' tasks could go wrong unseen.
+	// Every task goes back to the checkpoint instead, which needs no
+	// record.
+	if err := logging.CheckFailures(c.cfg.Protocol, logging.Config{PEs: c.cfg.Size}, c.failuresSinceCommit); err != nil {
+		c.note("PE %d failed: %v; every task rolls back to checkpoint %d instead", pe, err, c.committed)
 		return c.rollback(pe)
 	}
 	// A restore still under way that was to take a task's copy from the
@@ -630,6 +644,10 @@ func (c *JobCoordinator) rollback(pe int) []Command {
 		c.hosts[r.Task.Collection][r.Task.Lin].pe = r.ToPE
 	}
 	c.note("PE %d failed: every task rolls back to checkpoint %d (generation %d)", pe, c.committed, c.generation)
+	// Every task restarts from the checkpoint with fresh protocol state:
+	// no record, and no recovery under way, is left.
+	c.failuresSinceCommit = 0
+	c.failedSince, c.relocations = nil, nil
 	c.phase = phaseRollingBack
 	c.pendingRestored = slices.Clone(c.live)
 	return []Command{{To: -1, Event: Rollback{Generation: c.generation, Epoch: c.committed, Failed: dead, Relocations: relocs}}}

@@ -85,14 +85,16 @@ func TestCoordinatorReportsProgressRegained(t *testing.T) {
 	require.Empty(t, c.OnReached(3, 1, 9), "reported once")
 
 	// A second failure, then a third while the second recovery's watch is
-	// pending: the answers to that watch are stale once PE 3 failed.
+	// pending: the answers to that watch are stale once PE 3 failed. A
+	// third failure since the checkpoint is more than the protocol's
+	// records survive (f=2): every task rolls back to the checkpoint.
 	eventOf[Recover](t, c.OnFailure(2))
 	require.Empty(t, c.OnRestored(0, 2, Progress{Step: 12, Offered: true}))
 	watch, _ = eventOf[WatchProgress](t, c.OnRestored(3, 2, Progress{Step: 11, Offered: true}))
 	require.Equal(t, WatchProgress{Generation: 2, Step: 12}, watch)
 	require.Empty(t, c.OnReached(0, 2, 12))
-	rec, _ = eventOf[Recover](t, c.OnFailure(3))
-	require.Equal(t, uint64(3), rec.Generation)
+	rb, _ := eventOf[Rollback](t, c.OnFailure(3))
+	require.Equal(t, uint64(3), rb.Generation)
 	require.Empty(t, c.OnReached(0, 2, 12), "stale: the watch of generation 2 is gone")
 	require.Empty(t, c.OnReached(3, 2, 12), "stale, and from a failed PE")
 	watch, _ = eventOf[WatchProgress](t, c.OnRestored(0, 3, Progress{Step: 13, Offered: true}))

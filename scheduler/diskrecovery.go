@@ -89,6 +89,7 @@ func (c *JobCoordinator) rollbackFromDisk(pe int, cause error) []Command {
 	}
 	c.committed = c.diskEpoch
 	c.failedSince, c.relocations = nil, nil
+	c.failuresSinceCommit = 0
 	c.note("PE %d failed and %v; every task goes back to disk checkpoint %d (generation %d)", pe, firstLine(cause.Error()), c.diskEpoch, c.generation)
 	c.phase = phaseRollingBack
 	c.pendingRestored = slices.Clone(c.live)

@@ -258,3 +258,27 @@ func TestFailureDuringMigrationIsRecovered(t *testing.T) {
 		}
 	}
 }
+
+// Three PEs fail between two checkpoints: more than the message-logging
+// protocols' records survive (f=2), so at the third every task rolls back
+// to the checkpoint instead, and the job still ends with the failure-free
+// result; under none every failure is a rollback anyway.
+func TestThirdFailureSinceCheckpointRollsBack(t *testing.T) {
+	const n, rounds, every = 10, 30, 10
+	want := expectedRing(n, rounds)[1]
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
+		t.Run(kind.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := RunInProcess(ctx, stepApp(n, rounds), nil, 5, nil, WithProtocol(kind), WithCheckpointEvery(every),
+				WithKill(1, 12), WithKill(2, 14), WithKill(3, 16), WithStallTimeout(20*time.Second))
+			require.NoError(t, err)
+			require.Equal(t, []string{want}, res.Output)
+			rolledBack := 0
+			for _, s := range res.Stats {
+				rolledBack += s.RolledBack
+			}
+			require.NotZero(t, rolledBack, "the third failure rolls every task back")
+		})
+	}
+}
