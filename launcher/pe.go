@@ -19,6 +19,7 @@ import (
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/launcher/controlpb"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
 	"github.com/gochare/gochare/scheduler/transport"
@@ -334,11 +335,15 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			select {
 			case st := <-reply:
 				p := st.Protocol
+				logged := int64(p.Sent) // every message sent is logged, but under none
+				if kind == logging.KindNone {
+					logged = 0
+				}
 				control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{
 					Delivered: st.Delivered, EnvelopesSent: st.Sent, BytesSent: st.BytesSent, BatchesSent: st.BatchesSent,
 					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
-					LoggedMessages: int64(p.Sent), LongestSilenceMs: longest.Milliseconds(),
+					LoggedMessages: logged, LongestSilenceMs: longest.Milliseconds(),
 				}}})
 			case <-time.After(2 * time.Second):
 			}

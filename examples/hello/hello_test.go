@@ -1,9 +1,11 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,4 +30,36 @@ func TestHelloRunsOnThreePEs(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "\n12 greeters answered; their ids add up to 192\n")
 	require.Equal(t, 12, strings.Count(string(out), "hello, from PE"))
+}
+
+// Every test README cites for a statement (in its "*(Test...)*" notes)
+// exists, so that the README's claims stay backed as the code changes.
+func TestREADMECitesExistingTests(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	cited := regexp.MustCompile(`\*\(([^)]*)\)\*`).FindAllStringSubmatch(string(readme), -1)
+	require.NotEmpty(t, cited, "README cites no test")
+	defined := map[string]bool{}
+	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (Test\w+)\(`).FindAllStringSubmatch(string(src), -1) {
+			defined[m[1]] = true
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	names := 0
+	for _, c := range cited {
+		for _, name := range regexp.MustCompile(`\bTest\w+`).FindAllString(c[1], -1) {
+			names++
+			require.True(t, defined[name], "README cites %s, which no test file defines", name)
+		}
+	}
+	require.Greater(t, names, 20)
 }
