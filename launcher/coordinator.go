@@ -279,6 +279,30 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	startedAt := time.Now()
 	joinTimeout := c.cfg.JoinTimeout
 	var core *scheduler.JobCoordinator
+	// setupSent: every PE joined and got its setup. earlyDead are the PEs
+	// that failed after that but before the job began: the job begins
+	// without them once the others are ready (their tasks are created on
+	// the others, see JobCoordinator.OnFailure).
+	setupSent := false
+	var earlyDead []int
+	// startCore creates the job coordinator once every PE still alive is
+	// ready.
+	startCore := func() bool {
+		for r, p := range c.peers {
+			if !p.ready && !slices.Contains(earlyDead, r) {
+				return false
+			}
+		}
+		if len(earlyDead) == c.cfg.Size {
+			c.failure = fmt.Errorf("%w: every PE failed before the job began", ErrPEFailed)
+			return false
+		}
+		return true
+	}
+	// launchCore starts the job: with the initial checkpoint, or, if PEs
+	// failed early, with their failures (their tasks are created on the
+	// others, and the initial checkpoint follows).
+	var launchCore func()
 	// A PE whose connection broke may be a spawned process about to be
 	// reported by the spawner with how it died; give it a moment.
 	lostAt := map[int]time.Time{}
@@ -394,6 +418,16 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 			}
 		}
 		delete(lostAt, rank)
+		if core == nil && setupSent && c.cfg.Restart == nil && !slices.Contains(earlyDead, rank) {
+			// Before the job began, after every PE got its setup (the
+			// others know of it): the job begins without it.
+			c.cfg.Log.Error("PE failed before the job began; its tasks will be created on the other PEs", "detail", detail)
+			earlyDead = append(earlyDead, rank)
+			if startCore() {
+				launchCore()
+			}
+			return
+		}
 		if core == nil || !core.Live()[rank] {
 			if core == nil {
 				c.failure = fmt.Errorf("%w: %s", ErrPEFailed, detail)
@@ -411,6 +445,16 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 		deliver(core.OnFailure(rank))
 		if out, done := core.Done(); done && out.Err != nil {
 			c.failure = fmt.Errorf("%w: %s: %w", ErrPEFailed, detail, out.Err)
+		}
+	}
+	launchCore = func() {
+		core = c.newCore()
+		if len(earlyDead) == 0 {
+			deliver(core.Ready())
+			return
+		}
+		for _, r := range earlyDead {
+			deliver(core.OnFailure(r))
 		}
 	}
 
@@ -490,6 +534,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				go c.readLoop(ctx, p)
 				joined++
 				if joined == c.cfg.Size {
+					setupSent = true
 					addrs := make([]string, c.cfg.Size)
 					for i, p := range c.peers {
 						addrs[i] = p.hello.TransportAddr
@@ -508,6 +553,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 						p.seen.Store(now)
 						p.watched.Store(true)
 					}
+					c.fireWhere(began, func(k *kill) bool { return k.Trigger == atSetup })
 				}
 			case evMessage:
 				p := c.peers[ev.rank]
@@ -524,13 +570,12 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 						p.ready = true
 						ready++
 					}
-					if ready == c.cfg.Size {
-						if c.cfg.Restart != nil {
-							c.sendRestart()
-							continue
-						}
-						core = c.newCore()
-						deliver(core.Ready())
+					if c.cfg.Restart != nil && ready == c.cfg.Size {
+						c.sendRestart()
+						continue
+					}
+					if c.cfg.Restart == nil && core == nil && startCore() {
+						launchCore()
 					}
 				case *controlpb.ToCoordinator_Restored:
 					if core == nil && c.cfg.Restart != nil {

@@ -331,3 +331,16 @@ func TestPEStoppedBeforeJoiningStopsTheJob(t *testing.T) {
 	require.NotEqual(t, 0, j.wait(t, time.Minute))
 	require.Regexp(t, `PE 2 (did not join the job and get ready within 3s|.*missed heartbeats)`, j.output())
 }
+
+// A PE that dies after every PE got its setup but before the job began
+// (PE 0, which holds the main task, too): the job begins without it, its
+// tasks created on the other PEs, and ends with the failure-free digest.
+func TestPEFailingBeforeTheJobBeganIsReplaced(t *testing.T) {
+	want := cleanDigest(t, stencilArgs)
+	for _, pe := range []string{"0", "2"} {
+		j := startJob(t, append(append([]string(nil), stencilArgs...), "--kill", "pe="+pe+",at=setup")...)
+		require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+		j.waitLine(t, regexp.MustCompile(`PE failed before the job began; its tasks will be created on the other PEs.*PE `+pe+` `), time.Second)
+		require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+	}
+}

@@ -26,6 +26,9 @@ const (
 	// sent TakeCheckpoint); epoch 1 is the checkpoint of the tasks as
 	// created.
 	atCheckpoint
+	// atSetup: every PE has joined and got its setup, before the job
+	// begins.
+	atSetup
 )
 
 // kill is a failure the launcher injects: PE Rank gets Signal (SIGKILL, or
@@ -55,6 +58,8 @@ func (k kill) String() string {
 		s = fmt.Sprintf("pe=%d,at=recovery:%d", k.Rank, k.N)
 	case atCheckpoint:
 		s = fmt.Sprintf("pe=%d,at=checkpoint:%d", k.Rank, k.N)
+	case atSetup:
+		s = fmt.Sprintf("pe=%d,at=setup", k.Rank)
 	}
 	if k.Signal == syscall.SIGSTOP {
 		s += ",signal=STOP"
@@ -167,11 +172,15 @@ func parseKill(v string, lim killLimits, seed uint64) (k kill, note string, err 
 				k.Trigger, k.After = afterTime, d
 				continue
 			}
+			if val == "setup" {
+				k.Trigger = atSetup
+				continue
+			}
 			what, num, _ := strings.Cut(val, ":")
 			n, err := strconv.ParseUint(num, 10, 64)
 			trig := map[string]trigger{"step": atStep, "recovery": atRecovery, "checkpoint": atCheckpoint}[what]
 			if trig == 0 || err != nil {
-				return bad("want at=step:N, at=recovery:N or at=checkpoint:N")
+				return bad("want at=step:N, at=recovery:N, at=checkpoint:N or at=setup")
 			}
 			k.Trigger, k.N = trig, n
 		default:

@@ -74,6 +74,8 @@ const usage = `usage:
                                     N starts (Recover/Rollback sent)
                                   pe=R,at=checkpoint:E  as soon as
                                     checkpoint E starts (1: the initial one)
+                                  pe=R,at=setup         once every PE got
+                                    its setup, before the job begins
                                   random[,seed=N]       any PE at any step
                                     (the choice and seed are printed)
                                 add ,signal=STOP to send SIGSTOP instead of
