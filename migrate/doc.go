@@ -22,12 +22,14 @@
 // keeps as buddy of its ward(s). At a coordinated checkpoint (no
 // application message in flight, no handler open) the scheduler packs each
 // task, calls Stage(epoch, own) and sends the PECheckpoint to
-// Buddy(pe, live); the buddy calls StageBuddy. When the launcher has heard
-// from every PE it tells them to Commit (only then is the previous epoch
-// dropped) or, if a PE died meanwhile, to Abort. Memory reports the bytes
-// held. After a failure, a ward whose buddy died re-sends its committed copy
-// to its new buddy, which calls AdoptBuddy, so a second failure before the
-// next checkpoint stays recoverable.
+// Buddy(pe, live); the buddy calls StageBuddy. When the coordinator has
+// heard from every PE it tells them to Commit (only then is the previous
+// epoch dropped); if a PE died meanwhile, each PE calls Abort and recovery
+// starts from the committed epoch. Memory reports the bytes held. After a
+// failure, a ward whose buddy died re-sends its committed copy to its new
+// buddy, which calls AdoptBuddy, and a PE that restored tasks adds them to
+// its own copy (AdoptOwn), so a later failure before the next checkpoint
+// stays recoverable.
 //
 // PlanRecovery is run by the launcher on a failure: given each failed PE's
 // tasks (HostedTask: the task, the PE it was on at the checkpoint and that
@@ -35,26 +37,28 @@
 // returns a Relocation per task: the PE that restores it (round-robin over
 // the first spread survivors after the failed PE, or the spare) and the PE
 // that sends it its record (Store.OwnRecord or Store.BuddyRecord). Losing a
-// PE and the holder of its copy is ErrUnrecoverable; the launcher then falls
-// back to the disk checkpoint. The scheduler feeds each Relocation to
-// logging (RestoreTask, then FailureNotice) and to Locations.Relocate.
+// PE and the holder of its copy is ErrUnrecoverable; the job coordinator
+// then falls back to the latest disk checkpoint if there is one. The
+// scheduler feeds each Relocation to logging (RestoreTask, then
+// FailureNotice) and to its own table of where each task is.
 //
-// Locations (one per PE) is the table of where every task is, a slice per
-// collection, with a version per task. Route decides for each arriving
-// envelope: deliver here, or forward (and tell the sender the new place so
-// forwarding stops); see Locations for the full protocol. Move is called
-// by the PE a task leaves at a migration, Update by every PE that learns of
-// one. Snapshot and Restore carry the table through checkpoints.
+// Locations is a versioned table of where every task is, with lazy
+// forwarding updates (Route, Move, Update, Snapshot, Restore). It is
+// implemented and tested but the runtime does not use it: the scheduler
+// keeps a plain table per collection (homeOf), updated on every PE by
+// migrations and recoveries, and forwards what reaches a task's old PE.
 //
 // Greedy and Refine are the load balancers run at AtSync from measured
 // TaskLoads; they return Moves, which the scheduler performs as migrations
-// (Pack, send, Unpack, Locations.Move/Update).
+// (pack, send, unpack).
 //
 // WriteDisk (every PE, --checkpoint-dir) writes dir/epoch-N/pe-P.ckpt
 // atomically and returns a FileEntry; the launcher collects them and writes
-// the Manifest last with WriteManifest. A restart (--restart DIR) calls
-// ReadDisk, checks the manifest's job fingerprint, and places the records
-// on the new PE count with Redistribute.
+// the Manifest last with WriteManifest (the files of the PEs alive at the
+// checkpoint). A restart (--restart DIR) calls ReadDisk, which passes over
+// a corrupt newest epoch for an older complete one, and places the
+// records on the new PE count with Redistribute. (The job fingerprint the
+// format carries is not set by the runtime yet.)
 //
 // Errors wrap the sentinels ErrNoCheckpoint, ErrCorrupt, ErrUnrecoverable,
 // ErrEpoch, ErrUnknownTask and ErrNoSurvivor.

@@ -15,8 +15,15 @@
 // launcher runs. RunInProcess runs a whole job inside one process over
 // in-memory queues, for tests.
 //
+// JobCoordinator is the pure state machine of the whole job (checkpoints,
+// recovery, load balancing, stall detection) that the launcher drives;
+// Diagnosis, Busy and CheckStall make a job that stops making progress end
+// with a report instead of hanging.
+//
 // Imports: actor (the API it implements), scheduler/wire (envelopes),
-// scheduler/transport (the network); later logging and migrate.
+// logging (the protocols), migrate (checkpoints, recovery plans,
+// balancers) and commutative. The transport (scheduler/transport) and the
+// launcher import it, not the reverse.
 package scheduler
 
 //go:generate protoc -I ../.. --go_out=../.. --go_opt=module=github.com/gochare/gochare scheduler/wire/wire.proto
