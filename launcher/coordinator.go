@@ -828,7 +828,7 @@ func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg
 	case *controlpb.ToCoordinator_Staged:
 		return core.OnStaged(rank, m.Staged.Epoch, int(m.Staged.Bytes))
 	case *controlpb.ToCoordinator_BuddyStored:
-		return core.OnBuddyStored(rank, m.BuddyStored.Epoch, int(m.BuddyStored.Ward))
+		return core.OnBuddyStored(rank, m.BuddyStored.Epoch, int(m.BuddyStored.Ward), m.BuddyStored.Generation)
 	case *controlpb.ToCoordinator_DiskWritten:
 		d := m.DiskWritten
 		var err error

@@ -88,8 +88,8 @@ func (c peControl) Idle(st scheduler.IdleStatus) {
 func (c peControl) CheckpointStaged(epoch uint64, tasks, bytes int) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Staged{Staged: &controlpb.CheckpointStaged{Epoch: epoch, Tasks: int32(tasks), Bytes: int64(bytes)}}})
 }
-func (c peControl) BuddyStored(epoch uint64, ward int) {
-	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_BuddyStored{BuddyStored: &controlpb.BuddyStored{Epoch: epoch, Ward: int32(ward)}}})
+func (c peControl) BuddyStored(epoch uint64, ward int, generation uint64) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_BuddyStored{BuddyStored: &controlpb.BuddyStored{Epoch: epoch, Ward: int32(ward), Generation: generation}}})
 }
 func (c peControl) DiskWritten(epoch uint64, e migrate.FileEntry, err error) {
 	d := &controlpb.DiskWritten{Epoch: epoch, Name: e.Name, Pe: int32(e.PE), Sha256: e.SHA256[:], Size: e.Size}

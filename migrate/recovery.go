@@ -123,7 +123,7 @@ func copyHolder(task HostedTask, alive []bool) (int, error) {
 	case isAlive(task.BuddyPE):
 		return task.BuddyPE, nil
 	case task.BuddyPE < 0:
-		return -1, fmt.Errorf("%w: PE %d failed and had no buddy: the checkpoint of task %v is lost from memory",
+		return -1, fmt.Errorf("%w: PE %d failed and no other copy of its checkpoint was confirmed (none, or the copy for its new buddy was still on its way): the checkpoint of task %v is lost from memory",
 			ErrUnrecoverable, task.CheckpointPE, task.Task)
 	default:
 		return -1, fmt.Errorf("%w: PE %d and its buddy PE %d both failed: the checkpoint is lost from memory (task %v first)",

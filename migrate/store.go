@@ -156,6 +156,20 @@ func (s *Store) BuddyRecord(ward int, task TaskRef) (TaskRecord, bool) {
 	return findRecord(s.committed.buddies[ward], task)
 }
 
+// AnyRecord is one task's record from any committed copy this PE keeps,
+// its own first, then its wards' in rank order.
+func (s *Store) AnyRecord(task TaskRef) (TaskRecord, bool) {
+	if r, ok := findRecord(s.committed.own, task); ok {
+		return r, true
+	}
+	for _, ward := range s.Wards() {
+		if r, ok := findRecord(s.committed.buddies[ward], task); ok {
+			return r, true
+		}
+	}
+	return TaskRecord{}, false
+}
+
 // OwnRecord is one task's record from this PE's committed copy.
 func (s *Store) OwnRecord(task TaskRef) (TaskRecord, bool) {
 	return findRecord(s.committed.own, task)

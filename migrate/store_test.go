@@ -218,3 +218,27 @@ func TestAdoptOwnAddsRestoredTasks(t *testing.T) {
 		t.Fatalf("a restored record must replace the older one, got %q", r.Task)
 	}
 }
+
+// AnyRecord finds a task's record in the own copy or any ward's copy.
+func TestStoreAnyRecord(t *testing.T) {
+	s := NewStore()
+	a, b := TaskRef{Collection: 0, Lin: 1}, TaskRef{Collection: 0, Lin: 2}
+	if err := s.Stage(1, []TaskRecord{{Collection: 0, Lin: 1, Task: []byte("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StageBuddy(3, 1, []TaskRecord{{Collection: 0, Lin: 2, Task: []byte("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(1); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := s.AnyRecord(a); !ok || string(r.Task) != "a" {
+		t.Fatalf("own record: %v %v", r, ok)
+	}
+	if r, ok := s.AnyRecord(b); !ok || string(r.Task) != "b" {
+		t.Fatalf("ward's record: %v %v", r, ok)
+	}
+	if _, ok := s.AnyRecord(TaskRef{Collection: 1, Lin: 0}); ok {
+		t.Fatal("a record of a task it does not hold")
+	}
+}

@@ -49,6 +49,9 @@ type JobCoordinator struct {
 	createdEpoch uint64
 	// committedBy marks the PEs that committed the last committed epoch.
 	committedBy []bool
+	// adopted is, per PE, the buddy that confirmed storing the copy of
+	// the committed epoch that PE re-sent in the current recovery.
+	adopted map[int]adoption
 
 	// hosts says where each task is and where its checkpoint copy lives.
 	hosts [][]taskHost
@@ -175,7 +178,7 @@ func Layout(job *actor.Job, numPEs int) [][]int {
 // NewJobCoordinator returns a coordinator for a job whose PEs all joined.
 func NewJobCoordinator(cfg CoordinatorConfig) *JobCoordinator {
 	c := &JobCoordinator{cfg: cfg, live: make([]bool, cfg.Size), qd: NewQuiescenceDetector(cfg.Size), idle: make([]IdleStatus, cfg.Size),
-		delivered: make([]uint64, cfg.Size), createdEpoch: InitialEpoch}
+		delivered: make([]uint64, cfg.Size), createdEpoch: InitialEpoch, adopted: map[int]adoption{}}
 	for p := range c.live {
 		c.live[p] = true
 	}
@@ -220,6 +223,31 @@ func (c *JobCoordinator) finish(status int, err error) []Command {
 // is recoverable too.
 func (c *JobCoordinator) Ready() []Command { return c.startCheckpoint(InitialEpoch) }
 
+// adoption is a buddy's confirmation that it stores a PE's re-sent copy.
+type adoption struct {
+	pe         int
+	generation uint64
+}
+
+// protect counts ward's tasks protected by the buddy that confirmed its
+// re-sent copy in the current recovery, once the recovery has placed them
+// (their checkpoint PE is ward). A confirmation of an earlier recovery
+// does not count: the copy then did not hold the tasks ward restored
+// since.
+func (c *JobCoordinator) protect(ward int) {
+	a, ok := c.adopted[ward]
+	if !ok || a.generation != c.generation || !c.live[a.pe] || a.pe == ward {
+		return
+	}
+	for _, hs := range c.hosts {
+		for lin := range hs {
+			if h := &hs[lin]; h.checkpointPE == ward {
+				h.buddyPE = a.pe
+			}
+		}
+	}
+}
+
 // nextEpoch is the epoch of the next checkpoint.
 func (c *JobCoordinator) nextEpoch() uint64 { return max(c.committed, c.lastEpoch) + 1 }
 
@@ -247,8 +275,22 @@ func (c *JobCoordinator) OnStaged(pe int, epoch uint64, bytes int) []Command {
 }
 
 // OnBuddyStored records that PE pe staged the copy of PE ward.
-func (c *JobCoordinator) OnBuddyStored(pe int, epoch uint64, ward int) []Command {
-	if c.phase != phaseCheckpointing || epoch != c.staging || ward < 0 || ward >= c.cfg.Size {
+// Outside a checkpoint, it says that ward's copy of the committed epoch,
+// re-sent in recovery generation (its buddy failed, or it restored
+// tasks), is stored on pe: its tasks are protected there from then on
+// (see adopted).
+func (c *JobCoordinator) OnBuddyStored(pe int, epoch uint64, ward int, generation uint64) []Command {
+	if ward < 0 || ward >= c.cfg.Size || pe < 0 || pe >= c.cfg.Size {
+		return nil
+	}
+	if c.haveCommit && epoch == c.committed && !(c.phase == phaseCheckpointing && epoch == c.staging) {
+		if c.live[pe] && pe != ward && generation == c.generation {
+			c.adopted[ward] = adoption{pe: pe, generation: generation}
+			c.protect(ward)
+		}
+		return nil
+	}
+	if c.phase != phaseCheckpointing || epoch != c.staging {
 		return nil
 	}
 	c.stored[ward] = true
@@ -264,6 +306,7 @@ func (c *JobCoordinator) maybeCommit() []Command {
 	}
 	c.committed, c.haveCommit = c.staging, true
 	c.failuresSinceCommit = 0
+	c.adopted = map[int]adoption{}
 	for _, hs := range c.hosts {
 		for lin := range hs {
 			h := &hs[lin]
@@ -679,19 +722,26 @@ func (c *JobCoordinator) OnRestored(pe int, generation uint64, before Progress) 
 		return nil
 	}
 	c.pendingRestored = nil
-	// The restored tasks are now protected by their new PEs (their own
-	// copy, and their buddies'), and PEs whose buddy failed gave their copy
-	// to their new buddy.
+	// The restored tasks' own copies are on their new PEs (each PE adopts
+	// the records it restored before it answers). Their buddy copies, and
+	// those of PEs whose buddy failed, are on their way to the new
+	// buddies: a task counts as protected there only once that buddy says
+	// it stored the copy (OnBuddyStored). Until then it keeps the buddy
+	// it had if that one is alive and another PE: it still holds the
+	// task's record (under the ward it had).
 	for _, hs := range c.hosts {
 		for lin := range hs {
 			h := &hs[lin]
-			if !c.live[h.checkpointPE] || h.buddyPE < 0 || !c.live[h.buddyPE] {
-				if !c.live[h.checkpointPE] {
-					h.checkpointPE = h.pe
-				}
-				h.buddyPE = migrate.Buddy(h.checkpointPE, c.live)
+			if !c.live[h.checkpointPE] {
+				h.checkpointPE = h.pe
+			}
+			if h.buddyPE >= 0 && (!c.live[h.buddyPE] || h.buddyPE == h.checkpointPE) {
+				h.buddyPE = -1
 			}
 		}
+	}
+	for ward := range c.adopted {
+		c.protect(ward)
 	}
 	if c.phase == phaseRollingBack && !c.haveCommit {
 		// The tasks are as created again: the job starts with their

@@ -22,7 +22,7 @@ func runningCoordinator(t *testing.T, pes int, kind logging.Kind) *JobCoordinato
 	var cmds []Command
 	for pe := 0; pe < pes; pe++ {
 		cmds = append(cmds, c.OnStaged(pe, InitialEpoch, 10)...)
-		cmds = append(cmds, c.OnBuddyStored((pe+1)%pes, InitialEpoch, pe)...)
+		cmds = append(cmds, c.OnBuddyStored((pe+1)%pes, InitialEpoch, pe, 0)...)
 	}
 	require.Equal(t, []Command{{To: -1, Event: CommitCheckpoint{Epoch: InitialEpoch}}}, cmds)
 	// The job begins once every PE has committed.
@@ -31,6 +31,17 @@ func runningCoordinator(t *testing.T, pes int, kind logging.Kind) *JobCoordinato
 	}
 	require.Equal(t, []Command{{To: -1, Event: Begin{}}}, c.OnCommitted(pes-1, InitialEpoch))
 	return c
+}
+
+// confirmCopies delivers, for each live PE, its buddy's confirmation that
+// it stores the copy the PE re-sent in recovery generation.
+func confirmCopies(c *JobCoordinator, generation uint64) {
+	live := c.Live()
+	for p, ok := range live {
+		if ok {
+			c.OnBuddyStored(migrate.Buddy(p, live), c.committed, p, generation)
+		}
+	}
 }
 
 // events lists the events of commands, in order.
@@ -83,6 +94,9 @@ func TestCoordinatorReportsProgressRegained(t *testing.T) {
 	require.Empty(t, c.OnReached(2, 1, 9))
 	require.Equal(t, []Command{{To: -2, Event: ProgressRegained{Generation: 1, Step: 9}}}, c.OnReached(3, 1, 9))
 	require.Empty(t, c.OnReached(3, 1, 9), "reported once")
+	// The survivors re-sent their copies (with the tasks they restored)
+	// to their buddies, which confirm: only then may another PE fail.
+	confirmCopies(c, 1)
 
 	// A second failure, then a third while the second recovery's watch is
 	// pending: the answers to that watch are stale once PE 3 failed. A
@@ -93,6 +107,7 @@ func TestCoordinatorReportsProgressRegained(t *testing.T) {
 	watch, _ = eventOf[WatchProgress](t, c.OnRestored(3, 2, Progress{Step: 11, Offered: true}))
 	require.Equal(t, WatchProgress{Generation: 2, Step: 12}, watch)
 	require.Empty(t, c.OnReached(0, 2, 12))
+	confirmCopies(c, 2)
 	rb, _ := eventOf[Rollback](t, c.OnFailure(3))
 	require.Equal(t, uint64(3), rb.Generation)
 	require.Empty(t, c.OnReached(0, 2, 12), "stale: the watch of generation 2 is gone")
@@ -144,7 +159,7 @@ func TestCopyHolderFailingDuringRestore(t *testing.T) {
 	c.Ready()
 	for pe := range 4 {
 		c.OnStaged(pe, InitialEpoch, 10)
-		c.OnBuddyStored((pe+1)%4, InitialEpoch, pe)
+		c.OnBuddyStored((pe+1)%4, InitialEpoch, pe, 0)
 	}
 	for pe := range 4 {
 		c.OnCommitted(pe, InitialEpoch)
@@ -159,5 +174,42 @@ func TestCopyHolderFailingDuringRestore(t *testing.T) {
 	sd, _ := eventOf[SendDiskRecords](t, cmds)
 	for lin, pe := range sd.Hosts[0] {
 		require.True(t, pe == 0 || pe == 3, "task %d placed on PE %d, a survivor", lin, pe)
+	}
+}
+
+// After a recovery a PE's tasks (those it restored included) count as
+// protected by its buddy only once the buddy confirms it stores the copy
+// the PE re-sent in that recovery: a failure of the PE before it is a
+// loss of both copies (disk or a clear error), never a plan that asks a
+// PE for a copy it does not hold; after it, the tasks recover from the
+// buddy. A confirmation of an earlier recovery does not count.
+func TestRecoveredTasksAreProtectedOnceTheBuddyConfirms(t *testing.T) {
+	setup := func() (*JobCoordinator, int) {
+		c := runningCoordinator(t, 4, logging.KindPartialDet)
+		rec, _ := eventOf[Recover](t, c.OnFailure(1))
+		for pe := range []int{0, 2, 3} {
+			c.OnRestored([]int{0, 2, 3}[pe], 1, Progress{})
+		}
+		return c, rec.Relocations[0].ToPE
+	}
+	c, host := setup()
+	c.OnFailure(host)
+	out, done := c.Done()
+	require.True(t, done)
+	require.ErrorIs(t, out.Err, migrate.ErrUnrecoverable, "no confirmed copy of the restored task")
+
+	c, host = setup()
+	c.OnBuddyStored(migrate.Buddy(host, c.Live()), c.committed, host, 0) // of an earlier generation
+	c.OnFailure(host)
+	_, done = c.Done()
+	require.True(t, done, "a confirmation of another recovery does not count")
+
+	c, host = setup()
+	buddy := migrate.Buddy(host, c.Live())
+	c.OnBuddyStored(buddy, c.committed, host, 1)
+	rec, _ := eventOf[Recover](t, c.OnFailure(host))
+	require.NotEmpty(t, rec.Relocations)
+	for _, r := range rec.Relocations {
+		require.Equal(t, buddy, r.CopyPE, "the confirmed buddy gives the copies")
 	}
 }

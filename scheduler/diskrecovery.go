@@ -83,7 +83,8 @@ func (c *JobCoordinator) rollbackFromDisk(pe int, cause error) []Command {
 					FailedPE: h.pe, ToPE: to, CheckpointPE: to, CopyPE: to})
 				h.pe = to
 			}
-			h.checkpointPE, h.buddyPE = h.pe, migrate.Buddy(h.pe, c.live)
+			// The buddy copy is confirmed later (OnBuddyStored).
+			h.checkpointPE, h.buddyPE = h.pe, -1
 			hosts[coll][lin] = h.pe
 		}
 	}

@@ -201,9 +201,10 @@ type (
 		tasks, bytes int
 	}
 	ctlBuddyStored struct {
-		rank  int
-		epoch uint64
-		ward  int
+		rank       int
+		epoch      uint64
+		ward       int
+		generation uint64
 	}
 	ctlDisk struct {
 		rank  int
@@ -257,18 +258,18 @@ func (c localControl) send(ev any) {
 	}
 }
 
-func (c localControl) Output(line string)          { c.send(ctlOutput{c.rank, line}) }
-func (c localControl) Exit(status int)             { c.send(ctlExit{c.rank, status}) }
-func (c localControl) RequestQuiescence()          { c.send(ctlQuiescence{c.rank}) }
-func (c localControl) Idle(st IdleStatus)          { c.send(ctlIdle{c.rank, st}) }
-func (c localControl) Loads(l []migrate.TaskLoad)  { c.send(ctlLoads{c.rank, l}) }
-func (c localControl) Migrated()                   { c.send(ctlMigrated{c.rank}) }
-func (c localControl) Progress(delivered uint64)   { c.send(ctlProgress{c.rank, delivered}) }
-func (c localControl) Committed(epoch uint64)      { c.send(ctlCommitted{c.rank, epoch}) }
-func (c localControl) Diagnosis(report string)     { c.send(ctlDiagnosis{c.rank, report}) }
-func (c localControl) Fail(err error)              { c.send(ctlFail{c.rank, err}) }
-func (c localControl) BuddyStored(e uint64, w int) { c.send(ctlBuddyStored{c.rank, e, w}) }
-func (c localControl) Reached(g, step uint64)      { c.send(ctlReached{c.rank, g, step}) }
+func (c localControl) Output(line string)                    { c.send(ctlOutput{c.rank, line}) }
+func (c localControl) Exit(status int)                       { c.send(ctlExit{c.rank, status}) }
+func (c localControl) RequestQuiescence()                    { c.send(ctlQuiescence{c.rank}) }
+func (c localControl) Idle(st IdleStatus)                    { c.send(ctlIdle{c.rank, st}) }
+func (c localControl) Loads(l []migrate.TaskLoad)            { c.send(ctlLoads{c.rank, l}) }
+func (c localControl) Migrated()                             { c.send(ctlMigrated{c.rank}) }
+func (c localControl) Progress(delivered uint64)             { c.send(ctlProgress{c.rank, delivered}) }
+func (c localControl) Committed(epoch uint64)                { c.send(ctlCommitted{c.rank, epoch}) }
+func (c localControl) Diagnosis(report string)               { c.send(ctlDiagnosis{c.rank, report}) }
+func (c localControl) Fail(err error)                        { c.send(ctlFail{c.rank, err}) }
+func (c localControl) BuddyStored(e uint64, w int, g uint64) { c.send(ctlBuddyStored{c.rank, e, w, g}) }
+func (c localControl) Reached(g, step uint64)                { c.send(ctlReached{c.rank, g, step}) }
 func (c localControl) Restored(g uint64, _ int, before Progress) {
 	c.send(ctlRestored{c.rank, g, before})
 }
@@ -345,7 +346,7 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 			case ctlStaged:
 				deliver(c.core.OnStaged(ev.rank, ev.epoch, ev.bytes))
 			case ctlBuddyStored:
-				deliver(c.core.OnBuddyStored(ev.rank, ev.epoch, ev.ward))
+				deliver(c.core.OnBuddyStored(ev.rank, ev.epoch, ev.ward, ev.generation))
 			case ctlDisk:
 				deliver(c.core.OnDiskWritten(ev.rank, ev.epoch, ev.entry, ev.err))
 			case ctlRestored:

@@ -47,8 +47,10 @@ type Control interface {
 	RequestQuiescence()
 	// CheckpointStaged reports that this PE staged its tasks for epoch.
 	CheckpointStaged(epoch uint64, tasks, bytes int)
-	// BuddyStored reports that this PE staged the copy of PE ward's tasks.
-	BuddyStored(epoch uint64, ward int)
+	// BuddyStored reports that this PE stored the copy of PE ward's
+	// tasks: staged (a checkpoint under way) or adopted (ward re-sent its
+	// committed copy in recovery generation).
+	BuddyStored(epoch uint64, ward int, generation uint64)
 	// Committed reports that this PE committed checkpoint epoch.
 	Committed(epoch uint64)
 	// DiskWritten reports this PE's checkpoint file.
@@ -490,7 +492,7 @@ func (pe *PE) Receive(from int, payload []byte) {
 		return
 	}
 	if b.CheckpointKind != wire.CheckpointKind_CHECKPOINT_NONE {
-		pe.receiveCheckpoint(from, b.CheckpointKind, b.Checkpoint)
+		pe.receiveCheckpoint(from, b.CheckpointKind, b.Checkpoint, b.Generation)
 		pe.schedule()
 		return
 	}

@@ -295,7 +295,7 @@ func (nopControl) Exit(int)                                     {}
 func (nopControl) Idle(IdleStatus)                              {}
 func (nopControl) RequestQuiescence()                           {}
 func (nopControl) CheckpointStaged(uint64, int, int)            {}
-func (nopControl) BuddyStored(uint64, int)                      {}
+func (nopControl) BuddyStored(uint64, int, uint64)              {}
 func (nopControl) DiskWritten(uint64, migrate.FileEntry, error) {}
 func (nopControl) Restored(uint64, int, Progress)               {}
 func (nopControl) Reached(uint64, uint64)                       {}

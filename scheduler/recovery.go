@@ -268,7 +268,7 @@ func (pe *PE) sendCheckpoint(to int, kind wire.CheckpointKind, epoch uint64, of 
 		panic(fmt.Sprintf("scheduler: marshal checkpoint: %v", err))
 	}
 	if to == pe.cfg.Rank {
-		pe.receiveCheckpoint(pe.cfg.Rank, kind, b)
+		pe.receiveCheckpoint(pe.cfg.Rank, kind, b, pe.generation)
 		return
 	}
 	payload, err := proto.Marshal(&wire.Batch{Job: pe.cfg.JobID, Generation: pe.generation, CheckpointKind: kind, Checkpoint: b})
@@ -279,7 +279,8 @@ func (pe *PE) sendCheckpoint(to int, kind wire.CheckpointKind, epoch uint64, of 
 	pe.cfg.Net.Flush()
 }
 
-func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte) {
+// generation is the recovery generation of the batch that carried it.
+func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte, generation uint64) {
 	cp, err := migrate.UnmarshalPECheckpoint(b)
 	if err != nil {
 		pe.drop(fmt.Errorf("%w: checkpoint from PE %d: %v", ErrMalformed, from, err))
@@ -294,11 +295,14 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte) {
 			pe.drop(fmt.Errorf("%w: buddy copy from PE %d: %v", ErrMalformed, from, err))
 			return
 		}
-		pe.cfg.Control.BuddyStored(cp.Epoch, from)
+		pe.cfg.Control.BuddyStored(cp.Epoch, from, generation)
 	case wire.CheckpointKind_CHECKPOINT_ADOPT:
 		if err := pe.store.AdoptBuddy(from, cp.Epoch, cp.Tasks); err != nil {
 			pe.drop(fmt.Errorf("%w: adopted copy from PE %d: %v", ErrMalformed, from, err))
+			return
 		}
+		// The coordinator counts from's tasks as protected here only now.
+		pe.cfg.Control.BuddyStored(cp.Epoch, from, generation)
 	case wire.CheckpointKind_CHECKPOINT_MIGRATE:
 		for _, rec := range cp.Tasks {
 			if err := pe.importTask(rec); err != nil {
@@ -455,6 +459,11 @@ func (pe *PE) markFailed(failed []int, relocs []migrate.Relocation) {
 		rec, ok := pe.store.BuddyRecord(r.CheckpointPE, r.Task)
 		if !ok {
 			rec, ok = pe.store.OwnRecord(r.Task)
+		}
+		if !ok {
+			// A copy kept for another ward: the task moved (a recovery)
+			// since that ward sent it, and it is of the same epoch.
+			rec, ok = pe.store.AnyRecord(r.Task)
 		}
 		if !ok {
 			pe.cfg.Control.Fail(fmt.Errorf("scheduler: PE %d holds no checkpoint copy of %s[%d] (of PE %d)", pe.cfg.Rank, cs.def.Name, r.Task.Lin, r.CheckpointPE))

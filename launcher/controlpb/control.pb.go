@@ -2435,10 +2435,13 @@ func (x *CheckpointStaged) GetBytes() int64 {
 	return 0
 }
 
+// BuddyStored: a PE stored ward's copy of epoch, staged (a checkpoint
+// under way) or adopted (re-sent after a recovery, in generation).
 type BuddyStored struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Ward          int32                  `protobuf:"varint,2,opt,name=ward,proto3" json:"ward,omitempty"`
+	Generation    uint64                 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2483,6 +2486,13 @@ func (x *BuddyStored) GetEpoch() uint64 {
 func (x *BuddyStored) GetWard() int32 {
 	if x != nil {
 		return x.Ward
+	}
+	return 0
+}
+
+func (x *BuddyStored) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
 	}
 	return 0
 }
@@ -3349,10 +3359,13 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x10CheckpointStaged\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
 	"\x05tasks\x18\x02 \x01(\x05R\x05tasks\x12\x14\n" +
-	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\"7\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\"W\n" +
 	"\vBuddyStored\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
-	"\x04ward\x18\x02 \x01(\x05R\x04ward\"\x89\x01\n" +
+	"\x04ward\x18\x02 \x01(\x05R\x04ward\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation\"\x89\x01\n" +
 	"\vDiskWritten\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x0e\n" +
