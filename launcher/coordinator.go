@@ -85,7 +85,17 @@ type coordinator struct {
 	// killProcess sends a signal to a spawned PE (failure injection, and
 	// to make sure a PE declared dead is).
 	killProcess func(rank int, sig syscall.Signal) (pid int, err error)
+	// restartPE starts a spawned PE again and currentPID is its process
+	// now (a PE that failed before every PE joined, see maxRestarts).
+	restartPE  func(rank int) (pid int, err error)
+	currentPID func(rank int) int
+	restarts   map[int]int
 }
+
+// maxRestarts bounds how often a spawned PE that fails before every PE
+// joined is started again (a PE that cannot start at all must end the
+// job, not loop).
+const maxRestarts = 3
 
 type peer struct {
 	rank  int
@@ -110,12 +120,16 @@ type (
 		conn  *conn
 		hello *controlpb.Hello
 	}
+	// evMessage and evLost come from the reader of peer's connection: a
+	// PE started again before the job began is another peer.
 	evMessage struct {
 		rank int
+		peer *peer
 		msg  *controlpb.ToCoordinator
 	}
 	evLost struct {
 		rank int
+		peer *peer
 		err  error
 	}
 	// processExited is sent by the spawner when a PE process ends.
@@ -144,7 +158,7 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 	if cfg.Spawned == nil {
 		cfg.Spawned = make([]bool, cfg.Size)
 	}
-	return &coordinator{cfg: cfg, ln: ln, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{},
+	return &coordinator{cfg: cfg, ln: ln, restarts: map[int]int{}, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{},
 		judge: silenceJudge{bound: cfg.HeartbeatTimeout}}
 }
 
@@ -210,7 +224,7 @@ func (c *coordinator) readLoop(ctx context.Context, p *peer) {
 	for {
 		m := new(controlpb.ToCoordinator)
 		if err := p.conn.recv(m); err != nil {
-			c.post(ctx, evLost{rank: p.rank, err: err})
+			c.post(ctx, evLost{rank: p.rank, peer: p, err: err})
 			return
 		}
 		now := time.Now().UnixNano()
@@ -220,7 +234,7 @@ func (c *coordinator) readLoop(ctx context.Context, p *peer) {
 		if _, ok := m.Msg.(*controlpb.ToCoordinator_Heartbeat); ok {
 			continue
 		}
-		c.post(ctx, evMessage{rank: p.rank, msg: m})
+		c.post(ctx, evMessage{rank: p.rank, peer: p, msg: m})
 	}
 }
 
@@ -418,6 +432,21 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 			}
 		}
 		delete(lostAt, rank)
+		if core == nil && !setupSent && c.cfg.Spawned[rank] && c.restartPE != nil && c.restarts[rank] < maxRestarts {
+			// Before every PE joined nothing depends on it: start it again.
+			c.restarts[rank]++
+			if p != nil {
+				joined--
+				c.peers[rank] = nil
+			}
+			pid, err := c.restartPE(rank)
+			if err != nil {
+				c.failure = fmt.Errorf("%w: %s, and it could not be started again: %w", ErrPEFailed, detail, err)
+				return
+			}
+			c.cfg.Log.Warn("PE failed before it joined the job; started again", "detail", detail, "pid", pid, "attempt", c.restarts[rank])
+			return
+		}
 		if core == nil && setupSent && c.cfg.Restart == nil && !slices.Contains(earlyDead, rank) {
 			// Before the job began, after every PE got its setup (the
 			// others know of it): the job begins without it.
@@ -557,6 +586,9 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				}
 			case evMessage:
 				p := c.peers[ev.rank]
+				if p == nil || p != ev.peer {
+					continue // of a process replaced before the job began
+				}
 				if p.gone {
 					if !p.ignored {
 						p.ignored = true
@@ -609,7 +641,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				}
 			case evLost:
 				p := c.peers[ev.rank]
-				if p.gone {
+				if p == nil || p != ev.peer || p.gone {
 					continue
 				}
 				if c.cfg.Spawned[ev.rank] {
@@ -619,6 +651,9 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 				}
 				failure(ev.rank, fmt.Sprintf("lost its connection to the launcher: %v", ev.err))
 			case processExited:
+				if c.currentPID != nil && ev.pid != c.currentPID(ev.rank) {
+					continue // a process replaced before the job began
+				}
 				if p := c.peers[ev.rank]; p != nil {
 					p.exited = true
 					if p.gone {

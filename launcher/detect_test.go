@@ -344,3 +344,17 @@ func TestPEFailingBeforeTheJobBeganIsReplaced(t *testing.T) {
 		require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
 	}
 }
+
+// A PE killed as soon as the launcher started it, before the PEs have
+// all joined: nothing depends on it yet, so the launcher starts it again
+// (or, if it had got its setup, the job begins without it) and the job
+// ends with the failure-free digest.
+func TestPEKilledAtStartIsStartedAgain(t *testing.T) {
+	want := cleanDigest(t, stencilArgs)
+	j := startJob(t, stencilArgs...)
+	pids := parsePids(t, j.waitLine(t, pidsLine, 30*time.Second)[1])
+	require.NoError(t, syscall.Kill(pids[1], syscall.SIGKILL))
+	require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+	require.Regexp(t, `PE failed before it joined the job; started again.*PE 1 |PE failed before the job began; its tasks will be created on the other PEs.*PE 1 `, j.output())
+	require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+}

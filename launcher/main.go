@@ -396,6 +396,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	co := newCoordinator(cfg, ln)
 	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), stdout: stdout, stderr: stderr}
 	co.killProcess = sp.kill
+	co.restartPE, co.currentPID = sp.restart, sp.pid
 	for r := 0; r < o.pes; r++ {
 		cfg.Spawned[r] = true
 		if err := sp.start(r, o.pes, ln.Addr().String(), func(ev processExited) { co.post(ctx, ev) }); err != nil {

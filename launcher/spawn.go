@@ -31,10 +31,18 @@ type spawner struct {
 	// extraEnv is added to every PE's environment.
 	extraEnv []string
 
-	mu    sync.Mutex // guards the writers, so prefixed lines do not interleave
+	mu sync.Mutex // guards the writers, so prefixed lines do not interleave
+	// procs is, by rank, the PE's current process; all is every process
+	// started (a PE started again before the job began has two), done
+	// closed as each ends.
 	procs []*exec.Cmd
+	all   []*exec.Cmd
 	wg    sync.WaitGroup
 	done  []chan struct{}
+	// size, addr and report are start's arguments, for restart.
+	size   int
+	addr   string
+	report func(processExited)
 }
 
 // start launches PE rank of size, connecting to the coordinator at addr.
@@ -56,8 +64,13 @@ func (s *spawner) start(rank, size int, addr string, report func(processExited))
 		return fmt.Errorf("launcher: start PE %d: %w", rank, err)
 	}
 	done := make(chan struct{})
-	s.procs = append(s.procs, cmd)
+	for len(s.procs) <= rank {
+		s.procs = append(s.procs, nil)
+	}
+	s.procs[rank] = cmd
+	s.all = append(s.all, cmd)
 	s.done = append(s.done, done)
+	s.size, s.addr, s.report = size, addr, report
 	var streams sync.WaitGroup
 	streams.Add(2)
 	go s.stream(&streams, rank, outPipe, s.stdout)
@@ -92,7 +105,7 @@ func (s *spawner) stream(wg *sync.WaitGroup, rank int, r io.Reader, w io.Writer)
 func (s *spawner) stop(grace time.Duration) {
 	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
-	for i, cmd := range s.procs {
+	for i, cmd := range s.all {
 		select {
 		case <-s.done[i]:
 			continue
@@ -115,6 +128,23 @@ func (s *spawner) kill(rank int, sig syscall.Signal) (int, error) {
 	}
 	p := s.procs[rank].Process
 	return p.Pid, p.Signal(sig)
+}
+
+// restart starts PE rank again (it failed before the job began); its
+// new process becomes the PE's.
+func (s *spawner) restart(rank int) (int, error) {
+	if err := s.start(rank, s.size, s.addr, s.report); err != nil {
+		return 0, err
+	}
+	return s.procs[rank].Process.Pid, nil
+}
+
+// pid is PE rank's current process id (0 if none).
+func (s *spawner) pid(rank int) int {
+	if rank < 0 || rank >= len(s.procs) || s.procs[rank] == nil {
+		return 0
+	}
+	return s.procs[rank].Process.Pid
 }
 
 // pids returns the process ids of the PEs started so far.
