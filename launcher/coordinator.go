@@ -540,7 +540,16 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 						late = r
 					}
 				}
-				if late >= 0 {
+				switch {
+				case late >= 0 && !setupSent && c.restartPE != nil && c.restarts[late] < maxRestarts:
+					// Stuck before every PE joined (stopped, say): kill it and
+					// start it again, as if it had died.
+					if c.peers[late] == nil {
+						c.killProcess(late, syscall.SIGKILL)
+					}
+					failure(late, fmt.Sprintf("did not join the job and get ready within %v of its start (--join-timeout); killed", joinTimeout))
+					startedAt = now
+				case late >= 0:
 					c.failure = fmt.Errorf("%w: PE %d did not join the job and get ready within %v of its start (--join-timeout); the job cannot begin without it", ErrPEFailed, late, joinTimeout)
 				}
 			}

@@ -42,9 +42,9 @@ const usage = `usage:
                                 proceeds as for a crash. A PE that hears
                                 nothing from the launcher for D stops
                                 itself with an error
-        --join-timeout D        stop the job if a PE this launcher started has
-                                not joined and got ready within D of its
-                                start (default 30s)
+        --join-timeout D        kill and start again a PE this launcher
+                                started that has not joined and got ready
+                                within D of its start (default 30s)
         --stall-timeout D       stop the job with a diagnosis of what waits
                                 for what when it makes no progress for D
                                 (default 60s)
