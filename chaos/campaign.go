@@ -46,6 +46,9 @@ type Record struct {
 	// FailureNotices counts the launcher's "PE failed" lines (before the
 	// deadline, for a hang).
 	FailureNotices int `json:"failure_notices"`
+	// EarlyFailureNotices counts the launcher's notices of PEs that
+	// failed before the job began (started again, or left out).
+	EarlyFailureNotices int `json:"early_failure_notices,omitempty"`
 	// Note is an observation that explains a non-success.
 	Note string `json:"note,omitempty"`
 	// Log is the file with the job's whole output (non-successes, with
@@ -254,7 +257,7 @@ func (c *campaign) do(ctx context.Context, run Run) (Record, bool) {
 	if jr.Interrupted {
 		return r, false
 	}
-	r.Seconds, r.ExitCode, r.FailureNotices = jr.Wall.Seconds(), jr.ExitCode, jr.FailureNotices
+	r.Seconds, r.ExitCode, r.FailureNotices, r.EarlyFailureNotices = jr.Wall.Seconds(), jr.ExitCode, jr.FailureNotices, jr.EarlyFailureNotices
 	r.Injected, r.Missed = jr.Injected, jr.Missed
 	r.Class, r.Digest, r.Detail = Classify(jr.Outcome, base.Digest)
 	// The launcher's own kills at a step: did each PE reach its step?

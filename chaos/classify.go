@@ -148,7 +148,10 @@ var (
 	pidsRE = regexp.MustCompile(`msg="started PEs" .*pids="\[([0-9 ]*)\]"`)
 	// failedRE is the launcher's notice of a PE failure (its own line,
 	// not a PE's, which would have a "[pe N] " prefix).
-	failedRE   = regexp.MustCompile(`^level=ERROR msg="PE failed"`)
+	failedRE = regexp.MustCompile(`^level=ERROR msg="PE failed"(?: |$)`)
+	// earlyRE is the launcher's notice of a PE that failed before the
+	// job began: started again, or left out with its tasks elsewhere.
+	earlyRE    = regexp.MustCompile(`^level=(?:WARN|ERROR) msg="PE failed before (?:it joined the job|the job began);`)
 	selfKillRE = regexp.MustCompile(`^\[pe (\d+)\] .*msg="failure injection: killing this PE"`)
 	beginRE    = regexp.MustCompile(`^level=INFO msg="all PEs ready; job begins"`)
 )
@@ -178,6 +181,11 @@ func StartedPIDs(line string) ([]int, bool) {
 // IsFailureNotice reports the launcher's line announcing a PE failure, on
 // which the coordinator starts a recovery.
 func IsFailureNotice(line string) bool { return failedRE.MatchString(line) }
+
+// IsEarlyFailureNotice reports the launcher's line announcing a PE that
+// failed before the job began, which needs no recovery: the PE is started
+// again, or left out and its tasks created on the others.
+func IsEarlyFailureNotice(line string) bool { return earlyRE.MatchString(line) }
 
 // SelfKill returns the rank of a PE that announced it kills itself (a
 // launcher-injected failure at a step).

@@ -96,6 +96,10 @@ func TestLogLines(t *testing.T) {
 	require.True(t, IsFailureNotice(`level=ERROR msg="PE failed" detail="PE 1 (pid 31697 on vm) was killed by signal 9 (killed)" after_begin_ms=2451`))
 	require.False(t, IsFailureNotice(`[pe 2] level=ERROR msg="PE failed" detail="x"`), "a PE's line is not the launcher's notice")
 	require.False(t, IsFailureNotice(`level=INFO msg="PE 1 failed: restoring 3 tasks on 3 survivors (generation 1)"`))
+	require.True(t, IsEarlyFailureNotice(`level=WARN msg="PE failed before it joined the job; started again" detail="PE 0 (pid 19279 on vm) did not join" pid=19301 attempt=1`))
+	require.True(t, IsEarlyFailureNotice(`level=ERROR msg="PE failed before the job began; its tasks will be created on the other PEs" detail="PE 2"`))
+	require.False(t, IsFailureNotice(`level=WARN msg="PE failed before it joined the job; started again" detail="x"`), "no recovery follows an early failure")
+	require.False(t, IsEarlyFailureNotice(`level=ERROR msg="PE failed" detail="PE 1 (pid 31697 on vm) was killed by signal 9 (killed)"`))
 
 	rank, ok := SelfKill(`[pe 1] level=WARN msg="failure injection: killing this PE" pe=1 step=29`)
 	require.True(t, ok)

@@ -52,6 +52,9 @@ type jobResult struct {
 	// campaign began to stop the job (past its deadline, the PEs it ends
 	// are announced too).
 	FailureNotices int
+	// EarlyFailureNotices counts the launcher's lines for PEs that failed
+	// before the job began (started again or left out).
+	EarlyFailureNotices int
 	// EarlyInjection: the campaign injected a failure before the
 	// launcher announced that the job began (before its first
 	// checkpoint).
@@ -256,6 +259,10 @@ func (j *jobRun) line(l outputLine) {
 	}
 	if rank, ok := SelfKill(l.text); ok {
 		j.res.SelfKills = append(j.res.SelfKills, rank)
+		return
+	}
+	if IsEarlyFailureNotice(l.text) && !j.stopping {
+		j.res.EarlyFailureNotices++
 		return
 	}
 	if IsFailureNotice(l.text) && !j.stopping {
