@@ -91,7 +91,9 @@
 //  5. Checkpoint only when no application message is in flight and no
 //     handler or region is open; store the returned TaskCheckpoint with each
 //     task's packed state (locally and at the buddy).
-//  6. On a failure: first CheckFailures, and stop the job if it refuses.
+//  6. On a failure: first CheckFailures; if it refuses, replaying the
+//     failed PEs' tasks is not safe, so roll every task back to the last
+//     checkpoint instead, as None does (the scheduler's job coordinator).
 //     Drop envelopes from and to the failed PEs, do step 1, then call
 //     FailureNotice(failed, relocations) on every surviving PE and transmit
 //     their Ready (with Config.Locate set, it also sends again what the

@@ -13,9 +13,10 @@ import (
 )
 
 var (
-	crashesFlag = flag.Int("crashes", 0, "crashes per run in the seed sweep (default: one, two or three by seed, see sweepConfig)")
-	seedFlag    = flag.Int64("seed", -1, "run only this simulator seed (with -v, trace it)")
-	seedsFlag   = flag.Int("seeds", 0, "simulator seeds per protocol (default 10000, 300 under -race)")
+	crashesFlag  = flag.Int("crashes", 0, "crashes per run in the seed sweep (default: one, two or three by seed, see sweepConfig)")
+	seedFlag     = flag.Int64("seed", -1, "run only this simulator seed (with -v, trace it)")
+	seedsFlag    = flag.Int("seeds", 0, "simulator seeds per protocol (default 10000, 300 under -race)")
+	failuresFlag = flag.Int("failures", 0, "the protocols' f in the seed sweep (default: 2, and 1 for one seed in twelve, see sweepConfig)")
 )
 
 var kinds = []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet}
@@ -35,7 +36,11 @@ func seedCount() int {
 // moving at checkpoints: two crashes for half the seeds, the second often
 // during the first one's recovery, one for a third of them, and three for
 // the rest, of which those with three crashes between two checkpoints
-// must stop (logging.CheckFailures) and the others recover.
+// must be refused (logging.CheckFailures: the simulator stops there, the
+// runtime rolls every task back to the checkpoint) and the others
+// recover. One seed in twelve runs the protocols with f = 1 and two
+// crashes: a second crash since the last checkpoint must be refused, and
+// one after it recovered.
 func sweepConfig(kind logging.Kind, seed uint64) Config {
 	cfg := DefaultConfig(kind, seed)
 	switch {
@@ -47,6 +52,11 @@ func sweepConfig(kind logging.Kind, seed uint64) Config {
 		cfg.Crashes = 3
 	default:
 		cfg.Crashes = 2
+	}
+	if *failuresFlag > 0 {
+		cfg.Failures = *failuresFlag
+	} else if *crashesFlag == 0 && seed%12 == 4 {
+		cfg.Failures = 1
 	}
 	return cfg
 }
@@ -61,24 +71,32 @@ func TestSimulatorSeeds(t *testing.T) {
 				t.Logf("%+v", result)
 				return
 			}
+			var f1Recovered, f1Stopped int
 			var crashed, twice, duringRecovery, joint, thrice, stopped, forwarded, whileStale, failures int
 			for seed := range uint64(seedCount()) {
 				cfg := sweepConfig(kind, seed)
 				result, err := Run(cfg)
-				if err == nil && result.Stopped != nil && (kind == logging.KindNone || cfg.Crashes <= logging.DefaultFailures) {
-					err = fmt.Errorf("stopped although the protocol survives %d failures: %w", logging.DefaultFailures, result.Stopped)
+				if err == nil && result.Stopped != nil && (kind == logging.KindNone || cfg.Crashes <= cfg.Failures) {
+					err = fmt.Errorf("stopped although the protocol survives %d failures: %w", cfg.Failures, result.Stopped)
 				}
 				if err != nil {
 					failures++
 					if failures <= 5 {
-						t.Errorf("%v seed %d: %v\nreplay: go test ./logging/logtest -run 'TestSimulatorSeeds/%v' -seed %d -crashes %d -v",
-							kind, seed, err, kind, seed, cfg.Crashes)
+						t.Errorf("%v seed %d: %v\nreplay: go test ./logging/logtest -run 'TestSimulatorSeeds/%v' -seed %d -crashes %d -failures %d -v",
+							kind, seed, err, kind, seed, cfg.Crashes, cfg.Failures)
 					}
 					continue
 				}
 				if result.Stopped != nil {
 					require.ErrorIs(t, result.Stopped, logging.ErrTooManyFailures)
 					stopped++
+				}
+				if cfg.Failures == 1 && result.Crashes > 1 {
+					if result.Stopped != nil {
+						f1Stopped++
+					} else {
+						f1Recovered++
+					}
 				}
 				if result.Crashes > 0 {
 					crashed++
@@ -98,6 +116,7 @@ func TestSimulatorSeeds(t *testing.T) {
 				forwarded += result.Forwarded
 				whileStale += result.CrashesWhileStale
 			}
+			t.Logf("%v: f=1 with two crashes: %d recovered (a checkpoint between them), %d stopped (both since one checkpoint)", kind, f1Recovered, f1Stopped)
 			t.Logf("%v: %d seeds, %d crashed, %d crashed twice, %d crashed during a recovery, %d recovered from two failures in one notice, %d recovered from three crashes (not three since a checkpoint), %d stopped at a third crash since a checkpoint; %d messages forwarded, %d crashes while a PE sent to a moved task's old PE; %d failed",
 				kind, seedCount(), crashed, twice, duringRecovery, joint, thrice, stopped, forwarded, whileStale, failures)
 			require.Zero(t, failures, "failing seeds")
@@ -110,6 +129,10 @@ func TestSimulatorSeeds(t *testing.T) {
 					require.Greater(t, duringRecovery, seedCount()/20, "some runs crash during a recovery")
 					require.Greater(t, joint, seedCount()/50, "some runs recover from two failures notified together")
 				}
+			}
+			if *crashesFlag == 0 && *failuresFlag == 0 && kind != logging.KindNone && seedCount() >= 120 {
+				require.Positive(t, f1Recovered, "some f=1 runs recover from two crashes with a checkpoint between")
+				require.Positive(t, f1Stopped, "some f=1 runs stop at a second crash since a checkpoint")
 			}
 			if *crashesFlag == 0 && kind != logging.KindNone && seedCount() >= 60 {
 				require.Positive(t, thrice, "some runs recover from three crashes in two checkpoint periods")
