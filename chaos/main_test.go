@@ -6,12 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/gochare/gochare/internal/testbin"
 )
 
 // The test binary doubles as a fake launcher and fake PEs for the tests of
@@ -24,13 +24,6 @@ const (
 	impostorEnv = "CHAOS_TEST_IMPOSTOR"
 )
 
-var build struct {
-	once sync.Once
-	dir  string
-	exe  string
-	err  error
-}
-
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "launcher":
@@ -39,33 +32,14 @@ func TestMain(m *testing.M) {
 		fakePE(os.Getenv(scenarioEnv))
 		os.Exit(0)
 	}
-	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-	os.Exit(code)
+	os.Exit(testbin.Run(m))
 }
 
-// gochareExe builds the gochare binary once for the tests that run real
-// jobs.
+// gochareExe is the gochare binary for the tests that run real jobs,
+// built once per test process.
 func gochareExe(t *testing.T) string {
 	t.Helper()
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "gochare-chaos-test")
-		if build.err != nil {
-			return
-		}
-		build.exe = filepath.Join(build.dir, "gochare")
-		cmd := exec.Command("go", "build", "-o", build.exe, "github.com/gochare/gochare/cmd/gochare")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			build.err = fmt.Errorf("building gochare: %v\n%s", err, out)
-		}
-	})
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	return build.exe
+	return testbin.Gochare(t)
 }
 
 // fakePE says it is ready on its standard output (its signal handlers

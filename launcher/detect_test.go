@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/internal/testbin"
 )
 
 // longStencilArgs is stencilArgs run long enough (120 sweeps) that a PE
@@ -75,7 +77,7 @@ func startPE(t *testing.T, launcher *job, rank, size int) *pe {
 	t.Helper()
 	addr := launcher.waitLine(t, regexp.MustCompile(`--coordinator (\S+)`), 30*time.Second)[1]
 	secret := launcher.waitLine(t, regexp.MustCompile(`GOCHARE_JOB_SECRET=([0-9a-f]+)`), time.Second)[1]
-	p := &pe{cmd: exec.Command(gochareBin, "pe", "--coordinator", addr, "--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size)), done: make(chan struct{})}
+	p := &pe{cmd: exec.Command(testbin.Gochare(t), "pe", "--coordinator", addr, "--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size)), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "GOCHARE_JOB_SECRET="+secret)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	require.NoError(t, p.cmd.Start())
@@ -271,7 +273,7 @@ func TestKillAtTheLastStep(t *testing.T) {
 			j.waitLine(t, regexp.MustCompile(fmt.Sprintf(`\[pe 1\] .*failure injection: killing this PE" pe=1 step=%d`, last)), time.Second)
 			j.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9`), time.Second)
 
-			out, err := exec.Command(gochareBin, append(args, "--kill", fmt.Sprintf("pe=1,at=step:%d", last+1))...).CombinedOutput()
+			out, err := exec.Command(testbin.Gochare(t), append(args, "--kill", fmt.Sprintf("pe=1,at=step:%d", last+1))...).CombinedOutput()
 			var ee *exec.ExitError
 			require.ErrorAs(t, err, &ee)
 			require.Equal(t, 2, ee.ExitCode(), "%s", out)
@@ -289,7 +291,7 @@ func TestKillsThatCanNeverFireAreRefused(t *testing.T) {
 		"pe=1,at=recovery:4":   "at most 3 recoveries",
 		"pe=1,at=checkpoint:7": "this job takes checkpoints 1 to 6",
 	} {
-		out, err := exec.Command(gochareBin, append(append([]string(nil), stencilArgs...), "--kill", spec)...).CombinedOutput()
+		out, err := exec.Command(testbin.Gochare(t), append(append([]string(nil), stencilArgs...), "--kill", spec)...).CombinedOutput()
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, spec)
 		require.Equal(t, 2, ee.ExitCode(), "%s: %s", spec, out)

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/internal/testbin"
 )
 
 // On real PE processes, a handler's panic stops the job with the task,
 // the handler, the panic's value and the stack, under every protocol.
 func TestHandlerPanicOnPEProcessStopsTheJob(t *testing.T) {
 	for _, ft := range []string{"none", "partialdet"} {
-		j := startBinary(t, faultsBin, "run", "faults", "--pes", "3", "--ft", ft, "--panic-at", "4")
+		j := startBinary(t, testbin.Build(t, faultsPackage), "run", "faults", "--pes", "3", "--ft", ft, "--panic-at", "4")
 		require.Equal(t, 1, j.wait(t, 60*time.Second), ft)
 		out := j.output()
 		require.Regexp(t, `gochare: PE 2: scheduler: handler panicked: workers\(5\), handler token, on PE 2: worker 5 was told to panic at step 4`, out)
@@ -23,7 +25,7 @@ func TestHandlerPanicOnPEProcessStopsTheJob(t *testing.T) {
 // A handler that never returns: the job stops after --stall-timeout with
 // a diagnosis that names it, instead of hanging.
 func TestStalledJobStopsWithDiagnosis(t *testing.T) {
-	j := startBinary(t, faultsBin, "run", "faults", "--pes", "3", "--hang-at", "4", "--stall-timeout", "2s")
+	j := startBinary(t, testbin.Build(t, faultsPackage), "run", "faults", "--pes", "3", "--hang-at", "4", "--stall-timeout", "2s")
 	require.Equal(t, 1, j.wait(t, 60*time.Second))
 	out := j.output()
 	require.Contains(t, out, "gochare: scheduler: job stalled: no progress for 2s (--stall-timeout)")
@@ -34,7 +36,7 @@ func TestStalledJobStopsWithDiagnosis(t *testing.T) {
 // A job that goes quiet before any task calls Exit stops at once, with
 // what every PE's tasks wait for.
 func TestQuiescentJobWithoutExitIsDiagnosed(t *testing.T) {
-	j := startBinary(t, faultsBin, "run", "faults", "--pes", "3", "--no-exit")
+	j := startBinary(t, testbin.Build(t, faultsPackage), "run", "faults", "--pes", "3", "--no-exit")
 	require.Equal(t, 1, j.wait(t, 60*time.Second))
 	out := j.output()
 	require.Contains(t, out, "gochare: scheduler: job is quiescent but no task called Exit")

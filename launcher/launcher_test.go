@@ -22,34 +22,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gochare/gochare/internal/testbin"
 	"github.com/gochare/gochare/launcher/controlpb"
 )
 
-// gochareBin is the gochare binary built once for the integration tests;
-// faultsBin the same launcher with the faults test app (internal/faults).
-var gochareBin, faultsBin string
+// The integration tests start the gochare command (testbin.Gochare) and
+// the same launcher with the faults test app (faultsPackage), each built
+// once per test process.
+const faultsPackage = "github.com/gochare/gochare/launcher/internal/faults"
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gochare-test")
-	if err != nil {
-		panic(err)
-	}
-	gochareBin = filepath.Join(dir, "gochare")
-	build := exec.Command("go", "build", "-o", gochareBin, "github.com/gochare/gochare/cmd/gochare")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic(fmt.Sprintf("building gochare: %v", err))
-	}
-	faultsBin = filepath.Join(dir, "faults")
-	build = exec.Command("go", "build", "-o", faultsBin, "github.com/gochare/gochare/launcher/internal/faults")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic(fmt.Sprintf("building the faults test binary: %v", err))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 // job is a running `gochare run` whose output lines are collected.
 type job struct {
@@ -70,7 +52,7 @@ func (j *job) output() string {
 
 func startJob(t *testing.T, args ...string) *job {
 	t.Helper()
-	return startBinary(t, gochareBin, args...)
+	return startBinary(t, testbin.Gochare(t), args...)
 }
 
 func startBinary(t *testing.T, bin string, args ...string) *job {
@@ -272,7 +254,7 @@ func TestStrangerIsRefusedByCoordinator(t *testing.T) {
 	raw.Write(bytes.Repeat([]byte{0xff}, 64))
 	raw.Close()
 	secret := j.waitLine(t, regexp.MustCompile(`GOCHARE_JOB_SECRET=([0-9a-f]+)`), time.Second)[1]
-	pe := exec.Command(gochareBin, "pe", "--coordinator", addr, "--rank", "0", "--size", "1")
+	pe := exec.Command(testbin.Gochare(t), "pe", "--coordinator", addr, "--rank", "0", "--size", "1")
 	pe.Env = append(os.Environ(), "GOCHARE_JOB_SECRET="+secret)
 	require.NoError(t, pe.Run())
 	require.Equal(t, 0, j.wait(t, time.Minute))
@@ -287,7 +269,7 @@ func TestBadFlagsAreRefusedBeforeAnyPEStarts(t *testing.T) {
 		{"run", "nosuchapp", "--pes", "2"},
 		{"pe", "--coordinator", "127.0.0.1:1"},
 	} {
-		out, err := exec.Command(gochareBin, args...).CombinedOutput()
+		out, err := exec.Command(testbin.Gochare(t), args...).CombinedOutput()
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "%v", args)
 		require.Equal(t, 2, ee.ExitCode(), "%v: %s", args, out)

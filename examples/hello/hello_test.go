@@ -10,7 +10,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/internal/testbin"
 )
+
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 // The README shows this program in full; it must be this file, verbatim.
 func TestREADMEShowsThisProgram(t *testing.T) {
@@ -22,11 +26,7 @@ func TestREADMEShowsThisProgram(t *testing.T) {
 }
 
 func TestHelloRunsOnThreePEs(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "hello")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	out, err = exec.Command(bin, "run", "hello", "--pes", "3").CombinedOutput()
+	out, err := exec.Command(testbin.Build(t, "."), "run", "hello", "--pes", "3").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "\n12 greeters answered; their ids add up to 192\n")
 	require.Equal(t, 12, strings.Count(string(out), "hello, from PE"))
