@@ -6,37 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/appkit"
 )
 
 // App is the stencil3d application, run by `gochare run stencil3d`.
-var App = actor.App{
+var App = appkit.Spec[Config]{
 	Name:    appName,
 	Summary: "7-point Jacobi stencil on a periodic 3-d grid of chunks with ghost exchange (Charm++ stencil3d)",
-	Define:  define,
+	Parse:   ParseConfig,
+	Declare: func(j *actor.Job, cfg Config) { declare(j, cfg, time.Now) },
 	// The chunks offer steps 0 to iterations-2: a sync point after every
 	// sweep but the last (see onFacesComplete).
-	LastStep: func(args []string) (uint64, bool) {
-		cfg, err := ParseConfig(args)
-		if err != nil || cfg.Iterations < 2 {
+	LastStep: func(cfg Config) (uint64, bool) {
+		if cfg.Iterations < 2 {
 			return 0, false
 		}
 		return uint64(cfg.Iterations - 2), true
 	},
-}
-
-func define(j *actor.Job, args []string) error {
-	cfg, err := ParseConfig(args)
-	if err != nil {
-		return err
-	}
-	declare(j, cfg, time.Now)
-	return j.Err()
-}
+}.App()
 
 // program holds the declarations of one job: its configuration and the
 // proxies the handlers send through. It is built identically on every PE
@@ -44,40 +34,29 @@ func define(j *actor.Job, args []string) error {
 type program struct {
 	cfg   Config
 	shape actor.Shape // of the chunk collection
-	// now reads the clock of the main element's PE, for elapsed_s only.
-	now func() time.Time
 
-	begin   *actor.Proxy[*Begin]
-	face    *actor.Proxy[*Face]
-	results *actor.Proxy[*actor.ReductionResult]
+	begin *actor.Proxy[*Begin]
+	face  *actor.Proxy[*Face]
+	// results is the main element's callback for the chunk records.
+	results actor.Callback
 	// collect concatenates chunk records; see encodeRecord.
 	collect actor.Reducer
 }
 
-// Names of the application, its collections and its reducer, as the
+// Names of the application, its collection and its reducer, as the
 // runtime shows them.
 const (
 	appName          = "stencil3d"
-	mainCollection   = "main"
 	chunksCollection = "chunks"
 	collectReducer   = "stencil3d.records"
 )
 
-// mainIndex is the index of the only element of the main collection.
-var mainIndex = actor.Idx(0)
-
+// declare declares the job; now reads the clock of the main element's PE,
+// for the elapsed time only.
 func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
-	p := &program{cfg: cfg, shape: chunkShape(cfg), now: now}
-	p.collect = j.CustomReducer(collectReducer, concatRecords)
-
-	mains := actor.NewCollection(j, mainCollection, actor.Shape{1}, actor.BlockMap,
-		func(actor.Index) *mainTask { return &mainTask{} })
-	// The main element handles Start (key 0), then the results (key 1).
-	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), p.onStart,
-		actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
-	p.results = actor.Handle(mains, "results", actor.AnnotateOrdered(), p.onResults,
-		actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
-	actor.Main(j, start, mainIndex)
+	p := &program{cfg: cfg, shape: chunkShape(cfg)}
+	p.collect = j.CustomReducer(collectReducer, appkit.ConcatBytes)
+	p.results = appkit.Main{Clock: now, Begin: p.start, Finish: p.finish}.Declare(j)
 
 	chunks := actor.NewCollection(j, chunksCollection, p.shape, actor.BlockMap,
 		func(actor.Index) *Chunk {
@@ -100,17 +79,9 @@ func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 // Begin has applied the boundary condition and sent the chunk's own faces.
 func faceKey(iteration uint64) uint64 { return iteration + 1 }
 
-// onStart begins the run: every chunk applies its boundary condition and
+// start begins the run: every chunk applies its boundary condition and
 // sends its first faces.
-func (p *program) onStart(m *mainTask, ctx actor.Context, start *actor.Start) {
-	if m.startedAt != 0 {
-		panic("stencil3d: main element started twice")
-	}
-	m.startedAt = p.now().UnixNano()
-	m.numPEs = start.GetNumPes()
-	ctx.Expect(1)
-	p.begin.Broadcast(ctx, &Begin{})
-}
+func (p *program) start(ctx actor.Context) { p.begin.Broadcast(ctx, &Begin{}) }
 
 func (p *program) onBegin(c *Chunk, ctx actor.Context, _ *Begin) {
 	if err := c.begin(); err != nil {
@@ -163,31 +134,21 @@ func (p *program) onFacesComplete(c *Chunk, ctx actor.Context, key uint64) {
 		return
 	}
 	record := encodeRecord(p.shape.Linear(ctx.Index()), c.result())
-	ctx.Contribute(p.collect, actor.Value{Bytes: record}, p.results.At(mainIndex))
+	ctx.Contribute(p.collect, actor.Value{Bytes: record}, p.results)
 }
 
-// onResults receives every chunk's record, prints the results and ends the
-// job.
-func (p *program) onResults(m *mainTask, ctx actor.Context, r *actor.ReductionResult) {
-	if m.finished {
-		panic("stencil3d: results delivered twice")
-	}
-	m.finished = true
-	elapsed := p.now().Sub(time.Unix(0, m.startedAt))
+// finish takes every chunk's record and returns the report.
+func (p *program) finish(_ actor.Context, run appkit.Run) ([]string, int, error) {
+	r := run.Results[0]
 	results, err := decodeRecords(r.GetBytes(), p.cfg.NumChunks())
 	if r.GetReducer() != collectReducer {
 		err = fmt.Errorf("stencil3d: results combined by reducer %q, want %q", r.GetReducer(), collectReducer)
 	}
 	if err != nil {
-		ctx.Printf("error: %v", err)
-		ctx.Exit(1)
-		return
+		return nil, 1, err
 	}
-	lines, status := report(p.cfg, results, int(m.numPEs), elapsed)
-	for _, line := range lines {
-		ctx.Printf("%s", line)
-	}
-	ctx.Exit(status)
+	lines, status := report(p.cfg, results, run.PEs, run.Elapsed)
+	return lines, status, nil
 }
 
 // haloOf and sideOf convert between a Side and its wire name.
@@ -210,10 +171,6 @@ func encodeRecord(linear int, r ChunkResult) []byte {
 	out = binary.LittleEndian.AppendUint32(out, uint32(linear))
 	out = binary.LittleEndian.AppendUint64(out, r.FNV1a)
 	return binary.LittleEndian.AppendUint64(out, math.Float64bits(r.Sum))
-}
-
-func concatRecords(a, b actor.Value) actor.Value {
-	return actor.Value{Bytes: slices.Concat(a.Bytes, b.Bytes)}
 }
 
 // decodeRecords returns the results of chunks 0..n-1 in linear index
@@ -255,7 +212,7 @@ func report(cfg Config, results []ChunkResult, pes int, elapsed time.Duration) (
 	shape := chunkShape(cfg)
 	g := cfg.ChunkGrid()
 	lines = append(lines, fmt.Sprintf("stencil3d grid %s chunk %s chunks %s iterations %d pes %d",
-		formatTriple(cfg.Grid), formatTriple(cfg.Chunk), formatTriple(g), cfg.Iterations, pes))
+		appkit.FormatTriple(cfg.Grid), appkit.FormatTriple(cfg.Chunk), appkit.FormatTriple(g), cfg.Iterations, pes))
 
 	common := results[0]
 	var differing []int
@@ -271,9 +228,9 @@ func report(cfg Config, results []ChunkResult, pes int, elapsed time.Duration) (
 		equality = fmt.Sprintf("chunks DIFFER: %d of %d differ from chunk %v", len(differing), len(results), shape.At(0))
 		status = 1
 	}
-	lines = append(lines, fmt.Sprintf("chunk sum %s fnv1a %016x (%s)", formatSum(common.Sum), common.FNV1a, equality))
+	lines = append(lines, fmt.Sprintf("chunk sum %s fnv1a %016x (%s)", appkit.FormatExact(common.Sum), common.FNV1a, equality))
 	for _, n := range differing[:min(len(differing), maxDifferingLines)] {
-		lines = append(lines, fmt.Sprintf("chunk %v sum %s fnv1a %016x", shape.At(n), formatSum(results[n].Sum), results[n].FNV1a))
+		lines = append(lines, fmt.Sprintf("chunk %v sum %s fnv1a %016x", shape.At(n), appkit.FormatExact(results[n].Sum), results[n].FNV1a))
 	}
 	digest := JobDigest(hashes)
 	lines = append(lines, fmt.Sprintf("job digest %016x", digest))
@@ -288,7 +245,7 @@ func report(cfg Config, results []ChunkResult, pes int, elapsed time.Duration) (
 		if reference == referenceMatch {
 			lines = append(lines, "reference: match")
 		} else {
-			lines = append(lines, fmt.Sprintf("reference: MISMATCH (want chunk sum %s fnv1a %016x)", formatSum(want.Sum), want.FNV1a))
+			lines = append(lines, fmt.Sprintf("reference: MISMATCH (want chunk sum %s fnv1a %016x)", appkit.FormatExact(want.Sum), want.FNV1a))
 		}
 	} else {
 		lines = append(lines, fmt.Sprintf("reference: none (no reference value for chunk %v, %d iterations)", cfg.Block(), cfg.Iterations))
@@ -311,10 +268,6 @@ func sameResult(a, b ChunkResult) bool {
 	return a.FNV1a == b.FNV1a && math.Float64bits(a.Sum) == math.Float64bits(b.Sum)
 }
 
-// formatSum writes a sum with 17 significant digits, enough to identify
-// the float64 exactly, as in the reference table.
-func formatSum(v float64) string { return strconv.FormatFloat(v, 'g', 17, 64) }
-
 // jsonReport is the final JSON line of --json.
 type jsonReport struct {
 	App        string `json:"app"`
@@ -323,7 +276,7 @@ type jsonReport struct {
 	Chunks     int    `json:"chunks"`
 	Iterations int    `json:"iterations"`
 	PEs        int    `json:"pes"`
-	// ChunkSum is written with 17 significant digits, as in the text.
+	// ChunkSum is written as in the text (appkit.FormatExact).
 	ChunkSum    json.Number `json:"chunk_sum"`
 	ChunkFNV1a  string      `json:"chunk_fnv1a"`
 	ChunksEqual bool        `json:"chunks_equal"`
@@ -343,7 +296,7 @@ func jsonLine(cfg Config, pes int, common ChunkResult, equal bool, digest uint64
 		Chunks:      cfg.NumChunks(),
 		Iterations:  cfg.Iterations,
 		PEs:         pes,
-		ChunkSum:    json.Number(formatSum(common.Sum)),
+		ChunkSum:    json.Number(appkit.FormatExact(common.Sum)),
 		ChunkFNV1a:  fmt.Sprintf("%016x", common.FNV1a),
 		ChunksEqual: equal,
 		JobDigest:   fmt.Sprintf("%016x", digest),
@@ -351,47 +304,4 @@ func jsonLine(cfg Config, pes int, common ChunkResult, equal bool, digest uint64
 		ElapsedS:    elapsed.Seconds(),
 	})
 	return string(out), err
-}
-
-// mainTask is the only element of the main collection.
-type mainTask struct {
-	// startedAt is the Unix time in nanoseconds of Start, 0 before.
-	startedAt int64
-	numPEs    int32
-	finished  bool
-}
-
-// Packed form of a mainTask, little-endian: "S3DM" version(1),
-// startedAt (int64), numPEs (int32), finished (1 byte).
-const (
-	mainMagic       = "S3DM"
-	mainVersion     = 1
-	mainPackedBytes = len(mainMagic) + 1 + 8 + 4 + 1
-)
-
-func (m *mainTask) MarshalBinary() ([]byte, error) {
-	out := make([]byte, 0, mainPackedBytes)
-	out = append(out, mainMagic...)
-	out = append(out, mainVersion)
-	out = binary.LittleEndian.AppendUint64(out, uint64(m.startedAt))
-	out = binary.LittleEndian.AppendUint32(out, uint32(m.numPEs))
-	var finished byte
-	if m.finished {
-		finished = 1
-	}
-	return append(out, finished), nil
-}
-
-func (m *mainTask) UnmarshalBinary(data []byte) error {
-	if len(data) != mainPackedBytes || string(data[:len(mainMagic)]) != mainMagic || data[len(mainMagic)] != mainVersion {
-		return fmt.Errorf("stencil3d: packed main element of %d bytes is not %q version %d", len(data), mainMagic, mainVersion)
-	}
-	rest := data[len(mainMagic)+1:]
-	if rest[12] > 1 {
-		return fmt.Errorf("stencil3d: packed main element has finished flag %d", rest[12])
-	}
-	m.startedAt = int64(binary.LittleEndian.Uint64(rest))
-	m.numPEs = int32(binary.LittleEndian.Uint32(rest[8:]))
-	m.finished = rest[12] == 1
-	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/appkit"
+	"github.com/gochare/gochare/apps/appkit/apptest"
 )
 
 // steppingClock returns a clock that advances by step at every reading.
@@ -22,8 +24,9 @@ func steppingClock(step time.Duration) func() time.Time {
 }
 
 // simulate declares the app for args with a clock that makes the elapsed
-// line "elapsed 1.500000 s", and runs it on a simulation.
-func simulate(t *testing.T, args []string, seed uint64, configure func(*simulation)) (*simulation, Config) {
+// line "elapsed 1.500000 s", and runs it on the runtime double as on 4
+// PEs.
+func simulate(t *testing.T, args []string, seed uint64, configure func(*apptest.Double)) (*apptest.Double, Config) {
 	t.Helper()
 	cfg, err := ParseConfig(args)
 	if err != nil {
@@ -31,11 +34,11 @@ func simulate(t *testing.T, args []string, seed uint64, configure func(*simulati
 	}
 	j := actor.NewJob()
 	declare(j, cfg, steppingClock(1500*time.Millisecond))
-	sim := newSimulation(t, j, seed, 4)
+	sim := apptest.NewDouble(t, j, 4, seed)
 	if configure != nil {
 		configure(sim)
 	}
-	sim.run(args)
+	sim.Run(args)
 	return sim, cfg
 }
 
@@ -48,11 +51,11 @@ func serialDigest(cfg Config) string {
 	return fmt.Sprintf("job digest %016x", JobDigest(hashes))
 }
 
-func checkOutput(t *testing.T, sim *simulation, want []string, wantStatus int) {
+func checkOutput(t *testing.T, sim *apptest.Double, want []string, wantStatus int) {
 	t.Helper()
-	if !slices.Equal(sim.output, want) || sim.exitStatus != wantStatus {
+	if !slices.Equal(sim.Output, want) || sim.ExitStatus != wantStatus {
 		t.Errorf("output (exit %d):\n%s\nwant (exit %d):\n%s",
-			sim.exitStatus, strings.Join(sim.output, "\n"), wantStatus, strings.Join(want, "\n"))
+			sim.ExitStatus, strings.Join(sim.Output, "\n"), wantStatus, strings.Join(want, "\n"))
 	}
 }
 
@@ -71,16 +74,16 @@ func TestAppMatchesReferenceUnderReordering(t *testing.T) {
 	}
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			sim, _ := simulate(t, args, seed, func(s *simulation) {
+			sim, _ := simulate(t, args, seed, func(s *apptest.Double) {
 				if seed == 2 {
-					s.packEvery = 499
+					s.PackEvery = 499
 				}
 			})
 			checkOutput(t, sim, want, 0)
 			wantDeliveries := map[string]int{"main.start": 1, "main.results": 1, "chunks.begin": 64, "chunks.face": 64 * NumSides * 10}
 			for name, n := range wantDeliveries {
-				if sim.deliveries[name] != n {
-					t.Errorf("%s delivered %d times, want %d", name, sim.deliveries[name], n)
+				if sim.Deliveries[name] != n {
+					t.Errorf("%s delivered %d times, want %d", name, sim.Deliveries[name], n)
 				}
 			}
 		})
@@ -104,9 +107,9 @@ func TestAppSingleChunkIsItsOwnNeighbour(t *testing.T) {
 // dimension, where the -x and +x neighbours are the same task, and checks
 // the JSON line.
 func TestAppTwoWideChunkGridWithJSON(t *testing.T) {
-	sim, cfg := simulate(t, []string{"--grid", "32,16,8", "--chunk", "16,8,4", "--iterations", "30", "--json"}, 11, func(s *simulation) { s.packEvery = 50 })
-	if len(sim.output) != 6 || sim.exitStatus != 0 {
-		t.Fatalf("exit %d, output:\n%s", sim.exitStatus, strings.Join(sim.output, "\n"))
+	sim, cfg := simulate(t, []string{"--grid", "32,16,8", "--chunk", "16,8,4", "--iterations", "30", "--json"}, 11, func(s *apptest.Double) { s.PackEvery = 50 })
+	if len(sim.Output) != 6 || sim.ExitStatus != 0 {
+		t.Fatalf("exit %d, output:\n%s", sim.ExitStatus, strings.Join(sim.Output, "\n"))
 	}
 	checkOutput(t, sim, append([]string{
 		"stencil3d grid 32,16,8 chunk 16,8,4 chunks 2,2,2 iterations 30 pes 4",
@@ -114,13 +117,13 @@ func TestAppTwoWideChunkGridWithJSON(t *testing.T) {
 		serialDigest(cfg),
 		"reference: match",
 		"elapsed 1.500000 s",
-	}, sim.output[5]), 0)
+	}, sim.Output[5]), 0)
 
 	var got map[string]any
-	dec := json.NewDecoder(strings.NewReader(sim.output[5]))
+	dec := json.NewDecoder(strings.NewReader(sim.Output[5]))
 	dec.UseNumber()
 	if err := dec.Decode(&got); err != nil {
-		t.Fatalf("JSON line %q: %v", sim.output[5], err)
+		t.Fatalf("JSON line %q: %v", sim.Output[5], err)
 	}
 	want := map[string]string{
 		"app": "stencil3d", "grid": "[32 16 8]", "chunk": "[16 8 4]", "chunks": "8", "iterations": "30", "pes": "4",
@@ -139,7 +142,7 @@ func TestAppWithoutReferenceValue(t *testing.T) {
 	serial := SolveSerial(cfg)[0]
 	checkOutput(t, sim, []string{
 		"stencil3d grid 12,8,4 chunk 4,4,4 chunks 3,2,1 iterations 3 pes 4",
-		fmt.Sprintf("chunk sum %s fnv1a %016x (all 6 chunks equal)", formatSum(serial.Sum), serial.FNV1a),
+		fmt.Sprintf("chunk sum %s fnv1a %016x (all 6 chunks equal)", appkit.FormatExact(serial.Sum), serial.FNV1a),
 		serialDigest(cfg),
 		"reference: none (no reference value for chunk 4x4x4, 3 iterations)",
 		"elapsed 1.500000 s",
@@ -149,17 +152,17 @@ func TestAppWithoutReferenceValue(t *testing.T) {
 // TestAppReportsDifferingChunks corrupts one chunk during the run: the app
 // must say which chunks differ and exit with status 1.
 func TestAppReportsDifferingChunks(t *testing.T) {
-	sim, _ := simulate(t, []string{"--grid", "64,64,64", "--chunk", "16,16,16", "--iterations", "10"}, 5, func(s *simulation) {
-		s.afterDelivery = func(step int) {
+	sim, _ := simulate(t, []string{"--grid", "64,64,64", "--chunk", "16,16,16", "--iterations", "10"}, 5, func(s *apptest.Double) {
+		s.AfterDelivery = func(step int) {
 			if step == 200 {
-				c := s.collections[1][5].task.(*Chunk)
+				c := s.Task(1, 5).(*Chunk)
 				c.temperature[c.block.At(8, 8, 8)] += 1
 			}
 		}
 	})
-	out := strings.Join(sim.output, "\n")
-	if sim.exitStatus != 1 {
-		t.Errorf("exit status %d, want 1", sim.exitStatus)
+	out := strings.Join(sim.Output, "\n")
+	if sim.ExitStatus != 1 {
+		t.Errorf("exit status %d, want 1", sim.ExitStatus)
 	}
 	for _, fragment := range []string{
 		"(chunks DIFFER: ",
@@ -176,14 +179,10 @@ func TestAppReportsDifferingChunks(t *testing.T) {
 // does.
 func TestAppDefineRunsWithTheRealClock(t *testing.T) {
 	args := []string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "2"}
-	j := actor.NewJob()
-	if err := App.Define(j, args); err != nil {
-		t.Fatal(err)
-	}
-	sim := newSimulation(t, j, 1, 2)
-	sim.run(args)
-	if sim.exitStatus != 0 || len(sim.output) != 5 || !strings.HasPrefix(sim.output[4], "elapsed ") {
-		t.Errorf("exit %d, output:\n%s", sim.exitStatus, strings.Join(sim.output, "\n"))
+	sim := apptest.NewDouble(t, apptest.Define(t, App, args), 2, 1)
+	sim.Run(args)
+	if sim.ExitStatus != 0 || len(sim.Output) != 5 || !strings.HasPrefix(sim.Output[4], "elapsed ") {
+		t.Errorf("exit %d, output:\n%s", sim.ExitStatus, strings.Join(sim.Output, "\n"))
 	}
 	if App.Name != "stencil3d" || App.Summary == "" {
 		t.Errorf("App = %q %q", App.Name, App.Summary)
@@ -204,9 +203,9 @@ func TestRecordsSurviveConcatenationInAnyOrder(t *testing.T) {
 	a := encodeRecord(1, ChunkResult{Sum: 1.25, FNV1a: 11})
 	b := encodeRecord(0, ChunkResult{Sum: 2.5, FNV1a: 22})
 	c := encodeRecord(2, ChunkResult{Sum: -3, FNV1a: 33})
-	joined := concatRecords(concatRecords(actor.Value{Bytes: a}, actor.Value{Bytes: b}), actor.Value{Bytes: c})
+	joined := appkit.ConcatBytes(appkit.ConcatBytes(actor.Value{Bytes: a}, actor.Value{Bytes: b}), actor.Value{Bytes: c})
 	if !bytes.Equal(joined.Bytes, slices.Concat(a, b, c)) {
-		t.Fatalf("concatRecords does not concatenate in argument order")
+		t.Fatalf("ConcatBytes does not concatenate in argument order")
 	}
 	got, err := decodeRecords(joined.Bytes, 3)
 	if err != nil {

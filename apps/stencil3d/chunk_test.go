@@ -153,21 +153,3 @@ func TestChunkUnpackRefusesForeignState(t *testing.T) {
 		}
 	}
 }
-
-func TestMainTaskPackRoundTrip(t *testing.T) {
-	m := &mainTask{startedAt: 1_700_000_000_123_456_789, numPEs: 4, finished: true}
-	packed, err := m.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got mainTask
-	if err := got.UnmarshalBinary(packed); err != nil {
-		t.Fatal(err)
-	}
-	if got != *m {
-		t.Errorf("round trip gave %+v, want %+v", got, *m)
-	}
-	if err := got.UnmarshalBinary(packed[1:]); err == nil {
-		t.Errorf("truncated main state accepted")
-	}
-}

@@ -1,12 +1,9 @@
 package stencil3d
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
+
+	"github.com/gochare/gochare/apps/appkit"
 )
 
 // Limits on a configuration, so that a typo cannot ask for an impossible
@@ -67,11 +64,11 @@ func (c Config) Validate() error {
 		}
 	}
 	if points := c.Chunk[0] * c.Chunk[1] * c.Chunk[2]; points > maxChunkPoints {
-		return fmt.Errorf("stencil3d: --chunk %s has %d points, at most %d", formatTriple(c.Chunk), points, maxChunkPoints)
+		return fmt.Errorf("stencil3d: --chunk %s has %d points, at most %d", appkit.FormatTriple(c.Chunk), points, maxChunkPoints)
 	}
 	if n := c.NumChunks(); n > maxChunks {
 		return fmt.Errorf("stencil3d: --grid %s / --chunk %s gives %d chunks, at most %d",
-			formatTriple(c.Grid), formatTriple(c.Chunk), n, maxChunks)
+			appkit.FormatTriple(c.Grid), appkit.FormatTriple(c.Chunk), n, maxChunks)
 	}
 	if c.Iterations < 1 || c.Iterations > maxIterations {
 		return fmt.Errorf("stencil3d: --iterations %d, want 1 to %d", c.Iterations, maxIterations)
@@ -90,15 +87,8 @@ func (c Config) Validate() error {
 // and for a configuration that Validate refuses.
 func ParseConfig(args []string) (Config, error) {
 	cfg := DefaultConfig()
-	fs := newFlagSet(&cfg)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return Config{}, fmt.Errorf("stencil3d: %w\n%s", err, Usage())
-		}
+	if err := newFlags(&cfg).Parse(args); err != nil {
 		return Config{}, fmt.Errorf("stencil3d: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("stencil3d: unexpected argument %q", fs.Arg(0))
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
@@ -109,52 +99,14 @@ func ParseConfig(args []string) (Config, error) {
 // Usage returns the description of the flags.
 func Usage() string {
 	cfg := DefaultConfig()
-	fs := newFlagSet(&cfg)
-	var b strings.Builder
-	b.WriteString("usage: stencil3d [--grid X,Y,Z] [--chunk X,Y,Z] [--iterations N] [--json]\n")
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	return b.String()
+	return newFlags(&cfg).Usage()
 }
 
-func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("stencil3d", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Var((*triple)(&cfg.Grid), "grid", "global grid points `X,Y,Z`")
-	fs.Var((*triple)(&cfg.Chunk), "chunk", "interior points per chunk `X,Y,Z`; must divide --grid")
+func newFlags(cfg *Config) *appkit.Flags {
+	fs := appkit.NewFlags("stencil3d", "usage: stencil3d [--grid X,Y,Z] [--chunk X,Y,Z] [--iterations N] [--json]")
+	fs.Var((*appkit.Triple)(&cfg.Grid), "grid", "global grid points `X,Y,Z`")
+	fs.Var((*appkit.Triple)(&cfg.Chunk), "chunk", "interior points per chunk `X,Y,Z`; must divide --grid")
 	fs.IntVar(&cfg.Iterations, "iterations", cfg.Iterations, "number of sweeps")
 	fs.BoolVar(&cfg.JSON, "json", false, "print a final JSON line")
 	return fs
 }
-
-// triple is a flag value of three positive integers written X,Y,Z.
-type triple [3]int
-
-func (t *triple) String() string {
-	if t == nil {
-		return ""
-	}
-	return formatTriple(*t)
-}
-
-func (t *triple) Set(s string) error {
-	parts := strings.Split(s, ",")
-	if len(parts) != 3 {
-		return fmt.Errorf("want three comma-separated integers X,Y,Z, got %d values", len(parts))
-	}
-	var v [3]int
-	for d, p := range parts {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", p)
-		}
-		if n < 1 {
-			return fmt.Errorf("extent %d, want at least 1", n)
-		}
-		v[d] = n
-	}
-	*t = v
-	return nil
-}
-
-func formatTriple(t [3]int) string { return fmt.Sprintf("%d,%d,%d", t[0], t[1], t[2]) }

@@ -2,7 +2,8 @@
 // a periodic 3-d grid split into chunks that exchange ghost faces every
 // iteration, the benchmark Charm++ uses for message-logging overhead. It
 // implements the project's Stencil3D specification (shared notes,
-// reference/stencil3d.md) and imports nothing of gochare but actor.
+// reference/stencil3d.md) and imports nothing of gochare but actor and the
+// apps' shared scaffolding, appkit.
 //
 // # Running
 //
@@ -15,8 +16,8 @@
 //
 // # Program
 //
-// Collection "main" has one element; it receives actor.Start, records the
-// start time and broadcasts Begin to collection "chunks", a 3-d collection
+// Collection "main" has one element (appkit.Main); it receives
+// actor.Start, records the start time and broadcasts Begin to collection "chunks", a 3-d collection
 // of (NX/BX)×(NY/BY)×(NZ/BZ) Chunk tasks placed with actor.BlockMap. On
 // Begin a chunk applies the boundary condition and sends its six faces of
 // iteration 0. Handler "face" is a commutative region of six messages
@@ -80,7 +81,8 @@
 // # Files
 //
 // kernel.go holds the numerics, chunk.go the Chunk task and its packed
-// form, app.go the declarations, handlers and output, serial.go the
+// form, config.go the flags, app.go the declarations, handlers and output
+// (the main element is appkit.Main's, packed by appkit), serial.go the
 // reference solver, reference.go the reference table, and stencil3d.proto
 // the messages (regenerate stencil3d.pb.go with go generate).
 package stencil3d

@@ -1,13 +1,12 @@
 package stencil3d
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gochare/gochare/apps/appkit/apptest"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 )
@@ -18,8 +17,7 @@ import (
 // failures of PEs that are not each other's buddy at the same step.
 func TestRecoveryInProcess(t *testing.T) {
 	args := []string{"--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "45"}
-	clean, err := scheduler.RunInProcess(context.Background(), App, args, 4, nil)
-	require.NoError(t, err)
+	clean := apptest.Run(t, App, 4, args)
 	scenarios := []struct {
 		name  string
 		kills map[int]uint64 // PE -> step
@@ -31,31 +29,24 @@ func TestRecoveryInProcess(t *testing.T) {
 	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
 		for _, sc := range scenarios {
 			t.Run(fmt.Sprintf("%v/%s", kind, sc.name), func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
 				opts := []scheduler.Option{scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(10)}
 				for pe, step := range sc.kills {
 					opts = append(opts, scheduler.WithKill(pe, step))
 				}
-				res, err := scheduler.RunInProcess(ctx, App, args, 4, nil, opts...)
-				require.NoError(t, err)
-				require.Equal(t, 0, res.Status)
+				res := apptest.Run(t, App, 4, args, opts...)
 				require.Equal(t, clean.Output[:4], res.Output[:4], "results after recovery equal the failure-free ones")
-				var restored, rolledBack, determinants int
 				for pe, st := range res.Stats {
-					restored += st.Restored
-					rolledBack += st.RolledBack
-					determinants += st.Protocol.Determinants
 					if kind != logging.KindNone && sc.kills[pe] == 0 {
 						require.Zero(t, st.RolledBack, "PE %d survived and must not roll back", pe)
 					}
 				}
-				require.Positive(t, restored, "the failed PEs' tasks were restored elsewhere")
+				sum := apptest.Sum(res)
+				require.Positive(t, sum.Restored, "the failed PEs' tasks were restored elsewhere")
 				if kind == logging.KindNone {
-					require.Positive(t, rolledBack)
+					require.Positive(t, sum.RolledBack)
 				}
 				if kind == logging.KindPartialDet {
-					require.Zero(t, determinants, "Stencil3D's receptions are all commutative or ordered")
+					require.Zero(t, sum.Determinants, "Stencil3D's receptions are all commutative or ordered")
 				}
 			})
 		}
@@ -67,24 +58,16 @@ func TestRecoveryInProcess(t *testing.T) {
 // moves.
 func TestMigrationInProcess(t *testing.T) {
 	args := []string{"--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "45"}
-	clean, err := scheduler.RunInProcess(context.Background(), App, args, 4, nil)
-	require.NoError(t, err)
+	clean := apptest.Run(t, App, 4, args)
 	for _, kill := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
 			opts := []scheduler.Option{scheduler.WithProtocol(logging.KindPartialDet), scheduler.WithCheckpointEvery(10), scheduler.WithBalancer("greedy")}
 			if kill {
 				opts = append(opts, scheduler.WithKill(2, 33))
 			}
-			res, err := scheduler.RunInProcess(ctx, App, args, 4, nil, opts...)
-			require.NoError(t, err)
+			res := apptest.Run(t, App, 4, args, opts...)
 			require.Equal(t, clean.Output[:4], res.Output[:4])
-			moved := 0
-			for _, st := range res.Stats {
-				moved += st.MigratedIn
-			}
-			require.Positive(t, moved, "the balancer moved tasks")
+			require.Positive(t, apptest.Sum(res).MigratedIn, "the balancer moved tasks")
 		})
 	}
 }

@@ -1,13 +1,12 @@
 package stencil3d
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gochare/gochare/apps/appkit/apptest"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 )
@@ -25,18 +24,14 @@ import (
 // process (the cause reproduces there), on a smaller grid.
 func TestEarlyKillOfPE0Recovers(t *testing.T) {
 	args := []string{"--grid", "32,32,32", "--chunk", "8,8,8", "--iterations", "30"}
-	clean, err := scheduler.RunInProcess(context.Background(), App, args, 4, nil)
-	require.NoError(t, err)
+	clean := apptest.Run(t, App, 4, args)
 	for _, c := range []struct {
 		kind logging.Kind
 		step uint64
 	}{{logging.KindFullDet, 1}, {logging.KindFullDet, 5}, {logging.KindFullDet, 9}, {logging.KindPartialDet, 1}, {logging.KindPartialDet, 5}} {
 		t.Run(fmt.Sprintf("%v/step %d", c.kind, c.step), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			res, err := scheduler.RunInProcess(ctx, App, args, 4, nil, scheduler.WithProtocol(c.kind),
-				scheduler.WithCheckpointEvery(10), scheduler.WithKill(0, c.step), scheduler.WithStallTimeout(20*time.Second))
-			require.NoError(t, err)
+			res := apptest.Run(t, App, 4, args, scheduler.WithProtocol(c.kind),
+				scheduler.WithCheckpointEvery(10), scheduler.WithKill(0, c.step))
 			require.Equal(t, clean.Output[:4], res.Output[:4], "results after recovery equal the failure-free ones")
 			require.Positive(t, res.Stats[1].Restored+res.Stats[2].Restored+res.Stats[3].Restored, "PE 0's tasks were restored")
 		})

@@ -3,6 +3,8 @@ package stencil3d
 import (
 	"math"
 	"testing"
+
+	"github.com/gochare/gochare/apps/appkit"
 )
 
 // TestSerialMatchesReferenceTable runs every row of the reference table on
@@ -21,7 +23,7 @@ func TestSerialMatchesReferenceTable(t *testing.T) {
 		got := SolveSerial(cfg)
 		if len(got) != 1 || !sameResult(got[0], want) {
 			t.Errorf("chunk %v, %d iterations: got %+v, want sum %s fnv1a %016x",
-				key.Chunk, key.Iterations, got, formatSum(want.Sum), want.FNV1a)
+				key.Chunk, key.Iterations, got, appkit.FormatExact(want.Sum), want.FNV1a)
 		}
 	}
 }
