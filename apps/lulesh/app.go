@@ -4,51 +4,38 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/appkit"
 	"github.com/gochare/gochare/apps/lulesh/kernel"
 )
 
 // App is the lulesh application, run by `gochare run lulesh`.
-var App = actor.App{
+var App = appkit.Spec[Config]{
 	Name:    appName,
 	Summary: "LULESH 2.0 shock hydrodynamics (Sedov blast) on an N³ mesh split into chunks with 26-neighbour node sums",
-	Define:  define,
+	Parse:   ParseConfig,
+	Declare: func(j *actor.Job, cfg Config) { declare(j, cfg, time.Now) },
 	// Cycle c offers step c-1 (see onTimestep), up to the cycle limit;
 	// without one the run ends at the stop time, after a number of cycles
 	// only the run tells. The stop time may also come before the limit.
-	LastStep: func(args []string) (uint64, bool) {
-		cfg, err := ParseConfig(args)
-		if err != nil || cfg.Iterations < 1 {
+	LastStep: func(cfg Config) (uint64, bool) {
+		if cfg.Iterations < 1 {
 			return 0, false
 		}
 		return uint64(cfg.Iterations - 1), true
 	},
-}
+}.App()
 
-func define(j *actor.Job, args []string) error {
-	cfg, err := ParseConfig(args)
-	if err != nil {
-		return err
-	}
-	declare(j, cfg, time.Now)
-	return j.Err()
-}
-
-// Names of the application, its collections and its reducer, as the
+// Names of the application, its collection and its reducer, as the
 // runtime shows them.
 const (
 	appName          = "lulesh"
-	mainCollection   = "main"
 	chunksCollection = "chunks"
 	gatherReducer    = "lulesh.energies"
 )
-
-// mainIndex is the index of the only element of the main collection.
-var mainIndex = actor.Idx(0)
 
 // program holds the declarations of one job: its configuration and the
 // proxies the handlers send through. It is built identically on every PE
@@ -57,8 +44,6 @@ type program struct {
 	cfg   Config
 	grid  [3]int      // chunks along x, y, z
 	shape actor.Shape // of the chunk collection: (x, y, z)
-	// now reads the clock of the main element's PE, for elapsed_s only.
-	now func() time.Time
 
 	begin *actor.Proxy[*Begin]
 	// sharedNodes and faceGradients are the exchange handlers by region
@@ -68,24 +53,19 @@ type program struct {
 	sharedNodes   map[int]*actor.Proxy[*SharedNodes]
 	faceGradients map[int]*actor.Proxy[*FaceGradients]
 	timestep      *actor.Proxy[*actor.ReductionResult]
-	results       *actor.Proxy[*actor.ReductionResult]
-	gather        actor.Reducer
+	// results is the main element's callback for the final energies.
+	results actor.Callback
+	gather  actor.Reducer
 }
 
+// declare declares the job; now reads the clock of the main element's PE,
+// for the elapsed time only.
 func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 	grid := cfg.ChunkGrid()
-	p := &program{cfg: cfg, grid: grid, shape: actor.Shape{grid[0], grid[1], grid[2]}, now: now,
+	p := &program{cfg: cfg, grid: grid, shape: actor.Shape{grid[0], grid[1], grid[2]},
 		sharedNodes: map[int]*actor.Proxy[*SharedNodes]{}, faceGradients: map[int]*actor.Proxy[*FaceGradients]{}}
-	p.gather = j.CustomReducer(gatherReducer, concatRecords)
-
-	mains := actor.NewCollection(j, mainCollection, actor.Shape{1}, actor.BlockMap,
-		func(actor.Index) *mainTask { return &mainTask{} })
-	// The main element handles Start (key 0), then the results (key 1).
-	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), p.onStart,
-		actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
-	p.results = actor.Handle(mains, "results", actor.AnnotateOrdered(), p.onResults,
-		actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
-	actor.Main(j, start, mainIndex)
+	p.gather = j.CustomReducer(gatherReducer, appkit.ConcatBytes)
+	p.results = appkit.Main{Clock: now, Begin: p.start, Finish: p.finish}.Declare(j)
 
 	chunks := actor.NewCollection(j, chunksCollection, p.shape, actor.BlockMap,
 		func(at actor.Index) *Chunk {
@@ -174,16 +154,8 @@ func fail(ctx actor.Context, err error) {
 	ctx.Exit(1)
 }
 
-// onStart begins the run: every chunk sends its nodal masses.
-func (p *program) onStart(m *mainTask, ctx actor.Context, start *actor.Start) {
-	if m.startedAt != 0 {
-		panic("lulesh: main element started twice")
-	}
-	m.startedAt = p.now().UnixNano()
-	m.numPEs = start.GetNumPes()
-	ctx.Expect(1)
-	p.begin.Broadcast(ctx, &Begin{})
-}
+// start begins the run: every chunk sends its nodal masses.
+func (p *program) start(ctx actor.Context) { p.begin.Broadcast(ctx, &Begin{}) }
 
 // onBegin sums the nodal masses of shared nodes: this chunk's share goes
 // to every neighbour, and theirs come back as a region of key massKey.
@@ -368,7 +340,7 @@ func (p *program) afterGradients(c *Chunk, ctx actor.Context) {
 	}
 	c.stage = stageDone
 	record := encodeRecord(p.shape.Linear(ctx.Index()), d.Cycle(), d.Energies())
-	ctx.Contribute(p.gather, actor.Value{Bytes: record}, p.results.At(mainIndex))
+	ctx.Contribute(p.gather, actor.Value{Bytes: record}, p.results)
 }
 
 // A record is one chunk's final state, little-endian: its linear index
@@ -388,10 +360,6 @@ func encodeRecord(linear, cycle int, energies []float64) []byte {
 		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(e))
 	}
 	return out
-}
-
-func concatRecords(a, b actor.Value) actor.Value {
-	return actor.Value{Bytes: slices.Concat(a.Bytes, b.Bytes)}
 }
 
 // gatherEnergies decodes the records of every chunk into the energies of
@@ -438,26 +406,16 @@ func gatherEnergies(cfg Config, data []byte) (energies []float64, cycles int, er
 	return energies, cycles, nil
 }
 
-// onResults receives every chunk's energies, prints the results and ends
-// the job.
-func (p *program) onResults(m *mainTask, ctx actor.Context, r *actor.ReductionResult) {
-	if m.finished {
-		panic("lulesh: results delivered twice")
-	}
-	m.finished = true
-	elapsed := p.now().Sub(time.Unix(0, m.startedAt))
+// finish takes every chunk's energies and returns the report.
+func (p *program) finish(_ actor.Context, run appkit.Run) ([]string, int, error) {
+	r := run.Results[0]
 	if r.GetReducer() != gatherReducer {
-		fail(ctx, fmt.Errorf("lulesh: results combined by reducer %q, want %q", r.GetReducer(), gatherReducer))
-		return
+		return nil, 1, fmt.Errorf("lulesh: results combined by reducer %q, want %q", r.GetReducer(), gatherReducer)
 	}
 	energies, cycles, err := gatherEnergies(p.cfg, r.GetBytes())
 	if err != nil {
-		fail(ctx, err)
-		return
+		return nil, 1, err
 	}
-	lines, status := report(p.cfg, kernel.Summarise(p.cfg.Size, cycles, energies, elapsed), int(m.numPEs))
-	for _, line := range lines {
-		ctx.Printf("%s", line)
-	}
-	ctx.Exit(status)
+	lines, status := report(p.cfg, kernel.Summarise(p.cfg.Size, cycles, energies, run.Elapsed), run.PEs)
+	return lines, status, nil
 }

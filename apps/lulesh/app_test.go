@@ -1,37 +1,21 @@
 package lulesh
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/gochare/gochare/apps/appkit"
+	"github.com/gochare/gochare/apps/appkit/apptest"
 	"github.com/gochare/gochare/apps/lulesh/kernel"
-	"github.com/gochare/gochare/scheduler"
 )
 
-// runApp runs the app in process and returns its output and the JSON
-// report of its last line.
+// runApp runs the app in process with --json and returns its output and
+// the JSON report of its last line.
 func runApp(t *testing.T, pes int, args ...string) ([]string, Report) {
 	t.Helper()
-	var stderr strings.Builder
-	res, err := scheduler.RunInProcess(context.Background(), App, append(args, "--json"), pes, &stderr)
-	if err != nil {
-		t.Fatalf("run %v on %d PEs: %v\nstderr:\n%s", args, pes, err, stderr.String())
-	}
-	if res.Status != 0 {
-		t.Fatalf("run %v on %d PEs: exit status %d, output:\n%s\nstderr:\n%s", args, pes, res.Status, strings.Join(res.Output, "\n"), stderr.String())
-	}
-	if len(res.Output) == 0 {
-		t.Fatalf("run %v on %d PEs: no output", args, pes)
-	}
-	var rep Report
-	last := res.Output[len(res.Output)-1]
-	if err := json.Unmarshal([]byte(last), &rep); err != nil {
-		t.Fatalf("last line %q is not the JSON report: %v", last, err)
-	}
-	return res.Output, rep
+	res := apptest.Run(t, App, pes, append(args, "--json"))
+	return res.Output, apptest.LastJSON[Report](t, res.Output)
 }
 
 func chunkedDigest(t *testing.T, size int, chunk [3]int, iterations int) kernel.Result {
@@ -62,8 +46,8 @@ func TestDistributedRunMatchesReferenceAndChunkedDriver(t *testing.T) {
 	for _, chunk := range chunks {
 		want := chunkedDigest(t, 10, chunk, iterations)
 		for _, n := range pes {
-			t.Run(fmt.Sprintf("chunk=%s/pes=%d", formatTriple(chunk), n), func(t *testing.T) {
-				output, rep := runApp(t, n, "--size", "10", "--chunk", formatTriple(chunk), "--iterations", fmt.Sprint(iterations))
+			t.Run(fmt.Sprintf("chunk=%s/pes=%d", appkit.FormatTriple(chunk), n), func(t *testing.T) {
+				output, rep := runApp(t, n, "--size", "10", "--chunk", appkit.FormatTriple(chunk), "--iterations", fmt.Sprint(iterations))
 				if got := fmt.Sprintf("%016x", want.Digest); rep.Digest != got {
 					t.Errorf("digest %s, kernel.RunChunked %s", rep.Digest, got)
 				}

@@ -282,18 +282,3 @@ func mustPack(t *testing.T, c *Chunk) []byte {
 	}
 	return b
 }
-
-func TestMainTaskPackRoundTrip(t *testing.T) {
-	m := &mainTask{startedAt: 1234567890123, numPEs: 4, finished: true}
-	packed, err := m.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got mainTask
-	if err := got.UnmarshalBinary(packed); err != nil || got != *m {
-		t.Errorf("round trip gives %+v, %v; want %+v", got, err, *m)
-	}
-	if err := got.UnmarshalBinary(packed[1:]); err == nil {
-		t.Error("a truncated main element was accepted")
-	}
-}

@@ -1,12 +1,9 @@
 package lulesh
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
+
+	"github.com/gochare/gochare/apps/appkit"
 )
 
 // Limits on a configuration, so that a typo cannot ask for an impossible
@@ -75,7 +72,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if n := c.NumChunks(); n > maxChunks {
-		return fmt.Errorf("lulesh: --size %d / --chunk %s gives %d chunks, at most %d", c.Size, formatTriple(c.Chunk), n, maxChunks)
+		return fmt.Errorf("lulesh: --size %d / --chunk %s gives %d chunks, at most %d", c.Size, appkit.FormatTriple(c.Chunk), n, maxChunks)
 	}
 	if c.Iterations < 0 || c.Iterations > maxIterations {
 		return fmt.Errorf("lulesh: --iterations %d, want 0 (run to the stop time) to %d", c.Iterations, maxIterations)
@@ -100,15 +97,8 @@ func (c Config) Validate() error {
 // and for a configuration that Validate refuses.
 func ParseConfig(args []string) (Config, error) {
 	cfg := DefaultConfig()
-	fs := newFlagSet(&cfg)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return Config{}, fmt.Errorf("lulesh: %w\n%s", err, Usage())
-		}
+	if err := newFlags(&cfg).Parse(args); err != nil {
 		return Config{}, fmt.Errorf("lulesh: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("lulesh: unexpected argument %q", fs.Arg(0))
 	}
 	if cfg.Chunk == ([3]int{}) && cfg.Size >= 1 {
 		cfg.Chunk = DefaultChunk(cfg.Size)
@@ -122,57 +112,15 @@ func ParseConfig(args []string) (Config, error) {
 // Usage returns the description of the flags.
 func Usage() string {
 	cfg := DefaultConfig()
-	fs := newFlagSet(&cfg)
-	var b strings.Builder
-	b.WriteString("usage: lulesh [--size N] [--chunk X,Y,Z] [--iterations I] [--progress K] [--json]\n")
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	return b.String()
+	return newFlags(&cfg).Usage()
 }
 
-func newFlagSet(cfg *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("lulesh", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func newFlags(cfg *Config) *appkit.Flags {
+	fs := appkit.NewFlags("lulesh", "usage: lulesh [--size N] [--chunk X,Y,Z] [--iterations I] [--progress K] [--json]")
 	fs.IntVar(&cfg.Size, "size", cfg.Size, "mesh edge `N` (N³ elements)")
-	fs.Var((*chunkExtent)(&cfg.Chunk), "chunk", "elements per chunk `X,Y,Z` (or one value for all three); must divide --size (default N/2 if N is even, else N)")
+	fs.Var((*appkit.TripleOrOne)(&cfg.Chunk), "chunk", "elements per chunk `X,Y,Z` (or one value for all three); must divide --size (default N/2 if N is even, else N)")
 	fs.IntVar(&cfg.Iterations, "iterations", cfg.Iterations, "cycle limit (0: run to the stop time)")
 	fs.IntVar(&cfg.Progress, "progress", cfg.Progress, "print a progress line every `K` cycles (0: none)")
 	fs.BoolVar(&cfg.JSON, "json", false, "print a final JSON line")
 	return fs
 }
-
-// chunkExtent is a flag value of three positive integers written X,Y,Z,
-// or one integer for all three.
-type chunkExtent [3]int
-
-func (t *chunkExtent) String() string {
-	if t == nil || *t == ([3]int{}) {
-		return ""
-	}
-	return formatTriple(*t)
-}
-
-func (t *chunkExtent) Set(s string) error {
-	parts := strings.Split(s, ",")
-	if len(parts) != 1 && len(parts) != 3 {
-		return fmt.Errorf("want X,Y,Z or a single extent, got %d values", len(parts))
-	}
-	var v [3]int
-	for d, p := range parts {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", p)
-		}
-		if n < 1 {
-			return fmt.Errorf("extent %d, want at least 1", n)
-		}
-		v[d] = n
-	}
-	if len(parts) == 1 {
-		v[1], v[2] = v[0], v[0]
-	}
-	*t = v
-	return nil
-}
-
-func formatTriple(t [3]int) string { return fmt.Sprintf("%d,%d,%d", t[0], t[1], t[2]) }

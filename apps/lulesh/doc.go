@@ -1,7 +1,7 @@
 // Package lulesh is the LULESH 2.0 shock-hydrodynamics proxy application
 // (a Sedov blast on a Lagrangian hexahedral mesh) on gochare: the N³ mesh
 // split into chunks, one task per chunk, written against package actor
-// only. The physics is the serial package
+// (with the shared scaffolding of package appkit). The physics is the serial package
 // github.com/gochare/gochare/apps/lulesh/kernel; this package drives a
 // kernel.Domain per chunk through the phases of a cycle and does the
 // exchanges between them.
@@ -22,8 +22,8 @@
 //
 // # Program
 //
-// Collection "main" has one element; it receives actor.Start, records the
-// start time and broadcasts Begin to collection "chunks", shape
+// Collection "main" has one element (appkit.Main); it receives
+// actor.Start, records the start time and broadcasts Begin to collection "chunks", shape
 // (N/X, N/Y, N/Z) indexed (x, y, z), placed with actor.BlockMap. Every
 // exchange is keyed: a task expects key 0 when created, the nodal-mass
 // sum uses key 1, and cycle c (counted after its time increment) uses 2c
@@ -117,8 +117,8 @@
 // # Files
 //
 // config.go holds the flags, chunk.go the Chunk task and its packed form,
-// app.go the declarations and
-// handlers, report.go the output, reference.go the reference table, and
+// app.go the declarations and handlers (the main element is
+// appkit.Main's, packed by appkit), report.go the output, reference.go the reference table, and
 // lulesh.proto the messages (generate from the module root:
 // protoc -I. --go_out=. --go_opt=module=github.com/gochare/gochare apps/lulesh/lulesh.proto).
 package lulesh

@@ -1,38 +1,19 @@
 package lulesh
 
 import (
-	"context"
-	"encoding/json"
-	"strings"
 	"testing"
-	"time"
 
+	"github.com/gochare/gochare/apps/appkit/apptest"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 )
 
-func runRecovery(t *testing.T, args []string, opts ...scheduler.Option) (scheduler.Result, Report) {
+// runRecovery runs the app in process on pes PEs with opts and returns the
+// result and its JSON report.
+func runRecovery(t *testing.T, pes int, args []string, opts ...scheduler.Option) (scheduler.Result, Report) {
 	t.Helper()
-	return runRecoveryOn(t, 3, args, opts...)
-}
-
-func runRecoveryOn(t *testing.T, pes int, args []string, opts ...scheduler.Option) (scheduler.Result, Report) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var stderr strings.Builder
-	res, err := scheduler.RunInProcess(ctx, App, args, pes, &stderr, append([]scheduler.Option{scheduler.WithStallTimeout(20 * time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if res.Status != 0 || len(res.Output) == 0 {
-		t.Fatalf("exit status %d, output:\n%s\nstderr:\n%s", res.Status, strings.Join(res.Output, "\n"), stderr.String())
-	}
-	var rep Report
-	if err := json.Unmarshal([]byte(res.Output[len(res.Output)-1]), &rep); err != nil {
-		t.Fatalf("last line is not the JSON report: %v", err)
-	}
-	return res, rep
+	res := apptest.Run(t, App, pes, args, opts...)
+	return res, apptest.LastJSON[Report](t, res.Output)
 }
 
 // A PE dies mid-run (in process) under each protocol: the 10³ reference
@@ -46,26 +27,19 @@ func TestRecoveryInProcessMatchesCleanRun(t *testing.T) {
 		iterations, every, kill = "8", 3, 4
 	}
 	args := []string{"--size", "10", "--chunk", "5,5,5", "--iterations", iterations, "--json"}
-	_, clean := runRecovery(t, args)
+	_, clean := runRecovery(t, 3, args)
 	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
 		t.Run(kind.String(), func(t *testing.T) {
-			res, got := runRecovery(t, args, scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(every), scheduler.WithKill(1, kill))
+			res, got := runRecovery(t, 3, args, scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(every), scheduler.WithKill(1, kill))
 			got.ElapsedS, got.FOM = clean.ElapsedS, clean.FOM
 			if got != clean {
 				t.Errorf("after a failure: %+v\nfailure-free: %+v", got, clean)
 			}
-			var determinants, restored int
-			for _, s := range res.Stats {
-				determinants += s.Protocol.Determinants
-				restored += s.Restored + s.RolledBack
+			sum := apptest.RequireRecovered(t, res)
+			if kind == logging.KindPartialDet && sum.Determinants != 0 {
+				t.Errorf("partialdet created %d determinants, want 0", sum.Determinants)
 			}
-			if restored == 0 {
-				t.Errorf("no task was restored: the kill did not happen")
-			}
-			if kind == logging.KindPartialDet && determinants != 0 {
-				t.Errorf("partialdet created %d determinants, want 0", determinants)
-			}
-			t.Logf("%v: %d tasks restored or rolled back, %d determinants", kind, restored, determinants)
+			t.Logf("%v: %d tasks restored or rolled back, %d determinants", kind, sum.Restored+sum.RolledBack, sum.Determinants)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gochare/gochare/apps/appkit/apptest"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 )
@@ -25,20 +26,16 @@ func TestEarlyKillRecovers(t *testing.T) {
 		iterations = "12"
 	}
 	args := []string{"--size", "12", "--chunk", "6,6,6", "--iterations", iterations, "--json"}
-	_, clean := runRecoveryOn(t, 4, args)
+	_, clean := runRecovery(t, 4, args)
 	for _, pe := range []int{3, 0} {
 		t.Run(fmt.Sprintf("PE %d", pe), func(t *testing.T) {
-			res, got := runRecoveryOn(t, 4, args, scheduler.WithProtocol(logging.KindPartialDet),
+			res, got := runRecovery(t, 4, args, scheduler.WithProtocol(logging.KindPartialDet),
 				scheduler.WithCheckpointEvery(10), scheduler.WithKill(pe, 5))
 			got.ElapsedS, got.FOM = clean.ElapsedS, clean.FOM
 			if got != clean {
 				t.Errorf("after a failure: %+v\nfailure-free: %+v", got, clean)
 			}
-			restored := 0
-			for _, s := range res.Stats {
-				restored += s.Restored
-			}
-			if restored == 0 {
+			if apptest.Sum(res).Restored == 0 {
 				t.Error("no task was restored: the kill did not happen")
 			}
 		})

@@ -1,13 +1,13 @@
 package lulesh
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/gochare/gochare/apps/appkit"
 	"github.com/gochare/gochare/apps/lulesh/kernel"
 )
 
@@ -24,7 +24,7 @@ const (
 func report(cfg Config, res kernel.Result, pes int) (lines []string, status int) {
 	grid := cfg.ChunkGrid()
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	add("lulesh size %d chunk %s chunks %s pes %d", cfg.Size, formatTriple(cfg.Chunk), formatTriple(grid), pes)
+	add("lulesh size %d chunk %s chunks %s pes %d", cfg.Size, appkit.FormatTriple(cfg.Chunk), appkit.FormatTriple(grid), pes)
 	var text strings.Builder
 	if err := res.WriteReport(&text); err != nil {
 		add("error: %v", err)
@@ -44,7 +44,7 @@ func report(cfg Config, res kernel.Result, pes int) (lines []string, status int)
 			add("reference: match")
 		} else {
 			add("reference: MISMATCH (want %d iterations, e(0) %s within %g relative)",
-				row.Iterations, formatEnergy(row.OriginEnergy), originEnergyTolerance)
+				row.Iterations, appkit.FormatExact(row.OriginEnergy), originEnergyTolerance)
 		}
 	} else {
 		limit := "none"
@@ -65,10 +65,6 @@ func report(cfg Config, res kernel.Result, pes int) (lines []string, status int)
 	return lines, status
 }
 
-// formatEnergy writes an energy with 17 significant digits, enough to
-// identify the float64 exactly, as in the reference table.
-func formatEnergy(v float64) string { return strconv.FormatFloat(v, 'g', 17, 64) }
-
 // Report is the final JSON line of --json.
 type Report struct {
 	App        string `json:"app"`
@@ -77,7 +73,7 @@ type Report struct {
 	Chunks     int    `json:"chunks"`
 	PEs        int    `json:"pes"`
 	Iterations int    `json:"iterations"`
-	// FinalOriginEnergy is written with 17 significant digits.
+	// FinalOriginEnergy is written as in the text (appkit.FormatExact).
 	FinalOriginEnergy json.Number `json:"final_origin_energy"`
 	MaxAbsDiff        float64     `json:"max_abs_diff"`
 	TotalAbsDiff      float64     `json:"total_abs_diff"`
@@ -102,7 +98,7 @@ func jsonLine(cfg Config, res kernel.Result, pes int, reference string) (string,
 		Chunks:            cfg.NumChunks(),
 		PEs:               pes,
 		Iterations:        res.Iterations,
-		FinalOriginEnergy: json.Number(formatEnergy(res.FinalOriginEnergy)),
+		FinalOriginEnergy: json.Number(appkit.FormatExact(res.FinalOriginEnergy)),
 		MaxAbsDiff:        res.Symmetry.MaxAbsDiff,
 		TotalAbsDiff:      res.Symmetry.TotalAbsDiff,
 		MaxRelDiff:        res.Symmetry.MaxRelDiff,
@@ -112,47 +108,4 @@ func jsonLine(cfg Config, res kernel.Result, pes int, reference string) (string,
 		Reference:         reference,
 	})
 	return string(out), err
-}
-
-// mainTask is the only element of the main collection.
-type mainTask struct {
-	// startedAt is the Unix time in nanoseconds of Start, 0 before.
-	startedAt int64
-	numPEs    int32
-	finished  bool
-}
-
-// Packed form of a mainTask, little-endian: "LULM" version(1),
-// startedAt (int64), numPEs (int32), finished (1 byte).
-const (
-	mainMagic       = "LULM"
-	mainVersion     = 1
-	mainPackedBytes = len(mainMagic) + 1 + 8 + 4 + 1
-)
-
-func (m *mainTask) MarshalBinary() ([]byte, error) {
-	out := make([]byte, 0, mainPackedBytes)
-	out = append(out, mainMagic...)
-	out = append(out, mainVersion)
-	out = binary.LittleEndian.AppendUint64(out, uint64(m.startedAt))
-	out = binary.LittleEndian.AppendUint32(out, uint32(m.numPEs))
-	var finished byte
-	if m.finished {
-		finished = 1
-	}
-	return append(out, finished), nil
-}
-
-func (m *mainTask) UnmarshalBinary(data []byte) error {
-	if len(data) != mainPackedBytes || string(data[:len(mainMagic)]) != mainMagic || data[len(mainMagic)] != mainVersion {
-		return fmt.Errorf("lulesh: packed main element of %d bytes is not %q version %d", len(data), mainMagic, mainVersion)
-	}
-	rest := data[len(mainMagic)+1:]
-	if rest[12] > 1 {
-		return fmt.Errorf("lulesh: packed main element has finished flag %d", rest[12])
-	}
-	m.startedAt = int64(binary.LittleEndian.Uint64(rest))
-	m.numPEs = int32(binary.LittleEndian.Uint32(rest[8:]))
-	m.finished = rest[12] == 1
-	return nil
 }
