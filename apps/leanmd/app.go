@@ -8,52 +8,52 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/appkit"
 	"github.com/gochare/gochare/apps/leanmd/md"
 )
 
 // App is LeanMD: `gochare run leanmd --pes N --cells 5,5,3 --steps 200`.
-var App = actor.App{
+var App = appkit.Spec[Options]{
 	Name:    "leanmd",
 	Summary: "Lennard-Jones molecular dynamics with cells, pair computes and atom migration",
-	Define:  func(j *actor.Job, args []string) error { return define(j, args, time.Now) },
+	Parse:   ParseOptions,
+	Declare: func(j *actor.Job, opts Options) { declare(j, opts, time.Now) },
 	// Cells and computes offer steps 1 to steps-1: a sync point at the end
 	// of every step but the last (see finishStep).
-	LastStep: func(args []string) (uint64, bool) {
-		opts, err := ParseOptions(args)
-		if err != nil || opts.Steps < 2 {
+	LastStep: func(opts Options) (uint64, bool) {
+		if opts.Steps < 2 {
 			return 0, false
 		}
 		return uint64(opts.Steps - 1), true
 	},
-}
+}.App()
 
 // program is what every task of a job shares: the options and the proxies.
 // It is rebuilt identically by Define on every PE and never packed.
 type program struct {
-	opts  Options
-	geo   md.Geometry
-	clock func() time.Time
+	opts Options
+	geo  md.Geometry
 
 	begin         *actor.Proxy[*Begin]
 	forces        *actor.Proxy[*Forces]
 	migrants      *actor.Proxy[*Migrants]
 	positions     *actor.Proxy[*Positions]
 	selfPositions *actor.Proxy[*Positions]
-	results       *actor.Proxy[*actor.ReductionResult]
-	stateReducer  actor.Reducer
+	// results is the driver's callback for the cell reductions.
+	results      actor.Callback
+	stateReducer actor.Reducer
 }
 
 // Keys tell apart what a task may handle next (a task expects key 0 when
 // created). A cell: its Begin carries key 0, the forces of step s (from
 // 1) forceKey(s), its migration lists migrationKey(s). A compute: the
-// positions of step s carry positionsKey(s). The driver: Start carries 0,
-// the result of cell reduction n resultKey(n). Without keys a restored
-// cell could take the forces of step 1, resent by a surviving compute,
-// before its Begin.
+// positions of step s carry positionsKey(s). The driver (appkit.Main)
+// takes Start, then the cell reductions in number order. Without keys a
+// restored cell could take the forces of step 1, resent by a surviving
+// compute, before its Begin.
 func forceKey(step uint64) uint64     { return 2*step - 1 }
 func migrationKey(step uint64) uint64 { return 2 * step }
 func positionsKey(step uint64) uint64 { return step - 1 }
-func resultKey(number uint64) uint64  { return number + 1 }
 
 // energyReductions is the number of energy reductions of a run: at the
 // first and at the last step, once if they are the same.
@@ -64,12 +64,10 @@ func (p *program) energyReductions() int {
 	return 2
 }
 
-func define(j *actor.Job, args []string, clock func() time.Time) error {
-	opts, err := ParseOptions(args)
-	if err != nil {
-		return err
-	}
-	p := &program{opts: opts, geo: md.NewGeometry(opts.Config), clock: clock}
+// declare declares the job; clock reads the time on the driver's PE, for
+// the time per step only.
+func declare(j *actor.Job, opts Options, clock func() time.Time) {
+	p := &program{opts: opts, geo: md.NewGeometry(opts.Config)}
 	g := &p.geo
 	cells := actor.NewCollection(j, "cells", actor.Shape{g.Cells[0], g.Cells[1], g.Cells[2]}, p.cellMap, p.newCell)
 	computes := actor.NewCollection(j, "computes",
@@ -78,7 +76,10 @@ func define(j *actor.Job, args []string, clock func() time.Time) error {
 	// the last (the driver does not: it only waits for reductions).
 	cells.UsesAtSync()
 	computes.UsesAtSync()
-	driver := actor.NewCollection(j, "driver", actor.Shape{1}, func(lin, n, numPEs int) int { return 0 }, p.newDriver)
+	// The driver starts the cells, receives the energies of the first
+	// (and last) step and the final state, and reports.
+	p.results = appkit.Main{Collection: "driver", Results: p.energyReductions() + 1, Clock: clock,
+		Begin: p.start, Finish: p.finish}.Declare(j)
 
 	p.begin = actor.Handle(cells, "begin", actor.AnnotateOrdered(), (*cellTask).begin,
 		actor.KeyBy(func(*Begin) uint64 { return 0 }))
@@ -93,16 +94,7 @@ func define(j *actor.Job, args []string, clock func() time.Time) error {
 		actor.WhenComplete((*computeTask).positionsComplete))
 	p.selfPositions = actor.Handle(computes, "self-positions", actor.AnnotateOrdered(), (*computeTask).selfPositions,
 		actor.KeyBy(func(m *Positions) uint64 { return positionsKey(m.Step) }))
-	start := actor.Handle(driver, "start", actor.AnnotateOrdered(), (*driverTask).start,
-		actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
-	// The results come one by one, in reduction order (each keyed by its
-	// number); the driver keeps each in its own slot and reports once all
-	// are in.
-	p.results = actor.Handle(driver, "results", actor.AnnotateOrdered(), (*driverTask).receiveResult,
-		actor.KeyBy(func(r *actor.ReductionResult) uint64 { return resultKey(r.Number) }))
 	p.stateReducer = j.CustomReducer("leanmd-state", combineState)
-	actor.Main(j, start, actor.Idx(0))
-	return j.Err()
 }
 
 // cellMap places the cells by the chosen map.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gochare/gochare/apps/appkit/apptest"
 	"github.com/gochare/gochare/apps/leanmd/md"
 )
 
@@ -26,18 +27,6 @@ func serialResult(t *testing.T, args []string) md.Result {
 		t.Fatal(err)
 	}
 	return sim.Run()
-}
-
-func lastReport(t *testing.T, output []string) Report {
-	t.Helper()
-	if len(output) == 0 {
-		t.Fatal("no output")
-	}
-	var rep Report
-	if err := json.Unmarshal([]byte(output[len(output)-1]), &rep); err != nil {
-		t.Fatalf("last line %q is not the JSON report: %v", output[len(output)-1], err)
-	}
-	return rep
 }
 
 func closeTo(got, want float64) bool { return math.Abs(got-want) <= 1e-12*math.Abs(want) }
@@ -61,13 +50,13 @@ func TestAppMatchesSerialDriver(t *testing.T) {
 		pack float64
 	}{{1, 1, 0}, {3, 2, 0}, {4, 3, 0.01}} {
 		t.Run(fmt.Sprintf("pes=%d,seed=%d,pack=%g", c.pes, c.seed, c.pack), func(t *testing.T) {
-			r := newRuntimeDouble(t, App, args, c.pes, c.seed)
-			r.packProbability = c.pack
-			r.run()
-			if r.exitStatus != 0 {
-				t.Fatalf("exit status %d, output:\n%s", r.exitStatus, strings.Join(r.output, "\n"))
+			r := apptest.NewDouble(t, apptest.Define(t, App, args), c.pes, c.seed)
+			r.PackProbability = c.pack
+			r.Run(args)
+			if r.ExitStatus != 0 {
+				t.Fatalf("exit status %d, output:\n%s", r.ExitStatus, strings.Join(r.Output, "\n"))
 			}
-			rep := lastReport(t, r.output)
+			rep := apptest.LastJSON[Report](t, r.Output)
 			if rep.Digest != fmt.Sprintf("%016x", want.Digest) || rep.AtomsMigrated != int64(want.AtomsMigrated) {
 				t.Errorf("digest %s with %d migrated, serial driver %016x with %d", rep.Digest, rep.AtomsMigrated, want.Digest, want.AtomsMigrated)
 			}
@@ -97,9 +86,9 @@ func TestSameRunSameBits(t *testing.T) {
 	args := []string{"--cells", "3,3,2", "--atoms", "10", "--steps", "12", "--migrate-every", "4", "--json"}
 	var reports []Report
 	for seed := range uint64(2) {
-		r := newRuntimeDouble(t, App, args, 2, seed+10)
-		r.run()
-		rep := lastReport(t, r.output)
+		r := apptest.NewDouble(t, apptest.Define(t, App, args), 2, seed+10)
+		r.Run(args)
+		rep := apptest.LastJSON[Report](t, r.Output)
 		rep.MsPerStep = 0
 		reports = append(reports, rep)
 	}
@@ -110,29 +99,30 @@ func TestSameRunSameBits(t *testing.T) {
 
 // TestOutputFormat checks the human-readable lines and the JSON keys.
 func TestOutputFormat(t *testing.T) {
-	r := newRuntimeDouble(t, App, []string{"--cells", "3,3,2", "--atoms", "4", "--steps", "1", "--json"}, 2, 7)
-	r.run()
+	args := []string{"--cells", "3,3,2", "--atoms", "4", "--steps", "1", "--json"}
+	r := apptest.NewDouble(t, apptest.Define(t, App, args), 2, 7)
+	r.Run(args)
 	prefixes := []string{"leanmd: 3×3×2 cells, k-away 2,2,1, 72 atoms, 1 steps, migration every 20, 2 PEs",
 		"initial energy: kinetic ", "final energy: kinetic ", "atoms migrated: 0", "time per step: ", "digest: ",
 		"reference: none for this configuration", "{"}
-	if len(r.output) != len(prefixes) {
-		t.Fatalf("%d output lines, want %d:\n%s", len(r.output), len(prefixes), strings.Join(r.output, "\n"))
+	if len(r.Output) != len(prefixes) {
+		t.Fatalf("%d output lines, want %d:\n%s", len(r.Output), len(prefixes), strings.Join(r.Output, "\n"))
 	}
 	for k, p := range prefixes {
-		if !strings.HasPrefix(r.output[k], p) {
-			t.Errorf("line %d is %q, want it to start with %q", k, r.output[k], p)
+		if !strings.HasPrefix(r.Output[k], p) {
+			t.Errorf("line %d is %q, want it to start with %q", k, r.Output[k], p)
 		}
 	}
 	var keys map[string]any
-	if err := json.Unmarshal([]byte(r.output[len(r.output)-1]), &keys); err != nil {
+	if err := json.Unmarshal([]byte(r.Output[len(r.Output)-1]), &keys); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"app", "cells", "steps", "ke_initial", "pe_initial", "ke_final", "pe_final", "atoms_migrated", "digest", "ms_per_step"} {
 		if _, ok := keys[k]; !ok {
-			t.Errorf("JSON report has no key %q: %s", k, r.output[len(r.output)-1])
+			t.Errorf("JSON report has no key %q: %s", k, r.Output[len(r.Output)-1])
 		}
 	}
-	rep := lastReport(t, r.output)
+	rep := apptest.LastJSON[Report](t, r.Output)
 	// With one step, the first step is also the last.
 	if rep.KineticInitial != rep.KineticFinal || rep.PotentialInitial != rep.PotentialFinal || rep.KineticInitial <= 0 {
 		t.Errorf("one-step energies: %+v", rep)
@@ -145,10 +135,11 @@ func TestReferenceConfigurationOnApp(t *testing.T) {
 	if testing.Short() || raceDetector {
 		t.Skip("full 5×5×3, 200-step run: not in -short mode or under -race")
 	}
-	r := newRuntimeDouble(t, App, []string{"--cells", "5,5,3", "--steps", "200", "--json"}, 4, 1)
-	r.run()
-	t.Logf("\n%s", strings.Join(r.output, "\n"))
-	if r.exitStatus != 0 || !strings.HasPrefix(r.output[len(r.output)-2], "reference: match") {
-		t.Errorf("exit status %d, reference line %q", r.exitStatus, r.output[len(r.output)-2])
+	args := []string{"--cells", "5,5,3", "--steps", "200", "--json"}
+	r := apptest.NewDouble(t, apptest.Define(t, App, args), 4, 1)
+	r.Run(args)
+	t.Logf("\n%s", strings.Join(r.Output, "\n"))
+	if r.ExitStatus != 0 || !strings.HasPrefix(r.Output[len(r.Output)-2], "reference: match") {
+		t.Errorf("exit status %d, reference line %q", r.ExitStatus, r.Output[len(r.Output)-2])
 	}
 }

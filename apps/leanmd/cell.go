@@ -93,7 +93,7 @@ func (c *cellTask) forcesComplete(ctx actor.Context, key uint64) {
 			potential += c.forceSlots[g.HomeSlot(k)].PotentialEnergy
 		}
 		kinetic := md.KineticEnergy(c.vel)
-		ctx.Contribute(actor.Sum, actor.Value{Floats: []float64{kinetic, potential}}, c.prog.results.At(actor.Idx(0)))
+		ctx.Contribute(actor.Sum, actor.Value{Floats: []float64{kinetic, potential}}, c.prog.results)
 	}
 	md.Advance(c.pos, c.vel, c.force)
 	clear(c.forceSlots)
@@ -141,7 +141,7 @@ func (c *cellTask) finishStep(ctx actor.Context) {
 		ctx.Contribute(c.prog.stateReducer, actor.Value{
 			Ints:  []int64{c.migrated},
 			Bytes: md.AppendState(nil, c.pos, c.vel),
-		}, c.prog.results.At(actor.Idx(0)))
+		}, c.prog.results)
 		return
 	}
 	// The sync point of the step: when the runtime takes it (a checkpoint

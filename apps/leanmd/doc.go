@@ -1,6 +1,7 @@
 // Package leanmd is the LeanMD molecular-dynamics mini-app on gochare: the
-// application App, written against package actor only. The physics, shared
-// with a serial driver, is in package md.
+// application App, written against package actor (with the shared
+// scaffolding of package appkit). The physics, shared with a serial
+// driver, is in package md.
 //
 // Collections:
 //
@@ -10,8 +11,10 @@
 //     (x, y, z) with its neighbour at slot n/2+k (md.Geometry). The shape
 //     is a dense box in which every point is a valid compute; k = 0 is the
 //     self pair. Each compute starts on the PE of its own cell.
-//   - "driver", shape (1): receives Start, starts the cells, collects the
-//     reductions and prints the results.
+//   - "driver", shape (1), an appkit.Main: receives Start, starts the
+//     cells, collects the reductions in number order (the energies of the
+//     first and last step, then the final state) and prints the results
+//     (driver.go).
 //
 // One step: each cell multicasts its positions (keyed by step) to the
 // H−1 pair computes and the n/2 computes of its neighbours that touch it,

@@ -5,46 +5,14 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/appkit"
 	"github.com/gochare/gochare/apps/leanmd/md"
 )
 
-// driverTask starts the cells and reports the results.
-type driverTask struct {
-	prog      *program
-	startTime time.Time
-	// results are the cell reductions by number: the energies of the first
-	// (and last) step, then the final state.
-	results []*CellReduction
-}
-
-func (p *program) newDriver(actor.Index) *driverTask {
-	return &driverTask{prog: p, results: make([]*CellReduction, p.energyReductions()+1)}
-}
-
-func (d *driverTask) start(ctx actor.Context, _ *actor.Start) {
-	d.startTime = d.prog.clock()
-	ctx.Expect(resultKey(0))
-	d.prog.begin.Broadcast(ctx, &Begin{})
-}
-
-func (d *driverTask) receiveResult(ctx actor.Context, r *actor.ReductionResult) {
-	if r.Number >= uint64(len(d.results)) || d.results[r.Number] != nil {
-		panic(fmt.Sprintf("leanmd: unexpected reduction result %d", r.Number))
-	}
-	d.results[r.Number] = &CellReduction{Number: r.Number, Floats: r.Floats, Ints: r.Ints, Bytes: r.Bytes}
-	ctx.Expect(resultKey(r.Number + 1))
-	for _, r := range d.results {
-		if r == nil {
-			return
-		}
-	}
-	d.resultsComplete(ctx)
-}
+// start begins the run: every cell sends its first positions.
+func (p *program) start(ctx actor.Context) { p.begin.Broadcast(ctx, &Begin{}) }
 
 // Report is the outcome of a run, as printed with --json.
 type Report struct {
@@ -61,17 +29,17 @@ type Report struct {
 	MsPerStep        float64 `json:"ms_per_step"`
 }
 
-// resultsComplete reports the run once every result is in.
-func (d *driverTask) resultsComplete(ctx actor.Context) {
-	elapsed := d.prog.clock().Sub(d.startTime)
-	opts := d.prog.opts
-	energies := func(r *CellReduction) (kinetic, potential float64) {
+// finish reports the run once every cell reduction is in: the energies
+// of the first (and last) step, then the final state.
+func (p *program) finish(ctx actor.Context, run appkit.Run) ([]string, int, error) {
+	opts := p.opts
+	energies := func(r *actor.ReductionResult) (kinetic, potential float64) {
 		if len(r.Floats) != 2 {
 			panic(fmt.Sprintf("leanmd: energy reduction %d has %d values", r.Number, len(r.Floats)))
 		}
 		return r.Floats[0], r.Floats[1]
 	}
-	state := d.results[len(d.results)-1]
+	state := run.Results[len(run.Results)-1]
 	if len(state.Ints) != 1 {
 		panic(fmt.Sprintf("leanmd: state reduction has %d integers", len(state.Ints)))
 	}
@@ -81,37 +49,39 @@ func (d *driverTask) resultsComplete(ctx actor.Context) {
 		App: "leanmd", Cells: opts.Cells, Steps: opts.Steps, PEs: ctx.NumPEs(),
 		AtomsMigrated: state.Ints[0],
 		Digest:        fmt.Sprintf("%016x", h.Sum64()),
-		MsPerStep:     float64(elapsed.Microseconds()) / 1000 / float64(opts.Steps),
+		MsPerStep:     float64(run.Elapsed.Microseconds()) / 1000 / float64(opts.Steps),
 	}
-	rep.KineticInitial, rep.PotentialInitial = energies(d.results[0])
-	rep.KineticFinal, rep.PotentialFinal = energies(d.results[len(d.results)-2])
+	rep.KineticInitial, rep.PotentialInitial = energies(run.Results[0])
+	rep.KineticFinal, rep.PotentialFinal = energies(run.Results[len(run.Results)-2])
 
 	atoms := len(state.Bytes) / (8 * md.MigrantStride)
-	ctx.Printf("leanmd: %d×%d×%d cells, k-away %d,%d,%d, %d atoms, %d steps, migration every %d, %d PEs",
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	add("leanmd: %d×%d×%d cells, k-away %d,%d,%d, %d atoms, %d steps, migration every %d, %d PEs",
 		opts.Cells[0], opts.Cells[1], opts.Cells[2], opts.KAway[0], opts.KAway[1], opts.KAway[2],
 		atoms, opts.Steps, opts.MigrateEvery, ctx.NumPEs())
-	ctx.Printf("initial energy: kinetic %.17g potential %.17g", rep.KineticInitial, rep.PotentialInitial)
-	ctx.Printf("final energy: kinetic %.17g potential %.17g", rep.KineticFinal, rep.PotentialFinal)
-	ctx.Printf("atoms migrated: %d", rep.AtomsMigrated)
-	ctx.Printf("time per step: %.3f ms", rep.MsPerStep)
-	ctx.Printf("digest: %s", rep.Digest)
+	add("initial energy: kinetic %.17g potential %.17g", rep.KineticInitial, rep.PotentialInitial)
+	add("final energy: kinetic %.17g potential %.17g", rep.KineticFinal, rep.PotentialFinal)
+	add("atoms migrated: %d", rep.AtomsMigrated)
+	add("time per step: %.3f ms", rep.MsPerStep)
+	add("digest: %s", rep.Digest)
 	status := 0
 	if verdict, ok := CheckReference(opts.Config, rep); ok {
-		ctx.Printf("reference: match (largest relative error %.2g)", verdict.LargestRelativeError)
+		add("reference: match (largest relative error %.2g)", verdict.LargestRelativeError)
 	} else if verdict.Applicable {
-		ctx.Printf("reference: MISMATCH: %s", verdict.Problem)
+		add("reference: MISMATCH: %s", verdict.Problem)
 		status = 1
 	} else {
-		ctx.Printf("reference: none for this configuration")
+		add("reference: none for this configuration")
 	}
 	if opts.JSON {
 		line, err := json.Marshal(rep)
 		if err != nil {
 			panic(fmt.Sprintf("leanmd: encode report: %v", err))
 		}
-		ctx.Printf("%s", line)
+		lines = append(lines, string(line))
 	}
-	ctx.Exit(status)
+	return lines, status, nil
 }
 
 // Reference values of shared/reference/leanmd.md.
@@ -161,38 +131,4 @@ func CheckReference(cfg md.Config, rep Report) (v Verdict, ok bool) {
 		v.Problem = fmt.Sprintf("%d atoms migrated, reference %d", rep.AtomsMigrated, referenceAtomsMigrated)
 	}
 	return v, v.Problem == ""
-}
-
-// MarshalBinary packs the driver.
-func (d *driverTask) MarshalBinary() ([]byte, error) {
-	s := &DriverState{}
-	if !d.startTime.IsZero() {
-		s.StartUnixNano = d.startTime.UnixNano()
-	}
-	for _, r := range d.results {
-		if r != nil {
-			s.Results = append(s.Results, r)
-		}
-	}
-	return marshalState(s)
-}
-
-// UnmarshalBinary restores a driver packed by MarshalBinary.
-func (d *driverTask) UnmarshalBinary(data []byte) error {
-	var s DriverState
-	if err := proto.Unmarshal(data, &s); err != nil {
-		return fmt.Errorf("leanmd: unpack driver: %w", err)
-	}
-	d.startTime = time.Time{}
-	if s.StartUnixNano != 0 {
-		d.startTime = time.Unix(0, s.StartUnixNano)
-	}
-	clear(d.results)
-	for _, r := range s.Results {
-		if r.Number >= uint64(len(d.results)) {
-			return fmt.Errorf("leanmd: unpack driver: reduction result %d", r.Number)
-		}
-		d.results[r.Number] = r
-	}
-	return nil
 }

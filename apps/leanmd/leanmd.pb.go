@@ -407,128 +407,6 @@ func (x *ComputeState) GetPending() []*Positions {
 	return nil
 }
 
-// CellReduction is a reduction result kept by the driver.
-type CellReduction struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Number        uint64                 `protobuf:"varint,1,opt,name=number,proto3" json:"number,omitempty"`
-	Floats        []float64              `protobuf:"fixed64,2,rep,packed,name=floats,proto3" json:"floats,omitempty"`
-	Ints          []int64                `protobuf:"zigzag64,3,rep,packed,name=ints,proto3" json:"ints,omitempty"`
-	Bytes         []byte                 `protobuf:"bytes,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CellReduction) Reset() {
-	*x = CellReduction{}
-	mi := &file_leanmd_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CellReduction) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CellReduction) ProtoMessage() {}
-
-func (x *CellReduction) ProtoReflect() protoreflect.Message {
-	mi := &file_leanmd_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CellReduction.ProtoReflect.Descriptor instead.
-func (*CellReduction) Descriptor() ([]byte, []int) {
-	return file_leanmd_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *CellReduction) GetNumber() uint64 {
-	if x != nil {
-		return x.Number
-	}
-	return 0
-}
-
-func (x *CellReduction) GetFloats() []float64 {
-	if x != nil {
-		return x.Floats
-	}
-	return nil
-}
-
-func (x *CellReduction) GetInts() []int64 {
-	if x != nil {
-		return x.Ints
-	}
-	return nil
-}
-
-func (x *CellReduction) GetBytes() []byte {
-	if x != nil {
-		return x.Bytes
-	}
-	return nil
-}
-
-// DriverState is the packed state of the driver.
-type DriverState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StartUnixNano int64                  `protobuf:"varint,1,opt,name=start_unix_nano,json=startUnixNano,proto3" json:"start_unix_nano,omitempty"`
-	Results       []*CellReduction       `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DriverState) Reset() {
-	*x = DriverState{}
-	mi := &file_leanmd_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DriverState) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DriverState) ProtoMessage() {}
-
-func (x *DriverState) ProtoReflect() protoreflect.Message {
-	mi := &file_leanmd_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DriverState.ProtoReflect.Descriptor instead.
-func (*DriverState) Descriptor() ([]byte, []int) {
-	return file_leanmd_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *DriverState) GetStartUnixNano() int64 {
-	if x != nil {
-		return x.StartUnixNano
-	}
-	return 0
-}
-
-func (x *DriverState) GetResults() []*CellReduction {
-	if x != nil {
-		return x.Results
-	}
-	return nil
-}
-
 var File_leanmd_proto protoreflect.FileDescriptor
 
 const file_leanmd_proto_rawDesc = "" +
@@ -560,15 +438,7 @@ const file_leanmd_proto_rawDesc = "" +
 	"\x10pending_migrants\x18\a \x03(\v2\x18.gochare.leanmd.MigrantsR\x0fpendingMigrants\"W\n" +
 	"\fComputeState\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x04R\x04step\x123\n" +
-	"\apending\x18\x02 \x03(\v2\x19.gochare.leanmd.PositionsR\apending\"i\n" +
-	"\rCellReduction\x12\x16\n" +
-	"\x06number\x18\x01 \x01(\x04R\x06number\x12\x16\n" +
-	"\x06floats\x18\x02 \x03(\x01R\x06floats\x12\x12\n" +
-	"\x04ints\x18\x03 \x03(\x12R\x04ints\x12\x14\n" +
-	"\x05bytes\x18\x04 \x01(\fR\x05bytes\"n\n" +
-	"\vDriverState\x12&\n" +
-	"\x0fstart_unix_nano\x18\x01 \x01(\x03R\rstartUnixNano\x127\n" +
-	"\aresults\x18\x02 \x03(\v2\x1d.gochare.leanmd.CellReductionR\aresultsB(Z&github.com/gochare/gochare/apps/leanmdb\x06proto3"
+	"\apending\x18\x02 \x03(\v2\x19.gochare.leanmd.PositionsR\apendingB(Z&github.com/gochare/gochare/apps/leanmdb\x06proto3"
 
 var (
 	file_leanmd_proto_rawDescOnce sync.Once
@@ -582,27 +452,24 @@ func file_leanmd_proto_rawDescGZIP() []byte {
 	return file_leanmd_proto_rawDescData
 }
 
-var file_leanmd_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_leanmd_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_leanmd_proto_goTypes = []any{
-	(*Begin)(nil),         // 0: gochare.leanmd.Begin
-	(*Positions)(nil),     // 1: gochare.leanmd.Positions
-	(*Forces)(nil),        // 2: gochare.leanmd.Forces
-	(*Migrants)(nil),      // 3: gochare.leanmd.Migrants
-	(*CellState)(nil),     // 4: gochare.leanmd.CellState
-	(*ComputeState)(nil),  // 5: gochare.leanmd.ComputeState
-	(*CellReduction)(nil), // 6: gochare.leanmd.CellReduction
-	(*DriverState)(nil),   // 7: gochare.leanmd.DriverState
+	(*Begin)(nil),        // 0: gochare.leanmd.Begin
+	(*Positions)(nil),    // 1: gochare.leanmd.Positions
+	(*Forces)(nil),       // 2: gochare.leanmd.Forces
+	(*Migrants)(nil),     // 3: gochare.leanmd.Migrants
+	(*CellState)(nil),    // 4: gochare.leanmd.CellState
+	(*ComputeState)(nil), // 5: gochare.leanmd.ComputeState
 }
 var file_leanmd_proto_depIdxs = []int32{
 	2, // 0: gochare.leanmd.CellState.pending_forces:type_name -> gochare.leanmd.Forces
 	3, // 1: gochare.leanmd.CellState.pending_migrants:type_name -> gochare.leanmd.Migrants
 	1, // 2: gochare.leanmd.ComputeState.pending:type_name -> gochare.leanmd.Positions
-	6, // 3: gochare.leanmd.DriverState.results:type_name -> gochare.leanmd.CellReduction
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_leanmd_proto_init() }
@@ -616,7 +483,7 @@ func file_leanmd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_leanmd_proto_rawDesc), len(file_leanmd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

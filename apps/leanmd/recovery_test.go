@@ -1,12 +1,10 @@
 package leanmd
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
+	"github.com/gochare/gochare/apps/appkit/apptest"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 )
@@ -45,52 +43,25 @@ func recoveryCases() []recoveryCase {
 	return cases
 }
 
-func runInProcess(t *testing.T, args []string, opts ...scheduler.Option) scheduler.Result {
-	t.Helper()
-	return runInProcessOn(t, 3, args, opts...)
-}
-
-func runInProcessOn(t *testing.T, pes int, args []string, opts ...scheduler.Option) scheduler.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var stderr strings.Builder
-	res, err := scheduler.RunInProcess(ctx, App, args, pes, &stderr, append([]scheduler.Option{scheduler.WithStallTimeout(20 * time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if res.Status != 0 {
-		t.Fatalf("exit status %d, output:\n%s\nstderr:\n%s", res.Status, strings.Join(res.Output, "\n"), stderr.String())
-	}
-	return res
-}
-
 // A PE dies mid-run (in process) under each protocol: the job ends with
 // the failure-free energies, migration count and digest, bitwise; under
 // partialdet without a single determinant.
 func TestRecoveryInProcessMatchesCleanRun(t *testing.T) {
 	for _, c := range recoveryCases() {
 		t.Run(c.kind.String(), func(t *testing.T) {
-			clean := lastReport(t, runInProcess(t, c.args()).Output)
-			res := runInProcess(t, c.args(), scheduler.WithProtocol(c.kind),
+			clean := apptest.LastJSON[Report](t, apptest.Run(t, App, 3, c.args()).Output)
+			res := apptest.Run(t, App, 3, c.args(), scheduler.WithProtocol(c.kind),
 				scheduler.WithCheckpointEvery(c.checkpointEvery), scheduler.WithKill(int(c.killPE), c.killStep))
-			got := lastReport(t, res.Output)
+			got := apptest.LastJSON[Report](t, res.Output)
 			got.MsPerStep, clean.MsPerStep = 0, 0
 			if got != clean {
 				t.Errorf("after a failure: %+v\nfailure-free: %+v", got, clean)
 			}
-			var determinants, restored int
-			for _, s := range res.Stats {
-				determinants += s.Protocol.Determinants
-				restored += s.Restored + s.RolledBack
+			sum := apptest.RequireRecovered(t, res)
+			if c.kind == logging.KindPartialDet && sum.Determinants != 0 {
+				t.Errorf("partialdet created %d determinants, want 0", sum.Determinants)
 			}
-			if restored == 0 {
-				t.Errorf("no task was restored: the kill did not happen")
-			}
-			if c.kind == logging.KindPartialDet && determinants != 0 {
-				t.Errorf("partialdet created %d determinants, want 0", determinants)
-			}
-			t.Logf("%v: %d tasks restored or rolled back, %d determinants", c.kind, restored, determinants)
+			t.Logf("%v: %d tasks restored or rolled back, %d determinants", c.kind, sum.Restored+sum.RolledBack, sum.Determinants)
 		})
 	}
 }

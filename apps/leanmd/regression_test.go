@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gochare/gochare/apps/appkit/apptest"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 )
@@ -26,7 +27,7 @@ func TestEarlyKillRecovers(t *testing.T) {
 		steps, atoms = 12, 10
 	}
 	args := []string{"--cells", "3,3,3", "--steps", fmt.Sprint(steps), "--atoms", fmt.Sprint(atoms), "--json"}
-	clean := lastReport(t, runInProcess(t, args).Output)
+	clean := apptest.LastJSON[Report](t, apptest.Run(t, App, 3, args).Output)
 	for _, c := range []struct {
 		pes             int
 		checkpointEvery uint64
@@ -34,18 +35,14 @@ func TestEarlyKillRecovers(t *testing.T) {
 		step            uint64
 	}{{3, 10, 1, 5}, {3, 10, 1, 8}, {3, 0, 1, uint64(steps / 2)}, {4, 0, 2, uint64(2 * steps / 3)}} {
 		t.Run(fmt.Sprintf("pes=%d,checkpoint-every=%d,kill=%d@%d", c.pes, c.checkpointEvery, c.pe, c.step), func(t *testing.T) {
-			res := runInProcessOn(t, c.pes, args, scheduler.WithProtocol(logging.KindPartialDet),
+			res := apptest.Run(t, App, c.pes, args, scheduler.WithProtocol(logging.KindPartialDet),
 				scheduler.WithCheckpointEvery(c.checkpointEvery), scheduler.WithKill(c.pe, c.step))
-			got := lastReport(t, res.Output)
+			got := apptest.LastJSON[Report](t, res.Output)
 			got.MsPerStep, got.PEs = clean.MsPerStep, clean.PEs
 			if got != clean {
 				t.Errorf("after a failure: %+v\nfailure-free: %+v", got, clean)
 			}
-			restored := 0
-			for _, s := range res.Stats {
-				restored += s.Restored
-			}
-			if restored == 0 {
+			if apptest.Sum(res).Restored == 0 {
 				t.Error("no task was restored: the kill did not happen")
 			}
 		})

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -19,7 +18,7 @@ func testProgram(t *testing.T, args ...string) *program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &program{opts: opts, geo: md.NewGeometry(opts.Config), clock: time.Now}
+	return &program{opts: opts, geo: md.NewGeometry(opts.Config)}
 }
 
 func TestCellPackRoundTrip(t *testing.T) {
@@ -72,24 +71,6 @@ func TestComputePackRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDriverPackRoundTrip(t *testing.T) {
-	p := testProgram(t)
-	d := p.newDriver(actor.Idx(0))
-	d.startTime = time.Unix(1700000000, 12345)
-	d.results[1] = &CellReduction{Number: 1, Floats: []float64{1e-15, -2e-15}}
-	data, err := d.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back := p.newDriver(actor.Idx(0))
-	if err := back.UnmarshalBinary(data); err != nil {
-		t.Fatal(err)
-	}
-	if !back.startTime.Equal(d.startTime) || back.results[0] != nil || !proto.Equal(back.results[1], d.results[1]) {
-		t.Errorf("unpacked driver: %v %v", back.startTime, back.results)
-	}
-}
-
 func TestParseOptions(t *testing.T) {
 	opts, err := ParseOptions(nil)
 	if err != nil {
@@ -112,7 +93,7 @@ func TestParseOptions(t *testing.T) {
 		says string
 	}{
 		{[]string{"--cells", "5,5"}, "X,Y,Z"},
-		{[]string{"--cells", "5,0,3"}, "positive"},
+		{[]string{"--cells", "5,0,3"}, "at least 1"},
 		{[]string{"--cells", "2,3,3"}, "more than the k-away"},
 		{[]string{"--steps", "0"}, "steps"},
 		{[]string{"--cell-map", "random"}, "block or round-robin"},
@@ -132,7 +113,7 @@ func TestPlacement(t *testing.T) {
 	for _, cellMap := range []string{"block", "round-robin"} {
 		p := testProgram(t, "--cells", "5,5,3", "--cell-map", cellMap)
 		j := actor.NewJob()
-		if err := define(j, []string{"--cells", "5,5,3", "--cell-map", cellMap}, time.Now); err != nil {
+		if err := App.Define(j, []string{"--cells", "5,5,3", "--cell-map", cellMap}); err != nil {
 			t.Fatal(err)
 		}
 		cells, computes := j.Collections()[0], j.Collections()[1]
