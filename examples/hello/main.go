@@ -7,11 +7,13 @@ package main
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/appkit"
 	"github.com/gochare/gochare/launcher"
 )
 
@@ -28,38 +30,28 @@ func (g *Greeter) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// Main is the task that starts the job and receives the reduction.
-type Main struct{}
-
-func (*Main) MarshalBinary() ([]byte, error) { return nil, nil }
-func (*Main) UnmarshalBinary([]byte) error   { return nil }
-
 // App declares the program; every PE runs the same declaration.
 var App = actor.App{Name: "hello", Summary: "greet 12 tasks and sum their answers", Define: func(j *actor.Job, args []string) error {
-	mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *Main { return &Main{} })
-	greeters := actor.NewCollection(j, "greeters", actor.Shape{4, 3}, actor.RoundRobinMap, func(actor.Index) *Greeter { return &Greeter{} })
+	var greet *actor.Proxy[*wrapperspb.StringValue]
+	// The main element (appkit.Main) greets everyone when the job starts,
+	// then waits for one reduction result, prints it and ends the job.
+	done := appkit.Main{
+		Begin: func(ctx actor.Context) { greet.Broadcast(ctx, wrapperspb.String("hello")) },
+		Finish: func(_ actor.Context, run appkit.Run) ([]string, int, error) {
+			r := run.Results[0]
+			return []string{fmt.Sprintf("%d greeters answered; their ids add up to %d", r.Contributors, r.Ints[0])}, 0, nil
+		},
+	}.Declare(j)
 
-	var done *actor.Proxy[*actor.ReductionResult]
+	greeters := actor.NewCollection(j, "greeters", actor.Shape{4, 3}, actor.RoundRobinMap, func(actor.Index) *Greeter { return &Greeter{} })
 	// An ordered handler: each greeter gets one greeting, so the order of
 	// receptions cannot matter and no determinant is ever logged for it.
-	greet := actor.Handle(greeters, "greet", actor.AnnotateOrdered(), func(g *Greeter, ctx actor.Context, m *wrapperspb.StringValue) {
+	greet = actor.Handle(greeters, "greet", actor.AnnotateOrdered(), func(g *Greeter, ctx actor.Context, m *wrapperspb.StringValue) {
 		g.greeted++
 		at := ctx.Index()
 		ctx.Logf("%s, from PE %d", m.Value, ctx.PE())
-		ctx.Contribute(actor.Sum, actor.Value{Ints: []int64{int64(10*at[0] + at[1])}}, done.At(actor.Idx(0)))
+		ctx.Contribute(actor.Sum, actor.Value{Ints: []int64{int64(10*at[0] + at[1])}}, done)
 	})
-	// Main has two ordered handlers, so keys say which comes first: Start
-	// (key 0), then the result (key 1). After a failure the runtime
-	// replays a task's messages in the order its keys allow.
-	start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(_ *Main, ctx actor.Context, s *actor.Start) {
-		ctx.Expect(1)
-		greet.Broadcast(ctx, wrapperspb.String("hello"))
-	}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
-	done = actor.Handle(mains, "done", actor.AnnotateOrdered(), func(_ *Main, ctx actor.Context, r *actor.ReductionResult) {
-		ctx.Printf("%d greeters answered; their ids add up to %d", r.Contributors, r.Ints[0])
-		ctx.Exit(0)
-	}, actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
-	actor.Main(j, start, actor.Idx(0))
 	return nil
 }}
 
