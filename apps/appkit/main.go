@@ -49,7 +49,9 @@ type Run struct {
 // Declare declares the main collection (one element, on PE 0) with its
 // handlers "start" (key 0) and "results" (keys from 1), makes its element
 // the job's main element, and returns the callback the results must be
-// sent to. The main element takes no sync point.
+// sent to. The main element takes no sync point. A Main without Begin or
+// Finish, or with a negative Results, is a programming error: Declare
+// panics.
 func (m Main) Declare(j *actor.Job) actor.Callback {
 	if m.Begin == nil || m.Finish == nil {
 		panic("appkit: Main needs Begin and Finish")
