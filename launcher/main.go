@@ -82,8 +82,8 @@ const usageHead = `usage:
   gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
       run one PE of a job; rank and size default to SLURM_PROCID and
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
-  environment of PEs (set for gochare run, it reaches the PEs it starts):
-      GOCHARE_CPUPROFILE=DIR    each PE writes a CPU profile DIR/pe-R.prof
+  environment read by gochare pe (set for gochare run, it reaches the PEs):
+      GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof
       GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
 `
 

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -76,4 +78,19 @@ func TestProgramCommands(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 2, p.Main([]string{"chaos"}, io.Discard, &stderr))
 	require.Contains(t, stderr.String(), `"chaos" is a subcommand of the gochare command`)
+}
+
+// GOCHARE_DEBUG_PROTOACTOR, read by `gochare pe` and passed to the
+// transport as Config.ProtoActorLog, shows protoactor's own log lines;
+// without it they are dropped.
+func TestDebugProtoActorEnv(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		if on {
+			t.Setenv("GOCHARE_DEBUG_PROTOACTOR", "1")
+		}
+		j := startJob(t, "run", "stencil3d", "--pes", "2", "--iterations", "3")
+		require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+		shown := strings.Contains(j.output(), "lib=protoactor")
+		require.Equal(t, on, shown, "GOCHARE_DEBUG_PROTOACTOR set: %v\n%s", on, j.output())
+	}
 }

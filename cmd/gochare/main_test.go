@@ -40,9 +40,21 @@ func TestGochareHasBenchAndChaos(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "usage: gochare chaos")
 
+	// Without a benchmark name, or with "evaluation", the evaluation reads
+	// the flags (a wrong one stops it before any job).
+	for _, args := range [][]string{{"bench", "--nosuch"}, {"bench", "evaluation", "--nosuch"}} {
+		out, err = exec.Command(bin, args...).CombinedOutput()
+		requireStatus(t, 2, err, out)
+		require.Contains(t, string(out), "gochare: evaluation: flag provided but not defined: -nosuch")
+	}
 	out, err = exec.Command(bin, "bench", "nosuch").CombinedOutput()
+	requireStatus(t, 2, err, out)
+	require.Contains(t, string(out), `unknown benchmark "nosuch"`)
+}
+
+func requireStatus(t *testing.T, status int, err error, out []byte) {
+	t.Helper()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "%s", out)
-	require.Equal(t, 2, exit.ExitCode(), "%s", out)
-	require.Contains(t, string(out), `unknown benchmark "nosuch"`)
+	require.Equal(t, status, exit.ExitCode(), "%s", out)
 }
