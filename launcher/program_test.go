@@ -28,13 +28,21 @@ func TestProgramWithoutTools(t *testing.T) {
 	require.Equal(t, 0, Main([]string{"help"}, &stdout, io.Discard))
 	require.Contains(t, stdout.String(), "gochare run APP")
 	require.Contains(t, stdout.String(), "(gochare bench, gochare chaos: in the gochare command")
+}
 
-	// The same from a real program built on Main (the faults test app).
-	out, err := exec.Command(faultsBin, "bench", "transport").CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "%s", out)
-	require.Equal(t, 2, exit.ExitCode(), "%s", out)
-	require.Contains(t, string(out), `"bench" is a subcommand of the gochare command`)
+// A program built on Main links the runtime and its applications, not the
+// benchmark drivers, the chaos campaign or the plotting library.
+func TestProgramsLinkNoTools(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps",
+		"github.com/gochare/gochare/launcher", "github.com/gochare/gochare/examples/hello").Output()
+	require.NoError(t, err, "%s", out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "github.com/gochare/gochare/scheduler/transport")
+	for _, p := range deps {
+		for _, banned := range []string{"github.com/gochare/gochare/bench", "github.com/gochare/gochare/chaos", "gonum.org/"} {
+			require.False(t, strings.HasPrefix(p, banned), "an app binary links %s", p)
+		}
+	}
 }
 
 // Program.Main runs the commands a program adds, with the arguments after
