@@ -29,6 +29,7 @@
 // records (report.go). The processes are run by job.go; campaign.go ties
 // them together; main.go is the command line.
 //
-// Imports: the standard library only. The launcher imports this package
-// (`gochare chaos`), never the reverse.
+// Imports: the standard library only. Only cmd/gochare imports this
+// package (Command and Summary, registered as a launcher.Command for
+// `gochare chaos`); no program built on the launcher alone links it.
 package chaos

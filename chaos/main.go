@@ -47,8 +47,18 @@ const Usage = `usage: gochare chaos [flags]
                           for goroutine dumps in the log)
 `
 
-// Command is `gochare chaos` run by the gochare executable itself.
-func Command(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+// Summary is the part of gochare's usage text about `gochare chaos`.
+const Summary = `  gochare chaos [--preset full|ci] [--runs N] [--seed S] [--out DIR] [--only I] ...
+      a seeded reliability campaign: real jobs with PEs killed, stopped or
+      paused at chosen moments; each must end with its failure-free digest
+      (gochare chaos --help lists the flags)
+`
+
+// Command is `gochare chaos` run by the gochare executable itself, which
+// must have the mini-apps (cmd/gochare registers it as a
+// launcher.Command). Tables and progress go to stdout; the jobs' own
+// output goes to the record under --out, not to stderr.
+func Command(ctx context.Context, args []string, stdout, _ io.Writer) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 1, fmt.Errorf("chaos: %w", err)

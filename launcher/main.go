@@ -19,15 +19,12 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
-	"github.com/gochare/gochare/chaos"
-	"github.com/gochare/gochare/evaluation"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
-	"github.com/gochare/gochare/scheduler/transport"
 )
 
-const usage = `usage:
+const usageHead = `usage:
   gochare run APP --pes N [launcher flags] [app flags]
       run APP on N PE processes on this machine
       launcher flags:
@@ -85,27 +82,71 @@ const usage = `usage:
   gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
       run one PE of a job; rank and size default to SLURM_PROCID and
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
-  gochare bench [--quick|--full|--tiny] [--out DIR] [--mtbf 24h] [--reps N] [--pes N] [--apps A,B]
-      the evaluation: stencil3d, leanmd and lulesh under none, fulldet and
-      partialdet; forward-path overhead, checkpoint time and size, recovery
-      after a PE killed mid-period (restore spread 1, 2, all), Daly's
-      checkpoint period; writes JSON, CSV, Markdown and PNG plots to DIR
-      (default evaluation-results); --quick is the default
-  gochare bench transport [flags]
-      transport latency and throughput between two PE processes
-  gochare chaos [--preset full|ci] [--runs N] [--seed S] [--out DIR] [--only I] ...
-      a seeded reliability campaign: real jobs with PEs killed, stopped or
-      paused at chosen moments; each must end with its failure-free digest
-      (gochare chaos --help lists the flags)
-  gochare apps
+  environment read by gochare pe (set for gochare run, it reaches the PEs):
+      GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof
+      GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
+`
+
+const usageTail = `  gochare apps
       list the applications in this binary
 `
 
-// Main is the gochare command line: it runs, launches and benchmarks jobs
-// of the given applications and returns the process exit status.
+// toolNames are the subcommands of the gochare command (cmd/gochare) that
+// programs built on Main alone do not have.
+var toolNames = []string{"bench", "chaos"}
+
+// Command is a subcommand a program adds to Main's run, pe and apps, as
+// cmd/gochare adds bench and chaos.
+type Command struct {
+	// Name is the first argument that selects it.
+	Name string
+	// Usage is its part of the usage text: lines indented by two spaces,
+	// ending in a newline.
+	Usage string
+	// Run runs it with the arguments after Name and returns the exit
+	// status; an error is printed, and with status 0 the status is 1. ctx
+	// is cancelled on SIGINT and SIGTERM.
+	Run func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)
+}
+
+// Program is a command line built on this package: the applications it
+// runs and the subcommands it adds.
+type Program struct {
+	Apps     []actor.App
+	Commands []Command
+}
+
+func (p Program) usage() string {
+	var b strings.Builder
+	b.WriteString(usageHead)
+	missing := slices.Clone(toolNames)
+	for _, c := range p.Commands {
+		b.WriteString(c.Usage)
+		missing = slices.DeleteFunc(missing, func(n string) bool { return n == c.Name })
+	}
+	b.WriteString(usageTail)
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, "  (gochare %s: in the gochare command, cmd/gochare, not in this program)\n", strings.Join(missing, ", gochare "))
+	}
+	return b.String()
+}
+
+// Main is the command line of a program that runs the given applications
+// (gochare run, gochare pe, gochare apps); it returns the process exit
+// status. Such a program links the runtime and its applications only: the
+// benchmarks and the reliability campaign (gochare bench, gochare chaos)
+// are subcommands of the gochare command, cmd/gochare, which adds them
+// with Program.
 func Main(args []string, stdout, stderr io.Writer, apps ...actor.App) int {
+	return Program{Apps: apps}.Main(args, stdout, stderr)
+}
+
+// Main runs the program's command line and returns the process exit
+// status.
+func (p Program) Main(args []string, stdout, stderr io.Writer) int {
+	usage := p.usage()
 	byName := map[string]actor.App{}
-	for _, a := range apps {
+	for _, a := range p.Apps {
 		byName[a.Name] = a
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -122,15 +163,15 @@ func Main(args []string, stdout, stderr io.Writer, apps ...actor.App) int {
 	defer stop()
 	var err error
 	status := 0
+	if i := slices.IndexFunc(p.Commands, func(c Command) bool { return c.Name == args[0] }); i >= 0 {
+		status, err = p.Commands[i].Run(ctx, args[1:], stdout, stderr)
+		return exitStatus(status, err, stderr)
+	}
 	switch args[0] {
 	case "run":
 		status, err = cmdRun(ctx, args[1:], stdout, stderr, log, byName)
 	case "pe":
 		status, err = cmdPE(ctx, args[1:], stderr, log, byName)
-	case "bench":
-		status, err = cmdBench(args[1:], stdout)
-	case "chaos":
-		status, err = chaos.Command(ctx, args[1:], stdout)
 	case "apps":
 		names := make([]string, 0, len(byName))
 		for n := range byName {
@@ -143,9 +184,19 @@ func Main(args []string, stdout, stderr io.Writer, apps ...actor.App) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
+		if slices.Contains(toolNames, args[0]) {
+			fmt.Fprintf(stderr, "gochare: %q is a subcommand of the gochare command (go build github.com/gochare/gochare/cmd/gochare), not of this program, which only runs its applications\n", args[0])
+			return 2
+		}
 		fmt.Fprintf(stderr, "gochare: unknown command %q\n%s", args[0], usage)
 		return 2
 	}
+	return exitStatus(status, err, stderr)
+}
+
+// exitStatus prints err, if any, and returns the status to exit with:
+// status, or 1 for an error with status 0.
+func exitStatus(status int, err error, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "gochare: %v\n", err)
 		if status == 0 {
@@ -320,7 +371,7 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, apps map[string]actor.App) (int, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageHead)
 		return 2, fmt.Errorf("%w: run needs an application name", errUsage)
 	}
 	app, ok := apps[args[0]]
@@ -466,27 +517,8 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	return runPE(ctx, peOptions{
 		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host,
 		Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
+		CPUProfileDir: os.Getenv(cpuProfileEnv), ProtoActorLog: os.Getenv(debugProtoActorEnv) != "",
 	})
-}
-
-func cmdBench(args []string, stdout io.Writer) (int, error) {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "evaluation" {
-		if len(args) > 0 && args[0] == "evaluation" {
-			args = args[1:]
-		}
-		exe, err := os.Executable()
-		if err != nil {
-			return 1, fmt.Errorf("bench: %w", err)
-		}
-		return evaluation.Main(args, stdout, exe)
-	}
-	switch args[0] {
-	case "transport":
-		return 0, transport.RunBenchCommand(args[1:], stdout)
-	case "transport-peer":
-		return 0, transport.RunBenchPeer(args[1:])
-	}
-	return 2, fmt.Errorf("%w: unknown benchmark %q (evaluation, transport)", errUsage, args[0])
 }
 
 // readRestart reads the latest complete checkpoint in dir and places its

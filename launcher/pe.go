@@ -69,7 +69,20 @@ type peOptions struct {
 	Apps   map[string]actor.App
 	Stderr io.Writer
 	Log    *slog.Logger
+	// CPUProfileDir, when not empty, gets a CPU profile of the PE,
+	// pe-RANK.prof (GOCHARE_CPUPROFILE).
+	CPUProfileDir string
+	// ProtoActorLog passes protoactor's own log lines to Log
+	// (GOCHARE_DEBUG_PROTOACTOR).
+	ProtoActorLog bool
 }
+
+// Environment variables read by `gochare pe`, for investigations. Set for
+// `gochare run`, they reach the PEs it starts.
+const (
+	cpuProfileEnv      = "GOCHARE_CPUPROFILE"
+	debugProtoActorEnv = "GOCHARE_DEBUG_PROTOACTOR"
+)
 
 // peControl is the PE's side of the control connection.
 type peControl struct{ conn *conn }
@@ -134,16 +147,16 @@ func (c peControl) RequestQuiescence() {
 // runPE runs one PE process until the coordinator stops the job. It returns
 // the status the process should exit with.
 func runPE(ctx context.Context, o peOptions) (int, error) {
-	if dir := os.Getenv("GOCHARE_CPUPROFILE"); dir != "" {
+	if dir := o.CPUProfileDir; dir != "" {
 		// A CPU profile of this PE, for performance work:
 		// go tool pprof DIR/pe-N.prof.
 		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("pe-%d.prof", o.Rank)))
 		if err != nil {
-			return 1, fmt.Errorf("launcher: PE %d: GOCHARE_CPUPROFILE: %w", o.Rank, err)
+			return 1, fmt.Errorf("launcher: PE %d: %s: %w", o.Rank, cpuProfileEnv, err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return 1, fmt.Errorf("launcher: PE %d: GOCHARE_CPUPROFILE: %w", o.Rank, err)
+			return 1, fmt.Errorf("launcher: PE %d: %s: %w", o.Rank, cpuProfileEnv, err)
 		}
 		defer pprof.StopCPUProfile()
 	}
@@ -180,6 +193,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	}
 	ep, err := transport.NewProtoActor(transport.Config{
 		Rank: o.Rank, Size: o.Size, Host: o.Host, Secret: o.Secret, Logger: o.Log,
+		ProtoActorLog: o.ProtoActorLog,
 	})
 	if err != nil {
 		return 1, fmt.Errorf("launcher: PE %d transport: %w", o.Rank, err)

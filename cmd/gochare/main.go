@@ -1,16 +1,28 @@
 // Command gochare runs gochare jobs: it launches PE processes, runs the
-// bundled mini-apps and benchmarks the runtime. See the launcher package.
+// bundled mini-apps, benchmarks the runtime (gochare bench, package bench)
+// and runs the reliability campaign (gochare chaos, package chaos). See the
+// launcher package; programs built on launcher.Main alone carry the
+// runtime and their applications, not the benchmarks.
 package main
 
 import (
 	"os"
 
+	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/apps/leanmd"
 	"github.com/gochare/gochare/apps/lulesh"
 	"github.com/gochare/gochare/apps/stencil3d"
+	"github.com/gochare/gochare/bench"
+	"github.com/gochare/gochare/chaos"
 	"github.com/gochare/gochare/launcher"
 )
 
-func main() {
-	os.Exit(launcher.Main(os.Args[1:], os.Stdout, os.Stderr, stencil3d.App, leanmd.App, lulesh.App))
+var program = launcher.Program{
+	Apps: []actor.App{stencil3d.App, leanmd.App, lulesh.App},
+	Commands: []launcher.Command{
+		{Name: "bench", Usage: bench.Usage, Run: bench.Command},
+		{Name: "chaos", Usage: chaos.Summary, Run: chaos.Command},
+	},
 }
+
+func main() { os.Exit(program.Main(os.Args[1:], os.Stdout, os.Stderr)) }

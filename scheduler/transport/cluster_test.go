@@ -45,6 +45,8 @@ type peerOptions struct {
 	Gate bool
 	// ManualTicks makes the PE tick only on the TICK command.
 	ManualTicks bool
+	// ProtoActorLog sets Config.ProtoActorLog.
+	ProtoActorLog bool
 }
 
 func (o peerOptions) config(logger *slog.Logger) Config {
@@ -53,7 +55,7 @@ func (o peerOptions) config(logger *slog.Logger) Config {
 		Secret:   []byte(o.Secret),
 		MaxFrame: o.MaxFrame, Window: o.Window,
 		ResendAfter: time.Duration(o.ResendAfterMs) * time.Millisecond,
-		Logger:      logger,
+		Logger:      logger, ProtoActorLog: o.ProtoActorLog,
 	}
 	if len(cfg.Secret) == 0 {
 		cfg.Secret = []byte("test-secret")
@@ -359,5 +361,27 @@ func (c *cluster) waitDelivered() {
 	}
 	if c.t.Failed() {
 		c.t.FailNow()
+	}
+}
+
+// Config.ProtoActorLog passes protoactor's own log lines to Config.Logger;
+// without it they are dropped.
+func TestProtoActorLog(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		_, tl := newTestLog(t)
+		p := startPeer(t, peerOptions{Rank: 0, Size: 1, ProtoActorLog: on}, tl)
+		select {
+		case <-p.addr:
+		case <-time.After(20 * time.Second):
+			t.Fatal("PE did not start")
+		}
+		p.stop() // the PE's log is read to its end
+		line := tl.find("lib=protoactor", "Starting remote")
+		if on && line == "" {
+			t.Errorf("ProtoActorLog: protoactor's start line is not in the log")
+		}
+		if !on && line != "" {
+			t.Errorf("protoactor's log is kept without ProtoActorLog: %s", line)
+		}
 	}
 }

@@ -11,8 +11,9 @@
 // its owner. ProtoActor (NewProtoActor) is the Endpoint over protoactor-go
 // remote, which carries frames over gRPC streams; another transport can sit
 // behind the same interface. Config configures it; Stats counts what it did.
-// RunBenchCommand and RunBenchPeer measure it against bare protoactor and
-// bare TCP between two processes (gochare bench transport).
+// NewBareRemote starts protoactor's remote configured as an endpoint's,
+// without this package's protocol above it: bench/transportbench measures
+// the endpoint against it and against bare TCP (gochare bench transport).
 //
 // # Protocol
 //
@@ -65,11 +66,14 @@
 // The remote is configured for HPC traffic: endpoint writer queues start at
 // 256 slots instead of a million (16 MB each), writer batches hold at most
 // 64 frames, and gRPC's message limits are raised to fit a full batch of
-// full frames. protoactor logs at Error level only, through Config.Logger,
-// and its metrics stay off. Two globals remain that this package cannot
-// avoid: remote.Start sets gRPC's global logger (so one process should run
-// one endpoint; the tests start PEs as child processes) and protoactor's
-// serializer registry.
+// full frames. protoactor's own log lines are dropped (it reports the
+// normal broken connections of shutdowns and failures as errors) unless
+// Config.ProtoActorLog passes them to Config.Logger; configuration comes in
+// through Config only, this package reads no environment variable.
+// protoactor's metrics stay off. Two globals remain that this package
+// cannot avoid: remote.Start sets gRPC's global logger (so one process
+// should run one endpoint or bare remote; the tests start PEs as child
+// processes) and protoactor's serializer registry.
 //
 // # Imports
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,31 +70,15 @@ func NewProtoActor(cfg Config) (*ProtoActor, error) {
 		return nil, err
 	}
 	e := &ProtoActor{cfg: cfg, log: cfg.Logger.With("rank", cfg.Rank)}
-	e.system = actor.NewActorSystem(
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			// protoactor reports every broken or refused connection as an
-			// error, including the normal ones at shutdown and after a
-			// peer failed; this layer recovers from them and reports what
-			// matters itself, so protoactor's own log is kept only with
-			// GOCHARE_DEBUG_PROTOACTOR set.
-			level := slog.LevelError + 1
-			if os.Getenv("GOCHARE_DEBUG_PROTOACTOR") != "" {
-				level = slog.LevelDebug
-			}
-			return slog.New(minLevel{cfg.Logger.Handler(), level}).With("lib", "protoactor", "rank", cfg.Rank)
-		}),
-		actor.WithDeadLetterRequestLogging(false),
-	)
 	auth := &authenticator{
 		token:     jobToken(cfg.Secret),
 		log:       e.log,
 		refused:   func() { e.stats.refused.Add(1) },
 		malformed: func() { e.stats.malformed.Add(1) },
 	}
-	e.remote = remote.NewRemote(e.system, remoteConfig(cfg, auth))
-	if err := startRemote(e.remote); err != nil {
-		e.system.Shutdown()
-		return nil, fmt.Errorf("%w on %s:%d: %w", ErrListen, cfg.Host, cfg.Port, err)
+	e.system, e.remote, err = startSystem(cfg, auth)
+	if err != nil {
+		return nil, err
 	}
 	e.addr = e.system.Address()
 
@@ -112,6 +95,49 @@ func NewProtoActor(cfg Config) (*ProtoActor, error) {
 		return nil, fmt.Errorf("transport: spawn %s: %w", actorName, err)
 	}
 	return e, nil
+}
+
+// startSystem starts an actor system and protoactor's remote configured
+// for cfg, with auth checking every gRPC call.
+func startSystem(cfg Config, auth *authenticator) (*actor.ActorSystem, *remote.Remote, error) {
+	system := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			// protoactor reports every broken or refused connection as an
+			// error, including the normal ones at shutdown and after a
+			// peer failed; this layer recovers from them and reports what
+			// matters itself, so protoactor's own log is kept only with
+			// Config.ProtoActorLog.
+			level := slog.LevelError + 1
+			if cfg.ProtoActorLog {
+				level = slog.LevelDebug
+			}
+			return slog.New(minLevel{cfg.Logger.Handler(), level}).With("lib", "protoactor", "rank", cfg.Rank)
+		}),
+		actor.WithDeadLetterRequestLogging(false),
+	)
+	r := remote.NewRemote(system, remoteConfig(cfg, auth))
+	if err := startRemote(r); err != nil {
+		system.Shutdown()
+		return nil, nil, fmt.Errorf("%w on %s:%d: %w", ErrListen, cfg.Host, cfg.Port, err)
+	}
+	return system, r, nil
+}
+
+// NewBareRemote starts an actor system and protoactor's remote configured
+// as an endpoint's are (writer queue and batch sizes, gRPC message limits
+// and windows, the job token check, protoactor's logging), with nothing of
+// this package above them: no PE actor, sequence numbers,
+// acknowledgements or resends. cfg.Size may be 1 (it is not used). It is
+// here so that a benchmark can compare the endpoint with bare protoactor
+// on equal terms (bench/transportbench); the runtime does not use it.
+// Shut down the remote, then the system, when done.
+func NewBareRemote(cfg Config) (*actor.ActorSystem, *remote.Remote, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, nil, err
+	}
+	auth := &authenticator{token: jobToken(cfg.Secret), log: cfg.Logger, refused: func() {}, malformed: func() {}}
+	return startSystem(cfg, auth)
 }
 
 // remoteConfig configures protoactor's remote for HPC-sized traffic.

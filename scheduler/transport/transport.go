@@ -77,8 +77,13 @@ type Config struct {
 	// doubled on each timeout without progress, up to 32 times).
 	ResendAfter time.Duration
 	// Logger receives the transport's log lines (default: discard).
-	// protoactor's own lines go to it too, at Error level only.
 	Logger *slog.Logger
+	// ProtoActorLog passes protoactor's own log lines, at every level, to
+	// Logger. Off, they are dropped: protoactor reports every broken or
+	// refused connection as an error, the normal ones at shutdown and
+	// after a peer failed included, and this layer reports what matters
+	// itself. The launcher sets it from GOCHARE_DEBUG_PROTOACTOR.
+	ProtoActorLog bool
 
 	// dropOutgoing, set by tests, drops a data frame instead of sending it.
 	dropOutgoing func(to int, f *Frame) bool

@@ -1,7 +1,8 @@
-package transport
+package transportbench
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -11,8 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,20 +21,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
-)
 
-// This file measures round-trip latency and one-way throughput between two
-// PEs for three stacks: this package's Endpoint, bare protoactor remote
-// with the same remote configuration (actor to actor, no sequence numbers
-// or acks), and bare TCP on loopback (length-prefixed frames, one goroutine
-// each side). The same code serves `go test -bench` (both sides in one
-// process) and `gochare bench transport` (the echo side in a child process).
-//
-// Traffic: a payload's first byte says what the echo side does with it:
-// 'P' echo it back, 'S' nothing, 'C' answer with the one-byte credit 'A'.
-// A one-way stream marks every creditEvery-th payload 'C' and keeps at most
-// 4*creditEvery payloads unanswered, about 4 MiB: without it bare
-// protoactor queues without bound.
+	"github.com/gochare/gochare/scheduler/transport"
+)
 
 // Stack names.
 const (
@@ -46,7 +36,7 @@ const (
 func benchStacks() []string { return []string{StackGochare, StackProtoActor, StackTCP} }
 
 // ErrBench reports a failed measurement.
-var ErrBench = errors.New("transport: bench")
+var ErrBench = errors.New("transportbench")
 
 const benchTimeout = 2 * time.Minute
 
@@ -55,9 +45,9 @@ type benchDriver interface {
 	Addr() string
 	Connect(peerAddr string) error
 	// PingPong makes n round trips of size-byte payloads.
-	PingPong(n, size int) (time.Duration, error)
+	PingPong(ctx context.Context, n, size int) (time.Duration, error)
 	// Stream sends n size-byte payloads one way and waits for the last.
-	Stream(n, size int) (time.Duration, error)
+	Stream(ctx context.Context, n, size int) (time.Duration, error)
 	Close()
 }
 
@@ -113,7 +103,7 @@ type benchRun struct {
 }
 
 type gochareDriver struct {
-	ep   *ProtoActor
+	ep   *transport.ProtoActor
 	done chan struct{}
 	// Owned by the endpoint goroutine.
 	pingLeft int
@@ -122,7 +112,7 @@ type gochareDriver struct {
 }
 
 func newGochareDriver(secret []byte, logger *slog.Logger) (*gochareDriver, error) {
-	ep, err := NewProtoActor(Config{Rank: 0, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
+	ep, err := transport.NewProtoActor(transport.Config{Rank: 0, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -135,23 +125,25 @@ func (d *gochareDriver) Connect(peer string) error {
 	return d.ep.Start([]string{d.ep.Addr(), peer}, d)
 }
 
-func (d *gochareDriver) run(r benchRun) (time.Duration, error) {
+func (d *gochareDriver) run(ctx context.Context, r benchRun) (time.Duration, error) {
 	start := time.Now()
 	d.ep.Post(r)
 	select {
 	case <-d.done:
 		return time.Since(start), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	case <-time.After(benchTimeout):
 		return 0, fmt.Errorf("%w: %s run %+v timed out", ErrBench, StackGochare, r)
 	}
 }
 
-func (d *gochareDriver) PingPong(n, size int) (time.Duration, error) {
-	return d.run(benchRun{ping: true, n: n, size: size})
+func (d *gochareDriver) PingPong(ctx context.Context, n, size int) (time.Duration, error) {
+	return d.run(ctx, benchRun{ping: true, n: n, size: size})
 }
 
-func (d *gochareDriver) Stream(n, size int) (time.Duration, error) {
-	return d.run(benchRun{n: n, size: size})
+func (d *gochareDriver) Stream(ctx context.Context, n, size int) (time.Duration, error) {
+	return d.run(ctx, benchRun{n: n, size: size})
 }
 
 func (d *gochareDriver) Event(ev any) {
@@ -192,10 +184,10 @@ func (d *gochareDriver) Receive(from int, payload []byte) {
 	d.ep.Flush()
 }
 
-type gochareEcho struct{ ep *ProtoActor }
+type gochareEcho struct{ ep *transport.ProtoActor }
 
 func newGochareEcho(secret []byte, logger *slog.Logger) (*gochareEcho, error) {
-	ep, err := NewProtoActor(Config{Rank: 1, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
+	ep, err := transport.NewProtoActor(transport.Config{Rank: 1, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -227,18 +219,11 @@ type paSide struct {
 }
 
 func newPASide(name string, secret []byte, logger *slog.Logger, a actor.Actor) (*paSide, error) {
-	cfg, err := Config{Rank: 0, Size: 1, Host: "127.0.0.1", Secret: secret, Logger: logger}.withDefaults()
+	system, r, err := transport.NewBareRemote(transport.Config{Rank: 0, Size: 1, Host: "127.0.0.1", Secret: secret, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	s := &paSide{system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(minLevel{cfg.Logger.Handler(), slog.LevelError})
-	}))}
-	auth := &authenticator{token: jobToken(secret), log: cfg.Logger, refused: func() {}, malformed: func() {}}
-	s.remote = remote.NewRemote(s.system, remoteConfig(cfg, auth))
-	if err := startRemote(s.remote); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrListen, err)
-	}
+	s := &paSide{system: system, remote: r}
 	s.self, err = s.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), name)
 	if err != nil {
 		s.close()
@@ -261,7 +246,7 @@ type paDriver struct {
 	// Owned by the actor.
 	peer     *actor.PID
 	pingLeft int
-	ping     *Frame
+	ping     *transport.Frame
 	stream   *streamState
 }
 
@@ -284,23 +269,25 @@ func (d *paDriver) Connect(peer string) error {
 	return nil
 }
 
-func (d *paDriver) run(r benchRun) (time.Duration, error) {
+func (d *paDriver) run(ctx context.Context, r benchRun) (time.Duration, error) {
 	start := time.Now()
 	d.side.system.Root.Send(d.side.self, r)
 	select {
 	case <-d.done:
 		return time.Since(start), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	case <-time.After(benchTimeout):
 		return 0, fmt.Errorf("%w: %s run %+v timed out (protoactor lost a message?)", ErrBench, StackProtoActor, r)
 	}
 }
 
-func (d *paDriver) PingPong(n, size int) (time.Duration, error) {
-	return d.run(benchRun{ping: true, n: n, size: size})
+func (d *paDriver) PingPong(ctx context.Context, n, size int) (time.Duration, error) {
+	return d.run(ctx, benchRun{ping: true, n: n, size: size})
 }
 
-func (d *paDriver) Stream(n, size int) (time.Duration, error) {
-	return d.run(benchRun{n: n, size: size})
+func (d *paDriver) Stream(ctx context.Context, n, size int) (time.Duration, error) {
+	return d.run(ctx, benchRun{n: n, size: size})
 }
 
 func (d *paDriver) Receive(ctx actor.Context) {
@@ -309,13 +296,13 @@ func (d *paDriver) Receive(ctx actor.Context) {
 		d.peer = m.peer
 	case benchRun:
 		if m.ping {
-			d.pingLeft, d.ping = m.n, &Frame{Data: benchPayload('P', m.size)}
+			d.pingLeft, d.ping = m.n, &transport.Frame{Data: benchPayload('P', m.size)}
 			ctx.Send(d.peer, d.ping)
 		} else {
 			d.stream = newStreamState(m.n, m.size)
 			d.pump(ctx)
 		}
-	case *Frame:
+	case *transport.Frame:
 		if len(m.Data) > 0 && m.Data[0] == 'A' {
 			d.stream.credits++
 			if d.stream.done() {
@@ -336,7 +323,7 @@ func (d *paDriver) Receive(ctx actor.Context) {
 
 func (d *paDriver) pump(ctx actor.Context) {
 	for p := d.stream.next(); p != nil; p = d.stream.next() {
-		ctx.Send(d.peer, &Frame{Data: p})
+		ctx.Send(d.peer, &transport.Frame{Data: p})
 	}
 }
 
@@ -366,13 +353,13 @@ func (e *paEcho) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case paConnect:
 		e.peer = m.peer
-	case *Frame:
+	case *transport.Frame:
 		switch {
 		case len(m.Data) == 0:
 		case m.Data[0] == 'P':
 			ctx.Send(e.peer, m)
 		case m.Data[0] == 'C':
-			ctx.Send(e.peer, &Frame{Data: []byte{'A'}})
+			ctx.Send(e.peer, &transport.Frame{Data: []byte{'A'}})
 		}
 	}
 }
@@ -425,7 +412,14 @@ func readFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
 	return buf, err
 }
 
-func (d *tcpDriver) PingPong(n, size int) (time.Duration, error) {
+// unblockOnCancel makes the connection's reads and writes fail when ctx
+// is cancelled; call the function it returns when done.
+func (d *tcpDriver) unblockOnCancel(ctx context.Context) func() bool {
+	return context.AfterFunc(ctx, func() { d.conn.SetDeadline(time.Now()) })
+}
+
+func (d *tcpDriver) PingPong(ctx context.Context, n, size int) (time.Duration, error) {
+	defer d.unblockOnCancel(ctx)()
 	p := benchPayload('P', size)
 	buf := make([]byte, len(p))
 	start := time.Now()
@@ -446,7 +440,8 @@ func (d *tcpDriver) PingPong(n, size int) (time.Duration, error) {
 
 // Stream relies on TCP's own flow control: it writes everything, then
 // reads the credits (a few bytes, which the socket buffers hold).
-func (d *tcpDriver) Stream(n, size int) (time.Duration, error) {
+func (d *tcpDriver) Stream(ctx context.Context, n, size int) (time.Duration, error) {
+	defer d.unblockOnCancel(ctx)()
 	every := creditEvery(size)
 	plain, marked := benchPayload('S', size), benchPayload('C', size)
 	credits := 0
@@ -484,7 +479,7 @@ type tcpEcho struct {
 func newTCPEcho() (*tcpEcho, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrListen, err)
+		return nil, fmt.Errorf("%w: %w", transport.ErrListen, err)
 	}
 	e := &tcpEcho{lis: lis}
 	e.wg.Add(1)
@@ -591,18 +586,18 @@ func measureLoop(minTime time.Duration, maxN int, fn func(n int) (time.Duration,
 	}
 }
 
-func measure(d benchDriver, stack string, size int, minTime time.Duration) (benchResult, error) {
+func measure(ctx context.Context, d benchDriver, stack string, size int, minTime time.Duration) (benchResult, error) {
 	res := benchResult{Stack: stack, Size: size}
 	// Warm up: connections, buffers.
-	if _, err := d.PingPong(50, size); err != nil {
+	if _, err := d.PingPong(ctx, 50, size); err != nil {
 		return res, err
 	}
-	n, el, err := measureLoop(minTime, 1_000_000, func(n int) (time.Duration, error) { return d.PingPong(n, size) })
+	n, el, err := measureLoop(minTime, 1_000_000, func(n int) (time.Duration, error) { return d.PingPong(ctx, n, size) })
 	if err != nil {
 		return res, err
 	}
 	res.RTTs, res.RTT = n, el/time.Duration(n)
-	n, el, err = measureLoop(minTime, 10_000_000, func(n int) (time.Duration, error) { return d.Stream(n, size) })
+	n, el, err = measureLoop(minTime, 10_000_000, func(n int) (time.Duration, error) { return d.Stream(ctx, n, size) })
 	if err != nil {
 		return res, err
 	}
@@ -612,21 +607,33 @@ func measure(d benchDriver, stack string, size int, minTime time.Duration) (benc
 	return res, nil
 }
 
-// RunBenchCommand runs `gochare bench transport [flags]`: it starts a child
-// process (os.Executable() bench transport-peer --addr ...) and measures
-// round-trip latency and one-way throughput between the two processes for
-// each stack and payload size, then prints a Markdown table to stdout. The
-// stacks are measured in turn, -rounds times, and the best figure of each
-// is kept, so that load from other processes on a shared machine hurts
-// them alike.
-func RunBenchCommand(args []string, stdout io.Writer) error {
+// Main is `gochare bench transport [flags]`: it starts the echo side in a
+// child process, the command line peer followed by --addr and the address
+// of a control connection (gochare runs itself as `gochare bench
+// transport-peer`, which calls Peer), and measures round-trip latency and
+// one-way throughput between the two processes for each stack and payload
+// size, then prints a Markdown table to stdout. The stacks are measured in
+// turn, -rounds times, and the best figure of each is kept, so that load
+// from other processes on a shared machine hurts them alike. Log lines, the
+// child's output included, go to stderr. Cancelling ctx stops it.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, peer []string) (err error) {
 	fs := flag.NewFlagSet("bench transport", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	sizesFlag := fs.String("sizes", "64,32768,262144", "payload sizes in bytes, comma-separated")
 	stacksFlag := fs.String("stacks", strings.Join(benchStacks(), ","), "stacks to measure")
 	minTime := fs.Duration("time", 300*time.Millisecond, "minimum duration of each measurement")
 	rounds := fs.Int("rounds", 3, "measure each stack this many times, keep the best")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return fmt.Errorf("%w: %w", ErrBench, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", ErrBench, fs.Arg(0))
+	}
+	if len(peer) == 0 {
+		return fmt.Errorf("%w: no command line for the peer process", ErrBench)
 	}
 	var sizes []int
 	for _, s := range strings.Split(*sizesFlag, ",") {
@@ -637,24 +644,45 @@ func RunBenchCommand(args []string, stdout io.Writer) error {
 		sizes = append(sizes, n)
 	}
 	stacks := strings.Split(*stacksFlag, ",")
+	for _, stack := range stacks {
+		if !slices.Contains(benchStacks(), stack) {
+			return fmt.Errorf("%w: unknown stack %q (%s)", ErrBench, stack, strings.Join(benchStacks(), ", "))
+		}
+	}
 
 	ctl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("%w: control listener: %w", ErrBench, err)
 	}
 	defer ctl.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBench, err)
-	}
-	child := exec.Command(exe, "bench", "transport-peer", "--addr", ctl.Addr().String())
-	child.Stdout, child.Stderr = os.Stderr, os.Stderr
+	child := exec.Command(peer[0], append(peer[1:len(peer):len(peer)], "--addr", ctl.Addr().String())...)
+	child.Stdout, child.Stderr = stderr, stderr
 	if err := child.Start(); err != nil {
 		return fmt.Errorf("%w: start peer process: %w", ErrBench, err)
 	}
+	// A peer process that ends closes the control listener and cancels
+	// ctx, so that nothing here waits for it in vain.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	childDone := make(chan struct{})
+	go func() {
+		childErr := child.Wait()
+		cancel(fmt.Errorf("peer process %q ended: %v", strings.Join(peer, " "), childErr))
+		ctl.Close()
+		close(childDone)
+	}()
 	defer func() {
 		child.Process.Kill()
-		child.Wait()
+		<-childDone
+	}()
+	// Cancelling ctx ends the peer process, which ends any wait for it.
+	defer context.AfterFunc(ctx, func() { child.Process.Kill() })()
+	defer func() {
+		// Whatever failed after ctx was cancelled (or the peer process
+		// ended) failed because of that.
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ErrBench, context.Cause(ctx))
+		}
 	}()
 	conn, err := acceptTimeout(ctl, 30*time.Second)
 	if err != nil {
@@ -665,7 +693,7 @@ func RunBenchCommand(args []string, stdout io.Writer) error {
 
 	secret := make([]byte, 16)
 	rand.Read(secret)
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	drivers := make(map[string]benchDriver)
 	defer func() {
 		for _, d := range drivers {
@@ -695,7 +723,7 @@ func RunBenchCommand(args []string, stdout io.Writer) error {
 	for range max(*rounds, 1) {
 		for _, size := range sizes {
 			for _, stack := range stacks {
-				res, err := measure(drivers[stack], stack, size, *minTime)
+				res, err := measure(ctx, drivers[stack], stack, size, *minTime)
 				if err != nil {
 					return fmt.Errorf("%w: %s %d B: %w", ErrBench, stack, size, err)
 				}
@@ -745,21 +773,26 @@ func acceptTimeout(l net.Listener, d time.Duration) (net.Conn, error) {
 	return l.Accept()
 }
 
-// RunBenchPeer is the child side of RunBenchCommand (`gochare bench
-// transport-peer --addr HOST:PORT`): it connects to the parent's control
-// address and runs the echo side of each stack the parent asks for.
-func RunBenchPeer(args []string) error {
+// Peer is the child side of Main (`gochare bench transport-peer --addr
+// HOST:PORT`): it connects to the parent's control address and runs the
+// echo side of each stack the parent asks for, until the parent says EXIT.
+// Log lines go to stderr.
+func Peer(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench transport-peer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	addr := fs.String("addr", "", "control address of the measuring process")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", ErrBench, err)
+	}
+	if *addr == "" {
+		return fmt.Errorf("%w: transport-peer needs --addr HOST:PORT", ErrBench)
 	}
 	conn, err := net.Dial("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("%w: control connection: %w", ErrBench, err)
 	}
 	defer conn.Close()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	in := bufio.NewScanner(conn)
 	echoes := make(map[string]benchEcho)
 	defer func() {

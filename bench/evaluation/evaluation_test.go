@@ -7,33 +7,17 @@ import (
 	"fmt"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/internal/testbin"
 )
 
-// gochareBin is the gochare binary built once for the tests.
-var gochareBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gochare-eval-test")
-	if err != nil {
-		panic(err)
-	}
-	gochareBin = filepath.Join(dir, "gochare")
-	build := exec.Command("go", "build", "-o", gochareBin, "github.com/gochare/gochare/cmd/gochare")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic(fmt.Sprintf("building gochare: %v", err))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
 
 // TestTinyPreset runs `gochare bench --tiny` end to end, as the command
 // line does, and checks that every output is complete and that the
@@ -41,7 +25,7 @@ func TestMain(m *testing.M) {
 func TestTinyPreset(t *testing.T) {
 	out := t.TempDir()
 	var stdout bytes.Buffer
-	status, err := Main([]string{"--tiny", "--out", out, "--mtbf", "12h"}, &stdout, gochareBin)
+	status, err := Main([]string{"--tiny", "--out", out, "--mtbf", "12h"}, &stdout, testbin.Gochare(t))
 	require.NoError(t, err, stdout.String())
 	require.Equal(t, 0, status)
 
@@ -242,9 +226,9 @@ func TestCasesInterleaved(t *testing.T) {
 	args, err := cfg.Args(Case{App: "stencil3d", Protocol: "partialdet", Failure: true, Spread: 2})
 	require.NoError(t, err)
 	require.Equal(t, "run stencil3d --pes 4 --ft partialdet --checkpoint-every 20 --json --kill pe=1,at=step:30 --restore-spread 2 --grid 64,64,64 --chunk 16,16,16 --iterations 60", strings.Join(args, " "))
-	_, err = Main([]string{"--quick", "--full"}, &bytes.Buffer{}, gochareBin)
+	_, err = Main([]string{"--quick", "--full"}, &bytes.Buffer{}, testbin.Gochare(t))
 	require.Error(t, err)
-	_, err = Main([]string{"--apps", "nope"}, &bytes.Buffer{}, gochareBin)
+	_, err = Main([]string{"--apps", "nope"}, &bytes.Buffer{}, testbin.Gochare(t))
 	require.ErrorContains(t, err, "nope")
 }
 

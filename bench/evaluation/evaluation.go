@@ -1,12 +1,3 @@
-// Package evaluation is `gochare bench`: it measures the three mini-apps
-// under the three fault-tolerance protocols (none = checkpoint/restart,
-// fulldet, partialdet) by running real jobs with the gochare binary itself
-// (`gochare run APP ...`) and parsing what they print: forward-path time
-// per step and its overhead against none, determinants, piggybacked and
-// logged bytes, checkpoint time and size, recovery after one PE killed in
-// the middle of a checkpoint period (with the restored tasks spread over
-// 1, 2 or all survivors), and Daly's optimal checkpoint period. Results are
-// written as JSON, CSV, a Markdown table and PNG plots.
 package evaluation
 
 import (

@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/gochare/gochare/bench/evaluation"
+	"github.com/gochare/gochare/bench/transportbench"
+)
+
+// ErrUsage reports a command-line mistake (exit status 2).
+var ErrUsage = errors.New("bench: usage")
+
+// Usage is the part of gochare's usage text about `gochare bench`.
+const Usage = `  gochare bench [--quick|--full|--tiny] [--out DIR] [--mtbf 24h] [--reps N] [--pes N] [--apps A,B]
+      the evaluation: stencil3d, leanmd and lulesh under none, fulldet and
+      partialdet; forward-path overhead, checkpoint time and size, recovery
+      after a PE killed mid-period (restore spread 1, 2, all), Daly's
+      checkpoint period; writes JSON, CSV, Markdown and PNG plots to DIR
+      (default evaluation-results); --quick is the default
+  gochare bench transport [--sizes 64,32768 --stacks gochare,protoactor,tcp --time D --rounds N]
+      transport latency and throughput between two PE processes
+`
+
+// Command is `gochare bench ARGS` run by the gochare executable: with no
+// benchmark name, flags or "evaluation" it runs the evaluation, with
+// "transport" the transport benchmark, and "transport-peer" is the echo
+// side the transport benchmark starts. Both drivers run the executable
+// itself (os.Executable), so it must be a gochare command that has this
+// subcommand and the mini-apps.
+func Command(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 1, fmt.Errorf("bench: %w", err)
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || args[0] == "evaluation" {
+		if len(args) > 0 && args[0] == "evaluation" {
+			args = args[1:]
+		}
+		return evaluation.Main(args, stdout, exe)
+	}
+	switch args[0] {
+	case "transport":
+		return 0, transportbench.Main(ctx, args[1:], stdout, stderr, []string{exe, "bench", "transport-peer"})
+	case "transport-peer":
+		return 0, transportbench.Peer(args[1:], stderr)
+	}
+	return 2, fmt.Errorf("%w: unknown benchmark %q (evaluation, transport)", ErrUsage, args[0])
+}
