@@ -104,77 +104,6 @@ func (c *JobCoordinator) rollbackFromDisk(pe int, cause error) []Command {
 // asked, e.g. read a disk checkpoint).
 func (c *JobCoordinator) Abort(err error) []Command { return c.finish(1, err) }
 
-// rollbackToDisk is the PE's part of a disk rollback (Rollback.FromDisk):
-// it forgets its in-memory checkpoints, holds the disk epoch as its
-// committed one, and waits for the records of the tasks placed on it.
-func (pe *PE) rollbackToDisk(ev Rollback) {
-	pe.store = migrate.NewStore()
-	if err := pe.store.Stage(ev.Epoch, nil); err != nil {
-		pe.halt(err)
-		return
-	}
-	if err := pe.store.Commit(ev.Epoch); err != nil {
-		pe.halt(err)
-		return
-	}
-	for _, f := range ev.Failed {
-		if f >= 0 && f < len(pe.live) && pe.live[f] {
-			pe.live[f] = false
-			if n, ok := pe.cfg.Net.(interface{ Forget(peer int) }); ok {
-				n.Forget(f)
-			}
-		}
-	}
-	for _, r := range ev.Relocations {
-		pe.colls[r.Task.Collection].homeOf[r.Task.Lin] = int32(r.ToPE)
-	}
-	for _, cs := range pe.colls {
-		for lin, home := range cs.homeOf {
-			if int(home) == pe.cfg.Rank {
-				pe.expectRestore[pe.taskID(cs, lin)] = true
-			}
-		}
-	}
-	pe.restoring, pe.fromDisk = true, true
-	pe.receiveEarly()
-}
-
-// diskRecords restores tasks from a disk checkpoint's records.
-func (pe *PE) diskRecords(ev DiskRecords) {
-	if ev.Generation != pe.generation || !pe.fromDisk {
-		return // of a rollback a later failure replaced
-	}
-	for _, rec := range ev.Records {
-		if cs, lin, ok := pe.recordTarget(rec); !ok || int(cs.homeOf[lin]) != pe.cfg.Rank {
-			pe.halt(fmt.Errorf("scheduler: disk checkpoint record of task %d[%d] given to PE %d, which does not host it", rec.Collection, rec.Lin, pe.cfg.Rank))
-			return
-		}
-		if err := pe.restoreRecord(rec); err != nil {
-			pe.halt(err)
-			return
-		}
-	}
-	if !ev.Last {
-		return
-	}
-	if len(pe.expectRestore) > 0 {
-		pe.halt(fmt.Errorf("scheduler: the disk checkpoint gave PE %d no record of %s", pe.cfg.Rank, pe.describeTasks(pe.expectRestore)))
-		return
-	}
-	// The tasks restart with fresh protocol state: their new checkpoint
-	// records say so, and become this PE's copy of the epoch (and, sent
-	// to its buddy, the buddy copy).
-	recs, err := pe.records()
-	if err != nil {
-		pe.halt(err)
-		return
-	}
-	pe.restoredRecords = recs
-	pe.reprotect = true
-	pe.fromDisk = false
-	pe.reportRestored()
-}
-
 // recreate handles a failure before the job's first checkpoint committed:
 // no task has run yet (the job begins after that commit), so the failed
 // PEs' tasks are created afresh on the survivors, round-robin in task
@@ -211,31 +140,4 @@ func (c *JobCoordinator) recreate(pe int) []Command {
 	c.phase = phaseRollingBack
 	c.pendingRestored = slices.Clone(c.live)
 	return []Command{{To: -1, Event: Rollback{Generation: c.generation, Failed: dead, Relocations: relocs, Recreate: true}}}
-}
-
-// recreateTasks is the PE's part of recreate (Rollback.Recreate): it
-// creates the tasks now placed on it as the job declares them.
-func (pe *PE) recreateTasks(ev Rollback) {
-	pe.store = migrate.NewStore()
-	for _, f := range ev.Failed {
-		if f >= 0 && f < len(pe.live) && pe.live[f] {
-			pe.live[f] = false
-			if n, ok := pe.cfg.Net.(interface{ Forget(peer int) }); ok {
-				n.Forget(f)
-			}
-		}
-	}
-	for _, r := range ev.Relocations {
-		pe.colls[r.Task.Collection].homeOf[r.Task.Lin] = int32(r.ToPE)
-	}
-	for _, cs := range pe.colls {
-		for lin, home := range cs.homeOf {
-			if int(home) == pe.cfg.Rank {
-				pe.addElement(cs, lin, cs.def.New(cs.def.Shape.At(lin)))
-			}
-		}
-	}
-	pe.rollingBack = false
-	pe.receiveEarly()
-	pe.cfg.Control.Restored(pe.generation, 0, Progress{})
 }
