@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler/wire"
@@ -160,7 +161,7 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte, ge
 	}
 }
 
-func (pe *PE) commitCheckpoint(ev CommitCheckpoint) {
+func (pe *PE) commitCheckpoint(ev job.CommitCheckpoint) {
 	if err := pe.store.Commit(ev.Epoch); err != nil {
 		pe.cfg.Control.Fail(err)
 		return

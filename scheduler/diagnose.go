@@ -14,16 +14,6 @@ import (
 // coordinator asks every PE for a Diagnosis: what its tasks wait for, and
 // from which PE that would come. The job then stops with the reports.
 
-// Events of stall detection.
-type (
-	// ReportProgress asks a PE how many handlers it has run (answered
-	// with Control.Progress).
-	ReportProgress struct{}
-	// Diagnose asks a PE what its tasks wait for (answered with
-	// Control.Diagnosis).
-	Diagnose struct{}
-)
-
 // maxDiagnosedTasks bounds the tasks a PE's diagnosis describes one by
 // one; the rest are counted.
 const maxDiagnosedTasks = 12

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler/wire"
 )
@@ -12,6 +13,24 @@ import (
 // Tasks from a disk checkpoint: at a restart (--restart, RestartFrom
 // before the job begins), and in a recovery that falls back to disk
 // (Rollback.FromDisk, then DiskRecords).
+
+// Records of a disk checkpoint, given to a PE by the process that hosts
+// it (Net.Post): they are no coordinator events, but what the launcher
+// reads from disk for the PE.
+type (
+	// RestartFrom gives the local tasks the states of a disk checkpoint
+	// before the job begins (a restart, possibly on another PE count).
+	RestartFrom struct{ Records []migrate.TaskRecord }
+	// DiskRecords gives a PE task records of a disk checkpoint it rolls
+	// back to (job.Rollback with FromDisk; the coordinator asked the
+	// driver for them with job.SendDiskRecords). Last marks the last
+	// part for the PE.
+	DiskRecords struct {
+		Generation uint64
+		Records    []migrate.TaskRecord
+		Last       bool
+	}
+)
 
 // restartFrom installs checkpointed states into the tasks created here.
 // Identities start afresh: this is a new job that continues an old one.
@@ -40,7 +59,7 @@ func (pe *PE) restartFrom(recs []migrate.TaskRecord) error {
 // rollbackToDisk is the PE's part of a disk rollback (Rollback.FromDisk):
 // it forgets its in-memory checkpoints, holds the disk epoch as its
 // committed one, and waits for the records of the tasks placed on it.
-func (pe *PE) rollbackToDisk(ev Rollback) {
+func (pe *PE) rollbackToDisk(ev job.Rollback) {
 	pe.store = migrate.NewStore()
 	if err := pe.store.Stage(ev.Epoch, nil); err != nil {
 		pe.halt(err)

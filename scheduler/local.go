@@ -5,19 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 )
-
-// ErrQuiescentWithoutExit reports a job in which nothing is left to do
-// although nobody called Exit or asked for quiescence detection.
-var ErrQuiescentWithoutExit = errors.New("scheduler: job is quiescent but no task called Exit (a message that never comes?)")
 
 // Result is the outcome of a job run in process.
 type Result struct {
@@ -26,7 +22,7 @@ type Result struct {
 	Stats  []Stats
 	// Regained lists, in order, the recoveries after which the job got
 	// back to where it was at the failure before it ended.
-	Regained []ProgressRegained
+	Regained []job.ProgressRegained
 }
 
 // RunInProcess runs app on pes PEs inside this process, each PE on its own
@@ -41,13 +37,12 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 	for _, opt := range opts {
 		opt(&o)
 	}
-	job, err := Define(app, args)
+	jb, err := Define(app, args)
 	if err != nil {
 		return Result{}, err
 	}
-	coord := &localCoordinator{events: make(chan any, 1024), debug: os.Getenv("GOCHARE_DEBUG") != "", core: NewJobCoordinator(CoordinatorConfig{
-		Size: pes, Protocol: o.protocol, Layout: Layout(job, pes), Balancer: o.balancer,
-	})}
+	core := job.NewCoordinator(job.Config{Size: pes, Protocol: o.protocol, Layout: Layout(jb, pes), Balancer: o.balancer})
+	coord := &localCoordinator{events: make(chan any, 1024), debug: o.debug, core: core}
 	done := make(chan struct{})
 	nets := make([]*localNet, pes)
 	for r := range nets {
@@ -89,7 +84,7 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 	waitPEs := func() []bool {
 		stopped := make([]bool, pes)
 		for r := range nets {
-			if !errors.Is(coord.core.outcome.Err, ErrStalled) || pesList[r].Busy() == "" {
+			if out, _ := core.Done(); !errors.Is(out.Err, job.ErrStalled) || pesList[r].Busy() == "" {
 				<-ended[r]
 				stopped[r] = true
 			}
@@ -98,9 +93,9 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 	}
 	stall := o.stallTimeout
 	if stall <= 0 {
-		stall = DefaultStallTimeout
+		stall = job.DefaultStallTimeout
 	}
-	coord.stallWindow = stall / StallChecks
+	coord.stallWindow = stall / job.StallChecks
 	coord.busy = func(pe int) string { return pesList[pe].Busy() }
 	res, err := coord.run(ctx, nets)
 	close(done)
@@ -108,13 +103,13 @@ func RunInProcess(ctx context.Context, app actor.App, args []string, pes int, st
 		n.box.close()
 	}
 	stopped := waitPEs()
-	if err != nil && coord.debug {
+	if err != nil && o.debug != nil {
 		for r, pe := range pesList {
 			if stopped[r] {
-				fmt.Fprint(os.Stderr, pe.DebugString())
+				fmt.Fprint(o.debug, pe.DebugString())
 			}
 		}
-		fmt.Fprintln(os.Stderr, coord.core.DebugString())
+		fmt.Fprintln(o.debug, core.DebugString())
 	}
 	for r, pe := range pesList {
 		if !stopped[r] {
@@ -134,30 +129,25 @@ type options struct {
 	balancer        string
 	checkpointEvery uint64
 	kills           map[int]uint64
-	eventKills      map[int]func(ev any) bool
+	eventKills      map[int]func(ev job.Event) bool
 	stallTimeout    time.Duration
+	debug           io.Writer
 }
 
 // WithKillAfterEvent makes PE pe die (as WithKill) right after it handled
 // a coordinator event that match accepts: e.g. TakeCheckpoint (a failure
 // while a checkpoint is taken), Recover (during a recovery) or Migrate.
-func WithKillAfterEvent(pe int, match func(ev any) bool) Option {
+func WithKillAfterEvent(pe int, match func(ev job.Event) bool) Option {
 	return func(o *options) {
 		if o.eventKills == nil {
-			o.eventKills = map[int]func(any) bool{}
+			o.eventKills = map[int]func(job.Event) bool{}
 		}
 		o.eventKills[pe] = match
 	}
 }
 
-// DefaultStallTimeout is how long a job may make no progress (no handler
-// run, no checkpoint or recovery step) before it stops with a diagnosis:
-// far above a step of any configuration we run, which takes seconds at
-// most.
-const DefaultStallTimeout = 60 * time.Second
-
 // WithStallTimeout sets how long the job may make no progress before it
-// stops with a diagnosis (default DefaultStallTimeout).
+// stops with a diagnosis (default job.DefaultStallTimeout).
 func WithStallTimeout(d time.Duration) Option { return func(o *options) { o.stallTimeout = d } }
 
 // WithKill makes PE pe die (stop at once, lose everything) when one of its
@@ -178,6 +168,10 @@ func WithBalancer(name string) Option { return func(o *options) { o.balancer = n
 // WithCheckpointEvery sets the sync period in steps (see Config).
 func WithCheckpointEvery(k uint64) Option { return func(o *options) { o.checkpointEvery = k } }
 
+// WithDebug writes to w the coordinator's notes as they come and, if the
+// job ends with an error, the state of every PE and of the coordinator.
+func WithDebug(w io.Writer) Option { return func(o *options) { o.debug = w } }
+
 // WithProtocol runs the job under a fault-tolerance protocol (default
 // logging.KindNone).
 func WithProtocol(k logging.Kind) Option { return func(o *options) { o.protocol = k } }
@@ -192,7 +186,7 @@ type (
 	}
 	ctlIdle struct {
 		rank int
-		st   IdleStatus
+		st   job.IdleStatus
 	}
 	ctlQuiescence struct{ rank int }
 	ctlStaged     struct {
@@ -215,7 +209,7 @@ type (
 	ctlRestored struct {
 		rank       int
 		generation uint64
-		before     Progress
+		before     job.Progress
 	}
 	ctlReached struct {
 		rank             int
@@ -261,7 +255,7 @@ func (c localControl) send(ev any) {
 func (c localControl) Output(line string)                    { c.send(ctlOutput{c.rank, line}) }
 func (c localControl) Exit(status int)                       { c.send(ctlExit{c.rank, status}) }
 func (c localControl) RequestQuiescence()                    { c.send(ctlQuiescence{c.rank}) }
-func (c localControl) Idle(st IdleStatus)                    { c.send(ctlIdle{c.rank, st}) }
+func (c localControl) Idle(st job.IdleStatus)                { c.send(ctlIdle{c.rank, st}) }
 func (c localControl) Loads(l []migrate.TaskLoad)            { c.send(ctlLoads{c.rank, l}) }
 func (c localControl) Migrated()                             { c.send(ctlMigrated{c.rank}) }
 func (c localControl) Progress(delivered uint64)             { c.send(ctlProgress{c.rank, delivered}) }
@@ -270,7 +264,7 @@ func (c localControl) Diagnosis(report string)               { c.send(ctlDiagnos
 func (c localControl) Fail(err error)                        { c.send(ctlFail{c.rank, err}) }
 func (c localControl) BuddyStored(e uint64, w int, g uint64) { c.send(ctlBuddyStored{c.rank, e, w, g}) }
 func (c localControl) Reached(g, step uint64)                { c.send(ctlReached{c.rank, g, step}) }
-func (c localControl) Restored(g uint64, _ int, before Progress) {
+func (c localControl) Restored(g uint64, _ int, before job.Progress) {
 	c.send(ctlRestored{c.rank, g, before})
 }
 func (c localControl) CheckpointStaged(e uint64, tasks, bytes int) {
@@ -280,36 +274,76 @@ func (c localControl) DiskWritten(e uint64, entry migrate.FileEntry, err error) 
 	c.send(ctlDisk{c.rank, e, entry, err})
 }
 
+// localCoordinator drives the job's coordinator: it hands it what the PEs
+// report, and is its job.Driver over the in-memory queues.
 type localCoordinator struct {
 	events chan any
-	core   *JobCoordinator
-	debug  bool // GOCHARE_DEBUG: print the coordinator's notes and, on failure, every PE's state
+	core   *job.Coordinator
+	nets   []*localNet
+	res    Result
+	// pending are the commands not yet carried out (see perform).
+	pending    []job.Command
+	performing bool
+	// debug, if set, receives the coordinator's notes.
+	debug io.Writer
 	// stallWindow is the period of stall checks; busy names what a PE
 	// runs (PE.Busy).
 	stallWindow time.Duration
 	busy        func(pe int) string
 }
 
-func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, error) {
-	var res Result
-	deliver := func(cmds []Command) {
-		for _, cmd := range cmds {
-			switch {
-			case cmd.To == -1:
-				for _, n := range nets {
-					if !n.dead.Load() {
-						n.Post(cmd.Event)
-					}
-				}
-			case cmd.To >= 0:
-				nets[cmd.To].Post(cmd.Event)
-			default:
-				if r, ok := cmd.Event.(ProgressRegained); ok {
-					res.Regained = append(res.Regained, r)
-				}
-			}
+var _ job.Driver = (*localCoordinator)(nil)
+
+// perform carries out commands in order. The commands an effect's outcome
+// brings (OnManifestWritten) come after those already queued.
+func (c *localCoordinator) perform(cmds []job.Command) {
+	c.pending = append(c.pending, cmds...)
+	if c.performing {
+		return
+	}
+	c.performing = true
+	for len(c.pending) > 0 {
+		cmd := c.pending[0]
+		c.pending = c.pending[1:]
+		cmd.Dispatch(c)
+	}
+	c.performing = false
+}
+
+func (c *localCoordinator) Send(s job.Send) {
+	if rank, one := s.To.PE(); one {
+		c.nets[rank].Post(s.Event)
+		return
+	}
+	for _, n := range c.nets {
+		if !n.dead.Load() {
+			n.Post(s.Event)
 		}
 	}
+}
+
+func (c *localCoordinator) WriteManifest(w job.WriteManifest) {
+	c.perform(c.core.OnManifestWritten(w.Manifest.Epoch, migrate.WriteManifest(w.Dir, w.Manifest)))
+}
+
+// errNoDisk: a job in process has no checkpoint directory, so no
+// recovery falls back to one.
+var errNoDisk = errors.New("scheduler: a job run in process keeps no disk checkpoint")
+
+func (c *localCoordinator) SendDiskRecords(sd job.SendDiskRecords) {
+	c.perform(c.core.OnDiskRecordsSent(sd, errNoDisk))
+}
+
+func (c *localCoordinator) Started(job.Started)   {}
+func (c *localCoordinator) Restored(job.Restored) {}
+
+func (c *localCoordinator) ProgressRegained(r job.ProgressRegained) {
+	c.res.Regained = append(c.res.Regained, r)
+}
+
+func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, error) {
+	c.nets = nets
+	deliver := c.perform
 	deliver(c.core.Ready())
 	// Quiescence rounds are paced so that idle PEs do not spin.
 	pace := time.NewTicker(time.Millisecond)
@@ -318,12 +352,12 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 	defer stall.Stop()
 	for {
 		if out, done := c.core.Done(); done {
-			res.Status = out.Status
-			return res, out.Err
+			c.res.Status = out.Status
+			return c.res, out.Err
 		}
-		for _, e := range c.core.Events() {
-			if c.debug {
-				fmt.Fprintln(os.Stderr, "coordinator:", e)
+		for _, note := range c.core.Notes() {
+			if c.debug != nil {
+				fmt.Fprintln(c.debug, "coordinator:", note)
 			}
 		}
 		select {
@@ -332,11 +366,11 @@ func (c *localCoordinator) run(ctx context.Context, nets []*localNet) (Result, e
 		case <-stall.C:
 			deliver(c.core.CheckStall(c.stallWindow, c.busy))
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return c.res, ctx.Err()
 		case ev := <-c.events:
 			switch ev := ev.(type) {
 			case ctlOutput:
-				res.Output = append(res.Output, ev.line)
+				c.res.Output = append(c.res.Output, ev.line)
 			case ctlExit:
 				deliver(c.core.OnExit(ev.rank, ev.status))
 			case ctlQuiescence:
@@ -383,7 +417,7 @@ type localNet struct {
 	// events is the coordinator's queue (to report the PE's death);
 	// killAfter, if set, says after which event the PE dies.
 	events    chan<- any
-	killAfter func(ev any) bool
+	killAfter func(ev job.Event) bool
 }
 
 // kill makes the PE die as a SIGKILL would: it stops at once, and what it
@@ -424,7 +458,7 @@ func (n *localNet) loop(pe *PE) {
 			pe.Receive(p.from, p.payload)
 		} else {
 			pe.Event(item)
-			if n.killAfter != nil && n.killAfter(item) {
+			if ev, ok := item.(job.Event); ok && n.killAfter != nil && n.killAfter(ev) {
 				n.kill()
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler/internal/testmsg"
@@ -266,7 +267,7 @@ func TestQuiescenceWithoutExitIsAnError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := RunInProcess(ctx, app, nil, 2, nil)
-	require.ErrorIs(t, err, ErrQuiescentWithoutExit)
+	require.ErrorIs(t, err, job.ErrQuiescentWithoutExit)
 	// The error says what waits, and for what.
 	require.ErrorContains(t, err, "w(0): expects key 0; holds 1 of w.wait key 7 (from main(0) on PE 0)")
 	require.ErrorContains(t, err, "w(3): expects key 0; holds 1 of w.wait key 7 (from main(0) on PE 0)")
@@ -292,12 +293,12 @@ type nopControl struct{}
 
 func (nopControl) Output(string)                                {}
 func (nopControl) Exit(int)                                     {}
-func (nopControl) Idle(IdleStatus)                              {}
+func (nopControl) Idle(job.IdleStatus)                          {}
 func (nopControl) RequestQuiescence()                           {}
 func (nopControl) CheckpointStaged(uint64, int, int)            {}
 func (nopControl) BuddyStored(uint64, int, uint64)              {}
 func (nopControl) DiskWritten(uint64, migrate.FileEntry, error) {}
-func (nopControl) Restored(uint64, int, Progress)               {}
+func (nopControl) Restored(uint64, int, job.Progress)           {}
 func (nopControl) Reached(uint64, uint64)                       {}
 func (nopControl) Fail(error)                                   {}
 
@@ -552,7 +553,7 @@ func TestAmbiguousOrderIsReported(t *testing.T) {
 	require.ErrorContains(t, err, `sink(0) could handle "left" (ordered, key 0) from main(0) or "right" (ordered, key 0) from main(0) next`)
 	// Under none the order does not matter to recovery: the job runs.
 	_, err = RunInProcess(ctx, app, nil, 2, nil, WithProtocol(logging.KindNone))
-	require.ErrorIs(t, err, ErrQuiescentWithoutExit)
+	require.ErrorIs(t, err, job.ErrQuiescentWithoutExit)
 }
 
 // A job that stops making progress (here a handler that never returns)
@@ -588,7 +589,7 @@ func TestStallIsDiagnosed(t *testing.T) {
 		t.Fatal("the stalled job did not end")
 	}
 	close(release)
-	require.ErrorIs(t, err, ErrStalled)
+	require.ErrorIs(t, err, job.ErrStalled)
 	require.ErrorContains(t, err, "PE 1 did not answer: it is running w(3) in handler work")
 	require.ErrorContains(t, err, "PE 0 (generation 0")
 }

@@ -1,5 +1,7 @@
 package scheduler
 
+import "github.com/gochare/gochare/job"
+
 // Progress watching. Every task's last offered step (element.progress)
 // and the PE's furthest (PE.progress) are kept as tasks offer sync points.
 // After a recovery the coordinator asks every PE to tell it (Reached)
@@ -7,26 +9,11 @@ package scheduler
 // failure (WatchProgress): the launcher reports that time as the time the
 // job took to regain its progress.
 
-// Progress is how far tasks got: the highest step they offered at a sync
-// point (ctx.AtSync), if they offered any.
-type Progress struct {
-	Step    uint64
-	Offered bool
-}
-
-// Max returns the further of p and q.
-func (p Progress) Max(q Progress) Progress {
-	if !p.Offered || (q.Offered && q.Step > p.Step) {
-		return q
-	}
-	return p
-}
-
 // noteStep records the step a task offers. It costs the forward path a few
 // comparisons; only while a WatchProgress is pending does a step at or past
 // the watched one make the PE look at its other tasks.
 func (pe *PE) noteStep(el *element, step uint64) {
-	el.progress = Progress{Step: step, Offered: true}
+	el.progress = job.Progress{Step: step, Offered: true}
 	pe.progress = pe.progress.Max(el.progress)
 	if pe.watch != nil && step >= pe.watch.Step {
 		pe.checkWatch()
@@ -35,7 +22,7 @@ func (pe *PE) noteStep(el *element, step uint64) {
 
 // watchProgress takes the coordinator's WatchProgress: it is answered now
 // if the local tasks are already there, else from noteStep.
-func (pe *PE) watchProgress(ev WatchProgress) {
+func (pe *PE) watchProgress(ev job.WatchProgress) {
 	if ev.Generation != pe.generation {
 		return // a later recovery began; its own watch follows
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler/wire"
@@ -25,57 +26,6 @@ import (
 //
 // Batches of a recovery this PE has not been told of yet wait in PE.early
 // until it has (receiveEarly).
-
-// Events the coordinator posts to a PE.
-type (
-	// TakeCheckpoint stages checkpoint Epoch.
-	TakeCheckpoint struct{ Epoch uint64 }
-	// CommitCheckpoint makes checkpoint Epoch the one to recover from; with
-	// Dir set, the PE also writes it there.
-	CommitCheckpoint struct {
-		Epoch uint64
-		Dir   string
-	}
-	// Resume ends a sync point.
-	Resume struct{}
-	// Recover restores the failed PEs' tasks where the relocations say.
-	// UndoMoves says the failure interrupted a migration (see undoMoves).
-	Recover struct {
-		Generation  uint64
-		Failed      []int
-		Relocations []migrate.Relocation
-		UndoMoves   bool
-	}
-	// NoticeFailure starts replay once every relocated task is restored.
-	NoticeFailure struct {
-		Generation  uint64
-		Failed      []int
-		Relocations []migrate.Relocation
-	}
-	// RestartFrom gives the local tasks the states of a disk checkpoint
-	// before the job begins (a restart, possibly on another PE count).
-	RestartFrom struct{ Records []migrate.TaskRecord }
-	// Rollback restores every task from checkpoint Epoch (checkpoint/restart);
-	// with FromDisk, from the disk checkpoint of that epoch, whose records
-	// come in DiskRecords events (see diskrecovery.go).
-	Rollback struct {
-		Generation  uint64
-		Epoch       uint64
-		Failed      []int
-		Relocations []migrate.Relocation
-		FromDisk    bool
-		// Recreate: the job's first checkpoint never committed; the PE
-		// creates its tasks afresh (see recreate).
-		Recreate bool
-	}
-	// WatchProgress asks for Reached once every local task of a collection
-	// with sync points has offered step Step, or a later one, since it was
-	// placed on this PE (restored, rolled back or created).
-	WatchProgress struct {
-		Generation uint64
-		Step       uint64
-	}
-)
 
 // beginRecovery notes, before a Recover or Rollback changes anything, how
 // far this PE's tasks had got (reported with Restored), and drops a watch
@@ -204,7 +154,7 @@ func sortedKeys[V any](m map[int]V) []int {
 	return keys
 }
 
-func (pe *PE) recover(ev Recover) {
+func (pe *PE) recover(ev job.Recover) {
 	pe.abandonCheckpoint()
 	if ev.UndoMoves {
 		pe.undoMoves(ev.Failed)
@@ -226,7 +176,7 @@ func (pe *PE) receiveEarly() {
 	}
 }
 
-func (pe *PE) noticeFailure(ev NoticeFailure) {
+func (pe *PE) noticeFailure(ev job.NoticeFailure) {
 	var relocs []logging.Relocation
 	var failed []logging.PEID
 	for _, f := range ev.Failed {
@@ -254,7 +204,7 @@ func (pe *PE) resumeRestored(el *element) {
 		return
 	}
 	t := pe.job.MainTarget()
-	if el.coll.def.ID == t.Collection && el.lin == el.coll.def.Shape.Linear(t.Index) && pe.store.Epoch() == InitialEpoch {
+	if el.coll.def.ID == t.Collection && el.lin == el.coll.def.Shape.Linear(t.Index) && pe.store.Epoch() == job.InitialEpoch {
 		pe.replayStart(el)
 	}
 	pe.markRunnable(el)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler/internal/testmsg"
 )
@@ -101,11 +102,11 @@ func stepAppWith(n, rounds int, burn func(me int)) actor.App {
 // reachedControl records a PE's Reached answers.
 type reachedControl struct {
 	nopControl
-	reached []WatchProgress
+	reached []job.WatchProgress
 }
 
 func (c *reachedControl) Reached(generation, step uint64) {
-	c.reached = append(c.reached, WatchProgress{Generation: generation, Step: step})
+	c.reached = append(c.reached, job.WatchProgress{Generation: generation, Step: step})
 }
 
 // A PE answers WatchProgress once, as soon as every local task of a
@@ -121,20 +122,20 @@ func TestWatchProgressWaitsForEveryLocalSyncTask(t *testing.T) {
 	require.Equal(t, []int{0, 1}, workers.sorted, "workers 0 and 1 are on PE 0")
 	w0, w1 := workers.local[0], workers.local[1]
 
-	pe.Event(WatchProgress{Generation: 0, Step: 3})
+	pe.Event(job.WatchProgress{Generation: 0, Step: 3})
 	require.Empty(t, control.reached, "no task offered a step yet")
 	pe.atSync(w0, 5)
 	pe.atSync(w1, 2)
 	require.Empty(t, control.reached, "worker 1 is at step 2")
 	pe.atSync(w1, 3)
-	require.Equal(t, []WatchProgress{{Generation: 0, Step: 3}}, control.reached)
+	require.Equal(t, []job.WatchProgress{{Generation: 0, Step: 3}}, control.reached)
 	pe.atSync(w1, 4)
 	require.Len(t, control.reached, 1, "answered once")
-	require.Equal(t, Progress{Step: 5, Offered: true}, pe.progress)
+	require.Equal(t, job.Progress{Step: 5, Offered: true}, pe.progress)
 
-	pe.Event(WatchProgress{Generation: 0, Step: 4})
-	require.Equal(t, []WatchProgress{{0, 3}, {0, 4}}, control.reached, "already there: answered on receipt")
-	pe.Event(WatchProgress{Generation: 7, Step: 1})
+	pe.Event(job.WatchProgress{Generation: 0, Step: 4})
+	require.Equal(t, []job.WatchProgress{{Generation: 0, Step: 3}, {Generation: 0, Step: 4}}, control.reached, "already there: answered on receipt")
+	pe.Event(job.WatchProgress{Generation: 7, Step: 1})
 	require.Len(t, control.reached, 2, "a watch of another recovery is ignored")
 }
 
@@ -192,15 +193,15 @@ func TestFailureDuringCheckpointIsRecovered(t *testing.T) {
 	want := expectedRing(n, rounds)[1]
 	cases := map[string]struct {
 		pe    int
-		match func(ev any) bool
+		match func(ev job.Event) bool
 		opts  []Option
 	}{
-		"staged checkpoint 3": {2, func(ev any) bool { e, ok := ev.(TakeCheckpoint); return ok && e.Epoch == 3 }, nil},
+		"staged checkpoint 3": {2, func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == 3 }, nil},
 		// Before the job began: the tasks are created again.
-		"initial checkpoint":        {1, func(ev any) bool { e, ok := ev.(TakeCheckpoint); return ok && e.Epoch == InitialEpoch }, nil},
-		"PE 0, initial checkpoint":  {0, func(ev any) bool { e, ok := ev.(TakeCheckpoint); return ok && e.Epoch == InitialEpoch }, nil},
-		"PE 0, staged checkpoint 2": {0, func(ev any) bool { e, ok := ev.(TakeCheckpoint); return ok && e.Epoch == 2 }, nil},
-		"collecting loads":          {1, func(ev any) bool { _, ok := ev.(CollectLoads); return ok }, []Option{WithBalancer("greedy")}},
+		"initial checkpoint":        {1, func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == job.InitialEpoch }, nil},
+		"PE 0, initial checkpoint":  {0, func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == job.InitialEpoch }, nil},
+		"PE 0, staged checkpoint 2": {0, func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == 2 }, nil},
+		"collecting loads":          {1, func(ev job.Event) bool { _, ok := ev.(job.CollectLoads); return ok }, []Option{WithBalancer("greedy")}},
 	}
 	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
 		for name, c := range cases {
@@ -211,7 +212,7 @@ func TestFailureDuringCheckpointIsRecovered(t *testing.T) {
 				res, err := RunInProcess(ctx, stepApp(n, rounds), nil, 4, nil, opts...)
 				require.NoError(t, err)
 				require.Equal(t, []string{want}, res.Output)
-				if c.match(TakeCheckpoint{Epoch: InitialEpoch}) {
+				if c.match(job.TakeCheckpoint{Epoch: job.InitialEpoch}) {
 					return // nothing is restored: the tasks are created again
 				}
 				restored := 0
@@ -238,8 +239,8 @@ func TestFailureDuringMigrationIsRecovered(t *testing.T) {
 				defer cancel()
 				migrations := 0
 				res, err := RunInProcess(ctx, unevenStepApp(n, rounds), nil, 4, nil, WithProtocol(kind), WithCheckpointEvery(every), WithBalancer("greedy"), WithStallTimeout(5*time.Second),
-					WithKillAfterEvent(pe, func(ev any) bool {
-						if m, ok := ev.(Migrate); ok && len(m.Moves) > 0 {
+					WithKillAfterEvent(pe, func(ev job.Event) bool {
+						if m, ok := ev.(job.Migrate); ok && len(m.Moves) > 0 {
 							migrations++
 							return migrations == 1
 						}

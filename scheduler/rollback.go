@@ -3,6 +3,7 @@ package scheduler
 import (
 	"slices"
 
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/migrate"
 )
 
@@ -10,7 +11,7 @@ import (
 // is beyond what its records survive): every task of the job goes back
 // to the last committed checkpoint, with fresh protocol state.
 
-func (pe *PE) rollback(ev Rollback) {
+func (pe *PE) rollback(ev job.Rollback) {
 	pe.abandonCheckpoint()
 	pe.beginRecovery()
 	pe.generation = ev.Generation
@@ -77,7 +78,7 @@ func (pe *PE) rollback(ev Rollback) {
 
 // recreateTasks is the PE's part of recreate (Rollback.Recreate): it
 // creates the tasks now placed on it as the job declares them.
-func (pe *PE) recreateTasks(ev Rollback) {
+func (pe *PE) recreateTasks(ev job.Rollback) {
 	pe.store = migrate.NewStore()
 	for _, f := range ev.Failed {
 		if f >= 0 && f < len(pe.live) && pe.live[f] {
@@ -99,5 +100,5 @@ func (pe *PE) recreateTasks(ev Rollback) {
 	}
 	pe.rollingBack = false
 	pe.receiveEarly()
-	pe.cfg.Control.Restored(pe.generation, 0, Progress{})
+	pe.cfg.Control.Restored(pe.generation, 0, job.Progress{})
 }

@@ -12,14 +12,6 @@ import (
 // detection finds every sync task waiting, the coordinator balances the
 // load and checkpoints, and Resume calls ResumeFromSync on each.
 
-// IdleStatus answers a quiescence probe.
-type IdleStatus struct {
-	Round, Sent, Received uint64
-	// AtSync is the number of local tasks waiting at a sync point, of
-	// SyncTasks local tasks of collections that use sync points.
-	AtSync, SyncTasks int
-}
-
 func (pe *PE) syncTasks() int {
 	n := 0
 	for _, cs := range pe.colls {

@@ -1,4 +1,4 @@
-package scheduler
+package job
 
 import (
 	"errors"
@@ -13,29 +13,13 @@ import (
 // memory. If checkpoints are also written to disk (--checkpoint-dir), every
 // task of the job goes back to the latest complete disk checkpoint instead,
 // on the PEs still alive, under any protocol: a rollback whose records the
-// caller reads from disk and hands to the PEs (SendDiskRecords, then
-// DiskRecords events), with fresh protocol state, as a restart from disk
-// would have. The PEs then hold that checkpoint in memory (own copy and
-// buddy copy), so that a later failure recovers as usual.
-
-// SendDiskRecords asks the caller to read checkpoint Epoch in Dir and give
-// every live PE the records of the tasks Hosts places on it (Hosts[c][lin]
-// is the PE of element lin of collection c), as DiskRecords events of
-// Generation; each PE's last one has Last set (also if it has no record).
-type SendDiskRecords struct {
-	Dir        string
-	Epoch      uint64
-	Generation uint64
-	Hosts      [][]int
-}
-
-// DiskRecords gives a PE task records of a disk checkpoint it rolls back to
-// (see SendDiskRecords).
-type DiskRecords struct {
-	Generation uint64
-	Records    []migrate.TaskRecord
-	Last       bool
-}
+// driver reads from disk and hands to the PEs (SendDiskRecords), with
+// fresh protocol state, as a restart from disk would have. The PEs then
+// hold that checkpoint in memory (own copy and buddy copy), so that a
+// later failure recovers as usual.
+//
+// A failure before the job's first checkpoint committed needs no
+// checkpoint at all: the tasks are created again (recreate).
 
 // ErrNoDiskCheckpoint is wrapped when a failure cannot be recovered from
 // memory and there is no disk checkpoint to fall back to.
@@ -44,7 +28,7 @@ var ErrNoDiskCheckpoint = errors.New("no disk checkpoint to fall back to")
 // unrecoverableFromMemory handles a failure whose recovery plan lost both
 // copies of a checkpoint: the job falls back to disk if it can, and stops
 // with an error that says why otherwise.
-func (c *JobCoordinator) unrecoverableFromMemory(pe int, cause error) []Command {
+func (c *Coordinator) unrecoverableFromMemory(pe int, cause error) []Command {
 	if !errors.Is(cause, migrate.ErrUnrecoverable) {
 		return c.finish(1, cause)
 	}
@@ -60,7 +44,7 @@ func (c *JobCoordinator) unrecoverableFromMemory(pe int, cause error) []Command 
 // rollbackFromDisk sends every task back to the latest disk checkpoint:
 // tasks stay on their PE if it is alive, the others go round-robin over
 // the survivors in task order.
-func (c *JobCoordinator) rollbackFromDisk(pe int, cause error) []Command {
+func (c *Coordinator) rollbackFromDisk(pe int, cause error) []Command {
 	var survivors, dead []int
 	for p, ok := range c.live {
 		if ok {
@@ -95,21 +79,26 @@ func (c *JobCoordinator) rollbackFromDisk(pe int, cause error) []Command {
 	c.phase = phaseRollingBack
 	c.pendingRestored = slices.Clone(c.live)
 	return []Command{
-		{To: -1, Event: Rollback{Generation: c.generation, Epoch: c.diskEpoch, Failed: dead, Relocations: relocs, FromDisk: true}},
-		{To: -2, Event: SendDiskRecords{Dir: c.cfg.CheckpointDir, Epoch: c.diskEpoch, Generation: c.generation, Hosts: hosts}},
+		toEvery(Rollback{Generation: c.generation, Epoch: c.diskEpoch, Failed: dead, Relocations: relocs, FromDisk: true}),
+		SendDiskRecords{Dir: c.cfg.CheckpointDir, Epoch: c.diskEpoch, Generation: c.generation, Hosts: hosts},
 	}
 }
 
-// Abort ends the job with err (the caller could not do what a command
-// asked, e.g. read a disk checkpoint).
-func (c *JobCoordinator) Abort(err error) []Command { return c.finish(1, err) }
+// OnDiskRecordsSent takes the outcome of a SendDiskRecords: if the driver
+// could not read the disk checkpoint, the job stops with the error.
+func (c *Coordinator) OnDiskRecordsSent(sd SendDiskRecords, err error) []Command {
+	if err == nil {
+		return nil
+	}
+	return c.finish(1, fmt.Errorf("job: recovery from disk checkpoint %d in %s: %w", sd.Epoch, sd.Dir, err))
+}
 
 // recreate handles a failure before the job's first checkpoint committed:
 // no task has run yet (the job begins after that commit), so the failed
 // PEs' tasks are created afresh on the survivors, round-robin in task
 // order, every PE starts its protocol afresh, and the checkpoint of the
 // tasks as created is taken again before the job begins.
-func (c *JobCoordinator) recreate(pe int) []Command {
+func (c *Coordinator) recreate(pe int) []Command {
 	c.generation++
 	c.qd.Reset()
 	c.roundOpen = false
@@ -139,5 +128,5 @@ func (c *JobCoordinator) recreate(pe int) []Command {
 	c.note("PE %d failed before the job's first checkpoint committed: its %d tasks are created again on the survivors (generation %d)", pe, len(relocs), c.generation)
 	c.phase = phaseRollingBack
 	c.pendingRestored = slices.Clone(c.live)
-	return []Command{{To: -1, Event: Rollback{Generation: c.generation, Failed: dead, Relocations: relocs, Recreate: true}}}
+	return []Command{toEvery(Rollback{Generation: c.generation, Failed: dead, Relocations: relocs, Recreate: true})}
 }
