@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // recoveryCase is a small run with a checkpoint period and a kill. The
@@ -45,17 +45,17 @@ func recoveryCases() []recoveryCase {
 	return cases
 }
 
-func runInProcess(t *testing.T, args []string, opts ...scheduler.Option) scheduler.Result {
+func runInProcess(t *testing.T, args []string, opts ...inprocess.Option) inprocess.Result {
 	t.Helper()
 	return runInProcessOn(t, 3, args, opts...)
 }
 
-func runInProcessOn(t *testing.T, pes int, args []string, opts ...scheduler.Option) scheduler.Result {
+func runInProcessOn(t *testing.T, pes int, args []string, opts ...inprocess.Option) inprocess.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var stderr strings.Builder
-	res, err := scheduler.RunInProcess(ctx, App, args, pes, &stderr, append([]scheduler.Option{scheduler.WithStallTimeout(20 * time.Second)}, opts...)...)
+	res, err := inprocess.Run(ctx, App, args, pes, &stderr, append([]inprocess.Option{inprocess.WithStallTimeout(20 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -72,8 +72,8 @@ func TestRecoveryInProcessMatchesCleanRun(t *testing.T) {
 	for _, c := range recoveryCases() {
 		t.Run(c.kind.String(), func(t *testing.T) {
 			clean := lastReport(t, runInProcess(t, c.args()).Output)
-			res := runInProcess(t, c.args(), scheduler.WithProtocol(c.kind),
-				scheduler.WithCheckpointEvery(c.checkpointEvery), scheduler.WithKill(int(c.killPE), c.killStep))
+			res := runInProcess(t, c.args(), inprocess.WithProtocol(c.kind),
+				inprocess.WithCheckpointEvery(c.checkpointEvery), inprocess.WithKill(int(c.killPE), c.killStep))
 			got := lastReport(t, res.Output)
 			got.MsPerStep, clean.MsPerStep = 0, 0
 			if got != clean {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gochare/gochare/apps/lulesh/kernel"
-	"github.com/gochare/gochare/scheduler"
+	"github.com/gochare/gochare/job/inprocess"
 )
 
 // runApp runs the app in process and returns its output and the JSON
@@ -16,7 +16,7 @@ import (
 func runApp(t *testing.T, pes int, args ...string) ([]string, Report) {
 	t.Helper()
 	var stderr strings.Builder
-	res, err := scheduler.RunInProcess(context.Background(), App, append(args, "--json"), pes, &stderr)
+	res, err := inprocess.Run(context.Background(), App, append(args, "--json"), pes, &stderr)
 	if err != nil {
 		t.Fatalf("run %v on %d PEs: %v\nstderr:\n%s", args, pes, err, stderr.String())
 	}

@@ -7,21 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
-func runRecovery(t *testing.T, args []string, opts ...scheduler.Option) (scheduler.Result, Report) {
+func runRecovery(t *testing.T, args []string, opts ...inprocess.Option) (inprocess.Result, Report) {
 	t.Helper()
 	return runRecoveryOn(t, 3, args, opts...)
 }
 
-func runRecoveryOn(t *testing.T, pes int, args []string, opts ...scheduler.Option) (scheduler.Result, Report) {
+func runRecoveryOn(t *testing.T, pes int, args []string, opts ...inprocess.Option) (inprocess.Result, Report) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var stderr strings.Builder
-	res, err := scheduler.RunInProcess(ctx, App, args, pes, &stderr, append([]scheduler.Option{scheduler.WithStallTimeout(20 * time.Second)}, opts...)...)
+	res, err := inprocess.Run(ctx, App, args, pes, &stderr, append([]inprocess.Option{inprocess.WithStallTimeout(20 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -49,7 +49,7 @@ func TestRecoveryInProcessMatchesCleanRun(t *testing.T) {
 	_, clean := runRecovery(t, args)
 	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
 		t.Run(kind.String(), func(t *testing.T) {
-			res, got := runRecovery(t, args, scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(every), scheduler.WithKill(1, kill))
+			res, got := runRecovery(t, args, inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every), inprocess.WithKill(1, kill))
 			got.ElapsedS, got.FOM = clean.ElapsedS, clean.FOM
 			if got != clean {
 				t.Errorf("after a failure: %+v\nfailure-free: %+v", got, clean)

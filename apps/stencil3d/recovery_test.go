@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // PEs die mid-run (in process, losing everything as a SIGKILL would); the
@@ -18,7 +18,7 @@ import (
 // failures of PEs that are not each other's buddy at the same step.
 func TestRecoveryInProcess(t *testing.T) {
 	args := []string{"--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "45"}
-	clean, err := scheduler.RunInProcess(context.Background(), App, args, 4, nil)
+	clean, err := inprocess.Run(context.Background(), App, args, 4, nil)
 	require.NoError(t, err)
 	scenarios := []struct {
 		name  string
@@ -33,11 +33,11 @@ func TestRecoveryInProcess(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/%s", kind, sc.name), func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
-				opts := []scheduler.Option{scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(10)}
+				opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(10)}
 				for pe, step := range sc.kills {
-					opts = append(opts, scheduler.WithKill(pe, step))
+					opts = append(opts, inprocess.WithKill(pe, step))
 				}
-				res, err := scheduler.RunInProcess(ctx, App, args, 4, nil, opts...)
+				res, err := inprocess.Run(ctx, App, args, 4, nil, opts...)
 				require.NoError(t, err)
 				require.Equal(t, 0, res.Status)
 				require.Equal(t, clean.Output[:4], res.Output[:4], "results after recovery equal the failure-free ones")
@@ -67,17 +67,17 @@ func TestRecoveryInProcess(t *testing.T) {
 // moves.
 func TestMigrationInProcess(t *testing.T) {
 	args := []string{"--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "45"}
-	clean, err := scheduler.RunInProcess(context.Background(), App, args, 4, nil)
+	clean, err := inprocess.Run(context.Background(), App, args, 4, nil)
 	require.NoError(t, err)
 	for _, kill := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			opts := []scheduler.Option{scheduler.WithProtocol(logging.KindPartialDet), scheduler.WithCheckpointEvery(10), scheduler.WithBalancer("greedy")}
+			opts := []inprocess.Option{inprocess.WithProtocol(logging.KindPartialDet), inprocess.WithCheckpointEvery(10), inprocess.WithBalancer("greedy")}
 			if kill {
-				opts = append(opts, scheduler.WithKill(2, 33))
+				opts = append(opts, inprocess.WithKill(2, 33))
 			}
-			res, err := scheduler.RunInProcess(ctx, App, args, 4, nil, opts...)
+			res, err := inprocess.Run(ctx, App, args, 4, nil, opts...)
 			require.NoError(t, err)
 			require.Equal(t, clean.Output[:4], res.Output[:4])
 			moved := 0

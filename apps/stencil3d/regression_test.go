@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // Kills that hung the job before (a new user's campaign): PE 0, which
@@ -25,7 +25,7 @@ import (
 // process (the cause reproduces there), on a smaller grid.
 func TestEarlyKillOfPE0Recovers(t *testing.T) {
 	args := []string{"--grid", "32,32,32", "--chunk", "8,8,8", "--iterations", "30"}
-	clean, err := scheduler.RunInProcess(context.Background(), App, args, 4, nil)
+	clean, err := inprocess.Run(context.Background(), App, args, 4, nil)
 	require.NoError(t, err)
 	for _, c := range []struct {
 		kind logging.Kind
@@ -34,8 +34,8 @@ func TestEarlyKillOfPE0Recovers(t *testing.T) {
 		t.Run(fmt.Sprintf("%v/step %d", c.kind, c.step), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			res, err := scheduler.RunInProcess(ctx, App, args, 4, nil, scheduler.WithProtocol(c.kind),
-				scheduler.WithCheckpointEvery(10), scheduler.WithKill(0, c.step), scheduler.WithStallTimeout(20*time.Second))
+			res, err := inprocess.Run(ctx, App, args, 4, nil, inprocess.WithProtocol(c.kind),
+				inprocess.WithCheckpointEvery(10), inprocess.WithKill(0, c.step), inprocess.WithStallTimeout(20*time.Second))
 			require.NoError(t, err)
 			require.Equal(t, clean.Output[:4], res.Output[:4], "results after recovery equal the failure-free ones")
 			require.Positive(t, res.Stats[1].Restored+res.Stats[2].Restored+res.Stats[3].Restored, "PE 0's tasks were restored")
