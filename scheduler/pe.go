@@ -35,7 +35,8 @@ type Net interface {
 	Backlog() int
 }
 
-// Control is how a PE talks to the job's launcher.
+// Control is how a PE reports to the job's coordinator, through the process
+// that hosts it (the launcher's control connection, or job/inprocess).
 type Control interface {
 	// Output writes a line of job output.
 	Output(line string)
@@ -229,7 +230,7 @@ type PE struct {
 	fromDisk bool
 	// progress is the furthest step a local task ever offered;
 	// progressAtFailure its value when the last recovery began; watch
-	// the pending WatchProgress (see recovery.go).
+	// the pending WatchProgress (see progress.go).
 	progress, progressAtFailure job.Progress
 	watch                       *job.WatchProgress
 
