@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/gochare/gochare/actor"
-	"github.com/gochare/gochare/scheduler"
+	"github.com/gochare/gochare/job/inprocess"
 )
 
 // stateless is a task with no state of its own.
@@ -19,7 +19,7 @@ func (*stateless) UnmarshalBinary([]byte) error   { return nil }
 
 // runExample runs an app on 3 PEs inside this process and prints its output.
 func runExample(app actor.App) {
-	res, err := scheduler.RunInProcess(context.Background(), app, nil, 3, nil)
+	res, err := inprocess.Run(context.Background(), app, nil, 3, nil)
 	if err != nil {
 		fmt.Println("error:", err)
 		return

@@ -16,10 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	// Imported as coord: the launcher's tests name a running job "job".
+	coord "github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/launcher/controlpb"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // ErrPEFailed reports that a PE of the job died; the job was stopped.
@@ -35,7 +36,7 @@ type coordinatorConfig struct {
 	HeartbeatTimeout time.Duration
 	QuiescenceEvery  time.Duration
 	// StallTimeout is how long the job may make no progress before it
-	// stops with a diagnosis (scheduler.CheckStall).
+	// stops with a diagnosis (coord.Coordinator.CheckStall).
 	StallTimeout time.Duration
 	// JoinTimeout bounds the time a spawned PE takes to join and be ready.
 	JoinTimeout time.Duration
@@ -64,8 +65,10 @@ type coordinatorConfig struct {
 	trace     *tracer
 }
 
-// coordinator admits the PEs of one job, wires them together, runs
-// quiescence detection, relays output and exit, and detects failures.
+// coordinator is the launcher's process side of one job: it admits the
+// PEs and wires them together, relays output, detects failures, and
+// drives the job's coordinator (coord.Coordinator, which decides),
+// carrying out its commands (it is its coord.Driver).
 type coordinator struct {
 	cfg    coordinatorConfig
 	ln     net.Listener
@@ -75,13 +78,10 @@ type coordinator struct {
 	failure error
 	// stopping is set once the job exits normally: PEs ending then are no
 	// failures.
-	stopping    bool
-	stats       map[int]*controlpb.PEStats
-	lastFailure time.Time
+	stopping bool
+	stats    map[int]*controlpb.PEStats
 	// judge tells when a PE's silence is too long.
 	judge silenceJudge
-	// recovery describes each recovery, for the end-of-job report.
-	recovery []recoveryReport
 	// killProcess sends a signal to a spawned PE (failure injection, and
 	// to make sure a PE declared dead is).
 	killProcess func(rank int, sig syscall.Signal) (pid int, err error)
@@ -90,6 +90,29 @@ type coordinator struct {
 	restartPE  func(rank int) (pid int, err error)
 	currentPID func(rank int) int
 	restarts   map[int]int
+
+	// Before the job begins: joined, ready and restarted (from a disk
+	// checkpoint) count PEs; setupSent says every PE joined and got its
+	// setup; earlyDead are the PEs that failed after that but before the
+	// job began (it begins without them once the others are ready);
+	// startedAt is when the PEs were started, for the join timeout.
+	joined, ready, restarted int
+	setupSent                bool
+	earlyDead                []int
+	startedAt                time.Time
+	// lostAt and lostErr: the PEs whose connection broke, waiting for
+	// the report of their process's end (exitReportGrace).
+	lostAt  map[int]time.Time
+	lostErr map[int]error
+
+	// core is the job's coordinator, once every PE still alive is ready;
+	// pending are its commands not yet carried out (see perform).
+	core       *coord.Coordinator
+	pending    []coord.Command
+	performing bool
+	// timeline follows the job's milestones for the log, the trace and
+	// the recovery reports.
+	timeline timeline
 }
 
 // maxRestarts bounds how often a spawned PE that fails before every PE
@@ -150,7 +173,7 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 		cfg.QuiescenceEvery = 10 * time.Millisecond
 	}
 	if cfg.StallTimeout <= 0 {
-		cfg.StallTimeout = scheduler.DefaultStallTimeout
+		cfg.StallTimeout = coord.DefaultStallTimeout
 	}
 	if cfg.JoinTimeout <= 0 {
 		cfg.JoinTimeout = 30 * time.Second
@@ -159,7 +182,7 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 		cfg.Spawned = make([]bool, cfg.Size)
 	}
 	return &coordinator{cfg: cfg, ln: ln, restarts: map[int]int{}, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{},
-		judge: silenceJudge{bound: cfg.HeartbeatTimeout}}
+		judge: silenceJudge{bound: cfg.HeartbeatTimeout}, lostAt: map[int]time.Time{}, lostErr: map[int]error{}}
 }
 
 func (c *coordinator) post(ctx context.Context, ev any) {
@@ -261,12 +284,25 @@ func (c *coordinator) checkHeartbeats(now time.Time, declare func(p *peer, silen
 	}
 }
 
-// run drives the job to its end and returns its exit status. Decisions
-// are the JobCoordinator's; this loop moves messages, watches the PEs and
-// keeps time.
+// exitReportGrace is how long the launcher waits, after the control
+// connection of a PE it started broke, for the spawner to report that
+// PE's process ended. A broken connection is most often a process that
+// died, and the exit report that follows within milliseconds says how
+// (the signal or status), which the failure's log line should carry; a
+// PE whose process does not end within the grace is declared dead on
+// the broken connection alone. It only delays the verdict on a PE whose
+// connection broke: silence is judged by the heartbeats.
+const exitReportGrace = 300 * time.Millisecond
+
+// run drives the job to its end and returns its exit status. It only
+// dispatches: what PEs send goes to the job's coordinator (or, before
+// the job begins, to admission), the coordinator's commands are carried
+// out by the Driver methods below, and the tickers give it time.
 func (c *coordinator) run(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The tracer is set once the coordinator is made.
+	c.timeline = timeline{log: c.cfg.Log, trace: c.cfg.trace, pes: c.cfg.Size, protocol: c.cfg.Protocol}
 	go c.acceptLoop(ctx)
 	defer c.ln.Close()
 	defer c.reportUnfiredKills()
@@ -283,218 +319,21 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 
 	ticker := time.NewTicker(c.cfg.QuiescenceEvery)
 	defer ticker.Stop()
-	stallWindow := c.cfg.StallTimeout / scheduler.StallChecks
+	stallWindow := c.cfg.StallTimeout / coord.StallChecks
 	stallTicker := time.NewTicker(stallWindow)
 	defer stallTicker.Stop()
-	joined, ready, restarted := 0, 0, 0
 	// A PE this launcher started must join and be ready within
-	// joinTimeout (heartbeats start only once it has joined): a PE stopped
-	// or stuck before that would otherwise hold the job forever.
-	startedAt := time.Now()
-	joinTimeout := c.cfg.JoinTimeout
-	var core *scheduler.JobCoordinator
-	// setupSent: every PE joined and got its setup. earlyDead are the PEs
-	// that failed after that but before the job began: the job begins
-	// without them once the others are ready (their tasks are created on
-	// the others, see JobCoordinator.OnFailure).
-	setupSent := false
-	var earlyDead []int
-	// startCore creates the job coordinator once every PE still alive is
-	// ready.
-	startCore := func() bool {
-		for r, p := range c.peers {
-			if !p.ready && !slices.Contains(earlyDead, r) {
-				return false
-			}
-		}
-		if len(earlyDead) == c.cfg.Size {
-			c.failure = fmt.Errorf("%w: every PE failed before the job began", ErrPEFailed)
-			return false
-		}
-		return true
-	}
-	// launchCore starts the job: with the initial checkpoint, or, if PEs
-	// failed early, with their failures (their tasks are created on the
-	// others, and the initial checkpoint follows).
-	var launchCore func()
-	// A PE whose connection broke may be a spawned process about to be
-	// reported by the spawner with how it died; give it a moment.
-	lostAt := map[int]time.Time{}
-	lostErr := map[int]error{}
-	// noticeAt is when the restored tasks were told to go on (the
-	// rollback finished); watchAt when the PEs were asked to tell when
-	// the progress at the failure is regained.
-	var began, failedAt, checkpointAt, noticeAt, watchAt time.Time
-
-	var deliver func(cmds []scheduler.Command)
-	deliver = func(cmds []scheduler.Command) {
-		for _, cmd := range cmds {
-			switch {
-			case cmd.To == -2:
-				if wm, ok := cmd.Event.(scheduler.WriteManifest); ok {
-					if err := migrate.WriteManifest(wm.Dir, wm.Manifest); err != nil {
-						c.cfg.Log.Error("cannot write checkpoint manifest", "err", err)
-					}
-				}
-				if sd, ok := cmd.Event.(scheduler.SendDiskRecords); ok {
-					c.cfg.Log.Warn("recovery from disk: every task goes back to a disk checkpoint", "epoch", sd.Epoch, "dir", sd.Dir)
-					if err := c.sendDiskRecords(sd); err != nil {
-						defer deliver(core.Abort(fmt.Errorf("launcher: recovery from disk checkpoint %d in %s: %w", sd.Epoch, sd.Dir, err)))
-					}
-				}
-			case cmd.To == -1:
-				c.sendAll(commandToPB(cmd.Event))
-			default:
-				if p := c.peers[cmd.To]; p != nil && !p.gone {
-					p.send(commandToPB(cmd.Event))
-				}
-			}
-			switch ev := cmd.Event.(type) {
-			case scheduler.TakeCheckpoint:
-				checkpointAt = time.Now()
-				c.fireWhere(began, func(k *kill) bool { return k.Trigger == atCheckpoint && k.N == ev.Epoch })
-			case scheduler.Recover:
-				c.fireWhere(began, func(k *kill) bool { return k.Trigger == atRecovery && k.N == ev.Generation })
-			case scheduler.Rollback:
-				c.fireWhere(began, func(k *kill) bool { return k.Trigger == atRecovery && k.N == ev.Generation })
-			case scheduler.CommitCheckpoint:
-				c.cfg.Log.Info("checkpoint committed", "epoch", ev.Epoch, "ms", time.Since(checkpointAt).Milliseconds())
-				c.cfg.trace.span(fmt.Sprintf("checkpoint %d", ev.Epoch), "checkpoint", checkpointAt)
-				if !noticeAt.IsZero() {
-					c.cfg.trace.span("replay and catch-up", "recovery", noticeAt)
-					r := c.currentRecovery()
-					r.checkpointed, r.toCheckpoint = true, time.Since(noticeAt)
-					c.cfg.Log.Info("recovery report: first checkpoint after the failure",
-						"replay_and_catch_up_ms", r.toCheckpoint.Milliseconds(), "since_failure_ms", time.Since(c.lastFailure).Milliseconds())
-					noticeAt = time.Time{}
-				}
-			case scheduler.Migrate:
-				c.cfg.trace.instant(fmt.Sprintf("load balancing: %d moves", len(ev.Moves)), "balance")
-			case scheduler.Begin:
-				began = time.Now()
-				c.cfg.trace.instant("job begins", "job")
-				c.cfg.Log.Info("all PEs ready; job begins", "pes", c.cfg.Size, "ft", protocolName(c.cfg.Protocol))
-			case scheduler.NoticeFailure:
-				c.cfg.trace.span("restore", "recovery", failedAt)
-				noticeAt = time.Now()
-				r := c.currentRecovery()
-				r.restored, r.restore = true, noticeAt.Sub(c.lastFailure)
-				c.cfg.Log.Info("recovery: tasks restored, replay starts", "failed", fmt.Sprint(ev.Failed), "restore_ms", time.Since(failedAt).Milliseconds(), "relocated", len(ev.Relocations))
-			case scheduler.Resume:
-				if began.IsZero() {
-					// A job restarted from disk resumes instead of
-					// beginning.
-					began = time.Now()
-					c.cfg.trace.instant("job resumes", "job")
-					c.cfg.Log.Info("all PEs ready; job resumes from the disk checkpoint", "pes", c.cfg.Size, "ft", protocolName(c.cfg.Protocol))
-				}
-				if !failedAt.IsZero() && c.cfg.Protocol == logging.KindNone {
-					c.cfg.Log.Info("recovery: every task rolled back to the checkpoint", "restore_ms", time.Since(failedAt).Milliseconds())
-					c.cfg.trace.span("rollback", "recovery", failedAt)
-					failedAt = time.Time{}
-					noticeAt = time.Now()
-					r := c.currentRecovery()
-					r.restored, r.restore = true, noticeAt.Sub(c.lastFailure)
-				}
-			case scheduler.WatchProgress:
-				watchAt = time.Now()
-			case scheduler.ProgressRegained:
-				c.cfg.trace.span("catch-up to the failure point", "recovery", watchAt)
-				r := c.currentRecovery()
-				r.regained, r.step, r.catchUp, r.sinceFailure = true, ev.Step, time.Since(watchAt), time.Since(c.lastFailure)
-				c.cfg.Log.Info("recovery report: progress at the failure regained", "step", ev.Step,
-					"catch_up_ms", r.catchUp.Milliseconds(), "since_failure_ms", r.sinceFailure.Milliseconds())
-			}
-		}
-		if core != nil {
-			for _, e := range core.Events() {
-				c.cfg.Log.Info(e)
-			}
-		}
-	}
-	failure := func(rank int, how string) {
-		p := c.peers[rank]
-		where := ""
-		if p != nil && p.hello != nil {
-			where = fmt.Sprintf(" (pid %d on %s)", p.hello.Pid, p.hello.Host)
-		}
-		detail := fmt.Sprintf("PE %d%s %s", rank, where, how)
-		if p != nil && !p.gone {
-			// Declared dead for good: its connection is cut, and a PE the
-			// launcher started is killed if it still runs, so that it can
-			// never come back.
-			p.gone = true
-			p.out.abort()
-			if c.cfg.Spawned[rank] && !p.exited && c.killProcess != nil {
-				if _, err := c.killProcess(rank, syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-					c.cfg.Log.Warn("could not kill a PE declared dead", "pe", rank, "err", err)
-				}
-			}
-		}
-		delete(lostAt, rank)
-		if core == nil && !setupSent && c.cfg.Spawned[rank] && c.restartPE != nil && c.restarts[rank] < maxRestarts {
-			// Before every PE joined nothing depends on it: start it again.
-			c.restarts[rank]++
-			if p != nil {
-				joined--
-				c.peers[rank] = nil
-			}
-			pid, err := c.restartPE(rank)
-			if err != nil {
-				c.failure = fmt.Errorf("%w: %s, and it could not be started again: %w", ErrPEFailed, detail, err)
-				return
-			}
-			c.cfg.Log.Warn("PE failed before it joined the job; started again", "detail", detail, "pid", pid, "attempt", c.restarts[rank])
-			return
-		}
-		if core == nil && setupSent && c.cfg.Restart == nil && !slices.Contains(earlyDead, rank) {
-			// Before the job began, after every PE got its setup (the
-			// others know of it): the job begins without it.
-			c.cfg.Log.Error("PE failed before the job began; its tasks will be created on the other PEs", "detail", detail)
-			earlyDead = append(earlyDead, rank)
-			if startCore() {
-				launchCore()
-			}
-			return
-		}
-		if core == nil || !core.Live()[rank] {
-			if core == nil {
-				c.failure = fmt.Errorf("%w: %s", ErrPEFailed, detail)
-			}
-			return
-		}
-		failedAt = time.Now()
-		c.lastFailure = failedAt
-		c.cfg.trace.instant(fmt.Sprintf("PE %d failed", rank), "recovery")
-		if began.IsZero() {
-			c.cfg.Log.Error("PE failed", "detail", detail)
-		} else {
-			c.cfg.Log.Error("PE failed", "detail", detail, "after_begin_ms", time.Since(began).Milliseconds())
-		}
-		deliver(core.OnFailure(rank))
-		if out, done := core.Done(); done && out.Err != nil {
-			c.failure = fmt.Errorf("%w: %s: %w", ErrPEFailed, detail, out.Err)
-		}
-	}
-	launchCore = func() {
-		core = c.newCore()
-		if len(earlyDead) == 0 {
-			deliver(core.Ready())
-			return
-		}
-		for _, r := range earlyDead {
-			deliver(core.OnFailure(r))
-		}
-	}
-
+	// JoinTimeout (heartbeats start only once it has joined): a PE
+	// stopped or stuck before that would otherwise hold the job forever.
+	c.startedAt = time.Now()
 	for {
-		if c.failure != nil && core == nil {
-			c.sendAll(commandToPB(scheduler.Stop{Status: 1}))
+		if c.failure != nil && c.core == nil {
+			c.sendAll(commandToPB(coord.Stop{Status: 1}))
 			return 1, c.failure
 		}
-		if core != nil {
-			if out, done := core.Done(); done {
-				c.collectStats(ctx, core.Live())
+		if c.core != nil {
+			if out, done := c.core.Done(); done {
+				c.collectStats(ctx, c.core.Live())
 				if c.failure != nil {
 					return out.Status, c.failure
 				}
@@ -503,233 +342,399 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 		}
 		select {
 		case <-ctx.Done():
-			c.sendAll(commandToPB(scheduler.Stop{Status: 1}))
+			c.sendAll(commandToPB(coord.Stop{Status: 1}))
 			return 1, ctx.Err()
 		case <-stallTicker.C:
-			if core != nil {
-				deliver(core.CheckStall(stallWindow, nil))
+			if c.core != nil {
+				c.perform(c.core.CheckStall(stallWindow, nil))
 			}
 		case <-ticker.C:
-			now := time.Now()
-			for _, rank := range sortedRanks(lostAt) {
-				if now.Sub(lostAt[rank]) > 300*time.Millisecond {
-					failure(rank, fmt.Sprintf("lost its connection to the launcher: %v", lostErr[rank]))
-				}
-			}
-			c.checkHeartbeats(now, func(p *peer, silent time.Duration) {
-				how := fmt.Sprintf("missed heartbeats: silent for %v (bound %v)", silent.Round(time.Millisecond), c.cfg.HeartbeatTimeout)
-				if c.cfg.Spawned[p.rank] && c.killProcess != nil {
-					how += "; killed with SIGKILL" // by failure, a stopped process too
-				}
-				failure(p.rank, how)
-			})
-			if core != nil {
-				deliver(core.Tick())
-			} else if c.failure == nil && now.Sub(startedAt) > joinTimeout {
-				// The PEs that never joined hold the others back (they get
-				// their setup once all have): name those first.
-				late := -1
-				for r, p := range c.peers {
-					if c.cfg.Spawned[r] && p == nil {
-						late = r
-						break
-					}
-				}
-				for r, p := range c.peers {
-					if late < 0 && c.cfg.Spawned[r] && !p.ready {
-						late = r
-					}
-				}
-				switch {
-				case late >= 0 && !setupSent && c.restartPE != nil && c.restarts[late] < maxRestarts:
-					// Stuck before every PE joined (stopped, say): kill it and
-					// start it again, as if it had died.
-					if c.peers[late] == nil {
-						c.killProcess(late, syscall.SIGKILL)
-					}
-					failure(late, fmt.Sprintf("did not join the job and get ready within %v of its start (--join-timeout); killed", joinTimeout))
-					startedAt = now
-				case late >= 0:
-					c.failure = fmt.Errorf("%w: PE %d did not join the job and get ready within %v of its start (--join-timeout); the job cannot begin without it", ErrPEFailed, late, joinTimeout)
-				}
-			}
-			c.killDue(now, began)
+			c.tick(time.Now())
 		case ev := <-c.events:
 			switch ev := ev.(type) {
 			case evJoined:
-				r := int(ev.hello.Rank)
-				if p := c.peers[r]; p != nil {
-					why := fmt.Sprintf("rank %d already joined", r)
-					if p.gone {
-						why = fmt.Sprintf("PE %d was declared dead: a failed PE never rejoins", r)
-					}
-					c.cfg.Log.Warn("refused connection", "peer", ev.conn.raw.RemoteAddr().String(), "reason", why)
-					ev.conn.close()
-					continue
-				}
-				p := &peer{rank: r, conn: ev.conn, out: newOutbox(ev.conn), hello: ev.hello}
-				c.peers[r] = p
-				go c.readLoop(ctx, p)
-				joined++
-				if joined == c.cfg.Size {
-					setupSent = true
-					addrs := make([]string, c.cfg.Size)
-					for i, p := range c.peers {
-						addrs[i] = p.hello.TransportAddr
-					}
-					now := time.Now().UnixNano()
-					for i, p := range c.peers {
-						p.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Setup{Setup: &controlpb.Setup{
-							Rank: int32(i), Size: int32(c.cfg.Size), JobId: c.cfg.JobID,
-							App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
-							CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: killAtStep(c.cfg.Kills, i), MeasureLoad: c.cfg.Balancer != "",
-							TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(),
-						}}})
-						// From now on both sides send heartbeats, and
-						// silence counts.
-						p.out.startHeartbeats(heartbeatInterval(c.cfg.HeartbeatTimeout))
-						p.seen.Store(now)
-						p.watched.Store(true)
-					}
-					c.fireWhere(began, func(k *kill) bool { return k.Trigger == atSetup })
-				}
+				c.join(ctx, ev)
 			case evMessage:
-				p := c.peers[ev.rank]
-				if p == nil || p != ev.peer {
-					continue // of a process replaced before the job began
-				}
-				if p.gone {
-					if !p.ignored {
-						p.ignored = true
-						c.cfg.Log.Warn("ignoring messages from a PE declared dead", "pe", ev.rank, "type", fmt.Sprintf("%T", ev.msg.Msg))
-					}
-					continue
-				}
-				switch m := ev.msg.Msg.(type) {
-				case *controlpb.ToCoordinator_Ready:
-					if !p.ready {
-						p.ready = true
-						ready++
-					}
-					if c.cfg.Restart != nil && ready == c.cfg.Size {
-						c.sendRestart()
-						continue
-					}
-					if c.cfg.Restart == nil && core == nil && startCore() {
-						launchCore()
-					}
-				case *controlpb.ToCoordinator_Restored:
-					if core == nil && c.cfg.Restart != nil {
-						restarted++
-						if restarted == c.cfg.Size {
-							c.cfg.Log.Info("restarted from disk checkpoint", "epoch", c.cfg.RestartEpoch)
-							core = c.newCore()
-							deliver(core.Ready())
-						}
-						continue
-					}
-					deliver(c.handleReport(core, ev.rank, ev.msg))
-				case *controlpb.ToCoordinator_Output:
-					fmt.Fprintln(c.cfg.Output, m.Output.Line)
-				case *controlpb.ToCoordinator_KillDue:
-					c.onKillDue(ev.rank, m.KillDue.Step, began)
-				case *controlpb.ToCoordinator_Stats:
-					c.stats[ev.rank] = m.Stats
-				case *controlpb.ToCoordinator_Failed:
-					if core == nil {
-						c.failure = fmt.Errorf("%w: PE %d reported an error: %s", ErrPEFailed, ev.rank, m.Failed.Error)
-						continue
-					}
-					deliver(core.OnError(ev.rank, errors.New(m.Failed.Error)))
-				default:
-					if core == nil {
-						c.cfg.Log.Warn("control message before the job began", "pe", ev.rank, "type", fmt.Sprintf("%T", m))
-						continue
-					}
-					deliver(c.handleReport(core, ev.rank, ev.msg))
-				}
+				c.receive(ev)
 			case evLost:
-				p := c.peers[ev.rank]
-				if p == nil || p != ev.peer || p.gone {
-					continue
-				}
-				if c.cfg.Spawned[ev.rank] {
-					lostAt[ev.rank] = time.Now()
-					lostErr[ev.rank] = ev.err
-					continue
-				}
-				failure(ev.rank, fmt.Sprintf("lost its connection to the launcher: %v", ev.err))
+				c.lost(ev)
 			case processExited:
-				if c.currentPID != nil && ev.pid != c.currentPID(ev.rank) {
-					continue // a process replaced before the job began
-				}
-				if p := c.peers[ev.rank]; p != nil {
-					p.exited = true
-					if p.gone {
-						c.cfg.Log.Info("PE declared dead has ended", "pe", ev.rank, "pid", ev.pid, "how", describeExit(ev))
-						continue
-					}
-				}
-				if c.stopping {
-					continue
-				}
-				failure(ev.rank, describeExit(ev))
+				c.exited(ev)
 			}
 		}
 	}
 }
 
-// recoveryReport is what the launcher measured of one recovery, for the
-// end-of-job summary.
-type recoveryReport struct {
-	failedAt time.Time
-	// restore: failure → restored tasks told to go on (or every task
-	// rolled back).
-	restored bool
-	restore  time.Duration
-	// catchUp: from then until every task offered again the step the job
-	// had reached at the failure (step); sinceFailure: failure → then.
-	regained              bool
-	step                  uint64
-	catchUp, sinceFailure time.Duration
-	// toCheckpoint: from the restore until the first checkpoint after the
-	// failure committed.
-	checkpointed bool
-	toCheckpoint time.Duration
+// tick is the launcher's periodic work: failure detection, a quiescence
+// round, the join timeout before the job begins, time-based kills.
+func (c *coordinator) tick(now time.Time) {
+	for _, rank := range sortedRanks(c.lostAt) {
+		if now.Sub(c.lostAt[rank]) > exitReportGrace {
+			c.fail(rank, fmt.Sprintf("lost its connection to the launcher: %v", c.lostErr[rank]))
+		}
+	}
+	c.checkHeartbeats(now, func(p *peer, silent time.Duration) {
+		how := fmt.Sprintf("missed heartbeats: silent for %v (bound %v)", silent.Round(time.Millisecond), c.cfg.HeartbeatTimeout)
+		if c.cfg.Spawned[p.rank] && c.killProcess != nil {
+			how += "; killed with SIGKILL" // by fail, a stopped process too
+		}
+		c.fail(p.rank, how)
+	})
+	if c.core != nil {
+		c.perform(c.core.Tick())
+	} else if c.failure == nil && now.Sub(c.startedAt) > c.cfg.JoinTimeout {
+		c.joinTimedOut(now)
+	}
+	c.killDue(now, c.timeline.began)
 }
 
-func (r recoveryReport) String() string {
-	var parts []string
-	if r.restored {
-		parts = append(parts, fmt.Sprintf("restore %d ms", r.restore.Milliseconds()))
+// joinTimedOut handles PEs that did not join and get ready within the
+// join timeout: one stuck before every PE joined is killed and started
+// again, as if it had died; later, the job cannot begin.
+func (c *coordinator) joinTimedOut(now time.Time) {
+	// The PEs that never joined hold the others back (they get their
+	// setup once all have): name those first.
+	late := -1
+	for r, p := range c.peers {
+		if c.cfg.Spawned[r] && p == nil {
+			late = r
+			break
+		}
 	}
-	if r.regained {
-		parts = append(parts, fmt.Sprintf("catch-up to the failure point (step %d) %d ms, failure → progress regained %d ms",
-			r.step, r.catchUp.Milliseconds(), r.sinceFailure.Milliseconds()))
+	for r, p := range c.peers {
+		if late < 0 && c.cfg.Spawned[r] && !p.ready {
+			late = r
+		}
+	}
+	switch {
+	case late >= 0 && !c.setupSent && c.restartPE != nil && c.restarts[late] < maxRestarts:
+		// Stuck before every PE joined (stopped, say): kill it and start
+		// it again, as if it had died.
+		if c.peers[late] == nil {
+			c.killProcess(late, syscall.SIGKILL)
+		}
+		c.fail(late, fmt.Sprintf("did not join the job and get ready within %v of its start (--join-timeout); killed", c.cfg.JoinTimeout))
+		c.startedAt = now
+	case late >= 0:
+		c.failure = fmt.Errorf("%w: PE %d did not join the job and get ready within %v of its start (--join-timeout); the job cannot begin without it", ErrPEFailed, late, c.cfg.JoinTimeout)
+	}
+}
+
+// join admits an authenticated PE; once every PE has joined, each gets
+// its setup.
+func (c *coordinator) join(ctx context.Context, ev evJoined) {
+	r := int(ev.hello.Rank)
+	if p := c.peers[r]; p != nil {
+		why := fmt.Sprintf("rank %d already joined", r)
+		if p.gone {
+			why = fmt.Sprintf("PE %d was declared dead: a failed PE never rejoins", r)
+		}
+		c.cfg.Log.Warn("refused connection", "peer", ev.conn.raw.RemoteAddr().String(), "reason", why)
+		ev.conn.close()
+		return
+	}
+	p := &peer{rank: r, conn: ev.conn, out: newOutbox(ev.conn), hello: ev.hello}
+	c.peers[r] = p
+	go c.readLoop(ctx, p)
+	c.joined++
+	if c.joined < c.cfg.Size {
+		return
+	}
+	c.setupSent = true
+	addrs := make([]string, c.cfg.Size)
+	for i, p := range c.peers {
+		addrs[i] = p.hello.TransportAddr
+	}
+	now := time.Now().UnixNano()
+	for i, p := range c.peers {
+		p.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Setup{Setup: &controlpb.Setup{
+			Rank: int32(i), Size: int32(c.cfg.Size), JobId: c.cfg.JobID,
+			App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
+			CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: killAtStep(c.cfg.Kills, i), MeasureLoad: c.cfg.Balancer != "",
+			TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(),
+		}}})
+		// From now on both sides send heartbeats, and silence counts.
+		p.out.startHeartbeats(heartbeatInterval(c.cfg.HeartbeatTimeout))
+		p.seen.Store(now)
+		p.watched.Store(true)
+	}
+	c.fireWhere(c.timeline.began, func(k *kill) bool { return k.Trigger == atSetup })
+}
+
+// receive takes a message from a PE.
+func (c *coordinator) receive(ev evMessage) {
+	p := c.peers[ev.rank]
+	if p == nil || p != ev.peer {
+		return // of a process replaced before the job began
+	}
+	if p.gone {
+		if !p.ignored {
+			p.ignored = true
+			c.cfg.Log.Warn("ignoring messages from a PE declared dead", "pe", ev.rank, "type", fmt.Sprintf("%T", ev.msg.Msg))
+		}
+		return
+	}
+	switch m := ev.msg.Msg.(type) {
+	case *controlpb.ToCoordinator_Ready:
+		if !p.ready {
+			p.ready = true
+			c.ready++
+		}
+		if c.cfg.Restart != nil && c.ready == c.cfg.Size {
+			c.sendRestart()
+			return
+		}
+		if c.cfg.Restart == nil && c.core == nil && c.allReady() {
+			c.launch()
+		}
+	case *controlpb.ToCoordinator_Restored:
+		if c.core == nil && c.cfg.Restart != nil {
+			c.restarted++
+			if c.restarted == c.cfg.Size {
+				c.cfg.Log.Info("restarted from disk checkpoint", "epoch", c.cfg.RestartEpoch)
+				c.core = c.newCore()
+				c.perform(c.core.Ready())
+			}
+			return
+		}
+		c.report(ev.rank, ev.msg)
+	case *controlpb.ToCoordinator_Output:
+		fmt.Fprintln(c.cfg.Output, m.Output.Line)
+	case *controlpb.ToCoordinator_KillDue:
+		c.onKillDue(ev.rank, m.KillDue.Step, c.timeline.began)
+	case *controlpb.ToCoordinator_Stats:
+		c.stats[ev.rank] = m.Stats
+	case *controlpb.ToCoordinator_Failed:
+		if c.core == nil {
+			c.failure = fmt.Errorf("%w: PE %d reported an error: %s", ErrPEFailed, ev.rank, m.Failed.Error)
+			return
+		}
+		c.perform(c.core.OnError(ev.rank, errors.New(m.Failed.Error)))
+	default:
+		c.report(ev.rank, ev.msg)
+	}
+}
+
+// report hands a PE's report to the job's coordinator.
+func (c *coordinator) report(rank int, msg *controlpb.ToCoordinator) {
+	if c.core == nil {
+		c.cfg.Log.Warn("control message before the job began", "pe", rank, "type", fmt.Sprintf("%T", msg.Msg))
+		return
+	}
+	c.perform(c.handleReport(rank, msg))
+}
+
+// lost takes the end of a PE's control connection. A PE the launcher
+// started gets exitReportGrace for its exit report first.
+func (c *coordinator) lost(ev evLost) {
+	p := c.peers[ev.rank]
+	if p == nil || p != ev.peer || p.gone {
+		return
+	}
+	if c.cfg.Spawned[ev.rank] {
+		c.lostAt[ev.rank] = time.Now()
+		c.lostErr[ev.rank] = ev.err
+		return
+	}
+	c.fail(ev.rank, fmt.Sprintf("lost its connection to the launcher: %v", ev.err))
+}
+
+// exited takes the spawner's report that a PE process ended.
+func (c *coordinator) exited(ev processExited) {
+	if c.currentPID != nil && ev.pid != c.currentPID(ev.rank) {
+		return // a process replaced before the job began
+	}
+	if p := c.peers[ev.rank]; p != nil {
+		p.exited = true
+		if p.gone {
+			c.cfg.Log.Info("PE declared dead has ended", "pe", ev.rank, "pid", ev.pid, "how", describeExit(ev))
+			return
+		}
+	}
+	if c.stopping {
+		return
+	}
+	c.fail(ev.rank, describeExit(ev))
+}
+
+// fail declares PE rank dead for good (how says why) and acts on it.
+// Before every PE joined, a PE the launcher started is started again;
+// after every PE got its setup but before the job began, the job begins
+// without it; once the job runs, its coordinator recovers.
+func (c *coordinator) fail(rank int, how string) {
+	p := c.peers[rank]
+	where := ""
+	if p != nil && p.hello != nil {
+		where = fmt.Sprintf(" (pid %d on %s)", p.hello.Pid, p.hello.Host)
+	}
+	detail := fmt.Sprintf("PE %d%s %s", rank, where, how)
+	if p != nil && !p.gone {
+		// Declared dead for good: its connection is cut, and a PE the
+		// launcher started is killed if it still runs, so that it can
+		// never come back.
+		p.gone = true
+		p.out.abort()
+		if c.cfg.Spawned[rank] && !p.exited && c.killProcess != nil {
+			if _, err := c.killProcess(rank, syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				c.cfg.Log.Warn("could not kill a PE declared dead", "pe", rank, "err", err)
+			}
+		}
+	}
+	delete(c.lostAt, rank)
+	if c.core == nil && !c.setupSent && c.cfg.Spawned[rank] && c.restartPE != nil && c.restarts[rank] < maxRestarts {
+		// Before every PE joined nothing depends on it: start it again.
+		c.restarts[rank]++
+		if p != nil {
+			c.joined--
+			c.peers[rank] = nil
+		}
+		pid, err := c.restartPE(rank)
+		if err != nil {
+			c.failure = fmt.Errorf("%w: %s, and it could not be started again: %w", ErrPEFailed, detail, err)
+			return
+		}
+		c.cfg.Log.Warn("PE failed before it joined the job; started again", "detail", detail, "pid", pid, "attempt", c.restarts[rank])
+		return
+	}
+	if c.core == nil && c.setupSent && c.cfg.Restart == nil && !slices.Contains(c.earlyDead, rank) {
+		// Before the job began, after every PE got its setup (the others
+		// know of it): the job begins without it.
+		c.cfg.Log.Error("PE failed before the job began; its tasks will be created on the other PEs", "detail", detail)
+		c.earlyDead = append(c.earlyDead, rank)
+		if c.allReady() {
+			c.launch()
+		}
+		return
+	}
+	if c.core == nil || !c.core.Live()[rank] {
+		if c.core == nil {
+			c.failure = fmt.Errorf("%w: %s", ErrPEFailed, detail)
+		}
+		return
+	}
+	c.timeline.failed(time.Now(), rank, detail)
+	c.perform(c.core.OnFailure(rank))
+	if out, done := c.core.Done(); done && out.Err != nil {
+		c.failure = fmt.Errorf("%w: %s: %w", ErrPEFailed, detail, out.Err)
+	}
+}
+
+// allReady reports whether every PE still alive is ready, so that the job
+// can begin (the early dead left out: their tasks are created on the
+// others, see coord.Coordinator.OnFailure).
+func (c *coordinator) allReady() bool {
+	for r, p := range c.peers {
+		if !p.ready && !slices.Contains(c.earlyDead, r) {
+			return false
+		}
+	}
+	if len(c.earlyDead) == c.cfg.Size {
+		c.failure = fmt.Errorf("%w: every PE failed before the job began", ErrPEFailed)
+		return false
+	}
+	return true
+}
+
+// launch creates the job's coordinator and starts the job: with the
+// initial checkpoint, or, if PEs failed early, with their failures (their
+// tasks are created on the others, and the initial checkpoint follows).
+func (c *coordinator) launch() {
+	c.core = c.newCore()
+	if len(c.earlyDead) == 0 {
+		c.perform(c.core.Ready())
+		return
+	}
+	for _, r := range c.earlyDead {
+		c.perform(c.core.OnFailure(r))
+	}
+}
+
+// The launcher is the job coordinator's driver: it carries out its
+// commands.
+var _ coord.Driver = (*coordinator)(nil)
+
+// perform carries out the job coordinator's commands in order, then logs
+// its notes. The commands an effect's outcome brings (OnManifestWritten,
+// OnDiskRecordsSent) come after those already queued.
+func (c *coordinator) perform(cmds []coord.Command) {
+	c.pending = append(c.pending, cmds...)
+	if c.performing {
+		return
+	}
+	c.performing = true
+	for len(c.pending) > 0 {
+		cmd := c.pending[0]
+		c.pending = c.pending[1:]
+		cmd.Dispatch(c)
+	}
+	c.performing = false
+	for _, note := range c.core.Notes() {
+		c.cfg.Log.Info(note)
+	}
+}
+
+// Send delivers an event to the PEs it is for.
+func (c *coordinator) Send(s coord.Send) {
+	m := commandToPB(s.Event)
+	if rank, one := s.To.PE(); one {
+		if p := c.peers[rank]; p != nil && !p.gone {
+			p.send(m)
+		}
 	} else {
-		parts = append(parts, "progress at the failure not regained (the job ended or another PE failed first)")
+		c.sendAll(m)
 	}
-	if r.checkpointed {
-		parts = append(parts, fmt.Sprintf("replay and catch-up to the next checkpoint %d ms", r.toCheckpoint.Milliseconds()))
-	}
-	return strings.Join(parts, ", ")
+	c.observe(time.Now(), s.Event)
 }
 
-// currentRecovery returns the report of the recovery from the last
-// failure, started if need be.
-func (c *coordinator) currentRecovery() *recoveryReport {
-	if n := len(c.recovery); n > 0 && c.recovery[n-1].failedAt.Equal(c.lastFailure) {
-		return &c.recovery[n-1]
+// observe follows what the PEs are told: kills injected at a checkpoint
+// or a recovery fire as it goes out, and the timeline notes the phases.
+func (c *coordinator) observe(now time.Time, ev coord.Event) {
+	switch ev := ev.(type) {
+	case coord.TakeCheckpoint:
+		c.timeline.checkpointTaken(now)
+		c.fireWhere(c.timeline.began, func(k *kill) bool { return k.Trigger == atCheckpoint && k.N == ev.Epoch })
+	case coord.Recover:
+		c.fireWhere(c.timeline.began, func(k *kill) bool { return k.Trigger == atRecovery && k.N == ev.Generation })
+	case coord.Rollback:
+		c.fireWhere(c.timeline.began, func(k *kill) bool { return k.Trigger == atRecovery && k.N == ev.Generation })
+	case coord.CommitCheckpoint:
+		c.timeline.committed(now, ev.Epoch)
+	case coord.Migrate:
+		c.timeline.migrating(len(ev.Moves))
+	case coord.WatchProgress:
+		c.timeline.watching(now)
 	}
-	c.recovery = append(c.recovery, recoveryReport{failedAt: c.lastFailure})
-	return &c.recovery[len(c.recovery)-1]
 }
 
-func (c *coordinator) newCore() *scheduler.JobCoordinator {
-	return scheduler.NewJobCoordinator(scheduler.CoordinatorConfig{
+// WriteManifest writes a disk checkpoint's manifest; the coordinator
+// decides what a failure to write it means.
+func (c *coordinator) WriteManifest(w coord.WriteManifest) {
+	err := migrate.WriteManifest(w.Dir, w.Manifest)
+	if err != nil {
+		c.cfg.Log.Error("cannot write checkpoint manifest", "epoch", w.Manifest.Epoch, "err", err)
+	}
+	c.perform(c.core.OnManifestWritten(w.Manifest.Epoch, err))
+}
+
+// SendDiskRecords reads a disk checkpoint and gives every live PE the
+// records of its tasks; the coordinator decides what a failure to read it
+// means.
+func (c *coordinator) SendDiskRecords(sd coord.SendDiskRecords) {
+	c.cfg.Log.Warn("recovery from disk: every task goes back to a disk checkpoint", "epoch", sd.Epoch, "dir", sd.Dir)
+	c.perform(c.core.OnDiskRecordsSent(sd, c.sendDiskRecords(sd)))
+}
+
+func (c *coordinator) Started(s coord.Started)   { c.timeline.started(time.Now(), s.Resumed) }
+func (c *coordinator) Restored(r coord.Restored) { c.timeline.restored(time.Now(), r) }
+func (c *coordinator) ProgressRegained(r coord.ProgressRegained) {
+	c.timeline.regained(time.Now(), r)
+}
+
+func (c *coordinator) newCore() *coord.Coordinator {
+	return coord.NewCoordinator(coord.Config{
 		Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
 		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
-		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > scheduler.InitialEpoch,
+		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > coord.InitialEpoch,
 		Balancer: c.cfg.Balancer,
 	})
 }
@@ -752,7 +757,7 @@ func (c *coordinator) sendRestart() {
 // sendDiskRecords reads a disk checkpoint and gives each live PE the
 // records of the tasks placed on it, in messages of a few MiB, the last
 // one marked (also for a PE that gets no task).
-func (c *coordinator) sendDiskRecords(sd scheduler.SendDiskRecords) error {
+func (c *coordinator) sendDiskRecords(sd coord.SendDiskRecords) error {
 	byCollection, _, err := migrate.ReadEpoch(sd.Dir, sd.Epoch)
 	if err != nil {
 		return err
@@ -853,20 +858,19 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
 		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes,
 		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack)
-	for i, r := range c.recovery {
-		c.cfg.Log.Info(fmt.Sprintf("recovery %d of %d: %s", i+1, len(c.recovery), r))
-	}
+	c.timeline.report()
 }
 
-// handleReport hands a PE's report to the job coordinator.
-func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg *controlpb.ToCoordinator) []scheduler.Command {
+// handleReport hands a PE's report to the job's coordinator.
+func (c *coordinator) handleReport(rank int, msg *controlpb.ToCoordinator) []coord.Command {
+	core := c.core
 	switch m := msg.Msg.(type) {
 	case *controlpb.ToCoordinator_Exit:
 		c.stopping = true
 		return core.OnExit(rank, int(m.Exit.Status))
 	case *controlpb.ToCoordinator_Idle:
 		i := m.Idle
-		return core.OnIdle(rank, scheduler.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks)})
+		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks)})
 	case *controlpb.ToCoordinator_Quiescence:
 		core.OnQuiescenceRequest(rank)
 	case *controlpb.ToCoordinator_Staged:
@@ -884,7 +888,7 @@ func (c *coordinator) handleReport(core *scheduler.JobCoordinator, rank int, msg
 		return core.OnDiskWritten(rank, d.Epoch, migrate.FileEntry{Name: d.Name, PE: int(d.Pe), SHA256: sum, Size: d.Size}, err)
 	case *controlpb.ToCoordinator_Restored:
 		r := m.Restored
-		return core.OnRestored(rank, r.Generation, scheduler.Progress{Step: r.Step, Offered: r.Offered})
+		return core.OnRestored(rank, r.Generation, coord.Progress{Step: r.Step, Offered: r.Offered})
 	case *controlpb.ToCoordinator_Reached:
 		return core.OnReached(rank, m.Reached.Generation, m.Reached.Step)
 	case *controlpb.ToCoordinator_Loads:

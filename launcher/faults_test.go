@@ -28,7 +28,7 @@ func TestStalledJobStopsWithDiagnosis(t *testing.T) {
 	j := startBinary(t, testbin.Build(t, faultsPackage), "run", "faults", "--pes", "3", "--hang-at", "4", "--stall-timeout", "2s")
 	require.Equal(t, 1, j.wait(t, 60*time.Second))
 	out := j.output()
-	require.Contains(t, out, "gochare: scheduler: job stalled: no progress for 2s (--stall-timeout)")
+	require.Contains(t, out, "gochare: job: stalled: no progress for 2s (--stall-timeout)")
 	require.Contains(t, out, "PE 2 is running workers(5) in handler token (a handler that does not return?)")
 	require.Regexp(t, regexp.MustCompile(`PE 0 \(generation 0, \d+ handlers run\)`), out)
 }
@@ -39,7 +39,7 @@ func TestQuiescentJobWithoutExitIsDiagnosed(t *testing.T) {
 	j := startBinary(t, testbin.Build(t, faultsPackage), "run", "faults", "--pes", "3", "--no-exit")
 	require.Equal(t, 1, j.wait(t, 60*time.Second))
 	out := j.output()
-	require.Contains(t, out, "gochare: scheduler: job is quiescent but no task called Exit")
+	require.Contains(t, out, "gochare: job: quiescent but no task called Exit")
 	for _, pe := range []string{"PE 0 (generation 0", "PE 1 (generation 0", "PE 2 (generation 0"} {
 		require.Contains(t, out, pe)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	coord "github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
@@ -241,7 +242,7 @@ func protocolName(k logging.Kind) string {
 
 // splitRunArgs separates the launcher's flags from the application's.
 func splitRunArgs(args []string) (runOptions, []string, error) {
-	o := runOptions{listen: "127.0.0.1:0", heartbeatTimeout: 5 * time.Second, stallTimeout: scheduler.DefaultStallTimeout, protocol: logging.KindPartialDet}
+	o := runOptions{listen: "127.0.0.1:0", heartbeatTimeout: 5 * time.Second, stallTimeout: coord.DefaultStallTimeout, protocol: logging.KindPartialDet}
 	var appArgs []string
 	valueOf := func(i *int, name string) (string, error) {
 		a := args[*i]

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	coord "github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/launcher/controlpb"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
@@ -94,7 +95,7 @@ func (c peControl) Output(line string) {
 func (c peControl) Exit(status int) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Exit{Exit: &controlpb.ExitRequest{Status: int32(status)}}})
 }
-func (c peControl) Idle(st scheduler.IdleStatus) {
+func (c peControl) Idle(st coord.IdleStatus) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Idle{Idle: &controlpb.Idle{
 		Round: st.Round, Sent: st.Sent, Received: st.Received, AtSync: int32(st.AtSync), SyncTasks: int32(st.SyncTasks)}}})
 }
@@ -111,7 +112,7 @@ func (c peControl) DiskWritten(epoch uint64, e migrate.FileEntry, err error) {
 	}
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_DiskWritten{DiskWritten: d}})
 }
-func (c peControl) Restored(generation uint64, tasks int, before scheduler.Progress) {
+func (c peControl) Restored(generation uint64, tasks int, before coord.Progress) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Restored{Restored: &controlpb.Restored{
 		Generation: generation, Tasks: int32(tasks), Offered: before.Offered, Step: before.Step}}})
 }
@@ -334,7 +335,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			o.Log.Warn("bad control message", "err", err)
 			continue
 		}
-		if _, ok := ev.(scheduler.Diagnose); ok {
+		if _, ok := ev.(coord.Diagnose); ok {
 			// The job is stalled. If application code has been running on
 			// the PE goroutine all that time, it will not answer: say
 			// what it runs from here (the coordinator keeps the first

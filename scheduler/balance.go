@@ -21,14 +21,6 @@ import (
 // point), and the checkpoint that follows records the new placement.
 // Messages that still reach a task's old PE are forwarded (forward).
 
-// Events of load balancing.
-type (
-	// CollectLoads asks for the loads of the PE's sync tasks.
-	CollectLoads struct{}
-	// Migrate moves tasks.
-	Migrate struct{ Moves []migrate.Move }
-)
-
 func (pe *PE) loads() []migrate.TaskLoad {
 	var out []migrate.TaskLoad
 	for _, cs := range pe.colls {

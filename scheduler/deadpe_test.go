@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler/wire"
 )
@@ -41,7 +42,7 @@ func TestBatchesFromAFailedPEAreIgnored(t *testing.T) {
 				require.NoError(t, err)
 				return b
 			}
-			pe.Event(Recover{Generation: 1, Failed: []int{0}})
+			pe.Event(job.Recover{Generation: 1, Failed: []int{0}})
 			runPosted(pe, &net.recordingNet)
 			require.Equal(t, []int{0}, net.forgot, "the transport forgets the failed PE")
 			for _, generation := range []uint64{0, 1, 2} {

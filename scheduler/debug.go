@@ -20,9 +20,3 @@ func (pe *PE) DebugString() string {
 	}
 	return s
 }
-
-// DebugString summarises the coordinator's state.
-func (c *JobCoordinator) DebugString() string {
-	return fmt.Sprintf("coordinator phase %d live %v committed %d staging %d roundOpen %v qd round %d idle %+v pendingRestored %v atFailure %+v regaining %v",
-		c.phase, c.live, c.committed, c.staging, c.roundOpen, c.qd.round, c.idle, c.pendingRestored, c.atFailure, c.regaining)
-}

@@ -9,20 +9,11 @@ import (
 	"github.com/gochare/gochare/logging"
 )
 
-// Stall diagnosis. When a job stops making progress (see
-// JobCoordinator.CheckStall) or goes quiet before a task called Exit, the
-// coordinator asks every PE for a Diagnosis: what its tasks wait for, and
-// from which PE that would come. The job then stops with the reports.
-
-// Events of stall detection.
-type (
-	// ReportProgress asks a PE how many handlers it has run (answered
-	// with Control.Progress).
-	ReportProgress struct{}
-	// Diagnose asks a PE what its tasks wait for (answered with
-	// Control.Diagnosis).
-	Diagnose struct{}
-)
+// Stall diagnosis, the PE's part. When a job stops making progress (see
+// job.Coordinator.CheckStall) or goes quiet before a task called Exit,
+// the coordinator sends every PE job.Diagnose, which it answers with its
+// Diagnosis: what its tasks wait for, and from which PE that would come.
+// The job then stops with the reports.
 
 // maxDiagnosedTasks bounds the tasks a PE's diagnosis describes one by
 // one; the rest are counted.

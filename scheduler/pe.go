@@ -15,6 +15,7 @@ import (
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler/wire"
@@ -34,14 +35,15 @@ type Net interface {
 	Backlog() int
 }
 
-// Control is how a PE talks to the job's launcher.
+// Control is how a PE reports to the job's coordinator, through the process
+// that hosts it (the launcher's control connection, or job/inprocess).
 type Control interface {
 	// Output writes a line of job output.
 	Output(line string)
 	// Exit asks the launcher to end the job with status.
 	Exit(status int)
 	// Idle answers a quiescence probe: this PE has no work.
-	Idle(st IdleStatus)
+	Idle(st job.IdleStatus)
 	// RequestQuiescence asks the launcher to detect quiescence and then
 	// post QuiescenceDetected to this PE.
 	RequestQuiescence()
@@ -57,7 +59,7 @@ type Control interface {
 	DiskWritten(epoch uint64, entry migrate.FileEntry, err error)
 	// Restored reports that every task this PE had to restore is here,
 	// and how far its tasks had got before the recovery began.
-	Restored(generation uint64, tasks int, before Progress)
+	Restored(generation uint64, tasks int, before job.Progress)
 	// Reached answers WatchProgress.
 	Reached(generation, step uint64)
 	// Fail reports an error that stops the PE from taking part.
@@ -105,14 +107,10 @@ type Config struct {
 	Trace func(collection, handler string, start time.Time, d time.Duration)
 }
 
-// Events a PE accepts through Net.Post (besides its own).
+// What a PE accepts through Net.Post, besides the coordinator's events
+// (job.Event, see events.go) and the records of a disk checkpoint
+// (RestartFrom, DiskRecords).
 type (
-	// Begin starts the job: the PE holding the main element delivers Start.
-	Begin struct{}
-	// Probe asks for the PE's quiescence counters once it is idle.
-	Probe struct{ Round uint64 }
-	// QuiescenceDetected tells the PE that asked that the job is quiescent.
-	QuiescenceDetected struct{ Number uint64 }
 	// runSlice is posted by the PE to itself to handle queued work.
 	runSlice struct{}
 	// StatsRequest asks for the PE's counters, sent on Reply.
@@ -171,11 +169,13 @@ type Stats struct {
 // (Receive), and the protocol decides which message each task handles next
 // (runSlice, invoke).
 type PE struct {
-	cfg   Config
-	job   *actor.Job
-	colls []*collectionState
-	log   *slog.Logger
-	proto logging.Protocol
+	cfg Config
+	job *actor.Job
+	// events applies the coordinator's events (events.go).
+	events eventHandler
+	colls  []*collectionState
+	log    *slog.Logger
+	proto  logging.Protocol
 
 	// system is the task id of this PE's runtime, the sender of Start and
 	// quiescence notices.
@@ -230,9 +230,9 @@ type PE struct {
 	fromDisk bool
 	// progress is the furthest step a local task ever offered;
 	// progressAtFailure its value when the last recovery began; watch
-	// the pending WatchProgress (see recovery.go).
-	progress, progressAtFailure Progress
-	watch                       *WatchProgress
+	// the pending WatchProgress (see progress.go).
+	progress, progressAtFailure job.Progress
+	watch                       *job.WatchProgress
 
 	stats Stats
 	// halted is the error that stopped this PE (see halt).
@@ -271,7 +271,7 @@ type element struct {
 	load     time.Duration
 	admits   func(logging.Message) bool
 	// progress is the last step this task offered since it was placed here.
-	progress Progress
+	progress job.Progress
 }
 
 // systemCollection is the collection number of the runtime's own tasks.
@@ -326,6 +326,7 @@ func New(cfg Config) (*PE, error) {
 		pe.live[r] = true
 	}
 	pe.ctx.pe = pe
+	pe.events.pe = pe
 	pe.stats.DroppedByReason = map[string]uint64{}
 	pe.proto = pe.newProtocol()
 	pe.proto.HostTask(pe.system)
@@ -389,6 +390,21 @@ func Define(app actor.App, args []string) (*actor.Job, error) {
 		return nil, fmt.Errorf("%s: %w", app.Name, err)
 	}
 	return job, nil
+}
+
+// Layout returns the initial PE of every task of a job, per collection,
+// the runtime's reducers included: what job.Config.Layout wants.
+func Layout(j *actor.Job, numPEs int) [][]int {
+	defs := append(append([]*actor.CollectionDef(nil), j.Collections()...), reducerCollection(j))
+	layout := make([][]int, len(defs))
+	for c, def := range defs {
+		n := def.Shape.Size()
+		layout[c] = make([]int, n)
+		for lin := range layout[c] {
+			layout[c][lin] = def.Map(lin, n, numPEs)
+		}
+	}
+	return layout
 }
 
 // Stats returns a copy of the PE's counters.
@@ -536,17 +552,17 @@ func (pe *PE) markRunnable(el *element) {
 	pe.runnable = append(pe.runnable, el)
 }
 
-// Event handles a posted event (transport callback).
+// Event handles a posted event (transport callback): one of the
+// coordinator's (job.Event), which it dispatches to its handler of each
+// (events.go), or one of the others Net.Post may carry.
 func (pe *PE) Event(ev any) {
 	switch ev := ev.(type) {
 	case StatsRequest:
 		ev.Reply <- pe.Stats()
 		return
-	case ReportProgress:
-		pe.cfg.Control.Progress(pe.stats.Delivered)
-		return
-	case Diagnose:
-		pe.cfg.Control.Diagnosis(pe.Diagnosis())
+	case job.ReportProgress, job.Diagnose:
+		// Answered by a halted PE too: they tell why the job stopped.
+		ev.(job.Event).Dispatch(&pe.events)
 		return
 	}
 	if pe.halted != nil {
@@ -557,53 +573,17 @@ func (pe *PE) Event(ev any) {
 	case runSlice:
 		pe.posted = false
 		pe.runSlice()
-	case Begin:
-		pe.rollingBack = false
-		pe.begin()
-	case TakeCheckpoint:
-		pe.takeCheckpoint(ev.Epoch)
-	case CommitCheckpoint:
-		pe.commitCheckpoint(ev)
-	case Resume:
-		pe.rollingBack = false
-		pe.resume()
-	case Recover:
-		pe.recover(ev)
-		pe.schedule()
-	case NoticeFailure:
-		pe.noticeFailure(ev)
-	case Rollback:
-		pe.rollback(ev)
-		pe.schedule()
+	case job.Event:
+		ev.Dispatch(&pe.events)
 	case DiskRecords:
 		pe.diskRecords(ev)
-		pe.schedule()
-	case WatchProgress:
-		pe.watchProgress(ev)
-	case CollectLoads:
-		pe.cfg.Control.Loads(pe.loads())
-	case Migrate:
-		pe.migrateTasks(ev.Moves)
-		pe.transmit()
 		pe.schedule()
 	case RestartFrom:
 		if err := pe.restartFrom(ev.Records); err != nil {
 			pe.cfg.Control.Fail(err)
 			return
 		}
-		pe.cfg.Control.Restored(0, len(ev.Records), Progress{})
-	case Probe:
-		r := ev.Round
-		pe.probe = &r
-		pe.answerProbe()
-	case QuiescenceDetected:
-		cbs := pe.qdCallbacks
-		pe.qdCallbacks = nil
-		for _, cb := range cbs {
-			pe.deliverToCallback(pe.system, cb, &actor.Quiescence{Number: ev.Number})
-		}
-		pe.transmit()
-		pe.schedule()
+		pe.cfg.Control.Restored(0, len(ev.Records), job.Progress{})
 	default:
 		pe.log.Warn("unknown event", "type", fmt.Sprintf("%T", ev))
 	}
@@ -698,7 +678,7 @@ func (pe *PE) answerProbe() {
 		return
 	}
 	pe.flushAll()
-	st := IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks()}
+	st := job.IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks()}
 	for p, ok := range pe.live {
 		if ok {
 			st.Sent += pe.sentTo[p]

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // BenchmarkForwardPath runs LeanMD 3×3×3 (2-away, 1,331 tasks) at 75
@@ -24,8 +24,8 @@ func BenchmarkForwardPath(b *testing.B) {
 			cpu0 := cpuTime()
 			batches := 0
 			for i := 0; i < b.N; i++ {
-				res, err := scheduler.RunInProcess(context.Background(), App, args, 4, io.Discard,
-					scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(5))
+				res, err := inprocess.Run(context.Background(), App, args, 4, io.Discard,
+					inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(5))
 				if err != nil || res.Status != 0 {
 					b.Fatal(err, res.Status)
 				}
@@ -55,13 +55,13 @@ func BenchmarkRecovery(b *testing.B) {
 	for _, kind := range []logging.Kind{logging.KindNone, logging.KindPartialDet} {
 		for _, kill := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%v/kill=%v", kind, kill), func(b *testing.B) {
-				opts := []scheduler.Option{scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(10)}
+				opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(10)}
 				if kill {
-					opts = append(opts, scheduler.WithKill(1, 15))
+					opts = append(opts, inprocess.WithKill(1, 15))
 				}
 				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
-					res, err := scheduler.RunInProcess(context.Background(), App, args, 4, io.Discard, opts...)
+					res, err := inprocess.Run(context.Background(), App, args, 4, io.Discard, opts...)
 					if err != nil || res.Status != 0 {
 						b.Fatal(err, res.Status)
 					}

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gochare/gochare/apps/appkit/apptest"
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // recoveryCase is a small run with a checkpoint period and a kill. The
@@ -50,8 +50,8 @@ func TestRecoveryInProcessMatchesCleanRun(t *testing.T) {
 	for _, c := range recoveryCases() {
 		t.Run(c.kind.String(), func(t *testing.T) {
 			clean := apptest.LastJSON[Report](t, apptest.Run(t, App, 3, c.args()).Output)
-			res := apptest.Run(t, App, 3, c.args(), scheduler.WithProtocol(c.kind),
-				scheduler.WithCheckpointEvery(c.checkpointEvery), scheduler.WithKill(int(c.killPE), c.killStep))
+			res := apptest.Run(t, App, 3, c.args(), inprocess.WithProtocol(c.kind),
+				inprocess.WithCheckpointEvery(c.checkpointEvery), inprocess.WithKill(int(c.killPE), c.killStep))
 			got := apptest.LastJSON[Report](t, res.Output)
 			got.MsPerStep, clean.MsPerStep = 0, 0
 			if got != clean {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gochare/gochare/apps/appkit/apptest"
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // Kills that hung the job before (a new user's campaign): a PE killed
@@ -35,8 +35,8 @@ func TestEarlyKillRecovers(t *testing.T) {
 		step            uint64
 	}{{3, 10, 1, 5}, {3, 10, 1, 8}, {3, 0, 1, uint64(steps / 2)}, {4, 0, 2, uint64(2 * steps / 3)}} {
 		t.Run(fmt.Sprintf("pes=%d,checkpoint-every=%d,kill=%d@%d", c.pes, c.checkpointEvery, c.pe, c.step), func(t *testing.T) {
-			res := apptest.Run(t, App, c.pes, args, scheduler.WithProtocol(logging.KindPartialDet),
-				scheduler.WithCheckpointEvery(c.checkpointEvery), scheduler.WithKill(c.pe, c.step))
+			res := apptest.Run(t, App, c.pes, args, inprocess.WithProtocol(logging.KindPartialDet),
+				inprocess.WithCheckpointEvery(c.checkpointEvery), inprocess.WithKill(c.pe, c.step))
 			got := apptest.LastJSON[Report](t, res.Output)
 			got.MsPerStep, got.PEs = clean.MsPerStep, clean.PEs
 			if got != clean {

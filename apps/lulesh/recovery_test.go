@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"github.com/gochare/gochare/apps/appkit/apptest"
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // runRecovery runs the app in process on pes PEs with opts and returns the
 // result and its JSON report.
-func runRecovery(t *testing.T, pes int, args []string, opts ...scheduler.Option) (scheduler.Result, Report) {
+func runRecovery(t *testing.T, pes int, args []string, opts ...inprocess.Option) (inprocess.Result, Report) {
 	t.Helper()
 	res := apptest.Run(t, App, pes, args, opts...)
 	return res, apptest.LastJSON[Report](t, res.Output)
@@ -30,7 +30,7 @@ func TestRecoveryInProcessMatchesCleanRun(t *testing.T) {
 	_, clean := runRecovery(t, 3, args)
 	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
 		t.Run(kind.String(), func(t *testing.T) {
-			res, got := runRecovery(t, 3, args, scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(every), scheduler.WithKill(1, kill))
+			res, got := runRecovery(t, 3, args, inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every), inprocess.WithKill(1, kill))
 			got.ElapsedS, got.FOM = clean.ElapsedS, clean.FOM
 			if got != clean {
 				t.Errorf("after a failure: %+v\nfailure-free: %+v", got, clean)

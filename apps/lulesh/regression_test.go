@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gochare/gochare/apps/appkit/apptest"
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // Kills that hung the job, or ended it "quiescent but no task called
@@ -29,8 +29,8 @@ func TestEarlyKillRecovers(t *testing.T) {
 	_, clean := runRecovery(t, 4, args)
 	for _, pe := range []int{3, 0} {
 		t.Run(fmt.Sprintf("PE %d", pe), func(t *testing.T) {
-			res, got := runRecovery(t, 4, args, scheduler.WithProtocol(logging.KindPartialDet),
-				scheduler.WithCheckpointEvery(10), scheduler.WithKill(pe, 5))
+			res, got := runRecovery(t, 4, args, inprocess.WithProtocol(logging.KindPartialDet),
+				inprocess.WithCheckpointEvery(10), inprocess.WithKill(pe, 5))
 			got.ElapsedS, got.FOM = clean.ElapsedS, clean.FOM
 			if got != clean {
 				t.Errorf("after a failure: %+v\nfailure-free: %+v", got, clean)

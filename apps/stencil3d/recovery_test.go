@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gochare/gochare/apps/appkit/apptest"
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // PEs die mid-run (in process, losing everything as a SIGKILL would); the
@@ -29,9 +29,9 @@ func TestRecoveryInProcess(t *testing.T) {
 	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
 		for _, sc := range scenarios {
 			t.Run(fmt.Sprintf("%v/%s", kind, sc.name), func(t *testing.T) {
-				opts := []scheduler.Option{scheduler.WithProtocol(kind), scheduler.WithCheckpointEvery(10)}
+				opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(10)}
 				for pe, step := range sc.kills {
-					opts = append(opts, scheduler.WithKill(pe, step))
+					opts = append(opts, inprocess.WithKill(pe, step))
 				}
 				res := apptest.Run(t, App, 4, args, opts...)
 				require.Equal(t, clean.Output[:4], res.Output[:4], "results after recovery equal the failure-free ones")
@@ -61,9 +61,9 @@ func TestMigrationInProcess(t *testing.T) {
 	clean := apptest.Run(t, App, 4, args)
 	for _, kill := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
-			opts := []scheduler.Option{scheduler.WithProtocol(logging.KindPartialDet), scheduler.WithCheckpointEvery(10), scheduler.WithBalancer("greedy")}
+			opts := []inprocess.Option{inprocess.WithProtocol(logging.KindPartialDet), inprocess.WithCheckpointEvery(10), inprocess.WithBalancer("greedy")}
 			if kill {
-				opts = append(opts, scheduler.WithKill(2, 33))
+				opts = append(opts, inprocess.WithKill(2, 33))
 			}
 			res := apptest.Run(t, App, 4, args, opts...)
 			require.Equal(t, clean.Output[:4], res.Output[:4])

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gochare/gochare/apps/appkit/apptest"
+	"github.com/gochare/gochare/job/inprocess"
 	"github.com/gochare/gochare/logging"
-	"github.com/gochare/gochare/scheduler"
 )
 
 // Kills that hung the job before (a new user's campaign): PE 0, which
@@ -30,8 +30,8 @@ func TestEarlyKillOfPE0Recovers(t *testing.T) {
 		step uint64
 	}{{logging.KindFullDet, 1}, {logging.KindFullDet, 5}, {logging.KindFullDet, 9}, {logging.KindPartialDet, 1}, {logging.KindPartialDet, 5}} {
 		t.Run(fmt.Sprintf("%v/step %d", c.kind, c.step), func(t *testing.T) {
-			res := apptest.Run(t, App, 4, args, scheduler.WithProtocol(c.kind),
-				scheduler.WithCheckpointEvery(10), scheduler.WithKill(0, c.step))
+			res := apptest.Run(t, App, 4, args, inprocess.WithProtocol(c.kind),
+				inprocess.WithCheckpointEvery(10), inprocess.WithKill(0, c.step))
 			require.Equal(t, clean.Output[:4], res.Output[:4], "results after recovery equal the failure-free ones")
 			require.Positive(t, res.Stats[1].Restored+res.Stats[2].Restored+res.Stats[3].Restored, "PE 0's tasks were restored")
 		})

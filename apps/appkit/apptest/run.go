@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
-	"github.com/gochare/gochare/scheduler"
+	"github.com/gochare/gochare/job/inprocess"
 )
 
 // Limits of Run. A job that stops making progress ends after
@@ -24,13 +24,13 @@ const (
 // (opts may change it) and opts (a protocol, a checkpoint period, kills).
 // It fails t unless the job ends with status 0 and prints at least one
 // line, showing the output and the runtime's log.
-func Run(t testing.TB, app actor.App, pes int, args []string, opts ...scheduler.Option) scheduler.Result {
+func Run(t testing.TB, app actor.App, pes int, args []string, opts ...inprocess.Option) inprocess.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), RunDeadline)
 	defer cancel()
 	var log strings.Builder
-	opts = append([]scheduler.Option{scheduler.WithStallTimeout(StallTimeout)}, opts...)
-	res, err := scheduler.RunInProcess(ctx, app, args, pes, &log, opts...)
+	opts = append([]inprocess.Option{inprocess.WithStallTimeout(StallTimeout)}, opts...)
+	res, err := inprocess.Run(ctx, app, args, pes, &log, opts...)
 	if err != nil {
 		t.Fatalf("%s %q on %d PEs: %v\nlog:\n%s", app.Name, args, pes, err, log.String())
 	}
@@ -68,7 +68,7 @@ type Totals struct {
 }
 
 // Sum adds up the statistics of every PE of res.
-func Sum(res scheduler.Result) Totals {
+func Sum(res inprocess.Result) Totals {
 	var s Totals
 	for _, st := range res.Stats {
 		s.Restored += st.Restored
@@ -81,7 +81,7 @@ func Sum(res scheduler.Result) Totals {
 
 // RequireRecovered fails t unless some task of res was restored or rolled
 // back: a run given a kill that recovered nothing did not see the kill.
-func RequireRecovered(t testing.TB, res scheduler.Result) Totals {
+func RequireRecovered(t testing.TB, res inprocess.Result) Totals {
 	t.Helper()
 	s := Sum(res)
 	if s.Restored+s.RolledBack == 0 {

@@ -1,4 +1,4 @@
-package scheduler
+package job
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Stall detection, the coordinator's part. The caller calls CheckStall at
+// Stall detection. The driver calls CheckStall at
 // a fixed period (a quarter of the stall timeout); each call asks the PEs
 // how many handlers they have run. Progress is a PE reporting more
 // handlers than before, or the coordinator moving a checkpoint, a
@@ -19,11 +19,21 @@ import (
 // a job never hangs silently.
 
 // ErrStalled reports a job that made no progress for the stall timeout.
-var ErrStalled = errors.New("scheduler: job stalled: no progress")
+var ErrStalled = errors.New("job: stalled: no progress")
+
+// ErrQuiescentWithoutExit reports a job in which nothing is left to do
+// although nobody called Exit or asked for quiescence detection.
+var ErrQuiescentWithoutExit = errors.New("job: quiescent but no task called Exit (a message that never comes?)")
 
 // StallChecks is the number of CheckStall periods without progress after
 // which a job is stalled.
 const StallChecks = 4
+
+// DefaultStallTimeout is how long a job may make no progress (no handler
+// run, no checkpoint or recovery step) before it stops with a diagnosis:
+// far above a step of any configuration we run, which takes seconds at
+// most.
+const DefaultStallTimeout = 60 * time.Second
 
 // diagnosis is a diagnosis under way: the error the job will stop with,
 // and the PEs' reports as they come.
@@ -37,13 +47,13 @@ type diagnosis struct {
 }
 
 // noteProgress records that the job moved forward.
-func (c *JobCoordinator) noteProgress() { c.activity++ }
+func (c *Coordinator) noteProgress() { c.activity++ }
 
 // CheckStall is called every window (a quarter of the stall timeout): it
 // asks the live PEs for their handler counts and, after StallChecks
 // windows without progress, starts a diagnosis; busy, if set, names what
 // a PE is running when it does not answer (see PE.Busy).
-func (c *JobCoordinator) CheckStall(window time.Duration, busy func(pe int) string) []Command {
+func (c *Coordinator) CheckStall(window time.Duration, busy func(pe int) string) []Command {
 	if c.done || c.phase == phaseStarting {
 		return nil
 	}
@@ -64,11 +74,11 @@ func (c *JobCoordinator) CheckStall(window time.Duration, busy func(pe int) stri
 		return c.diagnose(fmt.Errorf("%w for %v (--stall-timeout): no handler ran and no checkpoint or recovery moved on; %s",
 			ErrStalled, time.Duration(StallChecks)*window, c.describePhase()))
 	}
-	return []Command{{To: -1, Event: ReportProgress{}}}
+	return []Command{toEvery(ReportProgress{})}
 }
 
 // OnProgress takes a PE's handler count.
-func (c *JobCoordinator) OnProgress(pe int, delivered uint64) {
+func (c *Coordinator) OnProgress(pe int, delivered uint64) {
 	if pe < 0 || pe >= len(c.delivered) || !c.live[pe] {
 		return
 	}
@@ -80,17 +90,17 @@ func (c *JobCoordinator) OnProgress(pe int, delivered uint64) {
 
 // diagnose asks every live PE what its tasks wait for; the job stops with
 // reason and the reports once all have answered.
-func (c *JobCoordinator) diagnose(reason error) []Command {
+func (c *Coordinator) diagnose(reason error) []Command {
 	if c.done || c.diagnosing != nil {
 		return nil
 	}
 	c.diagnosing = &diagnosis{reason: reason, want: slices.Clone(c.live), reports: map[int]string{}}
 	c.note("diagnosing: %v", firstLine(reason.Error()))
-	return []Command{{To: -1, Event: Diagnose{}}}
+	return []Command{toEvery(Diagnose{})}
 }
 
 // OnDiagnosis takes a PE's report.
-func (c *JobCoordinator) OnDiagnosis(pe int, report string) []Command {
+func (c *Coordinator) OnDiagnosis(pe int, report string) []Command {
 	d := c.diagnosing
 	if d == nil || pe < 0 || pe >= len(d.want) || !d.want[pe] {
 		return nil
@@ -104,7 +114,7 @@ func (c *JobCoordinator) OnDiagnosis(pe int, report string) []Command {
 }
 
 // finishDiagnosis stops the job with the diagnosis's reason and reports.
-func (c *JobCoordinator) finishDiagnosis() []Command {
+func (c *Coordinator) finishDiagnosis() []Command {
 	d := c.diagnosing
 	var b strings.Builder
 	b.WriteString(d.reason.Error())
@@ -137,7 +147,7 @@ func (e *diagnosedError) Error() string { return e.text }
 func (e *diagnosedError) Unwrap() error { return e.reason }
 
 // describePhase says what the coordinator waits for.
-func (c *JobCoordinator) describePhase() string {
+func (c *Coordinator) describePhase() string {
 	pending := func(flags []bool, ok func(int) bool) []int {
 		var ps []int
 		for p, live := range c.live {

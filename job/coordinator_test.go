@@ -1,6 +1,7 @@
-package scheduler
+package job
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,31 +12,32 @@ import (
 
 // runningCoordinator returns a coordinator of pes PEs (two tasks each)
 // whose initial checkpoint is committed and whose job has begun.
-func runningCoordinator(t *testing.T, pes int, kind logging.Kind) *JobCoordinator {
+func runningCoordinator(t *testing.T, pes int, kind logging.Kind) *Coordinator {
 	t.Helper()
 	layout := make([]int, 2*pes)
 	for lin := range layout {
 		layout[lin] = lin % pes
 	}
-	c := NewJobCoordinator(CoordinatorConfig{Size: pes, Protocol: kind, Layout: [][]int{layout}})
-	require.Equal(t, []Command{{To: -1, Event: TakeCheckpoint{Epoch: InitialEpoch}}}, c.Ready())
+	c := NewCoordinator(Config{Size: pes, Protocol: kind, Layout: [][]int{layout}})
+	require.Equal(t, []Command{Send{To: EveryPE, Event: TakeCheckpoint{Epoch: InitialEpoch}}}, c.Ready())
 	var cmds []Command
 	for pe := 0; pe < pes; pe++ {
 		cmds = append(cmds, c.OnStaged(pe, InitialEpoch, 10)...)
 		cmds = append(cmds, c.OnBuddyStored((pe+1)%pes, InitialEpoch, pe, 0)...)
 	}
-	require.Equal(t, []Command{{To: -1, Event: CommitCheckpoint{Epoch: InitialEpoch}}}, cmds)
-	// The job begins once every PE has committed.
+	require.Equal(t, []Command{Send{To: EveryPE, Event: CommitCheckpoint{Epoch: InitialEpoch}}}, cmds)
+	// The job begins once every PE has committed, and the driver is
+	// told so.
 	for pe := 0; pe < pes-1; pe++ {
 		require.Empty(t, c.OnCommitted(pe, InitialEpoch))
 	}
-	require.Equal(t, []Command{{To: -1, Event: Begin{}}}, c.OnCommitted(pes-1, InitialEpoch))
+	require.Equal(t, []Command{Send{To: EveryPE, Event: Begin{}}, Started{}}, c.OnCommitted(pes-1, InitialEpoch))
 	return c
 }
 
 // confirmCopies delivers, for each live PE, its buddy's confirmation that
 // it stores the copy the PE re-sent in recovery generation.
-func confirmCopies(c *JobCoordinator, generation uint64) {
+func confirmCopies(c *Coordinator, generation uint64) {
 	live := c.Live()
 	for p, ok := range live {
 		if ok {
@@ -44,25 +46,38 @@ func confirmCopies(c *JobCoordinator, generation uint64) {
 	}
 }
 
-// events lists the events of commands, in order.
+// events lists the events of commands, in order: a Send's event, or the
+// command itself.
 func events(cmds []Command) []any {
 	var evs []any
 	for _, c := range cmds {
-		evs = append(evs, c.Event)
+		if s, ok := c.(Send); ok {
+			evs = append(evs, s.Event)
+			continue
+		}
+		evs = append(evs, c)
 	}
 	return evs
 }
 
-func eventOf[E any](t *testing.T, cmds []Command) (E, int) {
+// eventOf returns the first event or command of type E of cmds, and the
+// destination of the Send that carries it (EveryPE for a command for the
+// driver).
+func eventOf[E any](t *testing.T, cmds []Command) (E, Destination) {
 	t.Helper()
 	for _, c := range cmds {
-		if e, ok := c.Event.(E); ok {
-			return e, c.To
+		if s, ok := c.(Send); ok {
+			if e, ok := s.Event.(E); ok {
+				return e, s.To
+			}
+		}
+		if e, ok := c.(E); ok {
+			return e, EveryPE
 		}
 	}
 	var zero E
 	require.Failf(t, "command missing", "no %T in %v", zero, events(cmds))
-	return zero, 0
+	return zero, EveryPE
 }
 
 // After a failure the coordinator takes the furthest step of the
@@ -79,12 +94,14 @@ func TestCoordinatorReportsProgressRegained(t *testing.T) {
 	require.Empty(t, c.OnRestored(2, 1, Progress{}), "a PE whose tasks offered no step yet")
 	require.Empty(t, c.OnReached(0, 1, 9), "no watch before every PE restored")
 	cmds := c.OnRestored(3, 1, Progress{Step: 9, Offered: true})
-	require.Len(t, cmds, 2)
+	require.Len(t, cmds, 3)
 	notice, _ := eventOf[NoticeFailure](t, cmds)
 	require.Equal(t, uint64(1), notice.Generation)
+	restored, _ := eventOf[Restored](t, cmds)
+	require.Equal(t, Restored{Generation: 1, Failed: []int{1}, Relocated: len(notice.Relocations)}, restored, "the driver is told the restore is over")
 	watch, to := eventOf[WatchProgress](t, cmds)
 	require.Equal(t, WatchProgress{Generation: 1, Step: 9}, watch, "the furthest step of the answers")
-	require.Equal(t, -1, to)
+	require.Equal(t, EveryPE, to)
 
 	require.Empty(t, c.OnReached(0, 1, 9))
 	require.Empty(t, c.OnReached(0, 1, 9), "a PE answering twice is one answer")
@@ -92,7 +109,7 @@ func TestCoordinatorReportsProgressRegained(t *testing.T) {
 	require.Empty(t, c.OnReached(2, 1, 8), "an answer for another step does not count")
 	require.Empty(t, c.OnReached(2, 0, 9), "an answer for another recovery does not count")
 	require.Empty(t, c.OnReached(2, 1, 9))
-	require.Equal(t, []Command{{To: -2, Event: ProgressRegained{Generation: 1, Step: 9}}}, c.OnReached(3, 1, 9))
+	require.Equal(t, []Command{ProgressRegained{Generation: 1, Step: 9}}, c.OnReached(3, 1, 9))
 	require.Empty(t, c.OnReached(3, 1, 9), "reported once")
 	// The survivors re-sent their copies (with the tasks they restored)
 	// to their buddies, which confirm: only then may another PE fail.
@@ -114,7 +131,7 @@ func TestCoordinatorReportsProgressRegained(t *testing.T) {
 	require.Empty(t, c.OnReached(3, 2, 12), "stale, and from a failed PE")
 	watch, _ = eventOf[WatchProgress](t, c.OnRestored(0, 3, Progress{Step: 13, Offered: true}))
 	require.Equal(t, WatchProgress{Generation: 3, Step: 13}, watch)
-	require.Equal(t, []Command{{To: -2, Event: ProgressRegained{Generation: 3, Step: 13}}}, c.OnReached(0, 3, 13))
+	require.Equal(t, []Command{ProgressRegained{Generation: 3, Step: 13}}, c.OnReached(0, 3, 13))
 }
 
 // Under checkpoint/restart the watch follows the rollback's Resume; a
@@ -124,16 +141,87 @@ func TestCoordinatorWatchesProgressAfterRollback(t *testing.T) {
 	rb, _ := eventOf[Rollback](t, c.OnFailure(0))
 	require.Equal(t, uint64(1), rb.Generation)
 	require.Empty(t, c.OnRestored(1, 1, Progress{}))
-	require.Equal(t, []any{Begin{}}, events(c.OnRestored(2, 1, Progress{})),
+	require.Equal(t, []any{Begin{}, Restored{Generation: 1, RolledBack: true}}, events(c.OnRestored(2, 1, Progress{})),
 		"rolled back to the initial checkpoint before any step: the job begins again, with nothing to watch")
 
 	c = runningCoordinator(t, 3, logging.KindNone)
 	eventOf[Rollback](t, c.OnFailure(0))
 	require.Empty(t, c.OnRestored(1, 1, Progress{Step: 4, Offered: true}))
 	cmds := c.OnRestored(2, 1, Progress{Step: 5, Offered: true})
-	require.Equal(t, []any{Begin{}, WatchProgress{Generation: 1, Step: 5}}, events(cmds))
+	require.Equal(t, []any{Begin{}, Restored{Generation: 1, RolledBack: true}, WatchProgress{Generation: 1, Step: 5}}, events(cmds))
 	require.Empty(t, c.OnReached(1, 1, 5))
 	require.Equal(t, []any{ProgressRegained{Generation: 1, Step: 5}}, events(c.OnReached(2, 1, 5)))
+}
+
+// onDisk returns a coordinator of 4 PEs that writes its checkpoints to
+// disk, whose initial checkpoint is committed, written by every PE, and
+// whose manifest the driver was asked for, and reported written.
+func onDisk(t *testing.T) *Coordinator {
+	t.Helper()
+	c := onDiskUnconfirmed(t)
+	require.Empty(t, c.OnManifestWritten(InitialEpoch, nil))
+	return c
+}
+
+// onDiskUnconfirmed is onDisk before the driver reports the manifest.
+func onDiskUnconfirmed(t *testing.T) *Coordinator {
+	t.Helper()
+	layout := []int{0, 1, 2, 3, 0, 1, 2, 3}
+	c := NewCoordinator(Config{Size: 4, Protocol: logging.KindPartialDet, Layout: [][]int{layout}, CheckpointDir: "/ckpt"})
+	c.Ready()
+	for pe := range 4 {
+		c.OnStaged(pe, InitialEpoch, 10)
+		c.OnBuddyStored((pe+1)%4, InitialEpoch, pe, 0)
+	}
+	var cmds []Command
+	for pe := range 4 {
+		cmds = append(cmds, c.OnCommitted(pe, InitialEpoch)...)
+		cmds = append(cmds, c.OnDiskWritten(pe, InitialEpoch, migrate.FileEntry{PE: pe}, nil)...)
+	}
+	wm, _ := eventOf[WriteManifest](t, cmds)
+	require.Equal(t, "/ckpt", wm.Dir)
+	require.Equal(t, uint64(InitialEpoch), wm.Manifest.Epoch)
+	require.Len(t, wm.Manifest.Files, 4)
+	require.Equal(t, []any{wm, Begin{}, Started{}}, events(cmds), "the manifest is written before the job begins")
+	return c
+}
+
+// A manifest the driver could not write stops the job with that error; a
+// manifest not yet reported written is no disk checkpoint to fall back
+// to.
+func TestManifestOutcome(t *testing.T) {
+	c := onDiskUnconfirmed(t)
+	broken := errors.New("disk full")
+	require.Equal(t, []Command{Send{To: EveryPE, Event: Stop{Status: 1}}}, c.OnManifestWritten(InitialEpoch, broken))
+	out, done := c.Done()
+	require.True(t, done)
+	require.ErrorIs(t, out.Err, broken)
+	require.ErrorContains(t, out.Err, "could not write the manifest of checkpoint 1 in /ckpt")
+
+	c = onDiskUnconfirmed(t)
+	c.OnFailure(1)
+	c.OnFailure(2)
+	out, done = c.Done()
+	require.True(t, done)
+	require.ErrorIs(t, out.Err, ErrNoDiskCheckpoint)
+	require.ErrorContains(t, out.Err, "none is complete yet")
+}
+
+// A driver that cannot read the disk checkpoint a recovery falls back to
+// stops the job with its error.
+func TestDiskRecordsNotSent(t *testing.T) {
+	c := onDisk(t)
+	c.OnFailure(1)
+	sd, _ := eventOf[SendDiskRecords](t, c.OnFailure(2))
+	require.Empty(t, c.OnDiskRecordsSent(sd, nil))
+	_, done := c.Done()
+	require.False(t, done)
+	unreadable := errors.New("checksum mismatch")
+	require.Equal(t, []Command{Send{To: EveryPE, Event: Stop{Status: 1}}}, c.OnDiskRecordsSent(sd, unreadable))
+	out, done := c.Done()
+	require.True(t, done)
+	require.ErrorIs(t, out.Err, unreadable)
+	require.ErrorContains(t, out.Err, "recovery from disk checkpoint 1 in /ckpt")
 }
 
 // A PE that fails while the survivors still wait for the checkpoint
@@ -154,21 +242,11 @@ func TestCopyHolderFailingDuringRestore(t *testing.T) {
 	require.ErrorIs(t, out.Err, ErrNoDiskCheckpoint)
 	require.ErrorContains(t, out.Err, "run with --checkpoint-dir")
 
-	layout := []int{0, 1, 2, 3, 0, 1, 2, 3}
-	c = NewJobCoordinator(CoordinatorConfig{Size: 4, Protocol: logging.KindPartialDet, Layout: [][]int{layout}, CheckpointDir: "/ckpt"})
-	c.Ready()
-	for pe := range 4 {
-		c.OnStaged(pe, InitialEpoch, 10)
-		c.OnBuddyStored((pe+1)%4, InitialEpoch, pe, 0)
-	}
-	for pe := range 4 {
-		c.OnCommitted(pe, InitialEpoch)
-		c.OnDiskWritten(pe, InitialEpoch, migrate.FileEntry{PE: pe}, nil)
-	}
+	c = onDisk(t)
 	c.OnFailure(1)
 	cmds := c.OnFailure(2)
 	rb, to := eventOf[Rollback](t, cmds)
-	require.Equal(t, -1, to)
+	require.Equal(t, EveryPE, to)
 	require.True(t, rb.FromDisk)
 	require.Equal(t, uint64(InitialEpoch), rb.Epoch)
 	sd, _ := eventOf[SendDiskRecords](t, cmds)
@@ -184,7 +262,7 @@ func TestCopyHolderFailingDuringRestore(t *testing.T) {
 // PE for a copy it does not hold; after it, the tasks recover from the
 // buddy. A confirmation of an earlier recovery does not count.
 func TestRecoveredTasksAreProtectedOnceTheBuddyConfirms(t *testing.T) {
-	setup := func() (*JobCoordinator, int) {
+	setup := func() (*Coordinator, int) {
 		c := runningCoordinator(t, 4, logging.KindPartialDet)
 		rec, _ := eventOf[Recover](t, c.OnFailure(1))
 		for pe := range []int{0, 2, 3} {

@@ -1,11 +1,11 @@
-package scheduler
+package job
 
 import "slices"
 
 // QuiescenceDetector decides, from rounds of probes, when no application
 // message is in flight or being handled anywhere in a job. It is pure: the
-// caller sends Probe{Round} to every PE when StartRound says so and feeds
-// the answers (PE.Idle) to Reply.
+// Coordinator sends Probe{Round} to every PE when StartRound says so and
+// feeds the answers (IdleStatus) to Reply.
 //
 // A PE answers a probe only when it has no work, with the number of
 // envelopes it has sent and received so far. The job is quiescent when two

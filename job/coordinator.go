@@ -1,0 +1,478 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
+)
+
+// Coordinator makes the decisions of a whole job, as a pure state
+// machine: it starts the job, runs quiescence detection, takes
+// coordinated checkpoints at sync points, balances the load, recovers
+// from PE failures and stops a job that makes no progress. Its driver
+// feeds it what PEs report (the On... methods), the failures it detects
+// (OnFailure), the outcome of the effects it was asked for, and time
+// (Tick, CheckStall); every call returns the Commands the driver must
+// carry out, in order. It performs no I/O, reads no clock and starts no
+// goroutine: one goroutine drives it, on a real clock or a simulated one.
+type Coordinator struct {
+	cfg   Config
+	live  []bool
+	phase phase
+
+	qd        *QuiescenceDetector
+	roundOpen bool
+	idle      []IdleStatus
+	askers    []int
+
+	// committed is the last committed checkpoint epoch; staging the one
+	// being taken.
+	committed, staging uint64
+	// lastEpoch is the highest epoch ever staged: a checkpoint a failure
+	// abandoned keeps its number, and the next one takes a new one, so
+	// that late messages of the abandoned one are never counted.
+	lastEpoch       uint64
+	haveCommit      bool
+	staged, stored  []bool
+	files           []migrate.FileEntry
+	checkpointBytes int
+	// diskEpoch is the latest checkpoint written to disk completely (its
+	// manifest reported written, OnManifestWritten), 0 if none.
+	diskEpoch uint64
+	// failuresSinceCommit counts the failures since the last commit (or
+	// rollback), against what the protocol survives (CheckFailures).
+	failuresSinceCommit int
+	// createdEpoch is the epoch of the checkpoint of the tasks as created
+	// (InitialEpoch, or a later one if a failure interrupted it): the job
+	// begins after it commits.
+	createdEpoch uint64
+	// committedBy marks the PEs that committed the last committed epoch.
+	committedBy []bool
+	// adopted is, per PE, the buddy that confirmed storing the copy of
+	// the committed epoch that PE re-sent in the current recovery.
+	adopted map[int]adoption
+
+	// hosts says where each task is and where its checkpoint copy lives.
+	hosts [][]taskHost
+
+	generation      uint64
+	pendingRestored []bool
+	failedSince     []int
+	relocations     []migrate.Relocation
+	// atFailure is how far the job had got when the current recovery
+	// began: the furthest step in the PEs' Restored answers. regaining
+	// marks the live PEs whose tasks have not all offered it again.
+	atFailure Progress
+	regaining []bool
+
+	loads     []migrate.TaskLoad
+	loadsFrom []bool
+	// moves are the moves of the migration under way (or of the last one);
+	// undoMoves says the failure being recovered interrupted it.
+	moves      []migrate.Move
+	undoMoves  bool
+	migrated   []bool
+	movedTotal int
+
+	done    bool
+	outcome Outcome
+	notes   []string
+	// started: the job has begun (or resumed, restarted from disk).
+	started bool
+
+	// Stall detection (stall.go): activity counts the job's progress,
+	// lastActivity its value at the last CheckStall, quietChecks the
+	// checks since it last changed; delivered is each PE's handler count.
+	activity, lastActivity uint64
+	quietChecks            int
+	delivered              []uint64
+	diagnosing             *diagnosis
+	busy                   func(pe int) string
+}
+
+// Config describes a job to coordinate.
+type Config struct {
+	Size     int
+	Protocol logging.Kind
+	// Layout is the initial PE of every task, per collection, the
+	// runtime's reducers included (scheduler.Layout).
+	Layout [][]int
+	// CheckpointDir, if set, receives every committed checkpoint.
+	CheckpointDir string
+	// Spread is the number of survivors a failed PE's tasks are restored
+	// on (0: all).
+	Spread int
+	// Resumed says the tasks come from a checkpoint taken at a sync point
+	// (a restart from disk): the job continues with Resume, not Begin.
+	Resumed bool
+	// Balancer is the load balancer run at every sync point before its
+	// checkpoint: "" (none), "greedy" or "refine".
+	Balancer string
+}
+
+// Outcome is how a job ended.
+type Outcome struct {
+	Status int
+	Err    error
+}
+
+// ErrNotAllAtSync reports a job that went quiet with only some tasks at a
+// sync point.
+var ErrNotAllAtSync = errors.New("job: quiescent with only some tasks at a sync point")
+
+type phase uint8
+
+const (
+	phaseStarting phase = iota
+	phaseCheckpointing
+	phaseRunning
+	phaseRestoring
+	phaseRollingBack
+	phaseBalancing
+	phaseMigrating
+)
+
+type taskHost struct {
+	pe, checkpointPE, buddyPE int
+}
+
+// NewCoordinator returns a coordinator for a job whose PEs all joined.
+func NewCoordinator(cfg Config) *Coordinator {
+	c := &Coordinator{cfg: cfg, live: make([]bool, cfg.Size), qd: NewQuiescenceDetector(cfg.Size), idle: make([]IdleStatus, cfg.Size),
+		delivered: make([]uint64, cfg.Size), createdEpoch: InitialEpoch, adopted: map[int]adoption{}}
+	for p := range c.live {
+		c.live[p] = true
+	}
+	for _, homes := range cfg.Layout {
+		hs := make([]taskHost, len(homes))
+		for lin, pe := range homes {
+			hs[lin] = taskHost{pe: pe, checkpointPE: pe, buddyPE: migrate.Buddy(pe, c.live)}
+		}
+		c.hosts = append(c.hosts, hs)
+	}
+	return c
+}
+
+// Done reports whether the job ended, and how.
+func (c *Coordinator) Done() (Outcome, bool) { return c.outcome, c.done }
+
+// Notes returns and forgets the coordinator's notes (checkpoints
+// committed, recoveries), for the driver's log.
+func (c *Coordinator) Notes() []string {
+	n := c.notes
+	c.notes = nil
+	return n
+}
+
+// Live reports which PEs are alive.
+func (c *Coordinator) Live() []bool { return slices.Clone(c.live) }
+
+func (c *Coordinator) note(format string, args ...any) {
+	c.notes = append(c.notes, fmt.Sprintf(format, args...))
+}
+
+func (c *Coordinator) finish(status int, err error) []Command {
+	if c.done {
+		return nil
+	}
+	c.done, c.outcome = true, Outcome{Status: status, Err: err}
+	return []Command{toEvery(Stop{Status: status})}
+}
+
+// Ready is called once every PE is ready: the job starts with checkpoint 0
+// of the tasks as created, so that a failure before the first sync point
+// is recoverable too.
+func (c *Coordinator) Ready() []Command { return c.startCheckpoint(InitialEpoch) }
+
+// nextEpoch is the epoch of the next checkpoint.
+func (c *Coordinator) nextEpoch() uint64 { return max(c.committed, c.lastEpoch) + 1 }
+
+// InitialEpoch is the epoch of the checkpoint of the tasks as created.
+const InitialEpoch = 1
+
+func (c *Coordinator) startCheckpoint(epoch uint64) []Command {
+	c.phase = phaseCheckpointing
+	c.staging = epoch
+	c.lastEpoch = max(c.lastEpoch, epoch)
+	c.staged, c.stored = make([]bool, c.cfg.Size), make([]bool, c.cfg.Size)
+	c.files, c.checkpointBytes = nil, 0
+	return []Command{toEvery(TakeCheckpoint{Epoch: epoch})}
+}
+
+// OnStaged records that PE pe staged its tasks.
+func (c *Coordinator) OnStaged(pe int, epoch uint64, bytes int) []Command {
+	if c.phase != phaseCheckpointing || epoch != c.staging || !c.live[pe] {
+		return nil
+	}
+	c.staged[pe] = true
+	c.noteProgress()
+	c.checkpointBytes += bytes
+	return c.maybeCommit()
+}
+
+// OnBuddyStored records that PE pe staged the copy of PE ward.
+// Outside a checkpoint, it says that ward's copy of the committed epoch,
+// re-sent in recovery generation (its buddy failed, or it restored
+// tasks), is stored on pe: its tasks are protected there from then on
+// (see adopted).
+func (c *Coordinator) OnBuddyStored(pe int, epoch uint64, ward int, generation uint64) []Command {
+	if ward < 0 || ward >= c.cfg.Size || pe < 0 || pe >= c.cfg.Size {
+		return nil
+	}
+	if c.haveCommit && epoch == c.committed && !(c.phase == phaseCheckpointing && epoch == c.staging) {
+		if c.live[pe] && pe != ward && generation == c.generation {
+			c.adopted[ward] = adoption{pe: pe, generation: generation}
+			c.protect(ward)
+		}
+		return nil
+	}
+	if c.phase != phaseCheckpointing || epoch != c.staging {
+		return nil
+	}
+	c.stored[ward] = true
+	c.noteProgress()
+	return c.maybeCommit()
+}
+
+func (c *Coordinator) maybeCommit() []Command {
+	for p, ok := range c.live {
+		if ok && (!c.staged[p] || (!c.stored[p] && migrate.Buddy(p, c.live) >= 0)) {
+			return nil
+		}
+	}
+	c.committed, c.haveCommit = c.staging, true
+	c.failuresSinceCommit = 0
+	c.adopted = map[int]adoption{}
+	for _, hs := range c.hosts {
+		for lin := range hs {
+			h := &hs[lin]
+			h.checkpointPE, h.buddyPE = h.pe, migrate.Buddy(h.pe, c.live)
+		}
+	}
+	c.note("checkpoint %d staged and copied to buddies: %d bytes", c.committed, c.checkpointBytes)
+	// The job resumes once every PE has committed (and written its file):
+	// a PE discards its logs when it commits, and must not receive
+	// messages of the next period before.
+	c.committedBy = make([]bool, c.cfg.Size)
+	return []Command{toEvery(CommitCheckpoint{Epoch: c.committed, Dir: c.cfg.CheckpointDir})}
+}
+
+// OnCommitted records that PE pe committed checkpoint epoch.
+func (c *Coordinator) OnCommitted(pe int, epoch uint64) []Command {
+	if c.phase != phaseCheckpointing || epoch != c.committed || c.committedBy == nil || !c.live[pe] {
+		return nil
+	}
+	c.committedBy[pe] = true
+	c.noteProgress()
+	return c.maybeResume()
+}
+
+// maybeResume ends a checkpoint once every live PE committed it and, with
+// a checkpoint directory, wrote its file.
+func (c *Coordinator) maybeResume() []Command {
+	for p, ok := range c.live {
+		if ok && !c.committedBy[p] {
+			return nil
+		}
+	}
+	if c.cfg.CheckpointDir == "" {
+		return c.resumeAfterCheckpoint()
+	}
+	if len(c.files) < c.liveCount() {
+		return nil
+	}
+	slices.SortFunc(c.files, func(a, b migrate.FileEntry) int { return a.PE - b.PE })
+	m := migrate.Manifest{Epoch: c.committed, NumPEs: c.cfg.Size, Files: c.files}
+	for id, homes := range c.cfg.Layout {
+		m.Collections = append(m.Collections, migrate.CollectionInfo{ID: id, Size: len(homes)})
+	}
+	return append([]Command{WriteManifest{Dir: c.cfg.CheckpointDir, Manifest: m}}, c.resumeAfterCheckpoint()...)
+}
+
+// OnManifestWritten takes the outcome of a WriteManifest: written, the
+// epoch is the disk checkpoint a recovery can fall back to; not written,
+// the job stops with the error (it was asked to keep its checkpoints on
+// disk and cannot).
+func (c *Coordinator) OnManifestWritten(epoch uint64, err error) []Command {
+	if err != nil {
+		return c.finish(1, fmt.Errorf("job: could not write the manifest of checkpoint %d in %s: %w", epoch, c.cfg.CheckpointDir, err))
+	}
+	c.diskEpoch = max(c.diskEpoch, epoch)
+	return nil
+}
+
+// OnDiskWritten records a PE's checkpoint file.
+func (c *Coordinator) OnDiskWritten(pe int, epoch uint64, entry migrate.FileEntry, err error) []Command {
+	if err != nil {
+		return c.finish(1, fmt.Errorf("job: PE %d could not write checkpoint %d: %w", pe, epoch, err))
+	}
+	if epoch != c.committed || c.phase != phaseCheckpointing {
+		return nil
+	}
+	c.files = append(c.files, entry)
+	c.noteProgress()
+	return c.maybeResume()
+}
+
+func (c *Coordinator) resumeAfterCheckpoint() []Command {
+	c.phase = phaseRunning
+	c.qd.Reset()
+	c.roundOpen = false
+	cmds := []Command{toEvery(Resume{})}
+	if c.committed == c.createdEpoch && !c.cfg.Resumed {
+		cmds = []Command{toEvery(Begin{})}
+	}
+	if !c.started {
+		c.started = true
+		cmds = append(cmds, Started{Resumed: c.cfg.Resumed})
+	}
+	return cmds
+}
+
+func (c *Coordinator) liveCount() int {
+	n := 0
+	for _, ok := range c.live {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// Tick starts a quiescence round when none is open.
+func (c *Coordinator) Tick() []Command {
+	if c.done || c.phase != phaseRunning || c.roundOpen || c.diagnosing != nil {
+		return nil
+	}
+	c.roundOpen = true
+	return []Command{toEvery(Probe{Round: c.qd.StartRound()})}
+}
+
+// OnQuiescenceRequest records that PE pe asked for quiescence detection.
+func (c *Coordinator) OnQuiescenceRequest(pe int) {
+	if !slices.Contains(c.askers, pe) {
+		c.askers = append(c.askers, pe)
+	}
+}
+
+// OnIdle takes a PE's answer to a probe.
+func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
+	if c.phase != phaseRunning || !c.live[pe] {
+		return nil
+	}
+	c.idle[pe] = st
+	complete, quiescent := c.qd.Reply(pe, st.Round, st.Sent, st.Received)
+	if !complete {
+		return nil
+	}
+	c.roundOpen = false
+	if !quiescent {
+		return nil
+	}
+	atSync, syncTasks := 0, 0
+	for p, ok := range c.live {
+		if ok {
+			atSync += c.idle[p].AtSync
+			syncTasks += c.idle[p].SyncTasks
+		}
+	}
+	switch {
+	case atSync > 0 && atSync == syncTasks && c.cfg.Balancer != "":
+		c.phase = phaseBalancing
+		c.loads, c.loadsFrom = nil, make([]bool, c.cfg.Size)
+		return []Command{toEvery(CollectLoads{})}
+	case atSync > 0 && atSync == syncTasks:
+		return c.startCheckpoint(c.nextEpoch())
+	case len(c.askers) > 0:
+		c.noteProgress()
+		var cmds []Command
+		for _, p := range c.askers {
+			if c.live[p] {
+				cmds = append(cmds, Send{To: ToPE(p), Event: QuiescenceDetected{}})
+			}
+		}
+		c.askers = nil
+		c.qd.Reset()
+		return cmds
+	case atSync > 0:
+		return c.diagnose(fmt.Errorf("%w (%d of %d)", ErrNotAllAtSync, atSync, syncTasks))
+	}
+	return c.diagnose(ErrQuiescentWithoutExit)
+}
+
+// OnLoads takes a PE's task loads at a balancing sync point.
+func (c *Coordinator) OnLoads(pe int, loads []migrate.TaskLoad) []Command {
+	if c.phase != phaseBalancing || !c.live[pe] || c.loadsFrom[pe] {
+		return nil
+	}
+	c.loadsFrom[pe] = true
+	c.noteProgress()
+	c.loads = append(c.loads, loads...)
+	for p, ok := range c.live {
+		if ok && !c.loadsFrom[p] {
+			return nil
+		}
+	}
+	slices.SortFunc(c.loads, func(a, b migrate.TaskLoad) int { return migrate.CompareTaskRefs(a.Task, b.Task) })
+	var moves []migrate.Move
+	if c.cfg.Balancer == "refine" {
+		moves = migrate.Refine(c.loads, c.cfg.Size, c.live, 0.05)
+	} else {
+		moves = migrate.Greedy(c.loads, c.cfg.Size, c.live)
+	}
+	if len(moves) == 0 {
+		c.note("load balancing (%s): no task moves", c.cfg.Balancer)
+		return c.startCheckpoint(c.nextEpoch())
+	}
+	for _, mv := range moves {
+		c.hosts[mv.Task.Collection][mv.Task.Lin].pe = mv.To
+	}
+	c.moves = moves
+	c.movedTotal += len(moves)
+	c.note("load balancing (%s): %d tasks move", c.cfg.Balancer, len(moves))
+	c.phase = phaseMigrating
+	c.migrated = slices.Clone(c.live)
+	return []Command{toEvery(Migrate{Moves: moves})}
+}
+
+// OnMigrated records that every task moved to PE pe arrived; once all
+// have, the checkpoint records the new placement.
+func (c *Coordinator) OnMigrated(pe int) []Command {
+	if c.phase != phaseMigrating || !c.live[pe] {
+		return nil
+	}
+	c.migrated[pe] = false
+	c.noteProgress()
+	if slices.Contains(c.migrated, true) {
+		return nil
+	}
+	return c.startCheckpoint(c.nextEpoch())
+}
+
+// Moved is the number of task moves load balancing made.
+func (c *Coordinator) Moved() int { return c.movedTotal }
+
+// OnExit ends the job with a task's status.
+func (c *Coordinator) OnExit(pe int, status int) []Command { return c.finish(status, nil) }
+
+// OnError ends the job with a PE's error.
+func (c *Coordinator) OnError(pe int, err error) []Command {
+	return c.finish(1, fmt.Errorf("PE %d: %w", pe, err))
+}
+
+// DebugString summarises the coordinator's state.
+func (c *Coordinator) DebugString() string {
+	return fmt.Sprintf("coordinator phase %d live %v committed %d staging %d roundOpen %v qd round %d idle %+v pendingRestored %v atFailure %+v regaining %v",
+		c.phase, c.live, c.committed, c.staging, c.roundOpen, c.qd.round, c.idle, c.pendingRestored, c.atFailure, c.regaining)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

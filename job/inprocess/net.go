@@ -1,0 +1,127 @@
+package inprocess
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/gochare/gochare/job"
+	"github.com/gochare/gochare/scheduler"
+)
+
+// The PEs' network. Each PE has one queue (a mailbox) of the payloads
+// other PEs send it and of the events posted to it, in order, which its
+// goroutine drains (loop); sending a payload puts it in the
+// destination's queue.
+
+// memNet is a PE's scheduler.Net over the in-process queues.
+type memNet struct {
+	rank int
+	box  *mailbox
+	nets []*memNet
+	dead atomic.Bool
+	// events is the coordinator's queue (to report the PE's death);
+	// killAfter, if set, says after which event the PE dies.
+	events    chan<- any
+	killAfter func(ev job.Event) bool
+}
+
+// kill makes the PE die as a SIGKILL would: it stops at once, and what it
+// would still send is lost.
+func (n *memNet) kill() {
+	if n.dead.Swap(true) {
+		return
+	}
+	n.box.close()
+	n.events <- ctlDied{n.rank}
+}
+
+// parcel is a payload in a queue, with the PE that sent it.
+type parcel struct {
+	from    int
+	payload []byte
+}
+
+func (n *memNet) Send(to int, payload []byte) {
+	if n.dead.Load() {
+		return
+	}
+	n.nets[to].box.put(parcel{n.rank, payload})
+}
+
+func (n *memNet) Flush() {}
+
+func (n *memNet) Post(ev any) { n.box.put(ev) }
+
+func (n *memNet) Backlog() int { return 0 }
+
+func (n *memNet) loop(pe *scheduler.PE) {
+	for {
+		item, ok := n.box.get()
+		if !ok {
+			return
+		}
+		if n.dead.Load() {
+			return
+		}
+		if p, isPayload := item.(parcel); isPayload {
+			pe.Receive(p.from, p.payload)
+		} else {
+			pe.Event(item)
+			if ev, ok := item.(job.Event); ok && n.killAfter != nil && n.killAfter(ev) {
+				n.kill()
+			}
+		}
+	}
+}
+
+// mailbox is an unbounded FIFO queue with a blocking get.
+type mailbox struct {
+	mu     sync.Mutex
+	items  []any
+	closed bool
+	ready  chan struct{}
+}
+
+func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
+
+func (m *mailbox) put(v any) {
+	m.mu.Lock()
+	if !m.closed {
+		m.items = append(m.items, v)
+	}
+	m.mu.Unlock()
+	select {
+	case m.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox) get() (any, bool) {
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, false
+		}
+		if len(m.items) > 0 {
+			v := m.items[0]
+			m.items[0] = nil
+			m.items = m.items[1:]
+			m.mu.Unlock()
+			return v, true
+		}
+		m.mu.Unlock()
+		<-m.ready
+	}
+}
+
+func (m *mailbox) close() {
+	m.mu.Lock()
+	m.closed = true
+	m.items = nil
+	m.mu.Unlock()
+	select {
+	case m.ready <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,320 @@
+package job
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
+)
+
+// Recovery from PE failures, the coordinator's part: under message
+// logging the failed PEs' tasks are restored on survivors and replay
+// (recoverFrom, then OnRestored sends NoticeFailure); under
+// checkpoint/restart, or after more failures than the protocol's records
+// survive, every task rolls back (rollback). A failure that takes both
+// copies of a checkpoint falls back to disk (diskrecovery.go).
+
+// adoption is a buddy's confirmation that it stores a PE's re-sent copy.
+type adoption struct {
+	pe         int
+	generation uint64
+}
+
+// protect counts ward's tasks protected by the buddy that confirmed its
+// re-sent copy in the current recovery, once the recovery has placed them
+// (their checkpoint PE is ward). A confirmation of an earlier recovery
+// does not count: the copy then did not hold the tasks ward restored
+// since.
+func (c *Coordinator) protect(ward int) {
+	a, ok := c.adopted[ward]
+	if !ok || a.generation != c.generation || !c.live[a.pe] || a.pe == ward {
+		return
+	}
+	for _, hs := range c.hosts {
+		for lin := range hs {
+			if h := &hs[lin]; h.checkpointPE == ward {
+				h.buddyPE = a.pe
+			}
+		}
+	}
+}
+
+// OnFailure handles the death of PE pe.
+func (c *Coordinator) OnFailure(pe int) []Command {
+	if c.done || !c.live[pe] {
+		return nil
+	}
+	c.live[pe] = false
+	c.noteProgress()
+	if d := c.diagnosing; d != nil {
+		// The job is stopping with a diagnosis: a failure now only adds
+		// to it.
+		d.want[pe] = false
+		d.reports[pe] = fmt.Sprintf("PE %d failed during the diagnosis", pe)
+		if !slices.Contains(d.want, true) {
+			return c.finishDiagnosis()
+		}
+		return nil
+	}
+	c.qd.Exclude(pe)
+	if c.liveCount() == 0 {
+		return c.finish(1, fmt.Errorf("%w: no PE left", migrate.ErrUnrecoverable))
+	}
+	if !c.haveCommit {
+		if c.cfg.Resumed {
+			return c.finish(1, fmt.Errorf("%w: PE %d failed before the restarted job's first checkpoint was complete; restart it again",
+				migrate.ErrUnrecoverable, pe))
+		}
+		return c.recreate(pe)
+	}
+
+	// A checkpoint or a balancing round under way is abandoned: recovery
+	// starts from the last committed checkpoint, and the tasks that wait
+	// at the sync point take the next one once the restored tasks are
+	// back there (with a new epoch number: see nextEpoch).
+	var cmds []Command
+	c.undoMoves = c.phase == phaseMigrating
+	switch c.phase {
+	case phaseCheckpointing:
+		if c.staging > c.committed {
+			c.note("checkpoint %d abandoned: PE %d failed while it was taken; recovery starts from checkpoint %d", c.staging, pe, c.committed)
+			break
+		}
+		// Committed: only its files were being written, and without PE
+		// pe's there is no complete disk copy of it (--restart takes the
+		// one before). The PEs wait for Resume: they get it first.
+		c.note("checkpoint %d has no complete disk copy: PE %d failed while it was written", c.committed, pe)
+		if c.cfg.Protocol != logging.KindNone {
+			cmds = c.resumeAfterCheckpoint()
+		}
+	case phaseBalancing:
+		c.note("load balancing abandoned: PE %d failed", pe)
+	case phaseMigrating:
+		// Moves between survivors complete. A task moving to the failed
+		// PE stays where it was (its PE kept what it sent); one leaving
+		// it counts as its task: its PE may not have sent it, and the
+		// PE it was going to drops it if it came (see PE.undoMoves).
+		for _, mv := range c.moves {
+			switch {
+			case mv.To == pe:
+				c.hosts[mv.Task.Collection][mv.Task.Lin].pe = mv.From
+			case mv.From == pe:
+				c.hosts[mv.Task.Collection][mv.Task.Lin].pe = pe
+			}
+		}
+		c.note("migration interrupted: PE %d failed while tasks moved; moves to it are undone, its own tasks are recovered", pe)
+	}
+	c.phase = phaseRunning
+	return append(cmds, c.recoverFrom(pe)...)
+}
+
+// recoverFrom starts the recovery from PE pe's failure.
+func (c *Coordinator) recoverFrom(pe int) []Command {
+	c.generation++
+	c.qd.Reset()
+	c.roundOpen = false
+	c.atFailure, c.regaining = Progress{}, nil
+	c.failuresSinceCommit++
+	if c.cfg.Protocol == logging.KindNone {
+		return c.rollback(pe)
+	}
+	// More failures since the checkpoint than the protocol's records
+	// survive: one of them may have taken a record a survivor depends on,
+	// and replaying only the failed PEs' tasks could go wrong unseen.
+	// Every task goes back to the checkpoint instead, which needs no
+	// record.
+	if err := logging.CheckFailures(c.cfg.Protocol, logging.Config{PEs: c.cfg.Size}, c.failuresSinceCommit); err != nil {
+		c.note("PE %d failed: %v; every task rolls back to checkpoint %d instead", pe, err, c.committed)
+		return c.rollback(pe)
+	}
+	// A restore still under way that was to take a task's copy from the
+	// PE that just failed takes it from the task's other copy.
+	replanned, err := c.replanCopies(pe)
+	if err != nil {
+		return c.unrecoverableFromMemory(pe, err)
+	}
+	// Under message logging a failed PE's tasks are those it hosted.
+	tasksOf := func(p int) []migrate.HostedTask { return c.tasksWhere(func(h taskHost) bool { return h.pe == p }) }
+	relocs, err := migrate.PlanRecovery([]int{pe}, tasksOf, c.live, c.cfg.Spread, -1)
+	if err != nil {
+		return c.unrecoverableFromMemory(pe, err)
+	}
+	for _, r := range relocs {
+		c.hosts[r.Task.Collection][r.Task.Lin].pe = r.ToPE
+	}
+	c.failedSince = append(c.failedSince, pe)
+	// A task relocated twice keeps only its last place.
+	c.relocations = slices.DeleteFunc(c.relocations, func(old migrate.Relocation) bool {
+		return slices.ContainsFunc(relocs, func(r migrate.Relocation) bool { return r.Task == old.Task })
+	})
+	c.relocations = append(c.relocations, relocs...)
+	c.note("PE %d failed: restoring %d tasks on %d survivors (generation %d)", pe, len(relocs), c.spreadOver(relocs), c.generation)
+	c.phase = phaseRestoring
+	c.pendingRestored = slices.Clone(c.live)
+	return []Command{toEvery(Recover{Generation: c.generation, Failed: []int{pe}, Relocations: append(replanned, relocs...), UndoMoves: c.undoMoves})}
+}
+
+// replanCopies finds, while a restore is under way, the relocations whose
+// target has not reported its tasks restored and whose copy was to come
+// from PE pe, which just failed: they take the task's other copy (its own
+// PE's or its buddy's), and are returned to be sent again. If neither
+// survives, the error wraps migrate.ErrUnrecoverable.
+func (c *Coordinator) replanCopies(pe int) ([]migrate.Relocation, error) {
+	if c.pendingRestored == nil {
+		return nil, nil
+	}
+	var replanned []migrate.Relocation
+	for i, r := range c.relocations {
+		if r.CopyPE != pe || !c.live[r.ToPE] || !c.pendingRestored[r.ToPE] {
+			continue
+		}
+		h := c.hosts[r.Task.Collection][r.Task.Lin]
+		switch {
+		case r.CheckpointPE != pe && c.live[r.CheckpointPE]:
+			r.CopyPE = r.CheckpointPE
+		case h.buddyPE >= 0 && h.buddyPE != pe && c.live[h.buddyPE]:
+			r.CopyPE = h.buddyPE
+		default:
+			return nil, fmt.Errorf("%w: PE %d failed while it gave PE %d the checkpoint of task %v, whose other copy was on failed PE %d",
+				migrate.ErrUnrecoverable, pe, r.ToPE, r.Task, r.CheckpointPE)
+		}
+		c.relocations[i] = r
+		replanned = append(replanned, r)
+	}
+	return replanned, nil
+}
+
+func (c *Coordinator) spreadOver(relocs []migrate.Relocation) int {
+	to := map[int]bool{}
+	for _, r := range relocs {
+		to[r.ToPE] = true
+	}
+	return len(to)
+}
+
+// rollback sends every task back to the last committed checkpoint.
+func (c *Coordinator) rollback(pe int) []Command {
+	// In a rollback every task goes back to its checkpoint: a failed PE's
+	// tasks are those whose checkpoint it held.
+	tasksOf := func(p int) []migrate.HostedTask {
+		return c.tasksWhere(func(h taskHost) bool { return h.checkpointPE == p })
+	}
+	var dead []int
+	for p, ok := range c.live {
+		if !ok {
+			dead = append(dead, p)
+		}
+	}
+	relocs, err := migrate.PlanRecovery(dead, tasksOf, c.live, c.cfg.Spread, -1)
+	if err != nil {
+		return c.unrecoverableFromMemory(pe, err)
+	}
+	for _, hs := range c.hosts {
+		for lin := range hs {
+			hs[lin].pe = hs[lin].checkpointPE
+		}
+	}
+	for _, r := range relocs {
+		c.hosts[r.Task.Collection][r.Task.Lin].pe = r.ToPE
+	}
+	c.note("PE %d failed: every task rolls back to checkpoint %d (generation %d)", pe, c.committed, c.generation)
+	// Every task restarts from the checkpoint with fresh protocol state:
+	// no record, and no recovery under way, is left.
+	c.failuresSinceCommit = 0
+	c.failedSince, c.relocations = nil, nil
+	c.phase = phaseRollingBack
+	c.pendingRestored = slices.Clone(c.live)
+	return []Command{toEvery(Rollback{Generation: c.generation, Epoch: c.committed, Failed: dead, Relocations: relocs})}
+}
+
+// tasksWhere lists the tasks whose placement matches, for PlanRecovery.
+func (c *Coordinator) tasksWhere(match func(taskHost) bool) []migrate.HostedTask {
+	var ts []migrate.HostedTask
+	for coll, hs := range c.hosts {
+		for lin, h := range hs {
+			if match(h) {
+				ts = append(ts, migrate.HostedTask{Task: migrate.TaskRef{Collection: coll, Lin: lin}, CheckpointPE: h.checkpointPE, BuddyPE: h.buddyPE})
+			}
+		}
+	}
+	return ts
+}
+
+// OnRestored records that PE pe restored every task it was given, and how
+// far its tasks had got before the recovery began.
+func (c *Coordinator) OnRestored(pe int, generation uint64, before Progress) []Command {
+	if generation != c.generation || c.pendingRestored == nil || !c.live[pe] {
+		return nil
+	}
+	c.pendingRestored[pe] = false
+	c.noteProgress()
+	c.atFailure = c.atFailure.Max(before)
+	if slices.Contains(c.pendingRestored, true) {
+		return nil
+	}
+	c.pendingRestored = nil
+	// The restored tasks' own copies are on their new PEs (each PE adopts
+	// the records it restored before it answers). Their buddy copies, and
+	// those of PEs whose buddy failed, are on their way to the new
+	// buddies: a task counts as protected there only once that buddy says
+	// it stored the copy (OnBuddyStored). Until then it keeps the buddy
+	// it had if that one is alive and another PE: it still holds the
+	// task's record (under the ward it had).
+	for _, hs := range c.hosts {
+		for lin := range hs {
+			h := &hs[lin]
+			if !c.live[h.checkpointPE] {
+				h.checkpointPE = h.pe
+			}
+			if h.buddyPE >= 0 && (!c.live[h.buddyPE] || h.buddyPE == h.checkpointPE) {
+				h.buddyPE = -1
+			}
+		}
+	}
+	for ward := range c.adopted {
+		c.protect(ward)
+	}
+	if c.phase == phaseRollingBack && !c.haveCommit {
+		// The tasks are as created again: the job starts with their
+		// checkpoint, as it did the first time.
+		c.createdEpoch = c.nextEpoch()
+		return c.startCheckpoint(c.createdEpoch)
+	}
+	if c.phase == phaseRollingBack {
+		cmds := append(c.resumeAfterCheckpoint(), Restored{Generation: c.generation, RolledBack: true})
+		return append(cmds, c.watchProgress()...)
+	}
+	c.phase = phaseRunning
+	notice := NoticeFailure{Generation: c.generation, Failed: c.failedSince, Relocations: c.relocations}
+	c.failedSince, c.relocations = nil, nil
+	c.note("restored; survivors resend their logs to the restored tasks")
+	cmds := []Command{toEvery(notice), Restored{Generation: c.generation, Failed: notice.Failed, Relocated: len(notice.Relocations)}}
+	return append(cmds, c.watchProgress()...)
+}
+
+// watchProgress asks the PEs to tell when their tasks are back where the
+// job was at the failure. Before any task offered a step there is nothing
+// to regain, and nothing is reported.
+func (c *Coordinator) watchProgress() []Command {
+	if !c.atFailure.Offered {
+		return nil
+	}
+	c.regaining = slices.Clone(c.live)
+	return []Command{toEvery(WatchProgress{Generation: c.generation, Step: c.atFailure.Step})}
+}
+
+// OnReached records that every task on PE pe offered the watched step
+// again; once all live PEs have, the progress at the failure is regained.
+// Answers to the watch of an earlier recovery are ignored.
+func (c *Coordinator) OnReached(pe int, generation, step uint64) []Command {
+	if c.done || generation != c.generation || c.regaining == nil || !c.live[pe] || step != c.atFailure.Step {
+		return nil
+	}
+	c.regaining[pe] = false
+	if slices.Contains(c.regaining, true) {
+		return nil
+	}
+	c.regaining = nil
+	return []Command{ProgressRegained{Generation: generation, Step: step}}
+}

@@ -1,0 +1,27 @@
+package job
+
+// What PEs report to the coordinator, besides plain numbers (the
+// Coordinator's On... methods take the rest).
+
+// Progress is how far tasks got: the highest step they offered at a sync
+// point (ctx.AtSync), if they offered any.
+type Progress struct {
+	Step    uint64
+	Offered bool
+}
+
+// Max returns the further of p and q.
+func (p Progress) Max(q Progress) Progress {
+	if !p.Offered || (q.Offered && q.Step > p.Step) {
+		return q
+	}
+	return p
+}
+
+// IdleStatus answers a quiescence probe.
+type IdleStatus struct {
+	Round, Sent, Received uint64
+	// AtSync is the number of local tasks waiting at a sync point, of
+	// SyncTasks local tasks of collections that use sync points.
+	AtSync, SyncTasks int
+}

@@ -1,0 +1,160 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/job"
+	"github.com/gochare/gochare/job/inprocess"
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler"
+)
+
+// In process, with a PE killed in the middle of a checkpoint period, the
+// job reports once that it regained the progress it had at the failure,
+// under message logging and under checkpoint/restart, and still ends with
+// the failure-free result. With two failures the last recovery is
+// regained too.
+func TestProgressRegainedInProcess(t *testing.T) {
+	const n, rounds, every = 8, 30, 5
+	want := scheduler.ExpectedRing(n, rounds)[1]
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
+		for name, kills := range map[string]map[int]uint64{
+			"one failure":  {2: 17},
+			"two failures": {1: 17, 2: 19},
+		} {
+			t.Run(fmt.Sprintf("%v/%s", kind, name), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every)}
+				for pe, step := range kills {
+					opts = append(opts, inprocess.WithKill(pe, step))
+				}
+				res, err := inprocess.Run(ctx, scheduler.StepApp(n, rounds), nil, 4, nil, opts...)
+				require.NoError(t, err)
+				require.Equal(t, []string{want}, res.Output)
+				require.NotEmpty(t, res.Regained)
+				for i, r := range res.Regained {
+					if i > 0 {
+						require.Greater(t, r.Generation, res.Regained[i-1].Generation, "one report per recovery")
+					}
+					// A scheduler.Worker completes round r only after its neighbours
+					// completed r-1: when the first PE died at step 17 the
+					// neighbours of its workers had offered step 16, and a
+					// PE's progress never goes back. No task passes the
+					// sync point at step 19 before its checkpoint, which
+					// comes after both failures (PE 2 dies offering 19).
+					require.GreaterOrEqual(t, r.Step, uint64(16), "%+v", r)
+					require.LessOrEqual(t, r.Step, uint64(19), "%+v", r)
+				}
+				last := res.Regained[len(res.Regained)-1]
+				require.Equal(t, uint64(len(kills)), last.Generation, "the last recovery is regained")
+			})
+		}
+	}
+}
+
+// A PE that dies while a checkpoint is taken (after it staged its part
+// and sent its buddy copy, before the commit), or while the coordinator
+// collects loads for balancing: the checkpoint is abandoned, recovery
+// starts from the previous one, and the job ends with the failure-free
+// result under each protocol. PE 0, which hosts the main task, too.
+func TestFailureDuringCheckpointIsRecovered(t *testing.T) {
+	const n, rounds, every = 8, 30, 5
+	want := scheduler.ExpectedRing(n, rounds)[1]
+	cases := map[string]struct {
+		pe    int
+		match func(ev job.Event) bool
+		opts  []inprocess.Option
+	}{
+		"staged checkpoint 3": {2, func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == 3 }, nil},
+		// Before the job began: the tasks are created again.
+		"initial checkpoint":        {1, func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == job.InitialEpoch }, nil},
+		"PE 0, initial checkpoint":  {0, func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == job.InitialEpoch }, nil},
+		"PE 0, staged checkpoint 2": {0, func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == 2 }, nil},
+		"collecting loads":          {1, func(ev job.Event) bool { _, ok := ev.(job.CollectLoads); return ok }, []inprocess.Option{inprocess.WithBalancer("greedy")}},
+	}
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
+		for name, c := range cases {
+			t.Run(fmt.Sprintf("%v/%s", kind, name), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				opts := append([]inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every), inprocess.WithKillAfterEvent(c.pe, c.match)}, c.opts...)
+				res, err := inprocess.Run(ctx, scheduler.StepApp(n, rounds), nil, 4, nil, opts...)
+				require.NoError(t, err)
+				require.Equal(t, []string{want}, res.Output)
+				if c.match(job.TakeCheckpoint{Epoch: job.InitialEpoch}) {
+					return // nothing is restored: the tasks are created again
+				}
+				restored := 0
+				for _, s := range res.Stats {
+					restored += s.Restored + s.RolledBack
+				}
+				require.NotZero(t, restored, "the kill happened")
+			})
+		}
+	}
+}
+
+// A PE that dies while tasks move between PEs (load balancing at a sync
+// point): moves between survivors complete, moves to the failed PE are
+// undone, its own tasks are recovered, and the job ends with the
+// failure-free result under each protocol.
+func TestFailureDuringMigrationIsRecovered(t *testing.T) {
+	const n, rounds, every = 16, 30, 5
+	want := scheduler.ExpectedRing(n, rounds)[1]
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
+		for _, pe := range []int{0, 2} {
+			t.Run(fmt.Sprintf("%v/PE %d", kind, pe), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				migrations := 0
+				res, err := inprocess.Run(ctx, scheduler.UnevenStepApp(n, rounds), nil, 4, nil, inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every), inprocess.WithBalancer("greedy"), inprocess.WithStallTimeout(5*time.Second),
+					inprocess.WithKillAfterEvent(pe, func(ev job.Event) bool {
+						if m, ok := ev.(job.Migrate); ok && len(m.Moves) > 0 {
+							migrations++
+							return migrations == 1
+						}
+						return false
+					}))
+				require.NoError(t, err)
+				require.Equal(t, []string{want}, res.Output)
+				moved, restored := 0, 0
+				for _, s := range res.Stats {
+					moved += s.MigratedIn
+					restored += s.Restored + s.RolledBack
+				}
+				require.NotZero(t, restored, "the kill happened")
+				require.NotZero(t, moved, "tasks moved")
+			})
+		}
+	}
+}
+
+// Three PEs fail between two checkpoints: more than the message-logging
+// protocols' records survive (f=2), so at the third every task rolls back
+// to the checkpoint instead, and the job still ends with the failure-free
+// result; under none every failure is a rollback anyway.
+func TestThirdFailureSinceCheckpointRollsBack(t *testing.T) {
+	const n, rounds, every = 10, 30, 10
+	want := scheduler.ExpectedRing(n, rounds)[1]
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
+		t.Run(kind.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := inprocess.Run(ctx, scheduler.StepApp(n, rounds), nil, 5, nil, inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every),
+				inprocess.WithKill(1, 12), inprocess.WithKill(2, 14), inprocess.WithKill(3, 16), inprocess.WithStallTimeout(20*time.Second))
+			require.NoError(t, err)
+			require.Equal(t, []string{want}, res.Output)
+			rolledBack := 0
+			for _, s := range res.Stats {
+				rolledBack += s.RolledBack
+			}
+			require.NotZero(t, rolledBack, "the third failure rolls every task back")
+		})
+	}
+}

@@ -1,0 +1,118 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
+	"github.com/gochare/gochare/scheduler/wire"
+)
+
+// Packing a task into its checkpoint record (migrate.TaskRecord: the
+// task's own state, the scheduler's state of it, the protocol's counters)
+// and back. Checkpoints, migration and restores all go through these.
+
+// packElement makes a task's checkpoint record: its own state, the
+// scheduler's state of it, and the protocol's counters.
+func packElement(el *element, cp logging.TaskCheckpoint) (migrate.TaskRecord, error) {
+	cs := el.coll
+	task, err := el.task.MarshalBinary()
+	if err != nil {
+		return migrate.TaskRecord{}, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
+	}
+	runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync})
+	if err != nil {
+		return migrate.TaskRecord{}, err
+	}
+	protocol, err := proto.Marshal(taskCheckpointToWire(cp))
+	if err != nil {
+		return migrate.TaskRecord{}, err
+	}
+	return migrate.TaskRecord{Collection: uint32(cs.def.ID), Lin: int64(el.lin), Task: task, Runtime: runtime, Protocol: protocol}, nil
+}
+
+// recordTarget returns the collection and index a record is for.
+func (pe *PE) recordTarget(rec migrate.TaskRecord) (*collectionState, int, bool) {
+	if int(rec.Collection) >= len(pe.colls) {
+		return nil, 0, false
+	}
+	cs := pe.colls[rec.Collection]
+	if rec.Lin < 0 || rec.Lin >= int64(cs.n) {
+		return nil, 0, false
+	}
+	return cs, int(rec.Lin), true
+}
+
+// unpackRecord builds a task from its record and places it on this PE
+// (the caller tells the protocol); it returns the protocol's counters.
+func (pe *PE) unpackRecord(rec migrate.TaskRecord) (*element, logging.TaskCheckpoint, error) {
+	var cp logging.TaskCheckpoint
+	cs, lin, ok := pe.recordTarget(rec)
+	if !ok {
+		return nil, cp, fmt.Errorf("scheduler: record of task %d[%d], which is not of this job", rec.Collection, rec.Lin)
+	}
+	task := cs.def.New(cs.def.Shape.At(lin))
+	if err := task.UnmarshalBinary(rec.Task); err != nil {
+		return nil, cp, fmt.Errorf("scheduler: unpack %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	var rt wire.TaskRuntime
+	if err := proto.Unmarshal(rec.Runtime, &rt); err != nil {
+		return nil, cp, fmt.Errorf("scheduler: runtime state of %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	var wcp wire.TaskCheckpoint
+	if err := proto.Unmarshal(rec.Protocol, &wcp); err != nil {
+		return nil, cp, fmt.Errorf("scheduler: protocol state of %s[%d]: %w", cs.def.Name, lin, err)
+	}
+	cp, err := taskCheckpointFromWire(&wcp)
+	if err != nil {
+		return nil, cp, err
+	}
+	el := pe.placeElement(cs, lin, task)
+	el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
+	cs.homeOf[lin] = int32(pe.cfg.Rank)
+	return el, cp, nil
+}
+
+func taskCheckpointToWire(cp logging.TaskCheckpoint) *wire.TaskCheckpoint {
+	c := cp.Counters
+	w := &wire.TaskCheckpoint{
+		Task: uint64(c.Task), Srn: c.SRN, Rsn: c.RSN,
+		RegionOpen: c.Region.Open, RegionHandler: c.Region.Key.Handler, RegionKey: c.Region.Key.Key,
+		RegionSize: uint32(c.Region.Size), RegionConsumed: uint32(c.Region.Consumed), RegionSrn: c.Region.SRN,
+	}
+	for _, id := range cp.Received {
+		w.Received = append(w.Received, idToWire(id))
+	}
+	for _, d := range cp.Requires {
+		w.Requires = append(w.Requires, &wire.Dependency{Task: uint64(d.Task), Trigger: idToWire(d.Trigger)})
+	}
+	return w
+}
+
+func taskCheckpointFromWire(w *wire.TaskCheckpoint) (logging.TaskCheckpoint, error) {
+	var cp logging.TaskCheckpoint
+	cp.Counters = commutative.NewTaskState(commutative.TaskID(w.Task))
+	cp.Counters.SRN, cp.Counters.RSN = w.Srn, w.Rsn
+	cp.Counters.Region = commutative.Region{
+		Open: w.RegionOpen, Key: commutative.RegionKey{Handler: w.RegionHandler, Key: w.RegionKey},
+		Size: int(w.RegionSize), Consumed: int(w.RegionConsumed), SRN: w.RegionSrn,
+	}
+	for _, r := range w.Received {
+		id, err := idFromWire(r)
+		if err != nil {
+			return cp, err
+		}
+		cp.Received = append(cp.Received, id)
+	}
+	for _, d := range w.Requires {
+		id, err := idFromWire(d.Trigger)
+		if err != nil {
+			return cp, err
+		}
+		cp.Requires = append(cp.Requires, logging.Dependency{Task: commutative.TaskID(d.Task), Trigger: id})
+	}
+	return cp, nil
+}
