@@ -1,0 +1,206 @@
+package gen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/apps/appkit/apptest"
+	"github.com/gochare/gochare/job"
+	"github.com/gochare/gochare/job/inprocess"
+	"github.com/gochare/gochare/logging"
+)
+
+var protocols = []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet}
+
+// run runs gen with args on pes PEs in process and fails t unless it ends
+// with status 0; the failure message is the reproduction.
+func run(t *testing.T, pes int, args []string, what string, opts ...inprocess.Option) inprocess.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), apptest.RunDeadline)
+	defer cancel()
+	var log strings.Builder
+	opts = append([]inprocess.Option{inprocess.WithStallTimeout(apptest.StallTimeout)}, opts...)
+	res, err := inprocess.Run(ctx, App, args, pes, &log, opts...)
+	if err != nil || res.Status != 0 {
+		t.Fatalf("gen %s on %d PEs (%s): status %d, error %v, output:\n%s\nlog:\n%s",
+			strings.Join(args, " "), pes, what, res.Status, err, strings.Join(res.Output, "\n"), log.String())
+	}
+	return res
+}
+
+// Many programs of the family on 1 to 4 PEs under each protocol, with and
+// without sync points, print the serial reference's line; PartialDet
+// logs one determinant per order-dependent reception (the tickets) and
+// none for the ordered and commutative ones, FullDet one per reception.
+func TestFailureFreeRunsMatchTheReference(t *testing.T) {
+	seeds := uint64(50)
+	if testing.Short() {
+		seeds = 12
+	}
+	for seed := range seeds {
+		args := smallArgs(seed)
+		cfg := mustParse(t, args)
+		want := reference(t, args)
+		pes := 1 + int(seed%4)
+		kind := protocols[seed%3]
+		every := (seed / 3) % 3 // 0: no sync point taken
+		what := fmt.Sprintf("seed %d, %v, checkpoint every %d", seed, kind, every)
+		res := run(t, pes, args, what, inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every))
+		require.Equal(t, []string{want}, res.Output, what)
+		var dets int
+		for _, st := range res.Stats {
+			dets += st.Protocol.Determinants
+		}
+		tickets := cfg.Cells * cfg.Tickets * cfg.Steps
+		switch kind {
+		case logging.KindPartialDet:
+			require.Equal(t, tickets, dets, "%s: one determinant per ticket", what)
+		case logging.KindFullDet:
+			require.Greater(t, dets, tickets, what)
+		}
+	}
+}
+
+// killPlan is a random failure scenario: which PE dies at which step,
+// under which protocol and checkpoint period, with or without a balancer.
+type killPlan struct {
+	pes      int
+	kind     logging.Kind
+	every    uint64
+	pe       int
+	step     uint64
+	balancer string
+}
+
+func (k killPlan) String() string {
+	return fmt.Sprintf("%d PEs, %v, checkpoint every %d, kill PE %d at step %d, balancer %q", k.pes, k.kind, k.every, k.pe, k.step, k.balancer)
+}
+
+func (k killPlan) options() []inprocess.Option {
+	opts := []inprocess.Option{inprocess.WithProtocol(k.kind), inprocess.WithCheckpointEvery(k.every), inprocess.WithKill(k.pe, k.step)}
+	if k.balancer != "" {
+		opts = append(opts, inprocess.WithBalancer(k.balancer))
+	}
+	return opts
+}
+
+// A PE (PE 0, with the main task, included) dies at a random sync step:
+// the job recovers and prints the failure-free line, under each protocol,
+// with or without a balancer moving tasks.
+func TestKilledRunsMatchTheReference(t *testing.T) {
+	seeds := uint64(24)
+	if testing.Short() {
+		seeds = 6
+	}
+	for seed := range seeds {
+		rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
+		args := append(smallArgs(seed), "--steps", fmt.Sprint(4+seed%3))
+		if seed%4 == 3 {
+			args = append(args, "--work", "3000")
+		}
+		last, ok := App.LastStep(args)
+		require.True(t, ok)
+		k := killPlan{pes: 2 + int(seed%3), kind: protocols[seed%3], every: 1 + rng.Uint64N(2), step: rng.Uint64N(last + 1)}
+		k.pe = rng.IntN(k.pes)
+		if seed%4 == 3 {
+			k.balancer = []string{"greedy", "refine"}[rng.IntN(2)]
+		}
+		what := fmt.Sprintf("seed %d: %v", seed, k)
+		res := run(t, k.pes, args, what, k.options()...)
+		require.Equal(t, []string{reference(t, args)}, res.Output, what)
+		apptest.RequireRecovered(t, res)
+	}
+}
+
+// checkpointEpoch matches the coordinator's TakeCheckpoint of an epoch.
+func checkpointEpoch(epoch uint64) func(ev job.Event) bool {
+	return func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == epoch }
+}
+
+// firstMigration matches the first Migrate event that moves tasks.
+func firstMigration() func(ev job.Event) bool {
+	seen := false
+	return func(ev job.Event) bool {
+		if m, ok := ev.(job.Migrate); ok && len(m.Moves) > 0 && !seen {
+			seen = true
+			return true
+		}
+		return false
+	}
+}
+
+// A PE dies while a checkpoint is taken (the checkpoint is abandoned and
+// recovery starts from the one before), or while tasks migrate: the job
+// recovers and prints the failure-free line, under each protocol.
+func TestKilledDuringCheckpointOrMigration(t *testing.T) {
+	args := []string{"--seed", "11", "--steps", "6", "--cells", "11", "--grid", "5,5", "--work", "20000"}
+	want := reference(t, args)
+	for i, kind := range protocols {
+		for _, c := range []struct {
+			name     string
+			pe       int
+			match    func(ev job.Event) bool
+			balancer bool
+		}{
+			{"checkpoint 2", (i + 1) % 3, checkpointEpoch(2), false},
+			{"checkpoint 3", i % 3, checkpointEpoch(3), false},
+			{"first migration", i % 3, firstMigration(), true},
+		} {
+			t.Run(fmt.Sprintf("%v/%s", kind, c.name), func(t *testing.T) {
+				what := fmt.Sprintf("%v, 3 PEs, checkpoint every 1, balancer %v, kill PE %d after %s", kind, c.balancer, c.pe, c.name)
+				opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(1), inprocess.WithKillAfterEvent(c.pe, c.match)}
+				if c.balancer {
+					opts = append(opts, inprocess.WithBalancer("greedy"))
+				}
+				res := run(t, 3, args, what, opts...)
+				require.Equal(t, []string{want}, res.Output, what)
+				s := apptest.RequireRecovered(t, res)
+				if c.balancer {
+					require.Positive(t, s.MigratedIn, "%s: tasks moved", what)
+				}
+			})
+		}
+	}
+}
+
+// Known runtime bug (found by this family; scheduler/ and job/ are not
+// ours to fix): with a load balancer, tasks move at the sync point of
+// checkpoint 1; a PE that dies while checkpoint 2 is taken makes the
+// coordinator abandon it and recover from checkpoint 1, and under FullDet
+// and PartialDet the replay then stalls: a restored task (or a reduction
+// node) waits for the recorded next message, which no survivor resends
+// ("job: quiescent with only some tasks at a sync point (22 of 36)").
+// Under None it recovers. Without a balancer it recovers. Run it with
+// GEN_KNOWN_BUGS=1.
+func TestKnownBugKilledDuringCheckpointAfterMigration(t *testing.T) {
+	if os.Getenv("GEN_KNOWN_BUGS") == "" {
+		t.Skip("runtime bug: recovery from a checkpoint taken before a migration stalls under FullDet/PartialDet when a PE dies during the next checkpoint (set GEN_KNOWN_BUGS=1 to run)")
+	}
+	args := []string{"--seed", "11", "--steps", "6", "--cells", "11", "--grid", "5,5"}
+	want := reference(t, args)
+	for _, kind := range []logging.Kind{logging.KindFullDet, logging.KindPartialDet} {
+		for _, pe := range []int{0, 2} {
+			t.Run(fmt.Sprintf("%v/PE %d", kind, pe), func(t *testing.T) {
+				what := fmt.Sprintf("%v, 3 PEs, checkpoint every 1, greedy balancer, kill PE %d after TakeCheckpoint 2", kind, pe)
+				res := run(t, 3, args, what, inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(1),
+					inprocess.WithBalancer("greedy"), inprocess.WithKillAfterEvent(pe, checkpointEpoch(2)))
+				require.Equal(t, []string{want}, res.Output, what)
+			})
+		}
+	}
+}
+
+// The balancer moves tasks at sync points; the line is the failure-free
+// one.
+func TestMigrationKeepsTheDigest(t *testing.T) {
+	args := []string{"--seed", "4", "--steps", "6", "--cells", "13", "--grid", "7,5", "--work", "20000"}
+	res := run(t, 4, args, "partialdet, greedy", inprocess.WithProtocol(logging.KindPartialDet), inprocess.WithCheckpointEvery(1), inprocess.WithBalancer("greedy"))
+	require.Equal(t, []string{reference(t, args)}, res.Output)
+	require.Positive(t, apptest.Sum(res).MigratedIn, "the balancer moved tasks")
+}
