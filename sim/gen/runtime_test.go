@@ -3,7 +3,6 @@ package gen
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -64,57 +63,6 @@ func TestFailureFreeRunsMatchTheReference(t *testing.T) {
 		case logging.KindFullDet:
 			require.Greater(t, dets, tickets, what)
 		}
-	}
-}
-
-// killPlan is a random failure scenario: which PE dies at which step,
-// under which protocol and checkpoint period, with or without a balancer.
-type killPlan struct {
-	pes      int
-	kind     logging.Kind
-	every    uint64
-	pe       int
-	step     uint64
-	balancer string
-}
-
-func (k killPlan) String() string {
-	return fmt.Sprintf("%d PEs, %v, checkpoint every %d, kill PE %d at step %d, balancer %q", k.pes, k.kind, k.every, k.pe, k.step, k.balancer)
-}
-
-func (k killPlan) options() []inprocess.Option {
-	opts := []inprocess.Option{inprocess.WithProtocol(k.kind), inprocess.WithCheckpointEvery(k.every), inprocess.WithKill(k.pe, k.step)}
-	if k.balancer != "" {
-		opts = append(opts, inprocess.WithBalancer(k.balancer))
-	}
-	return opts
-}
-
-// A PE (PE 0, with the main task, included) dies at a random sync step:
-// the job recovers and prints the failure-free line, under each protocol,
-// with or without a balancer moving tasks.
-func TestKilledRunsMatchTheReference(t *testing.T) {
-	seeds := uint64(24)
-	if testing.Short() {
-		seeds = 6
-	}
-	for seed := range seeds {
-		rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
-		args := append(smallArgs(seed), "--steps", fmt.Sprint(4+seed%3))
-		if seed%4 == 3 {
-			args = append(args, "--work", "3000")
-		}
-		last, ok := App.LastStep(args)
-		require.True(t, ok)
-		k := killPlan{pes: 2 + int(seed%3), kind: protocols[seed%3], every: 1 + rng.Uint64N(2), step: rng.Uint64N(last + 1)}
-		k.pe = rng.IntN(k.pes)
-		if seed%4 == 3 {
-			k.balancer = []string{"greedy", "refine"}[rng.IntN(2)]
-		}
-		what := fmt.Sprintf("seed %d: %v", seed, k)
-		res := run(t, k.pes, args, what, k.options()...)
-		require.Equal(t, []string{reference(t, args)}, res.Output, what)
-		apptest.RequireRecovered(t, res)
 	}
 }
 
