@@ -51,11 +51,14 @@ func drawScenario(seed uint64) scenario {
 		s := rng.Uint64N(last + 1)
 		sc.kills = append(sc.kills, [2]uint64{uint64(a), s}, [2]uint64{uint64(b), min(last, s+rng.Uint64N(2))})
 	case 3:
-		if sc.balancer != "" {
-			// Not a checkpoint: TestKnownBugKilledDuringCheckpointAfterMigration.
-			sc.event = fmt.Sprintf("migrate:%d", rng.IntN(sc.pes))
+		pe := rng.IntN(sc.pes)
+		if sc.balancer == "" {
+			sc.event = fmt.Sprintf("ckpt:%d:%d", 2+rng.IntN(int(last/sc.every)+1), pe)
 		} else {
-			sc.event = fmt.Sprintf("ckpt:%d:%d", 2+rng.IntN(int(last/sc.every)+1), rng.IntN(sc.pes))
+			// With a balancer, a kill during a checkpoint or right after a
+			// migration meets the known bugs (TestKnownBug...): the PE
+			// dies at a step instead.
+			sc.kills = append(sc.kills, [2]uint64{uint64(pe), rng.Uint64N(last + 1)})
 		}
 	}
 	return sc
@@ -87,7 +90,9 @@ func (sc scenario) options() []inprocess.Option {
 // A seeded fault campaign: each seed draws a program and a scenario
 // (PE count, protocol, checkpoint period, balancer, and one PE killed at a
 // step, two PEs that are not buddies killed at close steps, or a PE
-// killed after a checkpoint is taken or after tasks migrate). Every run
+// killed after a checkpoint is taken). drawScenario keeps out the
+// scenarios of the known runtime bugs (see TestKnownBug...); migrate:PE
+// events are theirs. Every run
 // must print the serial reference's line. A failing seed is replayed with
 // go test ./sim/gen -run 'TestFaultCampaign/seed=N$'.
 func TestFaultCampaign(t *testing.T) {
@@ -95,9 +100,10 @@ func TestFaultCampaign(t *testing.T) {
 	if testing.Short() {
 		seeds = 30
 	}
-	recovered := 0
+	ran, recovered := 0, 0
 	for seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			ran++
 			sc := drawScenario(seed)
 			res := run(t, sc.pes, sc.args, sc.String(), sc.options()...)
 			require.Equal(t, []string{reference(t, sc.args)}, res.Output, sc.String())
@@ -109,6 +115,6 @@ func TestFaultCampaign(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d of %d runs recovered from a failure", recovered, seeds)
-	require.Greater(t, recovered, int(seeds)/2)
+	t.Logf("%d of %d runs recovered from a failure", recovered, ran)
+	require.Greater(t, recovered, ran/2, "most scenarios kill a PE")
 }
