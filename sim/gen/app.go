@@ -46,8 +46,6 @@ type program struct {
 	records              actor.Reducer
 }
 
-var mainIndex = actor.Idx(0)
-
 func declare(j *actor.Job, cfg Config) *program {
 	p := &program{plan: newPlan(cfg), cellShape: actor.Shape{cfg.Cells}}
 	steps := uint64(cfg.Steps)
@@ -63,7 +61,7 @@ func declare(j *actor.Job, cfg Config) *program {
 		actor.KeyBy(func(r *actor.ReductionResult) uint64 { return r.GetNumber() + 1 }))
 	p.gridFinal = actor.Handle(mains, "grid-records", actor.AnnotateOrdered(), p.onGridRecords,
 		actor.KeyBy(func(*actor.ReductionResult) uint64 { return steps + 2 }))
-	actor.Main(j, start, mainIndex)
+	actor.Main(j, start, actor.Idx(0))
 
 	// The cells: Begin (key 0), then per step an exchange region, a reply
 	// region and the Advance, each with its own key (keyOf).
@@ -261,7 +259,7 @@ func (p *program) onExchangeComplete(c *cell, ctx actor.Context, key uint64) {
 	}
 	c.acc = foldExchange(c.acc, c.step, c.slots)
 	c.exchanged += uint64(len(c.slots))
-	c.work ^= p.burnFor(ctx, p.cellShape.Linear(ctx.Index()), p.cfg.Cells)
+	c.work ^= p.burnFor(p.cellShape.Linear(ctx.Index()), p.cfg.Cells)
 	c.phase = phaseReplies
 	ctx.Expect(keyOf(c.step, phaseReplies))
 }
@@ -301,7 +299,7 @@ func (p *program) onRepliesComplete(c *cell, ctx actor.Context, key uint64) {
 	}
 	c.phase = phaseAdvance
 	ctx.Expect(keyOf(c.step, phaseAdvance))
-	ctx.Contribute(actor.Sum, actor.Value{Ints: []int64{stepContribution(c.acc, c.step)}}, p.cellResults.At(mainIndex))
+	ctx.Contribute(actor.Sum, actor.Value{Ints: []int64{stepContribution(c.acc, c.step)}}, p.cellResults.At(actor.Idx(0)))
 }
 
 func (p *program) onAdvance(c *cell, ctx actor.Context, m *Advance) {
@@ -317,7 +315,7 @@ func (p *program) onAdvance(c *cell, ctx actor.Context, m *Advance) {
 	if s+1 == uint64(p.cfg.Steps) {
 		c.phase = phaseDone
 		ctx.Expect(keyOf(s+1, phaseExchange))
-		ctx.Contribute(p.records, actor.Value{Bytes: encodeCellRecord(p.cellShape.Linear(ctx.Index()), c)}, p.cellResults.At(mainIndex))
+		ctx.Contribute(p.records, actor.Value{Bytes: encodeCellRecord(p.cellShape.Linear(ctx.Index()), c)}, p.cellResults.At(actor.Idx(0)))
 		return
 	}
 	c.step++
@@ -390,7 +388,7 @@ func (p *program) onTicket(g *gridTask, ctx actor.Context, m *Ticket) {
 func (p *program) afterTickets(g *gridTask, ctx actor.Context) {
 	me := p.gridShape.Linear(ctx.Index())
 	g.traces = append(g.traces, g.trace)
-	g.work ^= p.burnFor(ctx, me, p.gridSize)
+	g.work ^= p.burnFor(me, p.gridSize)
 	if p.inSection(g.step, me) {
 		g.phase = phaseBonus
 		ctx.Expect(keyOf(g.step, phaseBonus))
@@ -414,7 +412,7 @@ func (p *program) onBonus(g *gridTask, ctx actor.Context, m *Bonus) {
 func (p *program) contributeGrid(g *gridTask, ctx actor.Context) {
 	g.phase = phaseReduced
 	ctx.Expect(keyOf(g.step, phaseReduced))
-	ctx.Contribute(actor.Max, actor.Value{Ints: []int64{gridContribution(g.sum, g.count, g.bonus, g.step)}}, p.gridReduced.All())
+	ctx.Contribute(p.gridReducer(), actor.Value{Ints: []int64{gridContribution(g.sum, g.count, g.bonus, g.step)}}, p.gridReduced.All())
 }
 
 func (p *program) onGridReduced(g *gridTask, ctx actor.Context, r *actor.ReductionResult) {
@@ -434,7 +432,7 @@ func (p *program) onGridReduced(g *gridTask, ctx actor.Context, r *actor.Reducti
 	if s+1 == uint64(p.cfg.Steps) {
 		g.phase = phaseDone
 		ctx.Expect(keyOf(s+1, phaseTickets))
-		ctx.Contribute(p.records, actor.Value{Bytes: encodeGridRecord(p.gridShape.Linear(ctx.Index()), g)}, p.gridFinal.At(mainIndex))
+		ctx.Contribute(p.records, actor.Value{Bytes: encodeGridRecord(p.gridShape.Linear(ctx.Index()), g)}, p.gridFinal.At(actor.Idx(0)))
 		return
 	}
 	g.step++
@@ -444,9 +442,18 @@ func (p *program) onGridReduced(g *gridTask, ctx actor.Context, r *actor.Reducti
 	p.startGridStep(g, ctx)
 }
 
+// gridReducer is the reducer of the grid's step reductions, the seed's
+// choice: maximum or minimum.
+func (p *program) gridReducer() actor.Reducer {
+	if p.gridMin {
+		return actor.Min
+	}
+	return actor.Max
+}
+
 // burnFor burns --work hash rounds for the tasks of the first third of a
 // collection of n tasks, so that the PEs holding them are busier.
-func (p *program) burnFor(ctx actor.Context, lin, n int) uint64 {
+func (p *program) burnFor(lin, n int) uint64 {
 	if p.cfg.Work == 0 || lin >= (n+2)/3 {
 		return 0
 	}

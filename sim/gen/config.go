@@ -208,6 +208,8 @@ type plan struct {
 	offsets []int
 	// cellMap and gridMap are the collections' initial maps.
 	cellMap, gridMap actor.Map
+	// gridMin makes the grid's step reduction a minimum, not a maximum.
+	gridMin bool
 	// expected[s][g] lists the tickets grid task g receives in step s, in
 	// (cell, ticket) order.
 	expected [][][]ticketID
@@ -234,6 +236,7 @@ func newPlan(cfg Config) *plan {
 	maps := []actor.Map{actor.BlockMap, actor.RoundRobinMap}
 	p.cellMap = maps[r.next()%2]
 	p.gridMap = maps[r.next()%2]
+	p.gridMin = r.next()%2 == 0
 	p.expected = make([][][]ticketID, cfg.Steps)
 	for s := range p.expected {
 		p.expected[s] = make([][]ticketID, p.gridSize)

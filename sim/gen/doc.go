@@ -17,7 +17,8 @@
 // collection sizes are products of 5, 7, 11 and 13, never a multiple of
 // 2, 3 or 4 PEs) and, always, the neighbour offsets, where each ticket
 // goes, the multicast sections, the collections' maps (block or
-// round-robin) and the initial values. --work makes a third of each
+// round-robin), the grid's reducer (maximum or minimum) and the initial
+// values. --work makes a third of each
 // collection burn N hash rounds per step, so that a balancer has load to
 // move. Bad arguments are errors wrapping ErrConfig that name the flag.
 // The output is
@@ -25,7 +26,9 @@
 //	gen digest 88b54cb164279b9a (--seed 11 --steps 6 --cells 11 ...)
 //
 // and the exit status 0. Reference computes the same line serially,
-// without the runtime: the tests' oracle.
+// without the runtime: the tests' oracle. The command sim/gen/cmd/gen
+// runs the family as a real job (one process per PE, the launcher's
+// flags: --pes, --ft, --checkpoint-every, --lb, --kill).
 //
 // # The program
 //
@@ -45,8 +48,9 @@
 //   - the main task broadcasts the sum to the cells (Advance, ordered) and
 //     multicasts it to a section of about a third of the grid (Bonus,
 //     ordered);
-//   - every grid task contributes to a max reduction whose result is
-//     broadcast back to the grid (ordered), then offers its sync point.
+//   - every grid task contributes to a max (or min) reduction whose
+//     result is broadcast back to the grid (ordered), then offers its
+//     sync point.
 //
 // After the last step every task contributes a record to a concatenating
 // reduction to the main task, which audits them, computes the digest and

@@ -53,8 +53,9 @@ func TestParse(t *testing.T) {
 		seen[fmt.Sprintf("%d-d", len(cfg.Grid))] = true
 		seen[fmt.Sprintf("K=%d", cfg.Neighbours)] = true
 		seen[fmt.Sprintf("T=%d", cfg.Tickets)] = true
+		seen[fmt.Sprintf("min=%v", newPlan(cfg).gridMin)] = true
 	}
-	for _, want := range []string{"1-d", "2-d", "3-d", "K=1", "K=3", "T=1", "T=3"} {
+	for _, want := range []string{"1-d", "2-d", "3-d", "K=1", "K=3", "T=1", "T=3", "min=true", "min=false"} {
 		require.True(t, seen[want], "no seed gives %s", want)
 	}
 	cfg := mustParse(t, []string{"--seed", "7", "--steps", "9", "--cells", "4", "--grid", "2,3", "--neighbours", "4", "--tickets", "5", "--work", "10"})
@@ -298,4 +299,42 @@ func TestPackRoundTrip(t *testing.T) {
 	require.NoError(t, mback.UnmarshalBinary(packed))
 	require.Equal(t, m, mback)
 	require.True(t, errors.Is(mback.UnmarshalBinary(nil), errBadState))
+}
+
+// Any seed and delivery order: the double's run prints the reference line.
+func FuzzDeliveryOrder(f *testing.F) {
+	f.Add(uint64(1), uint64(2), uint8(1))
+	f.Add(uint64(77), uint64(5), uint8(4))
+	f.Fuzz(func(t *testing.T, seed, order uint64, pes uint8) {
+		args := smallArgs(seed)
+		want := reference(t, args)
+		d := apptest.NewDouble(t, apptest.Define(t, App, args), 1+int(pes%4), order)
+		d.PackProbability = 0.3
+		d.Run(args)
+		require.Equal(t, []string{want}, d.Output)
+	})
+}
+
+// Records the audit refuses end the job with StatusAudit and one line
+// that says why.
+func TestAuditFailureEndsTheJob(t *testing.T) {
+	cfg := Config{Seed: 2, Steps: 1, Cells: 2, Grid: []int{1}, Neighbours: 1, Tickets: 1}
+	p := declare(actor.NewJob(), cfg)
+	for name, c := range map[string]struct {
+		m    *mainTask
+		r    *actor.ReductionResult
+		want string
+	}{
+		"grid before cells": {&mainTask{started: true}, &actor.ReductionResult{Contributors: 1}, "grid records before the cells'"},
+		"missing cell": {&mainTask{started: true, totals: []int64{1}, haveCells: true, cellRecords: encodeCellRecord(0, &cell{})},
+			&actor.ReductionResult{Contributors: 1}, "no record of cell 1"},
+		"contributors": {&mainTask{started: true, totals: []int64{1}, haveCells: true}, &actor.ReductionResult{Contributors: 3}, "from 3 contributors, want 1"},
+	} {
+		ctx := &contextDouble{}
+		p.onGridRecords(c.m, ctx, c.r)
+		require.Equal(t, []int{StatusAudit}, ctx.exits, name)
+		require.Len(t, ctx.output, 1, name)
+		require.Contains(t, ctx.output[0], "gen: error: ", name)
+		require.Contains(t, ctx.output[0], c.want, name)
+	}
 }

@@ -44,18 +44,18 @@ func Reference(cfg Config) (string, error) {
 		for c := range cells {
 			cells[c].Acc = foldTotal(cells[c].Acc, s, total)
 		}
-		var highest int64
+		var extreme int64
 		for g := range grids {
 			if p.inSection(s, g) {
 				grids[g].Bonus = foldTotal(grids[g].Bonus, s, total)
 			}
 			v := gridContribution(grids[g].Sum, grids[g].Count, grids[g].Bonus, s)
-			if g == 0 || v > highest {
-				highest = v
+			if g == 0 || !p.gridMin && v > extreme || p.gridMin && v < extreme {
+				extreme = v
 			}
 		}
 		for g := range grids {
-			grids[g].Reduced = foldTotal(grids[g].Reduced, s, highest)
+			grids[g].Reduced = foldTotal(grids[g].Reduced, s, extreme)
 		}
 	}
 	return outputLine(cfg, digest(cfg, totals, cells, grids)), nil
