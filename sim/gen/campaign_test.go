@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,11 +95,15 @@ func (sc scenario) options() []inprocess.Option {
 // scenarios of the known runtime bugs (see TestKnownBug...); migrate:PE
 // events are theirs. Every run
 // must print the serial reference's line. A failing seed is replayed with
-// go test ./sim/gen -run 'TestFaultCampaign/seed=N$'.
+// go test ./sim/gen -run 'TestFaultCampaign/seed=N$' (GEN_CAMPAIGN=M runs
+// seeds 0 to M-1 instead of 0 to 149).
 func TestFaultCampaign(t *testing.T) {
 	seeds := uint64(150)
 	if testing.Short() {
 		seeds = 30
+	}
+	if n, err := strconv.ParseUint(os.Getenv("GEN_CAMPAIGN"), 10, 64); err == nil {
+		seeds = n // a longer campaign: GEN_CAMPAIGN=2000
 	}
 	ran, recovered := 0, 0
 	for seed := range seeds {

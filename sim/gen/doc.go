@@ -18,17 +18,18 @@
 // 2, 3 or 4 PEs) and, always, the neighbour offsets, where each ticket
 // goes, the multicast sections, the collections' maps (block or
 // round-robin), the grid's reducer (maximum or minimum) and the initial
-// values. --work makes a third of each
-// collection burn N hash rounds per step, so that a balancer has load to
-// move. Bad arguments are errors wrapping ErrConfig that name the flag.
-// The output is
+// values. --work makes a third of each collection burn N hash rounds per
+// step, so that a balancer has load to move. Bad arguments are errors
+// wrapping ErrConfig that name the flag. The output is one line, with the
+// whole configuration the seed chose, and the exit status is 0:
 //
-//	gen digest 88b54cb164279b9a (--seed 11 --steps 6 --cells 11 ...)
+//	$ go run ./sim/gen/cmd/gen run gen --pes 3 --seed 11
+//	gen digest 7bc3c58ffcb96c37 (--seed 11 --steps 3 --cells 13 --grid 7,1 --neighbours 1 --tickets 3 --work 0)
 //
-// and the exit status 0. Reference computes the same line serially,
-// without the runtime: the tests' oracle. The command sim/gen/cmd/gen
-// runs the family as a real job (one process per PE, the launcher's
-// flags: --pes, --ft, --checkpoint-every, --lb, --kill).
+// Reference computes the same line serially, without the runtime: the
+// tests' oracle. The command sim/gen/cmd/gen runs the family as a real
+// job (one process per PE; the launcher's flags --pes, --ft,
+// --checkpoint-every, --lb and --kill, the rest to the program).
 //
 // # The program
 //
