@@ -1,5 +1,5 @@
 // Command gochare runs gochare jobs: it launches PE processes, runs the
-// bundled mini-apps, benchmarks the runtime (gochare bench, package bench)
+// bundled mini-apps and the generated test programs (gen), benchmarks the runtime (gochare bench, package bench)
 // and runs the reliability campaign (gochare chaos, package chaos). See the
 // launcher package; programs built on launcher.Main alone carry the
 // runtime and their applications, not the benchmarks.
@@ -15,10 +15,11 @@ import (
 	"github.com/gochare/gochare/bench"
 	"github.com/gochare/gochare/chaos"
 	"github.com/gochare/gochare/launcher"
+	"github.com/gochare/gochare/sim/gen"
 )
 
 var program = launcher.Program{
-	Apps: []actor.App{stencil3d.App, leanmd.App, lulesh.App},
+	Apps: []actor.App{stencil3d.App, leanmd.App, lulesh.App, gen.App},
 	Commands: []launcher.Command{
 		{Name: "bench", Usage: bench.Usage, Run: bench.Command},
 		{Name: "chaos", Usage: chaos.Summary, Run: chaos.Command},

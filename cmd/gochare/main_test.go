@@ -26,7 +26,7 @@ func TestGochareHasBenchAndChaos(t *testing.T) {
 
 	out, err = exec.Command(bin, "apps").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	for _, app := range []string{"stencil3d", "leanmd", "lulesh"} {
+	for _, app := range []string{"stencil3d", "leanmd", "lulesh", "gen"} {
 		require.Contains(t, string(out), app)
 	}
 
