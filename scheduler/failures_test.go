@@ -114,14 +114,17 @@ func TestFailureDuringCheckpointIsRecovered(t *testing.T) {
 // "during the checkpoint" is the failure after every task arrived, which
 // once left the tasks that had left the failed PE where they had gone.
 // Either way the tasks restored from the failed PE waited forever for
-// what those tasks had sent them since the checkpoint.
+// what those tasks had sent them since the checkpoint. "then another" has
+// a second PE (not its buddy) die during the recovery from a failure
+// "while tasks move": the moves that involve it, which completed at the
+// first failure, are settled then.
 func TestFailureDuringMigrationIsRecovered(t *testing.T) {
 	const n, rounds, every = 16, 30, 5
 	want := scheduler.ExpectedRing(n, rounds)[1]
 	moving := func(ev job.Event) bool { m, ok := ev.(job.Migrate); return ok && len(m.Moves) > 0 }
 	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
 		for _, pe := range []int{0, 2} {
-			for _, when := range []string{"while tasks move", "records first"} {
+			for _, when := range []string{"while tasks move", "records first", "during the checkpoint", "then another"} {
 				t.Run(fmt.Sprintf("%v/PE %d/%s", kind, pe, when), func(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 					defer cancel()
@@ -138,6 +141,15 @@ func TestFailureDuringMigrationIsRecovered(t *testing.T) {
 					}
 					opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every), inprocess.WithBalancer("greedy"), inprocess.WithStallTimeout(5 * time.Second),
 						inprocess.WithKillAfterEvent(pe, kill)}
+					if when == "then another" {
+						opts = append(opts, inprocess.WithKillAfterEvent((pe+2)%4, func(ev job.Event) bool {
+							switch ev.(type) {
+							case job.Recover, job.Rollback:
+								return true
+							}
+							return false
+						}))
+					}
 					if when == "records first" {
 						opts = append(opts, inprocess.WithEventFirst(pe, moving))
 					}

@@ -104,3 +104,65 @@ func TestTaskMovingFromAFailedPEIsDroppedWhateverTheOrder(t *testing.T) {
 		}
 	}
 }
+
+// Until the checkpoint after a migration commits, each failure settles
+// the moves that involve the failed PE, a second one during the recovery
+// from the first included: a task this PE sent to it comes back (its
+// record is kept until the commit), a task that came from it is dropped,
+// and a task the first recovery placed elsewhere stays there.
+func TestMovesAreSettledAtEachFailureBeforeTheCommit(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindFullDet, logging.KindPartialDet} {
+		t.Run(kind.String(), func(t *testing.T) {
+			// Eight workers on four PEs, two each (worker w on PE w/2).
+			// This is PE 1. Worker 2 moves from it to PE 3, worker 6 from
+			// PE 3 to it, worker 0 from PE 0 to PE 3. PE 0 fails, and
+			// worker 0 is restored on PE 2; then PE 3 fails.
+			const size = 4
+			var errs []error
+			newPE := func(rank int) (*PE, *recordingNet) {
+				net := &recordingNet{sent: map[int][][]byte{}}
+				pe, err := New(Config{Rank: rank, Size: size, JobID: 42, App: stepApp(8, 1), Protocol: kind, Net: net, Control: failingControl{errs: &errs}})
+				require.NoError(t, err)
+				return pe, net
+			}
+			pe, net := newPE(1)
+			third, thirdNet := newPE(3)
+			workers := collectionNamed(t, pe, "workers")
+			ref := func(lin int) migrate.TaskRef { return migrate.TaskRef{Collection: int(workers.def.ID), Lin: lin} }
+			migrateEv := job.Migrate{Moves: []migrate.Move{{Task: ref(2), From: 1, To: 3}, {Task: ref(6), From: 3, To: 1}, {Task: ref(0), From: 0, To: 3}}}
+			third.Event(migrateEv)
+			runPosted(third, thirdNet)
+			require.Len(t, thirdNet.sent[1], 1)
+			pe.Event(migrateEv)
+			pe.Receive(3, thirdNet.sent[1][0])
+			runPosted(pe, net)
+			require.Nil(t, workers.local[2], "worker 2 left")
+			require.NotNil(t, workers.local[6], "worker 6 came")
+
+			restoreOn2 := func(failed int, lins ...int) []migrate.Relocation {
+				var rs []migrate.Relocation
+				for _, lin := range lins {
+					rs = append(rs, migrate.Relocation{Task: ref(lin), FailedPE: failed, ToPE: 2, CheckpointPE: failed, CopyPE: 2})
+				}
+				return rs
+			}
+			pe.Event(job.Recover{Generation: 1, Failed: []int{0}, Relocations: restoreOn2(0, 0, 1), UndoMoves: true})
+			runPosted(pe, net)
+			require.Empty(t, errs)
+			require.Equal(t, int32(2), workers.homeOf[0], "worker 0 is restored on PE 2")
+			require.Equal(t, int32(3), workers.homeOf[2], "a move between survivors completes")
+			require.NotNil(t, workers.local[6])
+
+			pe.Event(job.Recover{Generation: 2, Failed: []int{3}, Relocations: restoreOn2(3, 6, 7), UndoMoves: true})
+			runPosted(pe, net)
+			require.Empty(t, errs)
+			require.NotNil(t, workers.local[2], "worker 2, sent to PE 3, is back")
+			require.Equal(t, int32(1), workers.homeOf[2])
+			require.Nil(t, workers.local[6], "worker 6, which came from PE 3, is dropped")
+			require.Equal(t, int32(2), workers.homeOf[6])
+			require.Equal(t, int32(2), workers.homeOf[0], "worker 0 stays where the first recovery put it")
+			require.Zero(t, pe.Stats().MigratedIn)
+			require.Zero(t, pe.Stats().MigratedOut)
+		})
+	}
+}
