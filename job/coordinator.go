@@ -71,8 +71,9 @@ type Coordinator struct {
 
 	loads     []migrate.TaskLoad
 	loadsFrom []bool
-	// moves are the moves of the migration under way (or of the last one);
-	// undoMoves says the failure being recovered interrupted it.
+	// moves are the moves of the last migration, until the checkpoint
+	// that records them commits (or a rollback undoes them); undoMoves
+	// says the failure being recovered came before that commit.
 	moves      []migrate.Move
 	undoMoves  bool
 	migrated   []bool
@@ -246,6 +247,7 @@ func (c *Coordinator) maybeCommit() []Command {
 	}
 	c.committed, c.haveCommit = c.staging, true
 	c.failuresSinceCommit = 0
+	c.moves = nil // the checkpoint records the placement they made
 	c.adopted = map[int]adoption{}
 	for _, hs := range c.hosts {
 		for lin := range hs {

@@ -14,11 +14,20 @@ import (
 // whose initial checkpoint is committed and whose job has begun.
 func runningCoordinator(t *testing.T, pes int, kind logging.Kind) *Coordinator {
 	t.Helper()
+	return runningCoordinatorWith(t, Config{Size: pes, Protocol: kind})
+}
+
+// runningCoordinatorWith is runningCoordinator with a configuration; its
+// Layout is set as runningCoordinator's.
+func runningCoordinatorWith(t *testing.T, cfg Config) *Coordinator {
+	t.Helper()
+	pes := cfg.Size
 	layout := make([]int, 2*pes)
 	for lin := range layout {
 		layout[lin] = lin % pes
 	}
-	c := NewCoordinator(Config{Size: pes, Protocol: kind, Layout: [][]int{layout}})
+	cfg.Layout = [][]int{layout}
+	c := NewCoordinator(cfg)
 	require.Equal(t, []Command{Send{To: EveryPE, Event: TakeCheckpoint{Epoch: InitialEpoch}}}, c.Ready())
 	var cmds []Command
 	for pe := 0; pe < pes; pe++ {

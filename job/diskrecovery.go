@@ -53,6 +53,15 @@ func (c *Coordinator) rollbackFromDisk(pe int, cause error) []Command {
 			dead = append(dead, p)
 		}
 	}
+	// A migration since the last commit is undone, as every PE undoes it
+	// in its rollback: a task another survivor sent to a survivor goes
+	// back to where it came from. (The moves that involve a failed PE
+	// were settled at its failure; those tasks' PEs are dead.)
+	for _, mv := range c.moves {
+		if h := &c.hosts[mv.Task.Collection][mv.Task.Lin]; h.pe == mv.To {
+			h.pe = mv.From
+		}
+	}
 	var relocs []migrate.Relocation
 	hosts := make([][]int, len(c.hosts))
 	next := 0
@@ -74,6 +83,7 @@ func (c *Coordinator) rollbackFromDisk(pe int, cause error) []Command {
 	}
 	c.committed = c.diskEpoch
 	c.failedSince, c.relocations = nil, nil
+	c.moves = nil // every PE forgets them in its rollback
 	c.failuresSinceCommit = 0
 	c.note("PE %d failed and %v; every task goes back to disk checkpoint %d (generation %d)", pe, firstLine(cause.Error()), c.diskEpoch, c.generation)
 	c.phase = phaseRollingBack

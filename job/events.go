@@ -81,8 +81,9 @@ type (
 // Events of recovery.
 type (
 	// Recover restores the failed PEs' tasks where the relocations say
-	// (message logging). UndoMoves says the failure interrupted a
-	// migration, which every PE settles.
+	// (message logging). UndoMoves says the failure came after a
+	// migration and before the checkpoint that records its moves
+	// committed: every PE settles the moves that involve the failed PE.
 	Recover struct {
 		Generation  uint64
 		Failed      []int

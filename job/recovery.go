@@ -74,7 +74,14 @@ func (c *Coordinator) OnFailure(pe int) []Command {
 	// at the sync point take the next one once the restored tasks are
 	// back there (with a new epoch number: see nextEpoch).
 	var cmds []Command
-	c.undoMoves = c.phase == phaseMigrating
+	// Tasks moved since the last commit, during a migration or after it
+	// (the checkpoint that records the moves was not committed): the
+	// moves that involve the failed PE are settled (settleMoves), and
+	// so is every PE told to do.
+	c.undoMoves = len(c.moves) > 0
+	if c.undoMoves {
+		c.settleMoves(pe)
+	}
 	switch c.phase {
 	case phaseCheckpointing:
 		if c.staging > c.committed {
@@ -91,22 +98,32 @@ func (c *Coordinator) OnFailure(pe int) []Command {
 	case phaseBalancing:
 		c.note("load balancing abandoned: PE %d failed", pe)
 	case phaseMigrating:
-		// Moves between survivors complete. A task moving to the failed
-		// PE stays where it was (its PE kept what it sent); one leaving
-		// it counts as its task: its PE may not have sent it, and the
-		// PE it was going to drops it if it came (see PE.undoMoves).
-		for _, mv := range c.moves {
-			switch {
-			case mv.To == pe:
-				c.hosts[mv.Task.Collection][mv.Task.Lin].pe = mv.From
-			case mv.From == pe:
-				c.hosts[mv.Task.Collection][mv.Task.Lin].pe = pe
-			}
-		}
 		c.note("migration interrupted: PE %d failed while tasks moved; moves to it are undone, its own tasks are recovered", pe)
 	}
 	c.phase = phaseRunning
 	return append(cmds, c.recoverFrom(pe)...)
+}
+
+// settleMoves settles the moves of the last migration on the failure of
+// PE pe before the checkpoint that records them committed (the PEs do
+// the same, PE.undoMoves). Moves between survivors complete. A task that
+// moved to pe goes back to the PE it came from, which kept what it sent.
+// A task that moved away from pe counts as pe's task, whether it arrived
+// or not: what it sent since the last checkpoint was logged on pe, and
+// the tasks restored from pe would wait for it forever, so it is restored
+// from the checkpoint with them and sends it again as it replays (the PE
+// it went to drops it). A move that an earlier failure settled, or whose
+// task a recovery placed elsewhere since, is left as it is.
+func (c *Coordinator) settleMoves(pe int) {
+	for _, mv := range c.moves {
+		h := &c.hosts[mv.Task.Collection][mv.Task.Lin]
+		switch {
+		case mv.To == pe && h.pe == pe && c.live[mv.From]:
+			h.pe = mv.From
+		case mv.From == pe && h.pe == mv.To:
+			h.pe = pe
+		}
+	}
 }
 
 // recoverFrom starts the recovery from PE pe's failure.
@@ -223,6 +240,7 @@ func (c *Coordinator) rollback(pe int) []Command {
 	// no record, and no recovery under way, is left.
 	c.failuresSinceCommit = 0
 	c.failedSince, c.relocations = nil, nil
+	c.moves = nil // undone: every task is where the checkpoint has it
 	c.phase = phaseRollingBack
 	c.pendingRestored = slices.Clone(c.live)
 	return []Command{toEvery(Rollback{Generation: c.generation, Epoch: c.committed, Failed: dead, Relocations: relocs})}

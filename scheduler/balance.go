@@ -53,7 +53,12 @@ func (pe *PE) timeHandler(el *element, name string, run func()) {
 
 func (pe *PE) migrateTasks(moves []migrate.Move) {
 	pe.migrating = true
-	pe.moves, pe.exported, pe.importedFrom = moves, map[migrate.TaskRef]migrate.TaskRecord{}, map[migrate.TaskRef]int{}
+	pe.moves, pe.exported = moves, map[migrate.TaskRef]migrate.TaskRecord{}
+	// Records of this migration that came before this event are in
+	// importedFrom already (the last commit emptied it).
+	if pe.importedFrom == nil {
+		pe.importedFrom = map[migrate.TaskRef]int{}
+	}
 	out := map[int][]migrate.TaskRecord{}
 	for _, mv := range moves {
 		cs := pe.colls[mv.Task.Collection]

@@ -141,9 +141,14 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte, ge
 				pe.cfg.Control.Fail(err)
 				return
 			}
-			if pe.importedFrom != nil {
-				pe.importedFrom[rec.Ref()] = from
+			// The record may come before this PE's Migrate event (its
+			// source handled its own first, and the two come by
+			// different paths): where it came from is noted all the
+			// same, for undoMoves if its source fails.
+			if pe.importedFrom == nil {
+				pe.importedFrom = map[migrate.TaskRef]int{}
 			}
+			pe.importedFrom[rec.Ref()] = from
 			pe.markRunnable(pe.colls[rec.Collection].local[rec.Lin])
 		}
 		pe.reportMigrated()

@@ -101,36 +101,70 @@ func TestFailureDuringCheckpointIsRecovered(t *testing.T) {
 }
 
 // A PE that dies while tasks move between PEs (load balancing at a sync
-// point): moves between survivors complete, moves to the failed PE are
-// undone, its own tasks are recovered, and the job ends with the
-// failure-free result under each protocol.
+// point), or during the checkpoint after the moves, which records the
+// new placement: moves between survivors complete, moves to the failed PE
+// are undone, its own tasks and those that were leaving it are recovered
+// (what they sent since the last checkpoint was logged on it), and the
+// job ends with the failure-free result under each protocol.
+//
+// The records of the tasks leaving the failed PE reach the others before
+// or after their own Migrate event, as timing has it: "records first"
+// makes them always come before (the failed PE handles Migrate first),
+// which once left such a task on its new PE besides its restored copy.
+// "during the checkpoint" is the failure after every task arrived, which
+// once left the tasks that had left the failed PE where they had gone.
+// Either way the tasks restored from the failed PE waited forever for
+// what those tasks had sent them since the checkpoint. "then another" has
+// a second PE (not its buddy) die during the recovery from a failure
+// "while tasks move": the moves that involve it, which completed at the
+// first failure, are settled then.
 func TestFailureDuringMigrationIsRecovered(t *testing.T) {
 	const n, rounds, every = 16, 30, 5
 	want := scheduler.ExpectedRing(n, rounds)[1]
+	moving := func(ev job.Event) bool { m, ok := ev.(job.Migrate); return ok && len(m.Moves) > 0 }
 	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
 		for _, pe := range []int{0, 2} {
-			t.Run(fmt.Sprintf("%v/PE %d", kind, pe), func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				migrations := 0
-				res, err := inprocess.Run(ctx, scheduler.UnevenStepApp(n, rounds), nil, 4, nil, inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every), inprocess.WithBalancer("greedy"), inprocess.WithStallTimeout(5*time.Second),
-					inprocess.WithKillAfterEvent(pe, func(ev job.Event) bool {
-						if m, ok := ev.(job.Migrate); ok && len(m.Moves) > 0 {
-							migrations++
-							return migrations == 1
+			for _, when := range []string{"while tasks move", "records first", "during the checkpoint", "then another"} {
+				t.Run(fmt.Sprintf("%v/PE %d/%s", kind, pe, when), func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					defer cancel()
+					// PE pe dies after the first Migrate that moves
+					// tasks, or after the TakeCheckpoint that follows it.
+					moved := false
+					kill := func(ev job.Event) bool {
+						if moving(ev) && !moved {
+							moved = true
+							return when != "during the checkpoint"
 						}
-						return false
-					}))
-				require.NoError(t, err)
-				require.Equal(t, []string{want}, res.Output)
-				moved, restored := 0, 0
-				for _, s := range res.Stats {
-					moved += s.MigratedIn
-					restored += s.Restored + s.RolledBack
-				}
-				require.NotZero(t, restored, "the kill happened")
-				require.NotZero(t, moved, "tasks moved")
-			})
+						_, checkpoint := ev.(job.TakeCheckpoint)
+						return moved && checkpoint && when == "during the checkpoint"
+					}
+					opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every), inprocess.WithBalancer("greedy"), inprocess.WithStallTimeout(5 * time.Second),
+						inprocess.WithKillAfterEvent(pe, kill)}
+					if when == "then another" {
+						opts = append(opts, inprocess.WithKillAfterEvent((pe+2)%4, func(ev job.Event) bool {
+							switch ev.(type) {
+							case job.Recover, job.Rollback:
+								return true
+							}
+							return false
+						}))
+					}
+					if when == "records first" {
+						opts = append(opts, inprocess.WithEventFirst(pe, moving))
+					}
+					res, err := inprocess.Run(ctx, scheduler.UnevenStepApp(n, rounds), nil, 4, nil, opts...)
+					require.NoError(t, err)
+					require.Equal(t, []string{want}, res.Output)
+					migrated, restored := 0, 0
+					for _, s := range res.Stats {
+						migrated += s.MigratedIn
+						restored += s.Restored + s.RolledBack
+					}
+					require.NotZero(t, restored, "the kill happened")
+					require.NotZero(t, migrated, "tasks moved")
+				})
+			}
 		}
 	}
 }

@@ -5,20 +5,19 @@ import (
 	"slices"
 
 	"github.com/gochare/gochare/commutative"
-	"github.com/gochare/gochare/migrate"
 )
 
-// undoMoves settles a migration that a failure interrupted (the
-// coordinator does the same with its placement; see OnFailure): moves
-// between survivors complete; a task that was moving to a failed PE stays
-// on its PE, which imports again the record it sent; a task that was
-// moving away from a failed PE is that PE's task, recovered with its other
-// tasks, so if it arrived here it is dropped (and if it is still on its
-// way, it is ignored when it comes).
+// undoMoves settles, on the failure of PEs failed, the moves of the last
+// migration, which the checkpoint that records them has not committed
+// (the coordinator does the same with its placement, settleMoves): moves
+// between survivors complete; a task that moved to a failed PE is back
+// on its PE, which imports again the record it sent; a task that moved
+// away from a failed PE is that PE's task, recovered with its other
+// tasks (what it sent since the checkpoint was logged there), so if it
+// arrived here it is dropped (and if it is still on its way, it is
+// ignored when it comes). A move an earlier failure settled, or whose
+// task a recovery placed elsewhere since, is left as it is.
 func (pe *PE) undoMoves(failed []int) {
-	if len(pe.moves) == 0 {
-		return
-	}
 	for _, mv := range pe.moves {
 		cs := pe.colls[mv.Task.Collection]
 		id := commutative.TaskID(TaskID(cs.def.ID, mv.Task.Lin))
@@ -37,7 +36,9 @@ func (pe *PE) undoMoves(failed []int) {
 			pe.stats.MigratedOut--
 			pe.markRunnable(cs.local[mv.Task.Lin])
 		case slices.Contains(failed, mv.To):
-			cs.homeOf[mv.Task.Lin] = int32(mv.From)
+			if cs.homeOf[mv.Task.Lin] == int32(mv.To) {
+				cs.homeOf[mv.Task.Lin] = int32(mv.From)
+			}
 		case slices.Contains(failed, mv.From) && mv.To == pe.cfg.Rank:
 			delete(pe.expectMigrate, id)
 			if _, arrived := pe.importedFrom[mv.Task]; arrived {
@@ -51,7 +52,6 @@ func (pe *PE) undoMoves(failed []int) {
 			}
 		}
 	}
-	// What still comes is from live PEs; the failed PEs' tasks are where
-	// Recover's relocations say.
-	pe.exported = map[migrate.TaskRef]migrate.TaskRecord{}
+	// The records this PE exported stay until the commit: a move to a PE
+	// that fails later, before it, is undone then.
 }

@@ -218,7 +218,8 @@ type PE struct {
 	expectMigrate   map[commutative.TaskID]bool
 	// moves are the last migration's moves, until the checkpoint after it
 	// commits; exported the records this PE sent for it, importedFrom
-	// the PE each task it received came from (see undoMoves).
+	// the PE each task it received came from (see undoMoves), including
+	// a record that came before the Migrate event that announced it.
 	moves        []migrate.Move
 	exported     map[migrate.TaskRef]migrate.TaskRecord
 	importedFrom map[migrate.TaskRef]int

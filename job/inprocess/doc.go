@@ -7,7 +7,9 @@
 // Run takes the application, its arguments, the number of PEs and
 // Options: the protocol, the checkpoint period, the load balancer, the
 // stall timeout, failures to inject (WithKill at a step,
-// WithKillAfterEvent after a coordinator event), and WithDebug to see the
+// WithKillAfterEvent after a coordinator event), an order of delivery
+// that otherwise depends on timing (WithEventFirst: one PE handles an
+// event before the others get it), and WithDebug to see the
 // coordinator's notes and, on an error, every PE's state. A killed PE
 // stops at once and loses what it held, as with SIGKILL.
 //

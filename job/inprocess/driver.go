@@ -143,6 +143,10 @@ type driver struct {
 	// runs (PE.Busy).
 	stallWindow time.Duration
 	busy        func(pe int) string
+	// first, if set, says which events for every PE go to PE firstPE
+	// before the others (WithEventFirst).
+	firstPE int
+	first   func(ev job.Event) bool
 }
 
 var _ job.Driver = (*driver)(nil)
@@ -168,8 +172,21 @@ func (c *driver) Send(s job.Send) {
 		c.nets[rank].Post(s.Event)
 		return
 	}
-	for _, n := range c.nets {
-		if !n.dead.Load() {
+	lead := -1
+	if c.first != nil && c.first(s.Event) && !c.nets[c.firstPE].dead.Load() {
+		// The others get it once PE firstPE handled it (or stopped), so
+		// that what it sent meanwhile is ahead of it in their queues.
+		// The PEs' control events wait in the buffered queue meanwhile.
+		lead = c.firstPE
+		done := make(chan struct{})
+		c.nets[lead].Post(handleFirst{s.Event, done})
+		select {
+		case <-done:
+		case <-c.nets[lead].stopped:
+		}
+	}
+	for r, n := range c.nets {
+		if r != lead && !n.dead.Load() {
 			n.Post(s.Event)
 		}
 	}

@@ -23,6 +23,15 @@ type memNet struct {
 	// killAfter, if set, says after which event the PE dies.
 	events    chan<- any
 	killAfter func(ev job.Event) bool
+	// stopped is closed when the PE's goroutine returns.
+	stopped chan struct{}
+}
+
+// handleFirst is an event the PE handles before the driver gives it to
+// the other PEs (WithEventFirst): done is closed once it has.
+type handleFirst struct {
+	ev   job.Event
+	done chan struct{}
 }
 
 // kill makes the PE die as a SIGKILL would: it stops at once, and what it
@@ -63,14 +72,26 @@ func (n *memNet) loop(pe *scheduler.PE) {
 		if n.dead.Load() {
 			return
 		}
-		if p, isPayload := item.(parcel); isPayload {
-			pe.Receive(p.from, p.payload)
-		} else {
+		switch it := item.(type) {
+		case parcel:
+			pe.Receive(it.from, it.payload)
+		case handleFirst:
+			pe.Event(it.ev)
+			close(it.done)
+			n.maybeKill(it.ev)
+		default:
 			pe.Event(item)
-			if ev, ok := item.(job.Event); ok && n.killAfter != nil && n.killAfter(ev) {
-				n.kill()
+			if ev, ok := item.(job.Event); ok {
+				n.maybeKill(ev)
 			}
 		}
+	}
+}
+
+// maybeKill kills the PE if it is to die after ev.
+func (n *memNet) maybeKill(ev job.Event) {
+	if n.killAfter != nil && n.killAfter(ev) {
+		n.kill()
 	}
 }
 

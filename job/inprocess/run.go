@@ -41,11 +41,14 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 		return Result{}, err
 	}
 	core := job.NewCoordinator(job.Config{Size: pes, Protocol: o.protocol, Layout: scheduler.Layout(jb, pes), Balancer: o.balancer})
-	drv := &driver{events: make(chan any, 1024), debug: o.debug, core: core}
+	drv := &driver{events: make(chan any, 1024), debug: o.debug, core: core, firstPE: -1}
+	if o.first != nil {
+		drv.firstPE, drv.first = o.firstPE, o.first
+	}
 	done := make(chan struct{})
 	nets := make([]*memNet, pes)
 	for r := range nets {
-		nets[r] = &memNet{rank: r, box: newMailbox(), nets: nets, events: drv.events, killAfter: o.eventKills[r]}
+		nets[r] = &memNet{rank: r, box: newMailbox(), nets: nets, events: drv.events, killAfter: o.eventKills[r], stopped: make(chan struct{})}
 	}
 	pesList := make([]*scheduler.PE, pes)
 	for r := 0; r < pes; r++ {
@@ -74,6 +77,7 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 		ended[r] = make(chan struct{})
 		go func() {
 			defer close(ended[r])
+			defer close(nets[r].stopped)
 			nets[r].loop(pesList[r])
 		}()
 	}
@@ -131,6 +135,8 @@ type options struct {
 	eventKills      map[int]func(ev job.Event) bool
 	stallTimeout    time.Duration
 	debug           io.Writer
+	firstPE         int
+	first           func(ev job.Event) bool
 }
 
 // WithKillAfterEvent makes PE pe die (as WithKill) right after it handled
@@ -143,6 +149,15 @@ func WithKillAfterEvent(pe int, match func(ev job.Event) bool) Option {
 		}
 		o.eventKills[pe] = match
 	}
+}
+
+// WithEventFirst makes an event for every PE that match accepts reach
+// PE pe first, and the other PEs only once pe has handled it: what pe
+// sent while handling it (the records of the tasks it moves away, for
+// Migrate) is then ahead of the event in the others' queues, an order
+// that the network allows and that otherwise depends on timing.
+func WithEventFirst(pe int, match func(ev job.Event) bool) Option {
+	return func(o *options) { o.firstPE, o.first = pe, match }
 }
 
 // WithStallTimeout sets how long the job may make no progress before it

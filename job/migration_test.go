@@ -1,0 +1,219 @@
+package job
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/migrate"
+)
+
+// migratedCoordinator returns a running coordinator of 4 PEs (task lin
+// on PE lin%4) with the greedy balancer, at the sync point where it
+// balanced the load and sent Migrate: the tasks of PE 0 are the heavy
+// ones. With arrived, every PE reported its tasks arrived and the
+// checkpoint that records the moves is being taken (not committed).
+func migratedCoordinator(t *testing.T, kind logging.Kind, arrived bool) (*Coordinator, []migrate.Move) {
+	t.Helper()
+	const pes = 4
+	c := runningCoordinatorWith(t, Config{Size: pes, Protocol: kind, Balancer: "greedy"})
+	// Two rounds of the same counts: quiescent, every task at the sync
+	// point.
+	var cmds []Command
+	for range 2 {
+		probe, _ := eventOf[Probe](t, c.Tick())
+		for pe := range pes {
+			cmds = append(cmds, c.OnIdle(pe, IdleStatus{Round: probe.Round, AtSync: 2, SyncTasks: 2})...)
+		}
+	}
+	eventOf[CollectLoads](t, cmds)
+	cmds = nil
+	for pe := range pes {
+		var loads []migrate.TaskLoad
+		for _, lin := range []int{pe, pe + pes} {
+			load := 1.0
+			if pe == 0 {
+				load = 10
+			}
+			loads = append(loads, migrate.TaskLoad{Task: migrate.TaskRef{Lin: lin}, PE: pe, Load: load})
+		}
+		cmds = append(cmds, c.OnLoads(pe, loads)...)
+	}
+	mig, _ := eventOf[Migrate](t, cmds)
+	// The cases below need tasks that leave PE 2 and tasks that come to
+	// it, and a task that leaves PE 0.
+	for _, want := range []func(migrate.Move) bool{
+		func(mv migrate.Move) bool { return mv.From == 2 },
+		func(mv migrate.Move) bool { return mv.To == 2 },
+		func(mv migrate.Move) bool { return mv.From == 0 },
+	} {
+		require.True(t, slices.ContainsFunc(mig.Moves, want), "moves %v", mig.Moves)
+	}
+	if arrived {
+		cmds = nil
+		for pe := range pes {
+			cmds = append(cmds, c.OnMigrated(pe)...)
+		}
+		eventOf[TakeCheckpoint](t, cmds)
+	}
+	return c, mig.Moves
+}
+
+// relocated lists the tasks a Recover restores because PE failed hosted
+// them, in order.
+func relocated(rec Recover, failed int) []int {
+	var lins []int
+	for _, r := range rec.Relocations {
+		if r.FailedPE == failed {
+			lins = append(lins, r.Task.Lin)
+		}
+	}
+	slices.Sort(lins)
+	return lins
+}
+
+// A PE that fails after a migration and before the checkpoint that
+// records its moves committed, while the tasks move or once all arrived:
+// the tasks that came to it go back where they were, and those that left
+// it are restored with its own, from the checkpoint: what they sent since
+// was logged on it, and the tasks restored from it need it again. Every
+// PE is told to settle the moves likewise. After the commit, the new
+// placement is the checkpoint's and nothing is settled.
+func TestFailureBeforeTheCheckpointAfterAMigration(t *testing.T) {
+	// The tasks PE 2 held at the checkpoint before the migration.
+	const failed = 2
+	atCheckpoint := []int{failed, failed + 4}
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet} {
+		for _, arrived := range []bool{false, true} {
+			name := kind.String() + "/while tasks move"
+			if arrived {
+				name = kind.String() + "/during the checkpoint"
+			}
+			t.Run(name, func(t *testing.T) {
+				c, _ := migratedCoordinator(t, kind, arrived)
+				rec, _ := eventOf[Recover](t, c.OnFailure(failed))
+				require.True(t, rec.UndoMoves, "the PEs settle the moves")
+				require.Equal(t, atCheckpoint, relocated(rec, failed))
+			})
+		}
+
+		t.Run(kind.String()+"/after the commit", func(t *testing.T) {
+			c, moves := migratedCoordinator(t, kind, true)
+			var cmds []Command
+			for pe := range 4 {
+				cmds = append(cmds, c.OnStaged(pe, 2, 10)...)
+				cmds = append(cmds, c.OnBuddyStored((pe+1)%4, 2, pe, 0)...)
+			}
+			eventOf[CommitCheckpoint](t, cmds)
+			cmds = nil
+			for pe := range 4 {
+				cmds = append(cmds, c.OnCommitted(pe, 2)...)
+			}
+			eventOf[Resume](t, cmds)
+			var now []int
+			for lin := range 8 {
+				on := lin % 4
+				for _, mv := range moves {
+					if mv.Task.Lin == lin {
+						on = mv.To
+					}
+				}
+				if on == failed {
+					now = append(now, lin)
+				}
+			}
+			rec, _ := eventOf[Recover](t, c.OnFailure(failed))
+			require.False(t, rec.UndoMoves)
+			require.Equal(t, now, relocated(rec, failed), "the tasks it hosts since the migration")
+		})
+	}
+}
+
+// A second PE that fails during the restore of the first one, still
+// before the checkpoint after a migration committed: a task that left it
+// in that migration, and arrived on a PE that is still alive, is
+// restored with its tasks too, and so are the tasks the first restore
+// placed on it.
+func TestSecondFailureBeforeTheCheckpointAfterAMigration(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet} {
+		t.Run(kind.String(), func(t *testing.T) {
+			c, moves := migratedCoordinator(t, kind, true)
+			first, _ := eventOf[Recover](t, c.OnFailure(2))
+			want := []int{0, 4}
+			for _, r := range first.Relocations {
+				if r.ToPE == 0 {
+					want = append(want, r.Task.Lin)
+				}
+			}
+			slices.Sort(want)
+			require.Contains(t, moves, migrate.Move{Task: migrate.TaskRef{Lin: 4}, From: 0, To: 1}, "task 4 left PE 0 for PE 1, which lives")
+			second, _ := eventOf[Recover](t, c.OnFailure(0))
+			require.True(t, second.UndoMoves)
+			require.Equal(t, want, relocated(second, 0))
+		})
+	}
+}
+
+// A PE and its buddy fail after a migration, before the checkpoint that
+// records it committed: every task goes back to the disk checkpoint, and
+// a task that moved between survivors is given back to the PE it came
+// from, where every PE's rollback places it (PE.rollback undoes the
+// migration), not to the PE it went to, which would refuse its record.
+func TestDiskRollbackAfterAMigration(t *testing.T) {
+	const pes = 4
+	layout := []int{0, 1, 2, 3, 0, 1, 2, 3}
+	c := NewCoordinator(Config{Size: pes, Protocol: logging.KindPartialDet, Layout: [][]int{layout}, CheckpointDir: "/ckpt", Balancer: "greedy"})
+	c.Ready()
+	var cmds []Command
+	for pe := range pes {
+		c.OnStaged(pe, InitialEpoch, 10)
+		c.OnBuddyStored((pe+1)%pes, InitialEpoch, pe, 0)
+	}
+	for pe := range pes {
+		c.OnCommitted(pe, InitialEpoch)
+		cmds = append(cmds, c.OnDiskWritten(pe, InitialEpoch, migrate.FileEntry{PE: pe}, nil)...)
+	}
+	eventOf[WriteManifest](t, cmds)
+	require.Empty(t, c.OnManifestWritten(InitialEpoch, nil))
+	cmds = nil
+	for range 2 {
+		probe, _ := eventOf[Probe](t, c.Tick())
+		for pe := range pes {
+			cmds = append(cmds, c.OnIdle(pe, IdleStatus{Round: probe.Round, AtSync: 2, SyncTasks: 2})...)
+		}
+	}
+	eventOf[CollectLoads](t, cmds)
+	cmds = nil
+	for pe := range pes {
+		load := 1.0
+		if pe == 0 {
+			load = 10
+		}
+		cmds = append(cmds, c.OnLoads(pe, []migrate.TaskLoad{{Task: migrate.TaskRef{Lin: pe}, PE: pe, Load: load}, {Task: migrate.TaskRef{Lin: pe + pes}, PE: pe, Load: load}})...)
+	}
+	mig, _ := eventOf[Migrate](t, cmds)
+	cmds = nil
+	for pe := range pes {
+		cmds = append(cmds, c.OnMigrated(pe)...)
+	}
+	eventOf[TakeCheckpoint](t, cmds)
+
+	eventOf[Recover](t, c.OnFailure(2))
+	cmds = c.OnFailure(3) // PE 2's buddy, which was to give its copies
+	sd, _ := eventOf[SendDiskRecords](t, cmds)
+	rb, _ := eventOf[Rollback](t, cmds)
+	require.True(t, rb.FromDisk)
+	between := 0
+	for _, mv := range mig.Moves {
+		if mv.From < 2 && mv.To < 2 {
+			between++
+			require.Equal(t, mv.From, sd.Hosts[0][mv.Task.Lin], "task %d moved from PE %d to PE %d", mv.Task.Lin, mv.From, mv.To)
+		}
+	}
+	require.NotZero(t, between, "a task moved between the survivors: %v", mig.Moves)
+	for lin, pe := range sd.Hosts[0] {
+		require.Less(t, pe, 2, "task %d is on a survivor", lin)
+	}
+}
