@@ -61,7 +61,10 @@ func TestJobRecoveryKill(t *testing.T) {
 // goroutine dumps, then everything is killed: no process is left.
 func TestJobHang(t *testing.T) {
 	spec := fakeJob(t, "hang", 2)
-	spec.Deadline = time.Second
+	// Long enough for the fake launcher to start its two PEs and print
+	// its lines on a loaded machine (under -race, each is a new process
+	// of this test binary).
+	spec.Deadline = 10 * time.Second
 	spec.Dump = true
 	// A PE stopped for good still dumps (it gets SIGCONT after SIGQUIT).
 	spec.Failures = []Failure{{PE: 1, Signal: SigStop, Trigger: AtTime, Fraction: 0}}

@@ -59,7 +59,10 @@ next:
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// A safety net against a hang, not a timing check: under -race on a
+	// loaded 2-core machine moving the larger tests' payloads through
+	// protoactor takes well over 20 s.
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
