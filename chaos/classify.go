@@ -151,7 +151,10 @@ var (
 	failedRE = regexp.MustCompile(`^level=ERROR msg="PE failed"(?: |$)`)
 	// earlyRE is the launcher's notice of a PE that failed before the
 	// job began: started again, or left out with its tasks elsewhere.
-	earlyRE    = regexp.MustCompile(`^level=(?:WARN|ERROR) msg="PE failed before (?:it joined the job|the job began);`)
+	earlyRE = regexp.MustCompile(`^level=(?:WARN|ERROR) msg="PE failed before (?:it joined the job|the job began);`)
+	// lateRE is the launcher's notice of a PE killed after a task asked
+	// the job to exit: no recovery follows, the job ends as decided.
+	lateRE     = regexp.MustCompile(`^level=WARN msg="PE failed after the job's exit was requested; the job ends as decided" pe=(\d+)`)
 	selfKillRE = regexp.MustCompile(`^\[pe (\d+)\] .*msg="failure injection: killing this PE"`)
 	beginRE    = regexp.MustCompile(`^level=INFO msg="all PEs ready; job begins"`)
 )
@@ -181,6 +184,17 @@ func StartedPIDs(line string) ([]int, bool) {
 // IsFailureNotice reports the launcher's line announcing a PE failure, on
 // which the coordinator starts a recovery.
 func IsFailureNotice(line string) bool { return failedRE.MatchString(line) }
+
+// LateFailure returns the rank of a PE the launcher says failed after the
+// job's exit was requested (the failure came too late to matter).
+func LateFailure(line string) (int, bool) {
+	m := lateRE.FindStringSubmatch(line)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
 
 // IsEarlyFailureNotice reports the launcher's line announcing a PE that
 // failed before the job began, which needs no recovery: the PE is started

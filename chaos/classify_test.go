@@ -100,8 +100,16 @@ func TestLogLines(t *testing.T) {
 	require.True(t, IsEarlyFailureNotice(`level=ERROR msg="PE failed before the job began; its tasks will be created on the other PEs" detail="PE 2"`))
 	require.False(t, IsFailureNotice(`level=WARN msg="PE failed before it joined the job; started again" detail="x"`), "no recovery follows an early failure")
 	require.False(t, IsEarlyFailureNotice(`level=ERROR msg="PE failed" detail="PE 1 (pid 31697 on vm) was killed by signal 9 (killed)"`))
+	late := `level=WARN msg="PE failed after the job's exit was requested; the job ends as decided" pe=2 detail="was killed by signal 9 (killed)"`
+	rank, ok := LateFailure(late)
+	require.True(t, ok)
+	require.Equal(t, 2, rank)
+	require.False(t, IsFailureNotice(late), "no recovery follows a failure after the exit")
+	require.False(t, IsEarlyFailureNotice(late))
+	_, ok = LateFailure(`level=ERROR msg="PE failed" detail="PE 1"`)
+	require.False(t, ok)
 
-	rank, ok := SelfKill(`[pe 1] level=WARN msg="failure injection: killing this PE" pe=1 step=29`)
+	rank, ok = SelfKill(`[pe 1] level=WARN msg="failure injection: killing this PE" pe=1 step=29`)
 	require.True(t, ok)
 	require.Equal(t, 1, rank)
 	_, ok = SelfKill(`level=INFO msg="injected failure: SIGKILL" pe=1`)

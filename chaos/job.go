@@ -261,6 +261,15 @@ func (j *jobRun) line(l outputLine) {
 		j.res.SelfKills = append(j.res.SelfKills, rank)
 		return
 	}
+	if rank, ok := LateFailure(l.text); ok && !j.stopping {
+		for _, f := range j.spec.Failures {
+			if f.PE == rank && !slices.Contains(j.planned, f) && !slices.ContainsFunc(j.res.Missed, func(m string) bool { return strings.HasPrefix(m, f.String()+":") }) {
+				j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: the job ended first (PE %d died after a task asked the job to exit)", f, rank))
+				break
+			}
+		}
+		return
+	}
 	if IsEarlyFailureNotice(l.text) && !j.stopping {
 		j.res.EarlyFailureNotices++
 		return

@@ -552,6 +552,11 @@ func (c *coordinator) exited(ev processExited) {
 		}
 	}
 	if c.stopping {
+		// The job's end is decided (a task called Exit): nothing is
+		// recovered, but a PE killed now is said, not passed over.
+		if ev.state == nil || !ev.state.Exited() {
+			c.cfg.Log.Warn("PE failed after the job's exit was requested; the job ends as decided", "pe", ev.rank, "detail", describeExit(ev))
+		}
 		return
 	}
 	c.fail(ev.rank, describeExit(ev))
