@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gochare/gochare/migrate"
+)
+
+// ErrCheck is wrapped by every broken property Check reports.
+var ErrCheck = errors.New("sim: check failed")
+
+// Outcome classifies a run that passed its checks.
+type Outcome uint8
+
+const (
+	// Completed: the job ended with the failure-free results.
+	Completed Outcome = iota
+	// Unrecoverable: the job stopped with the documented error for a
+	// failure that lost both copies of a checkpoint.
+	Unrecoverable
+)
+
+// Check checks a run against the failure-free run of the same program
+// (clean): the job ended (no hang), with the failure-free results and
+// status, and no PE dropped input as malformed; or it stopped with the
+// documented error of an unrecoverable case (two PEs or more lost, both
+// copies of some checkpoint among them).
+func Check(cfg Config, res, clean Result) (Outcome, error) {
+	if res.Hung {
+		return 0, fmt.Errorf("%w: hang: %v", ErrCheck, res.Err)
+	}
+	dead := 0
+	for _, d := range res.Dead {
+		if d {
+			dead++
+		}
+	}
+	if res.Err != nil {
+		if errors.Is(res.Err, migrate.ErrUnrecoverable) && dead >= 2 {
+			return Unrecoverable, nil
+		}
+		return 0, fmt.Errorf("%w: the job failed (%d PEs dead): %v", ErrCheck, dead, firstLines(res.Err.Error(), 30))
+	}
+	if res.Status != clean.Status {
+		return 0, fmt.Errorf("%w: status %d, failure-free %d", ErrCheck, res.Status, clean.Status)
+	}
+	got, want := Results(res.Output), Results(clean.Output)
+	if !slices.Equal(got, want) {
+		return 0, fmt.Errorf("%w: results differ from the failure-free run's:\n got  %q\n want %q", ErrCheck, got, want)
+	}
+	for r, st := range res.Stats {
+		for reason, n := range st.DroppedByReason {
+			if !strings.Contains(reason, "no such element") {
+				return 0, fmt.Errorf("%w: PE %d dropped %d inputs: %s", ErrCheck, r, n, reason)
+			}
+		}
+	}
+	if res.Transport.Malformed > 0 {
+		return 0, fmt.Errorf("%w: the transport dropped %d malformed frames", ErrCheck, res.Transport.Malformed)
+	}
+	return Completed, nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "\n")
+}
