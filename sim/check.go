@@ -38,6 +38,9 @@ func Check(cfg Config, res, clean Result) (Outcome, error) {
 			dead++
 		}
 	}
+	if len(res.LogLeaks) > 0 {
+		return 0, fmt.Errorf("%w: logs outlive a checkpoint: %s", ErrCheck, strings.Join(res.LogLeaks[:min(3, len(res.LogLeaks))], "; "))
+	}
 	if res.Err != nil {
 		if errors.Is(res.Err, migrate.ErrUnrecoverable) && dead >= 2 {
 			return Unrecoverable, nil

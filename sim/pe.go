@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/gochare/gochare/job"
@@ -30,6 +31,9 @@ type simPE struct {
 	// own posts; links[to] those of the frames to PE to.
 	ctlRng *rand.Rand
 	links  []*rand.Rand
+	// linkEpoch counts, per peer, the breaks of the connection to it: a
+	// frame sent before a break is lost.
+	linkEpoch []int
 	// ctlLast and cmdLast are the arrival times of the last message on
 	// the control connection each way (a TCP stream keeps order).
 	ctlLast, cmdLast time.Duration
@@ -101,7 +105,11 @@ func (p *simPE) post(ev any) {
 	arrive := max(w.now+p.ctlDelay(), p.cmdLast)
 	p.cmdLast = arrive
 	name := eventName(ev)
-	w.at(arrive-w.now, fmt.Sprintf("launcher -> PE %d: %s %v", p.rank, name, ev), func() {
+	what := fmt.Sprintf("launcher -> PE %d: %s %v", p.rank, name, ev)
+	if dir := w.cfg.CheckpointDir; dir != "" {
+		what = strings.ReplaceAll(what, dir, "$DIR") // differs between runs of a seed
+	}
+	w.at(arrive-w.now, what, func() {
 		if !p.running() {
 			return
 		}
@@ -172,9 +180,9 @@ func (p *simPE) transmit(to int, f *transport.Frame) {
 		if net.SlowEvery > 0 && rng.IntN(net.SlowEvery) == 0 {
 			d += time.Duration(rng.Int64N(int64(20 * net.MaxDelay)))
 		}
-		dst := w.pes[to]
+		dst, epoch := w.pes[to], p.linkEpoch[to]
 		w.at(d, fmt.Sprintf("frame %d -> %d seq %d ack %d resend %d, %d bytes", p.rank, to, f.Seq, f.Ack, f.ResendFrom, len(f.Head)+len(f.Data)), func() {
-			if !dst.running() {
+			if !dst.running() || p.linkEpoch[to] != epoch {
 				return
 			}
 			if err := dst.core.Receive(c); err != nil {
@@ -259,6 +267,13 @@ func (c *simControl) BuddyStored(epoch uint64, ward int, generation uint64) {
 }
 
 func (c *simControl) Committed(epoch uint64) {
+	// Committed is reported right after the PE committed and its protocol
+	// dropped what the checkpoint made unneeded: its logs hold nothing.
+	if ps := c.pe.Stats().Protocol; c.p().running() && (ps.LogBytes != 0 || ps.LoggedMessages != 0 || ps.StoredDeterminants != 0) {
+		w := c.wd()
+		w.res.LogLeaks = append(w.res.LogLeaks, fmt.Sprintf("PE %d after committing checkpoint %d at %v: %d logged messages (%d bytes), %d determinants",
+			c.rank, epoch, w.now, ps.LoggedMessages, ps.LogBytes, ps.StoredDeterminants))
+	}
 	c.p().report(fmt.Sprintf("committed %d", epoch), func() { c.wd().perform(c.co().OnCommitted(c.rank, epoch)) })
 }
 

@@ -34,9 +34,25 @@ var Workloads = []Workload{
 }
 
 // Scenario derives a run's Config from its seed: the workload, the PE
-// count, the protocol, checkpoints and balancing, the network and the
-// faults. Trace is left for the caller.
+// count, the protocol, checkpoints and balancing, the network (with
+// connection breaks) and the faults, and whether checkpoints go to disk.
+// Trace is left for the caller.
 func Scenario(seed uint64) Config {
+	cfg := BaseScenario(seed)
+	// Later additions draw from sources of their own, so that a seed
+	// keeps the rest of the scenario it had: add, never change the order
+	// of the draws of BaseScenario.
+	extra := newRand(seed, 5)
+	if extra.IntN(4) == 0 {
+		cfg.Net.Flaps = 1 + extra.IntN(5)
+	}
+	cfg.Disk = cfg.CheckpointEvery > 0 && extra.IntN(6) == 0
+	return cfg
+}
+
+// BaseScenario is Scenario as the simulator first drew it: no connection
+// breaks, no disk checkpoints (the seeds of the first bugs it found).
+func BaseScenario(seed uint64) Config {
 	rng := newRand(seed, 0)
 	wl := Workloads[rng.IntN(len(Workloads))]
 	cfg := Config{Seed: seed, App: wl.App, Args: wl.Args, PEs: 2 + rng.IntN(3)}
@@ -99,7 +115,7 @@ func (c Config) Describe() string {
 		faults = append(faults, f.String())
 	}
 	return fmt.Sprintf("%s %q on %d PEs, %v, checkpoint every %d, balancer %q, disk %v, net %+v, faults [%s]",
-		c.App.Name, c.Args, c.PEs, c.Protocol, c.CheckpointEvery, c.Balancer, c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
+		c.App.Name, c.Args, c.PEs, c.Protocol, c.CheckpointEvery, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
 }
 
 // timing matches the output lines that report times, which differ

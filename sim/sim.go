@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"reflect"
 
 	"time"
@@ -31,8 +32,11 @@ type Config struct {
 	// CheckpointDir, if set, receives every committed checkpoint, and a
 	// failure that loses both in-memory copies falls back to it.
 	CheckpointDir string
-	Net           NetConfig
-	Faults        []Fault
+	// Disk, if CheckpointDir is empty, writes the checkpoints to a
+	// temporary directory, removed after the run.
+	Disk   bool
+	Net    NetConfig
+	Faults []Fault
 	// TimeLimit is the simulated time after which a run that has not
 	// ended is a hang (default 10 minutes).
 	TimeLimit time.Duration
@@ -50,6 +54,10 @@ type NetConfig struct {
 	// Loss and Dup are the probabilities that a frame is lost or
 	// arrives twice.
 	Loss, Dup float64
+	// Flaps is the number of times, in the first second, that the
+	// connection between two PEs breaks: the frames in flight on it are
+	// lost and both transport cores are told (PeerLost).
+	Flaps int
 }
 
 // FaultKind is what happens to a PE.
@@ -116,6 +124,9 @@ type Result struct {
 	Hung bool
 	// Recoveries counts the recoveries that regained the progress lost.
 	Recoveries int
+	// LogLeaks lists the commits after which a PE's protocol still held
+	// logs or determinants.
+	LogLeaks []string
 	// Notes are the coordinator's notes.
 	Notes []string
 }
@@ -147,6 +158,14 @@ func Run(cfg Config) (Result, error) {
 	if cfg.Net.MaxDelay <= 0 {
 		cfg.Net.MinDelay, cfg.Net.MaxDelay = 20*time.Microsecond, time.Millisecond
 	}
+	if cfg.Disk && cfg.CheckpointDir == "" {
+		dir, err := os.MkdirTemp("", "gochare-sim-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(dir)
+		cfg.CheckpointDir = dir
+	}
 	jb, err := scheduler.Define(cfg.App, cfg.Args)
 	if err != nil {
 		return Result{}, err
@@ -156,7 +175,8 @@ func Run(cfg Config) (Result, error) {
 		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir})
 	w.pes = make([]*simPE, cfg.PEs)
 	for r := range w.pes {
-		p := &simPE{w: w, rank: r, counts: map[string]int{}, ctlRng: newRand(cfg.Seed, 2, r), links: make([]*rand.Rand, cfg.PEs)}
+		p := &simPE{w: w, rank: r, counts: map[string]int{}, ctlRng: newRand(cfg.Seed, 2, r), links: make([]*rand.Rand, cfg.PEs),
+			linkEpoch: make([]int, cfg.PEs)}
 		for to := range p.links {
 			p.links[to] = newRand(cfg.Seed, 3, r, to)
 		}
@@ -213,6 +233,14 @@ func (w *world) run() Result {
 		w.at(phase, fmt.Sprintf("tick transport %d", p.rank), p.tick)
 		w.at(phase, fmt.Sprintf("tick heartbeat %d", p.rank), p.heartbeat)
 	}
+	flaps := newRand(w.cfg.Seed, 4)
+	for range w.cfg.Net.Flaps {
+		a, b := flaps.IntN(len(w.pes)), flaps.IntN(len(w.pes))
+		if a == b {
+			continue
+		}
+		w.at(time.Duration(flaps.Int64N(int64(time.Second))), fmt.Sprintf("connection %d-%d breaks", a, b), func() { w.flap(a, b) })
+	}
 	w.at(coordinatorTick, "tick coordinator", w.tick)
 	w.at(stallTimeout/job.StallChecks, "tick stall", w.checkStall)
 	w.perform(w.coord.Ready())
@@ -251,6 +279,20 @@ func addTransport(sum *transport.Stats, s transport.Stats) {
 	sum.Duplicates += s.Duplicates
 	sum.OutOfOrder += s.OutOfOrder
 	sum.Malformed += s.Malformed
+}
+
+// flap breaks the connection between PEs a and b: what is in flight on
+// it is lost, and the transport of each live end hears of it.
+func (w *world) flap(a, b int) {
+	pa, pb := w.pes[a], w.pes[b]
+	pa.linkEpoch[b]++
+	pb.linkEpoch[a]++
+	if pa.running() {
+		pa.core.PeerLost(b)
+	}
+	if pb.running() {
+		pb.core.PeerLost(a)
+	}
 }
 
 // tick is the launcher's periodic work: quiescence rounds and failure

@@ -15,6 +15,7 @@ var (
 	seedFlag  = flag.Uint64("seed", 0, "run this seed only (with -v: print the trace of its events)")
 	seedsFlag = flag.Int("seeds", 0, "number of seeds to run (default: a CI-sized sweep)")
 	firstFlag = flag.Uint64("first", 1, "first seed of the sweep")
+	baseFlag  = flag.Bool("base", false, "with -seed: run the seed's BaseScenario")
 )
 
 // cleanRuns caches the failure-free run of each program.
@@ -34,8 +35,11 @@ func cleanRun(t testing.TB, cfg Config) Result {
 }
 
 // runSeed runs one seed and checks it.
-func runSeed(t testing.TB, seed uint64, trace bool) (Outcome, Result, error) {
-	cfg := Scenario(seed)
+func runSeed(t testing.TB, seed uint64, base, trace bool) (Outcome, Result, error) {
+	cfg, replay := Scenario(seed), ""
+	if base {
+		cfg, replay = BaseScenario(seed), " -base"
+	}
 	if trace {
 		cfg.Trace = os.Stdout
 		fmt.Println("scenario:", cfg.Describe())
@@ -47,7 +51,7 @@ func runSeed(t testing.TB, seed uint64, trace bool) (Outcome, Result, error) {
 	}
 	out, err := Check(cfg, res, clean)
 	if err != nil {
-		err = fmt.Errorf("seed %d: %s\n%w\nreplay: go test ./sim -run 'TestSim$' -seed %d -v", seed, cfg.Describe(), err, seed)
+		err = fmt.Errorf("seed %d: %s\n%w\nreplay: go test ./sim -run 'TestSim$' -seed %d%s -v", seed, cfg.Describe(), err, seed, replay)
 	}
 	return out, res, err
 }
@@ -59,7 +63,7 @@ func runSeed(t testing.TB, seed uint64, trace bool) (Outcome, Result, error) {
 // failure).
 func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
-		out, res, err := runSeed(t, *seedFlag, testing.Verbose())
+		out, res, err := runSeed(t, *seedFlag, *baseFlag, testing.Verbose())
 		if kb, ok := knownBugOf(err); ok && !*strictFlag {
 			t.Skipf("known bug %q:\n%v", kb.name, err)
 		}
@@ -90,7 +94,7 @@ func TestSim(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				out, res, err := runSeed(t, s, false)
+				out, res, err := runSeed(t, s, false, false)
 				results <- result{s, out, res, err}
 			}
 		}()
