@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/migrate"
 )
 
@@ -42,7 +43,11 @@ func Check(cfg Config, res, clean Result) (Outcome, error) {
 		return 0, fmt.Errorf("%w: logs outlive a checkpoint: %s", ErrCheck, strings.Join(res.LogLeaks[:min(3, len(res.LogLeaks))], "; "))
 	}
 	if res.Err != nil {
-		if errors.Is(res.Err, migrate.ErrUnrecoverable) && dead >= 2 {
+		// Both copies of a checkpoint lost: the job falls back to the
+		// latest complete disk checkpoint if there is one, and stops
+		// with ErrNoDiskCheckpoint otherwise.
+		if errors.Is(res.Err, migrate.ErrUnrecoverable) && errors.Is(res.Err, job.ErrNoDiskCheckpoint) && dead >= 2 &&
+			(!cfg.Disk && cfg.CheckpointDir == "" || strings.Contains(res.Err.Error(), "none is complete yet")) {
 			return Unrecoverable, nil
 		}
 		return 0, fmt.Errorf("%w: the job failed (%d PEs dead): %v", ErrCheck, dead, firstLines(res.Err.Error(), 30))

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 )
@@ -56,9 +58,15 @@ func TestCheckCatches(t *testing.T) {
 	failed.Err = errors.New("something broke")
 	_, err = Check(Config{}, failed, clean)
 	require.ErrorIs(t, err, ErrCheck)
-	failed.Err, failed.Dead = migrate.ErrUnrecoverable, []bool{true, false, false}
+	failed.Err, failed.Dead = fmt.Errorf("%w; %w", migrate.ErrUnrecoverable, job.ErrNoDiskCheckpoint), []bool{true, false, false}
 	_, err = Check(Config{}, failed, clean)
 	require.ErrorIs(t, err, ErrCheck, "one failure is always recoverable")
+	failed.Dead = []bool{true, true, false}
+	out, err = Check(Config{}, failed, clean)
+	require.NoError(t, err)
+	require.Equal(t, Unrecoverable, out)
+	_, err = Check(Config{Disk: true}, failed, clean)
+	require.ErrorIs(t, err, ErrCheck, "with a complete disk checkpoint the job rolls back to it")
 }
 
 // A frozen PE is found by its missed heartbeats and killed; a crashed

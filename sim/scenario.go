@@ -22,15 +22,18 @@ type Workload struct {
 	App   actor.App
 	Args  []string
 	Steps uint64
+	// Vary, if set, returns the arguments instead of Args, drawn from the
+	// seed's source: a program family (e.g. a program seed).
+	Vary func(rng *rand.Rand) []string
 }
 
 // Workloads are the programs scenarios choose from. A new one is a new
 // row.
 var Workloads = []Workload{
-	{"stencil3d", stencil3d.App, []string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "6"}, 6},
-	{"stencil3d-long", stencil3d.App, []string{"--grid", "8,8,4", "--chunk", "4,4,4", "--iterations", "12"}, 12},
-	{"leanmd", leanmd.App, []string{"--cells", "2,2,2", "--kaway", "1,1,1", "--atoms", "4", "--steps", "6", "--migrate-every", "3"}, 6},
-	{"lulesh", lulesh.App, []string{"--size", "6", "--chunk", "3,3,3", "--iterations", "6"}, 6},
+	{Name: "stencil3d", App: stencil3d.App, Args: []string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "6"}, Steps: 6},
+	{Name: "stencil3d-long", App: stencil3d.App, Args: []string{"--grid", "8,8,4", "--chunk", "4,4,4", "--iterations", "12"}, Steps: 12},
+	{Name: "leanmd", App: leanmd.App, Args: []string{"--cells", "2,2,2", "--kaway", "1,1,1", "--atoms", "4", "--steps", "6", "--migrate-every", "3"}, Steps: 6},
+	{Name: "lulesh", App: lulesh.App, Args: []string{"--size", "6", "--chunk", "3,3,3", "--iterations", "6"}, Steps: 6},
 }
 
 // Scenario derives a run's Config from its seed: the workload, the PE
@@ -56,6 +59,9 @@ func BaseScenario(seed uint64) Config {
 	rng := newRand(seed, 0)
 	wl := Workloads[rng.IntN(len(Workloads))]
 	cfg := Config{Seed: seed, App: wl.App, Args: wl.Args, PEs: 2 + rng.IntN(3)}
+	if wl.Vary != nil {
+		cfg.Args = wl.Vary(newRand(seed, 6))
+	}
 	cfg.Protocol = []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet}[rng.IntN(3)]
 	if rng.IntN(5) > 0 {
 		cfg.CheckpointEvery = 1 + uint64(rng.IntN(3))
