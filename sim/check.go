@@ -16,6 +16,13 @@ var ErrCheck = errors.New("sim: check failed")
 // Outcome classifies a run that passed its checks.
 type Outcome uint8
 
+func (o Outcome) String() string {
+	if o == Unrecoverable {
+		return "unrecoverable"
+	}
+	return "completed"
+}
+
 const (
 	// Completed: the job ended with the failure-free results.
 	Completed Outcome = iota

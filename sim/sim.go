@@ -127,6 +127,8 @@ type Result struct {
 	// LogLeaks lists the commits after which a PE's protocol still held
 	// logs or determinants.
 	LogLeaks []string
+	// Outcome is set by the caller of Check.
+	Outcome Outcome
 	// Notes are the coordinator's notes.
 	Notes []string
 }

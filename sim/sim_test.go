@@ -35,7 +35,7 @@ func cleanRun(t testing.TB, cfg Config) Result {
 }
 
 // runSeed runs one seed and checks it.
-func runSeed(t testing.TB, seed uint64, base, trace bool) (Outcome, Result, error) {
+func runSeed(t testing.TB, seed uint64, base, trace bool) (Config, Result, error) {
 	cfg, replay := Scenario(seed), ""
 	if base {
 		cfg, replay = BaseScenario(seed), " -base"
@@ -47,13 +47,13 @@ func runSeed(t testing.TB, seed uint64, base, trace bool) (Outcome, Result, erro
 	clean := cleanRun(t, cfg)
 	res, err := Run(cfg)
 	if err != nil {
-		return 0, res, err
+		return cfg, res, err
 	}
-	out, err := Check(cfg, res, clean)
+	res.Outcome, err = Check(cfg, res, clean)
 	if err != nil {
 		err = fmt.Errorf("seed %d: %s\n%w\nreplay: go test ./sim -run 'TestSim$' -seed %d%s -v", seed, cfg.Describe(), err, seed, replay)
 	}
-	return out, res, err
+	return cfg, res, err
 }
 
 // TestSim runs the whole job, PEs, transport and coordinator, under
@@ -63,14 +63,14 @@ func runSeed(t testing.TB, seed uint64, base, trace bool) (Outcome, Result, erro
 // failure).
 func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
-		out, res, err := runSeed(t, *seedFlag, *baseFlag, testing.Verbose())
-		if kb, ok := knownBugOf(err); ok && !*strictFlag {
+		cfg, res, err := runSeed(t, *seedFlag, *baseFlag, testing.Verbose())
+		if kb, ok := knownBugOf(cfg, res, err); ok && !*strictFlag {
 			t.Skipf("known bug %q:\n%v", kb.name, err)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("seed %d: outcome %d, %d events, ended at %v, %d recoveries, dead %v", *seedFlag, out, res.Steps, res.End, res.Recoveries, res.Dead)
+		t.Logf("seed %d: outcome %v, %d events, ended at %v, %d recoveries, dead %v", *seedFlag, res.Outcome, res.Steps, res.End, res.Recoveries, res.Dead)
 		return
 	}
 	n := *seedsFlag
@@ -82,7 +82,7 @@ func TestSim(t *testing.T) {
 	}
 	type result struct {
 		seed uint64
-		out  Outcome
+		cfg  Config
 		res  Result
 		err  error
 	}
@@ -94,8 +94,8 @@ func TestSim(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				out, res, err := runSeed(t, s, false, false)
-				results <- result{s, out, res, err}
+				cfg, res, err := runSeed(t, s, false, false)
+				results <- result{s, cfg, res, err}
 			}
 		}()
 	}
@@ -119,7 +119,7 @@ func TestSim(t *testing.T) {
 				faults++
 			}
 		}
-		if kb, ok := knownBugOf(r.err); ok && !*strictFlag {
+		if kb, ok := knownBugOf(r.cfg, r.res, r.err); ok && !*strictFlag {
 			known[kb.name] = append(known[kb.name], r.seed)
 			continue
 		}
@@ -127,10 +127,12 @@ func TestSim(t *testing.T) {
 			failed++
 			if failed <= 5 {
 				t.Error(r.err)
+			} else {
+				t.Errorf("seed %d: %s", r.seed, firstLines(r.err.Error(), 3))
 			}
 			continue
 		}
-		if r.out == Unrecoverable {
+		if r.res.Outcome == Unrecoverable {
 			unrecoverable++
 		}
 	}
