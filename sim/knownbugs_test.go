@@ -60,6 +60,25 @@ var knownBugs = []knownBug{
 		when:      func(_ Config, res Result) bool { return notesSay(res, "created again") },
 	},
 	{
+		// Both copies of a checkpoint lost after a migration (a PE
+		// crashed while the next checkpoint was taken, its buddy froze
+		// and was killed while restoring): the job falls back to the
+		// disk checkpoint, but a PE is given the disk record of a task
+		// it does not host (the placement after the migration, not the
+		// checkpoint's), and fails the job.
+		name:      "rollback to disk after a migration: a record given to a PE that does not host the task",
+		seeds:     []uint64{23383},
+		signature: []string{"disk checkpoint record of task", "which does not host it"},
+	},
+	{
+		// A PE fails while tasks migrate (the coordinator undoes the
+		// moves to it and recovers its tasks); at the next balancing a
+		// PE is sent a task it already hosts, and its runtime panics.
+		name:      "failure during a migration: a later migration imports a task already there",
+		seeds:     []uint64{12490},
+		signature: []string{"already hosts task"},
+	},
+	{
 		// A PE fails while tasks migrate; after the recovery every task
 		// waits at the sync point but the survivors' envelope counters
 		// never balance (sent > received), so quiescence is never
