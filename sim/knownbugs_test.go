@@ -50,6 +50,11 @@ var knownBugs = []knownBug{
 		signature: []string{"holds no checkpoint copy"},
 	},
 	{
+		name:      "rollback after too many failures needs a lost checkpoint copy",
+		seeds:     []uint64{11635, 16001},
+		signature: []string{"holds no checkpoint copy"},
+	},
+	{
 		// A PE fails before the first checkpoint commits (its tasks are
 		// created again), then another fails: after its recovery the job
 		// goes quiet, tasks holding messages of a later key than the one
@@ -67,15 +72,24 @@ var knownBugs = []knownBug{
 		// it does not host (the placement after the migration, not the
 		// checkpoint's), and fails the job.
 		name:      "rollback to disk after a migration: a record given to a PE that does not host the task",
-		seeds:     []uint64{23383},
+		seeds:     []uint64{23383, 24852},
 		signature: []string{"disk checkpoint record of task", "which does not host it"},
+	},
+	{
+		// A PE fails while tasks migrate (fulldet); after the recovery
+		// and the next balancing, a PE receives a determinant for a
+		// reception position that already has another message, and
+		// its runtime panics.
+		name:      "failure during a migration: two messages for one reception position",
+		seeds:     []uint64{64932},
+		signature: []string{"for the same position"},
 	},
 	{
 		// A PE fails while tasks migrate (the coordinator undoes the
 		// moves to it and recovers its tasks); at the next balancing a
 		// PE is sent a task it already hosts, and its runtime panics.
 		name:      "failure during a migration: a later migration imports a task already there",
-		seeds:     []uint64{12490},
+		seeds:     []uint64{12490, 55104},
 		signature: []string{"already hosts task"},
 	},
 	{

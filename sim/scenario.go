@@ -28,7 +28,11 @@ type Workload struct {
 }
 
 // Workloads are the programs scenarios choose from. A new one is a new
-// row.
+// row (which changes the scenario of most seeds: find the known bugs'
+// seeds again). The generated programs of sim/gen go in as
+//
+//	{Name: "gen", App: gen.App, Steps: 6, Vary: func(r *rand.Rand) []string {
+//		return []string{"--seed", fmt.Sprint(1 + r.IntN(1000))} }},
 var Workloads = []Workload{
 	{Name: "stencil3d", App: stencil3d.App, Args: []string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "6"}, Steps: 6},
 	{Name: "stencil3d-long", App: stencil3d.App, Args: []string{"--grid", "8,8,4", "--chunk", "4,4,4", "--iterations", "12"}, Steps: 12},
