@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/apps/leanmd"
+	"github.com/gochare/gochare/apps/lulesh"
+	"github.com/gochare/gochare/apps/stencil3d"
+	"github.com/gochare/gochare/logging"
+)
+
+// Workload is a program the simulator runs: an application, its
+// arguments (small, so that thousands of runs fit in a test), and the
+// number of steps its tasks go through (to place faults at sync points).
+type Workload struct {
+	Name  string
+	App   actor.App
+	Args  []string
+	Steps uint64
+	// Vary, if set, returns the arguments instead of Args, drawn from the
+	// seed's source: a program family (e.g. a program seed).
+	Vary func(rng *rand.Rand) []string
+}
+
+// Workloads are the programs scenarios choose from. A new one is a new
+// row (which changes the scenario of most seeds: find the known bugs'
+// seeds again). The generated programs of sim/gen go in as
+//
+//	{Name: "gen", App: gen.App, Steps: 6, Vary: func(r *rand.Rand) []string {
+//		return []string{"--seed", fmt.Sprint(1 + r.IntN(1000))} }},
+var Workloads = []Workload{
+	{Name: "stencil3d", App: stencil3d.App, Args: []string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "6"}, Steps: 6},
+	{Name: "stencil3d-long", App: stencil3d.App, Args: []string{"--grid", "8,8,4", "--chunk", "4,4,4", "--iterations", "12"}, Steps: 12},
+	{Name: "leanmd", App: leanmd.App, Args: []string{"--cells", "2,2,2", "--kaway", "1,1,1", "--atoms", "4", "--steps", "6", "--migrate-every", "3"}, Steps: 6},
+	{Name: "lulesh", App: lulesh.App, Args: []string{"--size", "6", "--chunk", "3,3,3", "--iterations", "6"}, Steps: 6},
+}
+
+// Scenario derives a run's Config from its seed: the workload, the PE
+// count, the protocol, checkpoints and balancing, the network (with
+// connection breaks) and the faults, and whether checkpoints go to disk.
+// Trace is left for the caller.
+func Scenario(seed uint64) Config {
+	cfg := BaseScenario(seed)
+	// Later additions draw from sources of their own, so that a seed
+	// keeps the rest of the scenario it had: add, never change the order
+	// of the draws of BaseScenario.
+	extra := newRand(seed, 5)
+	if extra.IntN(4) == 0 {
+		cfg.Net.Flaps = 1 + extra.IntN(5)
+	}
+	cfg.Disk = cfg.CheckpointEvery > 0 && extra.IntN(6) == 0
+	return cfg
+}
+
+// BaseScenario is Scenario as the simulator first drew it: no connection
+// breaks, no disk checkpoints (the seeds of the first bugs it found).
+func BaseScenario(seed uint64) Config {
+	rng := newRand(seed, 0)
+	wl := Workloads[rng.IntN(len(Workloads))]
+	cfg := Config{Seed: seed, App: wl.App, Args: wl.Args, PEs: 2 + rng.IntN(3)}
+	if wl.Vary != nil {
+		cfg.Args = wl.Vary(newRand(seed, 6))
+	}
+	cfg.Protocol = []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet}[rng.IntN(3)]
+	if rng.IntN(5) > 0 {
+		cfg.CheckpointEvery = 1 + uint64(rng.IntN(3))
+		switch rng.IntN(6) {
+		case 0, 1:
+			cfg.Balancer = "greedy"
+		case 2:
+			cfg.Balancer = "refine"
+		}
+	}
+	cfg.Net = NetConfig{MinDelay: time.Duration(5+rng.IntN(100)) * time.Microsecond}
+	cfg.Net.MaxDelay = cfg.Net.MinDelay + time.Duration(50+rng.IntN(3000))*time.Microsecond
+	if rng.IntN(2) == 0 {
+		cfg.Net.SlowEvery = 20 + rng.IntN(200)
+	}
+	if rng.IntN(3) > 0 {
+		cfg.Net.Loss = rng.Float64() * 0.05
+	}
+	if rng.IntN(2) == 0 {
+		cfg.Net.Dup = rng.Float64() * 0.03
+	}
+	cfg.Faults = faults(rng, cfg.PEs, wl.Steps)
+	return cfg
+}
+
+// faults draws 0 to 3 faults on distinct PEs (never all of them).
+func faults(rng *rand.Rand, pes int, steps uint64) []Fault {
+	n := []int{0, 1, 1, 1, 1, 2, 2, 2, 3, 3}[rng.IntN(10)]
+	n = min(n, pes-1)
+	var out []Fault
+	for _, pe := range rng.Perm(pes)[:n] {
+		f := Fault{PE: pe}
+		if rng.IntN(6) == 0 {
+			f.Kind = Freeze
+		}
+		switch rng.IntN(3) {
+		case 0:
+			f.At = time.Duration(rng.Int64N(int64(300 * time.Millisecond)))
+		case 1:
+			f.AfterEvent = FaultEvents[rng.IntN(len(FaultEvents))]
+			f.Nth = 1 + rng.IntN(3)
+			if rng.IntN(2) == 0 {
+				f.At = time.Duration(rng.Int64N(int64(time.Second)))
+			}
+		case 2:
+			f.AtStep = 1 + uint64(rng.IntN(int(steps)))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// Describe says what a Config runs, in one line.
+func (c Config) Describe() string {
+	var faults []string
+	for _, f := range c.Faults {
+		faults = append(faults, f.String())
+	}
+	return fmt.Sprintf("%s %q on %d PEs, %v, checkpoint every %d, balancer %q, disk %v, net %+v, faults [%s]",
+		c.App.Name, c.Args, c.PEs, c.Protocol, c.CheckpointEvery, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
+}
+
+// timing matches the output lines that report times, which differ
+// between any two runs.
+var timing = regexp.MustCompile(`(?i)elapsed|time per step|^FOM|^\{`)
+
+// Results returns the lines of a job's output that must equal the
+// failure-free run's: all but those that report times.
+func Results(output []string) []string {
+	var out []string
+	for _, l := range output {
+		if !timing.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	seedFlag  = flag.Uint64("seed", 0, "run this seed only (with -v: print the trace of its events)")
+	seedsFlag = flag.Int("seeds", 0, "number of seeds to run (default: a CI-sized sweep)")
+	firstFlag = flag.Uint64("first", 1, "first seed of the sweep")
+	baseFlag  = flag.Bool("base", false, "with -seed: run the seed's BaseScenario")
+)
+
+// cleanRuns caches the failure-free run of each program.
+var cleanRuns sync.Map // key string -> Result
+
+func cleanRun(t testing.TB, cfg Config) Result {
+	key := fmt.Sprint(cfg.App.Name, cfg.Args, cfg.PEs)
+	if r, ok := cleanRuns.Load(key); ok {
+		return r.(Result)
+	}
+	res, err := Run(Config{App: cfg.App, Args: cfg.Args, PEs: cfg.PEs})
+	if err != nil || res.Err != nil || res.Hung {
+		t.Fatalf("failure-free run of %s %q on %d PEs: %v %v", cfg.App.Name, cfg.Args, cfg.PEs, err, res.Err)
+	}
+	cleanRuns.Store(key, res)
+	return res
+}
+
+// runSeed runs one seed and checks it.
+func runSeed(t testing.TB, seed uint64, base, trace bool) (Config, Result, error) {
+	cfg, replay := Scenario(seed), ""
+	if base {
+		cfg, replay = BaseScenario(seed), " -base"
+	}
+	if trace {
+		cfg.Trace = os.Stdout
+		fmt.Println("scenario:", cfg.Describe())
+	}
+	clean := cleanRun(t, cfg)
+	res, err := Run(cfg)
+	if err != nil {
+		return cfg, res, err
+	}
+	res.Outcome, err = Check(cfg, res, clean)
+	if err != nil {
+		err = fmt.Errorf("seed %d: %s\n%w\nreplay: go test ./sim -run 'TestSim$' -seed %d%s -v", seed, cfg.Describe(), err, seed, replay)
+	}
+	return cfg, res, err
+}
+
+// TestSim runs the whole job, PEs, transport and coordinator, under
+// thousands of seeds: each draws a program, a protocol, checkpoints,
+// load balancing, a lossy network and faults; every run must end with
+// the failure-free results (or the documented error of an unrecoverable
+// failure).
+func TestSim(t *testing.T) {
+	if *seedFlag != 0 {
+		cfg, res, err := runSeed(t, *seedFlag, *baseFlag, testing.Verbose())
+		if kb, ok := knownBugOf(cfg, res, err); ok && !*strictFlag {
+			t.Skipf("known bug %q:\n%v", kb.name, err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d: outcome %v, %d events, ended at %v, %d recoveries, dead %v", *seedFlag, res.Outcome, res.Steps, res.End, res.Recoveries, res.Dead)
+		return
+	}
+	n := *seedsFlag
+	if n == 0 {
+		n = defaultSeeds
+		if testing.Short() {
+			n /= 10
+		}
+	}
+	type result struct {
+		seed uint64
+		cfg  Config
+		res  Result
+		err  error
+	}
+	seeds := make(chan uint64)
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range seeds {
+				cfg, res, err := runSeed(t, s, false, false)
+				results <- result{s, cfg, res, err}
+			}
+		}()
+	}
+	go func() {
+		for s := *firstFlag; s < *firstFlag+uint64(n); s++ {
+			seeds <- s
+		}
+		close(seeds)
+		wg.Wait()
+		close(results)
+	}()
+	start := time.Now()
+	var failed, unrecoverable, faults, recoveries int
+	known := map[string][]uint64{}
+	var events uint64
+	for r := range results {
+		events += r.res.Steps
+		recoveries += r.res.Recoveries
+		for _, d := range r.res.Dead {
+			if d {
+				faults++
+			}
+		}
+		if kb, ok := knownBugOf(r.cfg, r.res, r.err); ok && !*strictFlag {
+			known[kb.name] = append(known[kb.name], r.seed)
+			continue
+		}
+		if r.err != nil {
+			failed++
+			if failed <= 5 {
+				t.Error(r.err)
+			} else {
+				t.Errorf("seed %d: %s", r.seed, firstLines(r.err.Error(), 3))
+			}
+			continue
+		}
+		if r.res.Outcome == Unrecoverable {
+			unrecoverable++
+		}
+	}
+	t.Logf("%d seeds from %d in %v: %d failed, %d stopped as unrecoverable, %d PEs killed, %d recoveries, %d events",
+		n, *firstFlag, time.Since(start).Round(time.Millisecond), failed, unrecoverable, faults, recoveries, events)
+	for name, seeds := range known {
+		slices.Sort(seeds)
+		t.Logf("known bug %q: %d seeds, e.g. %v", name, len(seeds), seeds[:min(len(seeds), 10)])
+	}
+}
+
+// A seed replays the same run, event for event.
+func TestSimReplays(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		cfg := Scenario(seed)
+		a, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Digest != b.Digest || a.Steps != b.Steps {
+			t.Errorf("seed %d: two runs differ: %d events (digest %x), then %d (digest %x)", seed, a.Steps, a.Digest, b.Steps, b.Digest)
+		}
+	}
+}
