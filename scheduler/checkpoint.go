@@ -84,6 +84,11 @@ func (pe *PE) takeCheckpoint(epoch uint64) {
 		pe.cfg.Control.Fail(err)
 		return
 	}
+	if pe.recreatePending {
+		// The first checkpoint after the tasks were created again is
+		// their checkpoint as created.
+		pe.createdEpoch, pe.recreatePending = epoch, false
+	}
 	size := 0
 	for _, r := range recs {
 		size += len(r.Task) + len(r.Runtime) + len(r.Protocol)

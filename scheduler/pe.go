@@ -201,15 +201,22 @@ type PE struct {
 	sentTo, receivedFrom []uint64
 
 	// Checkpoints and recovery.
-	store         *migrate.Store
-	live          []bool
-	generation    uint64
-	rolledBackAt  uint64 // generation of the last rollback
-	rollingBack   bool
-	restoring     bool
-	expectRestore map[commutative.TaskID]bool
-	restored      []*element
-	early         []earlyBatch
+	store        *migrate.Store
+	live         []bool
+	generation   uint64
+	rolledBackAt uint64 // generation of the last rollback
+	rollingBack  bool
+	// createdEpoch is the epoch of the checkpoint of the tasks as
+	// created: a main task restored from it gets Start again. Zero means
+	// job.InitialEpoch, the epoch unless a failure before the first commit had the
+	// tasks created again (recreatePending), whose checkpoint is then
+	// the next one taken.
+	createdEpoch    uint64
+	recreatePending bool
+	restoring       bool
+	expectRestore   map[commutative.TaskID]bool
+	restored        []*element
+	early           []earlyBatch
 	// restoredRecords are the records of the tasks restored here in this
 	// recovery; reprotect is set when this PE's buddy failed.
 	restoredRecords []migrate.TaskRecord

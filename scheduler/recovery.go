@@ -197,14 +197,19 @@ func (pe *PE) noticeFailure(ev job.NoticeFailure) {
 }
 
 // resumeRestored starts a restored task again: from its sync point, or,
-// for the main task restored from the initial checkpoint, with Start.
+// for the main task restored from the checkpoint of the tasks as created
+// (the initial one, or the one after they were created again), with Start.
 func (pe *PE) resumeRestored(el *element) {
 	if el.atSync {
 		pe.resumeTask(el)
 		return
 	}
 	t := pe.job.MainTarget()
-	if el.coll.def.ID == t.Collection && el.lin == el.coll.def.Shape.Linear(t.Index) && pe.store.Epoch() == job.InitialEpoch {
+	created := pe.createdEpoch
+	if created == 0 {
+		created = job.InitialEpoch
+	}
+	if el.coll.def.ID == t.Collection && el.lin == el.coll.def.Shape.Linear(t.Index) && pe.store.Epoch() == created {
 		pe.replayStart(el)
 	}
 	pe.markRunnable(el)

@@ -80,6 +80,7 @@ func (pe *PE) rollback(ev job.Rollback) {
 // creates the tasks now placed on it as the job declares them.
 func (pe *PE) recreateTasks(ev job.Rollback) {
 	pe.store = migrate.NewStore()
+	pe.recreatePending = true
 	for _, f := range ev.Failed {
 		if f >= 0 && f < len(pe.live) && pe.live[f] {
 			pe.live[f] = false

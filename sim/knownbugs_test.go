@@ -41,12 +41,15 @@ func notesSay(res Result, s string) bool {
 // knownBugs, most specific first.
 var knownBugs = []knownBug{
 	{
-		// A PE fails before the first checkpoint commits (its tasks are
-		// created again), then another fails: after its recovery the job
-		// goes quiet, tasks holding messages of a later key than the one
-		// they expect, or some tasks never reach the sync point.
+		// Three PEs of four fail, the first before the first checkpoint
+		// commits (the tasks are created again): after the last
+		// recovery a restored task still waits for the recovery
+		// envelopes of a PE that has died since, and the job goes
+		// quiet. (Seeds 152 and 1022, where the main task restored from
+		// the checkpoint of the recreated tasks was not given Start
+		// again, are fixed: see regressionSeeds.)
 		name:      "failure after the tasks were created again: the job goes quiet",
-		seeds:     []uint64{152, 1022, 10365},
+		seeds:     []uint64{10365},
 		signature: []string{"job: quiescent"},
 		when:      func(_ Config, res Result) bool { return notesSay(res, "created again") },
 	},
@@ -104,6 +107,7 @@ var regressionSeeds = []struct {
 	{"rollback to disk after a migration: a record given to a PE that does not host the task", []uint64{24852}, false},
 	{"rollback after too many failures needs a lost checkpoint copy", []uint64{11635}, false},
 	{"rollback after too many failures needs a lost checkpoint copy", []uint64{179}, true},
+	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false},
 }
 
 func TestRegressionSeeds(t *testing.T) {
