@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/gochare/gochare/apps/lulesh"
 	"github.com/gochare/gochare/apps/stencil3d"
 	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/sim/gen"
 )
 
 // Workload is a program the simulator runs: an application, its
@@ -29,15 +31,33 @@ type Workload struct {
 
 // Workloads are the programs scenarios choose from. A new one is a new
 // row (which changes the scenario of most seeds: find the known bugs'
-// seeds again). The generated programs of sim/gen go in as
-//
-//	{Name: "gen", App: gen.App, Steps: 6, Vary: func(r *rand.Rand) []string {
-//		return []string{"--seed", fmt.Sprint(1 + r.IntN(1000))} }},
+// seeds again). The generated programs of sim/gen are not a row but
+// GenWorkload, which GenScenario puts in the seed's scenario instead.
 var Workloads = []Workload{
 	{Name: "stencil3d", App: stencil3d.App, Args: []string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "6"}, Steps: 6},
 	{Name: "stencil3d-long", App: stencil3d.App, Args: []string{"--grid", "8,8,4", "--chunk", "4,4,4", "--iterations", "12"}, Steps: 12},
 	{Name: "leanmd", App: leanmd.App, Args: []string{"--cells", "2,2,2", "--kaway", "1,1,1", "--atoms", "4", "--steps", "6", "--migrate-every", "3"}, Steps: 6},
 	{Name: "lulesh", App: lulesh.App, Args: []string{"--size", "6", "--chunk", "3,3,3", "--iterations", "6"}, Steps: 6},
+}
+
+// GenWorkload is the family of generated programs of sim/gen: the seed
+// picks the program (its handlers, collections, reductions, broadcasts
+// and multicasts) as well as the rest of the scenario.
+var GenWorkload = Workload{Name: "gen", App: gen.App, Steps: 6, Vary: func(r *rand.Rand) []string {
+	return []string{"--seed", strconv.Itoa(1 + r.IntN(100000)), "--steps", "6"}
+}}
+
+// GenScenario is Scenario(seed) with a generated program (GenWorkload)
+// as the workload.
+func GenScenario(seed uint64) Config {
+	cfg := Scenario(seed)
+	cfg.App, cfg.Args = GenWorkload.App, GenWorkload.Vary(newRand(seed, 6))
+	for i, f := range cfg.Faults {
+		if f.AtStep > GenWorkload.Steps {
+			cfg.Faults[i].AtStep = 1 + (f.AtStep-1)%GenWorkload.Steps
+		}
+	}
+	return cfg
 }
 
 // Scenario derives a run's Config from its seed: the workload, the PE

@@ -16,6 +16,7 @@ var (
 	seedsFlag = flag.Int("seeds", 0, "number of seeds to run (default: a CI-sized sweep)")
 	firstFlag = flag.Uint64("first", 1, "first seed of the sweep")
 	baseFlag  = flag.Bool("base", false, "with -seed: run the seed's BaseScenario")
+	genFlag   = flag.Bool("gen", false, "run the seeds' GenScenario (a generated program of sim/gen as the workload)")
 )
 
 // cleanRuns caches the failure-free run of each program.
@@ -37,8 +38,11 @@ func cleanRun(t testing.TB, cfg Config) Result {
 // runSeed runs one seed and checks it.
 func runSeed(t testing.TB, seed uint64, base, trace bool) (Config, Result, error) {
 	cfg, replay := Scenario(seed), ""
-	if base {
+	switch {
+	case base:
 		cfg, replay = BaseScenario(seed), " -base"
+	case *genFlag:
+		cfg, replay = GenScenario(seed), " -gen"
 	}
 	if trace {
 		cfg.Trace = os.Stdout
@@ -142,6 +146,19 @@ func TestSim(t *testing.T) {
 		slices.Sort(seeds)
 		t.Logf("known bug %q: %d seeds, e.g. %v", name, len(seeds), seeds[:min(len(seeds), 10)])
 	}
+}
+
+// TestSimGenerated is TestSim with a generated program of sim/gen as
+// every seed's workload (-gen), over a quarter as many seeds: ordered,
+// commutative and order-dependent handlers, reductions, broadcasts and
+// multicasts that no mini-app combines.
+func TestSimGenerated(t *testing.T) {
+	if *seedFlag != 0 || *genFlag || *seedsFlag != 0 {
+		t.Skip("TestSim runs these flags (-gen for generated programs)")
+	}
+	*genFlag, *seedsFlag = true, defaultSeeds/4
+	defer func() { *genFlag, *seedsFlag = false, 0 }()
+	TestSim(t)
 }
 
 // A seed replays the same run, event for event.
