@@ -554,12 +554,43 @@ func (c *coordinator) exited(ev processExited) {
 	if c.stopping {
 		// The job's end is decided (a task called Exit): nothing is
 		// recovered, but a PE killed now is said, not passed over.
-		if ev.state == nil || !ev.state.Exited() {
-			c.cfg.Log.Warn("PE failed after the job's exit was requested; the job ends as decided", "pe", ev.rank, "detail", describeExit(ev))
-		}
+		c.lateExit(ev)
 		return
 	}
 	c.fail(ev.rank, describeExit(ev))
+}
+
+// lateExit logs a PE killed after the job's end was decided (nothing is
+// recovered; the job ends as decided). A PE that ended by itself is not a
+// failure.
+func (c *coordinator) lateExit(ev processExited) {
+	if ev.state == nil || !ev.state.Exited() {
+		c.cfg.Log.Warn("PE failed after the job's exit was requested; the job ends as decided", "pe", ev.rank, "detail", describeExit(ev))
+	}
+}
+
+// exitsAfterRun takes the reports of PE processes that ended after run
+// returned (or that it left unread): a PE killed then, by anyone but the
+// launcher's own stop, is logged as lateExit does.
+func (c *coordinator) exitsAfterRun(ev processExited, killedByStop func(pid int) bool) {
+	if killedByStop(ev.pid) {
+		return
+	}
+	c.lateExit(ev)
+}
+
+// drainExits hands the process reports run left unread to exitsAfterRun.
+func (c *coordinator) drainExits(killedByStop func(pid int) bool) {
+	for {
+		select {
+		case ev := <-c.events:
+			if pe, ok := ev.(processExited); ok {
+				c.exitsAfterRun(pe, killedByStop)
+			}
+		default:
+			return
+		}
+	}
 }
 
 // fail declares PE rank dead for good (how says why) and acts on it.

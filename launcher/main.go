@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -449,9 +451,30 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), stdout: stdout, stderr: stderr}
 	co.killProcess = sp.kill
 	co.restartPE, co.currentPID = sp.restart, sp.pid
+	// Once run has returned, nobody reads the coordinator's events: a PE
+	// process that ends then is reported here.
+	var runOver atomic.Bool
+	var reportMu sync.Mutex
+	report := func(ev processExited) {
+		reportMu.Lock()
+		defer reportMu.Unlock()
+		if runOver.Load() {
+			co.exitsAfterRun(ev, sp.killedByStop)
+			return
+		}
+		select {
+		case co.events <- ev:
+		default:
+			// The loop is behind: wait for room without holding the
+			// lock that the end of run takes.
+			reportMu.Unlock()
+			co.post(ctx, ev)
+			reportMu.Lock()
+		}
+	}
 	for r := 0; r < o.pes; r++ {
 		cfg.Spawned[r] = true
-		if err := sp.start(r, o.pes, ln.Addr().String(), func(ev processExited) { co.post(ctx, ev) }); err != nil {
+		if err := sp.start(r, o.pes, ln.Addr().String(), report); err != nil {
 			sp.stop(0)
 			return 1, err
 		}
@@ -461,6 +484,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		co.cfg.trace = &tracer{pid: -1}
 	}
 	status, err := co.run(ctx)
+	reportMu.Lock()
+	runOver.Store(true)
+	co.drainExits(sp.killedByStop)
+	reportMu.Unlock()
 	grace := 5 * time.Second
 	if err != nil {
 		grace = 500 * time.Millisecond

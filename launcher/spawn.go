@@ -39,6 +39,8 @@ type spawner struct {
 	all   []*exec.Cmd
 	wg    sync.WaitGroup
 	done  []chan struct{}
+	// stopKilled are the pids stop killed (guarded by mu).
+	stopKilled map[int]bool
 	// size, addr and report are start's arguments, for restart.
 	size   int
 	addr   string
@@ -111,12 +113,25 @@ func (s *spawner) stop(grace time.Duration) {
 			continue
 		case <-deadline.C:
 		}
+		s.mu.Lock()
+		if s.stopKilled == nil {
+			s.stopKilled = map[int]bool{}
+		}
+		s.stopKilled[cmd.Process.Pid] = true
+		s.mu.Unlock()
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Process.Kill()
 		// Later PEs get no further grace.
 		deadline.Reset(0)
 	}
 	s.wg.Wait()
+}
+
+// killedByStop reports whether stop killed process pid.
+func (s *spawner) killedByStop(pid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopKilled[pid]
 }
 
 // kill sends sig to PE rank: failure injection, or to make sure a PE
