@@ -38,15 +38,7 @@ func encodeCellRecord(lin int, c *cell) []byte {
 	p.u32(uint32(lin))
 	p.u64(c.acc)
 	p.u64(c.exchanged)
-	p.u32(uint32(len(c.replies)))
-	for _, r := range c.replies {
-		p.u32(r.Grid)
-		p.u32(r.Step)
-		p.u32(r.Position)
-		p.u32(r.Ticket)
-		p.u64(r.Value)
-		p.u64(r.Trace)
-	}
+	p.replies(c.replies)
 	return p.b
 }
 
@@ -70,10 +62,7 @@ func decodeCellRecords(data []byte, p *plan) ([]cellRecord, error) {
 	for len(u.b) > 0 && u.err == nil {
 		lin := int(u.u32())
 		r := cellRecord{Acc: u.u64(), Exchanged: u.u64()}
-		r.Replies = make([]replyRecord, u.length(32))
-		for i := range r.Replies {
-			r.Replies[i] = replyRecord{Grid: u.u32(), Step: u.u32(), Position: u.u32(), Ticket: u.u32(), Value: u.u64(), Trace: u.u64()}
-		}
+		r.Replies = u.replies()
 		if u.err != nil {
 			break
 		}

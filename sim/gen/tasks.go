@@ -114,6 +114,17 @@ func (p *packer) u64s(v []uint64) {
 		p.u64(x)
 	}
 }
+func (p *packer) replies(v []replyRecord) {
+	p.u32(uint32(len(v)))
+	for _, r := range v {
+		p.u32(r.Grid)
+		p.u32(r.Step)
+		p.u32(r.Position)
+		p.u32(r.Ticket)
+		p.u64(r.Value)
+		p.u64(r.Trace)
+	}
+}
 
 // unpacker reads what packer wrote; the first error sticks.
 type unpacker struct {
@@ -180,6 +191,14 @@ func (u *unpacker) length(size int) int {
 	return n
 }
 
+func (u *unpacker) replies() []replyRecord {
+	out := make([]replyRecord, u.length(32))
+	for i := range out {
+		out[i] = replyRecord{Grid: u.u32(), Step: u.u32(), Position: u.u32(), Ticket: u.u32(), Value: u.u64(), Trace: u.u64()}
+	}
+	return out
+}
+
 func (u *unpacker) bools() []bool {
 	out := make([]bool, u.length(1))
 	for i := range out {
@@ -219,15 +238,7 @@ func (c *cell) MarshalBinary() ([]byte, error) {
 	p.u64s(c.slots)
 	p.bools(c.filled)
 	p.bools(c.seen)
-	p.u32(uint32(len(c.replies)))
-	for _, r := range c.replies {
-		p.u32(r.Grid)
-		p.u32(r.Step)
-		p.u32(r.Position)
-		p.u32(r.Ticket)
-		p.u64(r.Value)
-		p.u64(r.Trace)
-	}
+	p.replies(c.replies)
 	p.u64(c.exchanged)
 	p.flag(c.broken)
 	return p.b, nil
@@ -245,10 +256,7 @@ func (c *cell) UnmarshalBinary(data []byte) error {
 	d.slots = u.u64s()
 	d.filled = u.bools()
 	d.seen = u.bools()
-	d.replies = make([]replyRecord, u.length(32))
-	for i := range d.replies {
-		d.replies[i] = replyRecord{Grid: u.u32(), Step: u.u32(), Position: u.u32(), Ticket: u.u32(), Value: u.u64(), Trace: u.u64()}
-	}
+	d.replies = u.replies()
 	d.exchanged = u.u64()
 	d.broken = u.flag()
 	if err := u.end(); err != nil {
