@@ -99,7 +99,9 @@
 //     their Ready (with Config.Locate set, it also sends again what the
 //     failed PEs may not have forwarded). With None, Ready.RollbackAll asks
 //     the caller to restore every task from its checkpoint on fresh
-//     Protocol instances.
+//     Protocol instances. A fresh instance made after PEs failed gets
+//     them in Config.Failed: a later failure's recovery must neither
+//     count them alive nor wait for their recovery envelopes.
 //
 // Main types: Protocol (with None, FullDet and PartialDet), Config,
 // Message, Envelope, Determinant, Delivery, Ready, TaskCheckpoint, Stats;

@@ -80,6 +80,11 @@ type Config struct {
 	// that went to a failed PE for a task that had moved away from it:
 	// that PE may have died before forwarding them.
 	Locate func(TaskID) PEID
+	// Failed are the PEs already failed when the protocol starts (one
+	// made afresh when every task rolls back): they count as failed from
+	// the start, as if a FailureNotice had named them, so that a later
+	// failure's recovery neither waits for them nor counts them alive.
+	Failed []PEID
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -272,6 +277,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		kind:         kind,
 		pe:           cfg.PE,
 		pes:          cfg.PEs,
+		failed:       slices.Clone(cfg.Failed),
 		failures:     cfg.failures(),
 		locate:       cfg.Locate,
 		tasks:        map[TaskID]*hostedTask{},

@@ -134,9 +134,17 @@ func (pe *PE) forward(env logging.Envelope, to int) {
 
 // newProtocol is this PE's protocol instance, configured as the simulator
 // of package logging/logtest runs it: f = logging.DefaultFailures, and
-// Locate from the tasks' places this PE knows.
-func (pe *PE) newProtocol() logging.Protocol {
-	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate})
+// Locate from the tasks' places this PE knows. The PEs failed so far, and
+// those of failing (a rollback's), count as failed for it from the start:
+// a later recovery must not wait for their recovery envelopes.
+func (pe *PE) newProtocol(failing ...int) logging.Protocol {
+	var failed []logging.PEID
+	for p, ok := range pe.live {
+		if !ok || slices.Contains(failing, p) {
+			failed = append(failed, logging.PEID(p))
+		}
+	}
+	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed})
 }
 
 // locate is the PE a task lives on, as far as this PE knows (-1 for a

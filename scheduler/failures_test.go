@@ -192,3 +192,50 @@ func TestThirdFailureSinceCheckpointRollsBack(t *testing.T) {
 		})
 	}
 }
+
+// A PE fails before the job's first checkpoint commits (the tasks are
+// created again, and every PE starts its protocol afresh), then more PEs
+// fail; the job ends with the failure-free result under each protocol.
+// "two more" (PEs 1 and 0, one during the checkpoint period after the
+// other, leaving PE 2 alone): the tasks restored at the first of them
+// wait again, at the second, for a recovery envelope from every PE
+// alive, which once counted PE 3, dead since the tasks were created
+// again and unknown to the fresh protocol, and the job went quiet.
+// "the main task's PE" (PE 0 first, then PE 1, where the main task was
+// created again, before the next checkpoint): the main task is restored
+// from the checkpoint of the tasks as created and gets Start again, which
+// once came with the identity of the PE the mapping gives (PE 0), not of
+// the PE that sent it (PE 1), so its recorded reception never matched.
+func TestFailuresAfterTasksCreatedAgain(t *testing.T) {
+	const n, rounds, every = 12, 30, 10
+	want := scheduler.ExpectedRing(n, rounds)[1]
+	initial := func(ev job.Event) bool { e, ok := ev.(job.TakeCheckpoint); return ok && e.Epoch == job.InitialEpoch }
+	cases := map[string]struct {
+		first int
+		kills map[int]uint64
+	}{
+		"two more":           {3, map[int]uint64{1: 12, 0: 14}},
+		"the main task's PE": {0, map[int]uint64{1: 3}},
+	}
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet, logging.KindNone} {
+		for name, c := range cases {
+			t.Run(fmt.Sprintf("%v/%s", kind, name), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(every), inprocess.WithStallTimeout(10 * time.Second),
+					inprocess.WithKillAfterEvent(c.first, initial)}
+				for pe, step := range c.kills {
+					opts = append(opts, inprocess.WithKill(pe, step))
+				}
+				res, err := inprocess.Run(ctx, scheduler.StepApp(n, rounds), nil, 4, nil, opts...)
+				require.NoError(t, err)
+				require.Equal(t, []string{want}, res.Output)
+				restored := 0
+				for _, s := range res.Stats {
+					restored += s.Restored + s.RolledBack
+				}
+				require.NotZero(t, restored, "the later kills happened")
+			})
+		}
+	}
+}

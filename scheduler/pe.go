@@ -206,6 +206,10 @@ type PE struct {
 	generation   uint64
 	rolledBackAt uint64 // generation of the last rollback
 	rollingBack  bool
+	// startedBy is the PE whose runtime sent the main task its Start:
+	// the main task's PE when the job began (after the tasks were created
+	// again, not necessarily the one the mapping gives); -1 until Begin.
+	startedBy int
 	// createdEpoch is the epoch of the checkpoint of the tasks as
 	// created: a main task restored from it gets Start again. Zero means
 	// job.InitialEpoch, the epoch unless a failure before the first commit had the
@@ -329,6 +333,7 @@ func New(cfg Config) (*PE, error) {
 		live:          make([]bool, cfg.Size),
 		expectRestore: map[commutative.TaskID]bool{},
 		expectMigrate: map[commutative.TaskID]bool{},
+		startedBy:     -1,
 	}
 	for r := range pe.live {
 		pe.live[r] = true
@@ -607,7 +612,8 @@ func (pe *PE) schedule() {
 func (pe *PE) begin() {
 	t := pe.job.MainTarget()
 	cs := pe.colls[t.Collection]
-	if int(cs.homeOf[cs.def.Shape.Linear(t.Index)]) != pe.cfg.Rank {
+	pe.startedBy = int(cs.homeOf[cs.def.Shape.Linear(t.Index)])
+	if pe.startedBy != pe.cfg.Rank {
 		return
 	}
 	pe.post(t, 0, &actor.Start{Args: pe.cfg.Args, NumPes: int32(pe.cfg.Size)}, pe.system)

@@ -216,7 +216,7 @@ func (pe *PE) resumeRestored(el *element) {
 }
 
 // replayStart gives the main task its Start message again, with the
-// identity it had when the main task's first PE sent it.
+// identity it had when the main task's PE at Begin sent it.
 func (pe *PE) replayStart(el *element) {
 	t := pe.job.MainTarget()
 	payload, err := proto.Marshal(&actor.Start{Args: pe.cfg.Args, NumPes: int32(pe.cfg.Size)})
@@ -224,7 +224,10 @@ func (pe *PE) replayStart(el *element) {
 		panic(fmt.Sprintf("scheduler: marshal Start: %v", err))
 	}
 	h := el.coll.def.Handlers[t.Handler]
-	firstPE := el.coll.def.Map(el.lin, el.coll.n, pe.cfg.Size)
+	firstPE := pe.startedBy
+	if firstPE < 0 {
+		firstPE = el.coll.def.Map(el.lin, el.coll.n, pe.cfg.Size)
+	}
 	// It counts as sent by this PE to itself, as arrive counts it
 	// received: quiescence detection balances the two.
 	pe.stats.Sent++

@@ -17,7 +17,7 @@ func (pe *PE) rollback(ev job.Rollback) {
 	pe.generation = ev.Generation
 	pe.rolledBackAt = ev.Generation
 	pe.rollingBack = true
-	pe.proto = pe.newProtocol()
+	pe.proto = pe.newProtocol(ev.Failed...)
 	pe.proto.HostTask(pe.system)
 	// Every task goes back to where its checkpoint is; the places are
 	// those the PE knows (where earlier recoveries put tasks), and the

@@ -37,11 +37,16 @@ func cleanRun(t testing.TB, cfg Config) Result {
 
 // runSeed runs one seed and checks it.
 func runSeed(t testing.TB, seed uint64, base, trace bool) (Config, Result, error) {
+	return runScenario(t, seed, base, *genFlag, trace)
+}
+
+// runScenario is runSeed with the choice of GenScenario (gen) explicit.
+func runScenario(t testing.TB, seed uint64, base, gen, trace bool) (Config, Result, error) {
 	cfg, replay := Scenario(seed), ""
 	switch {
 	case base:
 		cfg, replay = BaseScenario(seed), " -base"
-	case *genFlag:
+	case gen:
 		cfg, replay = GenScenario(seed), " -gen"
 	}
 	if trace {
