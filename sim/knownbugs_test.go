@@ -21,8 +21,8 @@ var strictFlag = flag.Bool("strict", false, "fail on the known bugs too")
 type knownBug struct {
 	name  string
 	seeds []uint64
-	// base: the seeds are of BaseScenario
-	base bool
+	// base: the seeds are of BaseScenario; gen: of GenScenario
+	base, gen bool
 	// signature: the error holds all of these strings, and when (if
 	// set) accepts the run.
 	signature []string
@@ -98,23 +98,26 @@ func knownBugOf(cfg Config, res Result, err error) (knownBug, bool) {
 var regressionSeeds = []struct {
 	bug   string
 	seeds []uint64
-	base  bool
+	// base: the seeds are of BaseScenario; gen: of GenScenario
+	base, gen bool
 }{
 	{"failure around a migration: restored tasks wait for messages that never arrive (a task's record reached its new PE before that PE handled Migrate; moves were settled only while the coordinator was still migrating)",
-		[]uint64{25, 71, 179, 257, 380, 10064, 10549, 10854}, false},
-	{"failure during a migration: a later migration imports a task already there", []uint64{12490, 55104}, false},
-	{"failure during a migration: two messages for one reception position", []uint64{64932}, false},
-	{"rollback to disk after a migration: a record given to a PE that does not host the task", []uint64{24852}, false},
-	{"rollback after too many failures needs a lost checkpoint copy", []uint64{11635}, false},
-	{"rollback after too many failures needs a lost checkpoint copy", []uint64{179}, true},
-	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false},
+		[]uint64{25, 71, 179, 257, 380, 10064, 10549, 10854}, false, false},
+	{"failure during a migration: a later migration imports a task already there", []uint64{12490, 55104}, false, false},
+	{"failure during a migration: two messages for one reception position", []uint64{64932}, false, false},
+	{"rollback to disk after a migration: a record given to a PE that does not host the task", []uint64{24852}, false, false},
+	{"rollback after too many failures needs a lost checkpoint copy", []uint64{11635}, false, false},
+	{"rollback after too many failures needs a lost checkpoint copy", []uint64{179}, true, false},
+	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false, false},
+	{"two migrations before a commit: a failure interrupted a sync point's migration or the checkpoint after it, the tasks came back there and the coordinator balanced again, so a later failure settled only the second migration's moves and tasks restored from the failed PE waited for what tasks that had left it in the first one sent there (fixed: a sync point balances once)",
+		[]uint64{1870, 5261}, false, true},
 }
 
 func TestRegressionSeeds(t *testing.T) {
 	for _, r := range regressionSeeds {
 		for _, seed := range r.seeds {
 			t.Run(fmt.Sprintf("%d", seed), func(t *testing.T) {
-				_, _, err := runSeed(t, seed, r.base, false)
+				_, _, err := runSeed(t, seed, r.base, r.gen, false)
 				require.NoError(t, err, "seed %d found %q", seed, r.bug)
 			})
 		}
@@ -127,7 +130,7 @@ func TestKnownBugSeeds(t *testing.T) {
 	for _, b := range knownBugs {
 		for _, seed := range b.seeds {
 			t.Run(fmt.Sprintf("%d", seed), func(t *testing.T) {
-				cfg, res, err := runSeed(t, seed, b.base, false)
+				cfg, res, err := runSeed(t, seed, b.base, b.gen, false)
 				if err == nil {
 					t.Logf("seed %d passes: is %q fixed? drop it from knownBugs", seed, b.name)
 					return
