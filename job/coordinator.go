@@ -73,7 +73,8 @@ type Coordinator struct {
 	loadsFrom []bool
 	// moves are the moves of the last migration, until the checkpoint
 	// that records them commits (or a rollback undoes them); undoMoves
-	// says the failure being recovered came before that commit.
+	// says the failure being recovered came before that commit. There
+	// is at most one migration between two commits (OnIdle).
 	moves      []migrate.Move
 	undoMoves  bool
 	migrated   []bool
@@ -383,6 +384,15 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 		}
 	}
 	switch {
+	case atSync > 0 && atSync == syncTasks && c.cfg.Balancer != "" && len(c.moves) > 0:
+		// This sync point balanced already: a failure abandoned its
+		// migration or the checkpoint after it, and the tasks came back
+		// here. Its moves stand (as the failures settled them) until the
+		// checkpoint records them; a second migration before that commit
+		// would leave what the first one's tasks sent before they moved
+		// on PEs no failure settles any more.
+		c.note("load balancing (%s) skipped: the moves of this sync point's migration are not committed yet", c.cfg.Balancer)
+		return c.startCheckpoint(c.nextEpoch())
 	case atSync > 0 && atSync == syncTasks && c.cfg.Balancer != "":
 		c.phase = phaseBalancing
 		c.loads, c.loadsFrom = nil, make([]bool, c.cfg.Size)

@@ -217,3 +217,89 @@ func TestDiskRollbackAfterAMigration(t *testing.T) {
 		require.Less(t, pe, 2, "task %d is on a survivor", lin)
 	}
 }
+
+// atSyncAgain runs quiescence rounds in which every task of every live PE
+// waits at the sync point, until the coordinator acts on one, and returns
+// its commands.
+func atSyncAgain(t *testing.T, c *Coordinator) []Command {
+	t.Helper()
+	for range 2 {
+		probe, _ := eventOf[Probe](t, c.Tick())
+		var cmds []Command
+		for pe, ok := range c.Live() {
+			if ok {
+				cmds = append(cmds, c.OnIdle(pe, IdleStatus{Round: probe.Round, AtSync: 2, SyncTasks: 2})...)
+			}
+		}
+		if len(cmds) > 0 {
+			return cmds
+		}
+	}
+	require.Fail(t, "the job is not quiescent at the sync point")
+	return nil
+}
+
+// A sync point balances once. A failure during its migration, or during
+// the checkpoint after it, brings the tasks back to that sync point once
+// the restored ones replayed: the coordinator takes the checkpoint
+// without balancing again, so the moves since the last commit stay those
+// of one migration, which a later failure before the commit still
+// settles. (A second migration replaced them: a task that left the PE
+// failing next in the first one was not restored with it, and the tasks
+// restored from that PE waited forever for what it had sent there.) Once
+// the checkpoint commits, the next sync point balances again.
+func TestASyncPointBalancesOnce(t *testing.T) {
+	for _, arrived := range []bool{false, true} {
+		name := "failure while tasks move"
+		if arrived {
+			name = "failure during the checkpoint"
+		}
+		t.Run(name, func(t *testing.T) {
+			c, moves := migratedCoordinator(t, logging.KindFullDet, arrived)
+			require.Contains(t, moves, migrate.Move{Task: migrate.TaskRef{Lin: 4}, From: 0, To: 1}, "task 4 left PE 0 for PE 1")
+			rec, _ := eventOf[Recover](t, c.OnFailure(2))
+			var cmds []Command
+			for pe, ok := range c.Live() {
+				if ok {
+					cmds = append(cmds, c.OnRestored(pe, rec.Generation, Progress{})...)
+				}
+			}
+			eventOf[NoticeFailure](t, cmds)
+			confirmCopies(c, rec.Generation)
+
+			cmds = atSyncAgain(t, c)
+			require.NotContains(t, events(cmds), CollectLoads{}, "the sync point balanced already")
+			eventOf[TakeCheckpoint](t, cmds)
+
+			// PE 0 fails during that checkpoint: task 4, which left it
+			// in the migration, is restored with its tasks.
+			second, _ := eventOf[Recover](t, c.OnFailure(0))
+			require.True(t, second.UndoMoves, "the migration is still not committed")
+			require.Contains(t, relocated(second, 0), 4)
+		})
+	}
+
+	t.Run("after the commit", func(t *testing.T) {
+		c, _ := migratedCoordinator(t, logging.KindFullDet, true)
+		rec, _ := eventOf[Recover](t, c.OnFailure(2))
+		for pe, ok := range c.Live() {
+			if ok {
+				c.OnRestored(pe, rec.Generation, Progress{})
+			}
+		}
+		confirmCopies(c, rec.Generation)
+		ckpt, _ := eventOf[TakeCheckpoint](t, atSyncAgain(t, c))
+		var cmds []Command
+		for _, pe := range []int{0, 1, 3} {
+			cmds = append(cmds, c.OnStaged(pe, ckpt.Epoch, 10)...)
+			cmds = append(cmds, c.OnBuddyStored(migrate.Buddy(pe, c.Live()), ckpt.Epoch, pe, rec.Generation)...)
+		}
+		eventOf[CommitCheckpoint](t, cmds)
+		cmds = nil
+		for _, pe := range []int{0, 1, 3} {
+			cmds = append(cmds, c.OnCommitted(pe, ckpt.Epoch)...)
+		}
+		eventOf[Resume](t, cmds)
+		eventOf[CollectLoads](t, atSyncAgain(t, c))
+	})
+}

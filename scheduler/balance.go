@@ -52,6 +52,13 @@ func (pe *PE) timeHandler(el *element, name string, run func()) {
 }
 
 func (pe *PE) migrateTasks(moves []migrate.Move) {
+	if pe.moves != nil {
+		// The coordinator balances a sync point once (job.Coordinator.OnIdle):
+		// undoMoves settles the moves of one migration, and those of an
+		// earlier one would be lost.
+		pe.cfg.Control.Fail(fmt.Errorf("scheduler: PE %d: a second migration before the checkpoint that records the last one committed", pe.cfg.Rank))
+		return
+	}
 	pe.migrating = true
 	pe.moves, pe.exported = moves, map[migrate.TaskRef]migrate.TaskRecord{}
 	// Records of this migration that came before this event are in

@@ -166,3 +166,27 @@ func TestMovesAreSettledAtEachFailureBeforeTheCommit(t *testing.T) {
 		})
 	}
 }
+
+// A PE undoes the moves of one migration on a failure before the
+// checkpoint that records them commits: a second Migrate before that
+// commit is an error of the job, not moves that would hide the first
+// ones' from the next failure.
+func TestSecondMigrationBeforeTheCommitIsRefused(t *testing.T) {
+	var errs []error
+	net := &recordingNet{sent: map[int][][]byte{}}
+	pe, err := New(Config{Rank: 0, Size: 2, JobID: 42, App: stepApp(4, 1), Protocol: logging.KindFullDet, Net: net, Control: failingControl{errs: &errs}})
+	require.NoError(t, err)
+	workers := collectionNamed(t, pe, "workers")
+	ref := func(lin int) migrate.TaskRef { return migrate.TaskRef{Collection: int(workers.def.ID), Lin: lin} }
+
+	pe.Event(job.Migrate{Moves: []migrate.Move{{Task: ref(0), From: 0, To: 1}}})
+	runPosted(pe, net)
+	require.Empty(t, errs)
+	require.Nil(t, workers.local[0], "worker 0 left")
+
+	pe.Event(job.Migrate{Moves: []migrate.Move{{Task: ref(1), From: 0, To: 1}}})
+	runPosted(pe, net)
+	require.Len(t, errs, 1)
+	require.ErrorContains(t, errs[0], "a second migration before the checkpoint")
+	require.NotNil(t, workers.local[1], "worker 1 stays")
+}

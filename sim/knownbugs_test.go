@@ -21,8 +21,8 @@ var strictFlag = flag.Bool("strict", false, "fail on the known bugs too")
 type knownBug struct {
 	name  string
 	seeds []uint64
-	// base: the seeds are of BaseScenario
-	base bool
+	// base: the seeds are of BaseScenario; gen: of GenScenario
+	base, gen bool
 	// signature: the error holds all of these strings, and when (if
 	// set) accepts the run.
 	signature []string
@@ -85,42 +85,34 @@ func knownBugOf(cfg Config, res Result, err error) (knownBug, bool) {
 var regressionSeeds = []struct {
 	bug   string
 	seeds []uint64
-	base  bool
+	// base: the seeds are of BaseScenario; gen: of GenScenario
+	base, gen bool
 }{
 	{"failure around a migration: restored tasks wait for messages that never arrive (a task's record reached its new PE before that PE handled Migrate; moves were settled only while the coordinator was still migrating)",
-		[]uint64{25, 71, 179, 257, 380, 10064, 10549, 10854}, false},
-	{"failure during a migration: a later migration imports a task already there", []uint64{12490, 55104}, false},
-	{"failure during a migration: two messages for one reception position", []uint64{64932}, false},
-	{"rollback to disk after a migration: a record given to a PE that does not host the task", []uint64{24852}, false},
-	{"rollback after too many failures needs a lost checkpoint copy", []uint64{11635}, false},
-	{"rollback after too many failures needs a lost checkpoint copy", []uint64{179}, true},
-	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false},
-	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{10365}, false},
-}
-
-// genRegressionSeeds are regression seeds of GenScenario (-gen).
-var genRegressionSeeds = []struct {
-	bug   string
-	seeds []uint64
-}{
-	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{6251}},
-	{"failure after the tasks were created again: the main task, created again on another PE and restored from that checkpoint, got Start again with the identity of the PE the mapping gives, not of the PE that sent it, and its recorded reception never came", []uint64{2877, 2905, 5030}},
+		[]uint64{25, 71, 179, 257, 380, 10064, 10549, 10854}, false, false},
+	{"failure during a migration: a later migration imports a task already there", []uint64{12490, 55104}, false, false},
+	{"failure during a migration: two messages for one reception position", []uint64{64932}, false, false},
+	{"rollback to disk after a migration: a record given to a PE that does not host the task", []uint64{24852}, false, false},
+	{"rollback after too many failures needs a lost checkpoint copy", []uint64{11635}, false, false},
+	{"rollback after too many failures needs a lost checkpoint copy", []uint64{179}, true, false},
+	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false, false},
+	{"two migrations before a commit: a failure interrupted a sync point's migration or the checkpoint after it, the tasks came back there and the coordinator balanced again, so a later failure settled only the second migration's moves and tasks restored from the failed PE waited for what tasks that had left it in the first one sent there (fixed: a sync point balances once)",
+		[]uint64{1870, 5261}, false, true},
+	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{10365}, false, false},
+	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{6251}, false, true},
+	{"failure after the tasks were created again: the main task, created again on another PE and restored from that checkpoint, got Start again with the identity of the PE the mapping gives, not of the PE that sent it, and its recorded reception never came", []uint64{2877, 2905, 5030}, false, true},
 }
 
 func TestRegressionSeeds(t *testing.T) {
 	for _, r := range regressionSeeds {
 		for _, seed := range r.seeds {
-			t.Run(fmt.Sprintf("%d", seed), func(t *testing.T) {
-				_, _, err := runSeed(t, seed, r.base, false)
+			name := fmt.Sprintf("%d", seed)
+			if r.gen {
+				name = "gen/" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				_, _, err := runSeed(t, seed, r.base, r.gen, false)
 				require.NoError(t, err, "seed %d found %q", seed, r.bug)
-			})
-		}
-	}
-	for _, r := range genRegressionSeeds {
-		for _, seed := range r.seeds {
-			t.Run(fmt.Sprintf("gen/%d", seed), func(t *testing.T) {
-				_, _, err := runScenario(t, seed, false, true, false)
-				require.NoError(t, err, "seed %d (-gen) found %q", seed, r.bug)
 			})
 		}
 	}
@@ -132,7 +124,7 @@ func TestKnownBugSeeds(t *testing.T) {
 	for _, b := range knownBugs {
 		for _, seed := range b.seeds {
 			t.Run(fmt.Sprintf("%d", seed), func(t *testing.T) {
-				cfg, res, err := runSeed(t, seed, b.base, false)
+				cfg, res, err := runSeed(t, seed, b.base, b.gen, false)
 				if err == nil {
 					t.Logf("seed %d passes: is %q fixed? drop it from knownBugs", seed, b.name)
 					return

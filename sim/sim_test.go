@@ -36,12 +36,7 @@ func cleanRun(t testing.TB, cfg Config) Result {
 }
 
 // runSeed runs one seed and checks it.
-func runSeed(t testing.TB, seed uint64, base, trace bool) (Config, Result, error) {
-	return runScenario(t, seed, base, *genFlag, trace)
-}
-
-// runScenario is runSeed with the choice of GenScenario (gen) explicit.
-func runScenario(t testing.TB, seed uint64, base, gen, trace bool) (Config, Result, error) {
+func runSeed(t testing.TB, seed uint64, base, gen, trace bool) (Config, Result, error) {
 	cfg, replay := Scenario(seed), ""
 	switch {
 	case base:
@@ -72,7 +67,7 @@ func runScenario(t testing.TB, seed uint64, base, gen, trace bool) (Config, Resu
 // failure).
 func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
-		cfg, res, err := runSeed(t, *seedFlag, *baseFlag, testing.Verbose())
+		cfg, res, err := runSeed(t, *seedFlag, *baseFlag, *genFlag, testing.Verbose())
 		if kb, ok := knownBugOf(cfg, res, err); ok && !*strictFlag {
 			t.Skipf("known bug %q:\n%v", kb.name, err)
 		}
@@ -103,7 +98,7 @@ func TestSim(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				cfg, res, err := runSeed(t, s, false, false)
+				cfg, res, err := runSeed(t, s, false, *genFlag, false)
 				results <- result{s, cfg, res, err}
 			}
 		}()
