@@ -56,7 +56,10 @@ func (c *Coordinator) rollbackFromDisk(pe int, cause error) []Command {
 	// A migration since the last commit is undone, as every PE undoes it
 	// in its rollback: a task another survivor sent to a survivor goes
 	// back to where it came from. (The moves that involve a failed PE
-	// were settled at its failure; those tasks' PEs are dead.)
+	// were settled at its failure: such a task stays where that recovery
+	// placed it, as PE.rollback leaves it; one placed just where the move
+	// took it goes back to the dead PE it came from here, and so
+	// round-robin below, which the relocations tell every PE.)
 	for _, mv := range c.moves {
 		if h := &c.hosts[mv.Task.Collection][mv.Task.Lin]; h.pe == mv.To {
 			h.pe = mv.From

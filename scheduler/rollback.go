@@ -39,8 +39,16 @@ func (pe *PE) rollback(ev job.Rollback) {
 	clear(pe.expectMigrate)
 	pe.migrating = false
 	// A migration since the checkpoint is undone: every task goes back
-	// to where the checkpoint has it.
+	// to where the checkpoint has it. A move that involves a PE that
+	// failed since was settled at that failure (undoMoves), and its task
+	// is where that recovery placed it, as the coordinator has it too:
+	// sent back to the PE it came from, it would be on a PE the
+	// coordinator does not place it on (a failed one, whose tasks the
+	// relocations do not list).
 	for _, mv := range pe.moves {
+		if !pe.live[mv.From] || !pe.live[mv.To] {
+			continue
+		}
 		pe.colls[mv.Task.Collection].homeOf[mv.Task.Lin] = int32(mv.From)
 	}
 	pe.moves, pe.exported, pe.importedFrom = nil, nil, nil
