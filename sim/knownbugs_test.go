@@ -94,6 +94,8 @@ var regressionSeeds = []struct {
 		[]uint64{25, 71, 179, 257, 380, 10064, 10549, 10854}, false},
 	{"failure during a migration: quiescence counters never balance, the job stalls (a restored task's replay sent a message to a task still on its way between two survivors; its new PE dropped it uncounted; now the PE keeps it until the task arrives, counts every envelope it drops as received, and the coordinator takes no checkpoint before the moved tasks arrived)",
 		[]uint64{10859}, false},
+	{"failure during a migration, then a second one: the job went quiet with only some tasks at a sync point (the next sync point balanced again before the first migration's checkpoint committed, and its moves replaced the first ones, which the second failure then did not settle; now the job takes that checkpoint first)",
+		[]uint64{200590}, false},
 	{"failure during a migration: a later migration imports a task already there", []uint64{12490, 55104}, false},
 	{"failure during a migration: two messages for one reception position", []uint64{64932}, false},
 	{"rollback to disk after a migration: a record given to a PE that does not host the task", []uint64{24852}, false},
