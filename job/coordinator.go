@@ -73,8 +73,12 @@ type Coordinator struct {
 	loadsFrom []bool
 	// moves are the moves of the last migration, until the checkpoint
 	// that records them commits (or a rollback undoes them); undoMoves
-	// says the failure being recovered came before that commit. There
-	// is at most one migration between two commits (OnIdle).
+	// says the failure being recovered came before that commit. migrated
+	// marks the PEs whose moved tasks have not all arrived (nil once all
+	// have): a failure during the migration does not end it, the tasks
+	// on their way between survivors are on no PE until they arrive, so
+	// no checkpoint or balancing round starts before, and there is at
+	// most one migration between two commits (OnIdle).
 	moves      []migrate.Move
 	undoMoves  bool
 	migrated   []bool
@@ -376,6 +380,11 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 	if !quiescent {
 		return nil
 	}
+	if c.migrating() {
+		// Quiescent, but tasks moved before a failure are still on their
+		// way (their records are not envelopes the counters count).
+		return nil
+	}
 	atSync, syncTasks := 0, 0
 	for p, ok := range c.live {
 		if ok {
@@ -452,17 +461,33 @@ func (c *Coordinator) OnLoads(pe int, loads []migrate.TaskLoad) []Command {
 }
 
 // OnMigrated records that every task moved to PE pe arrived; once all
-// have, the checkpoint records the new placement.
+// have, the checkpoint records the new placement. A report that comes
+// after a failure interrupted the migration counts all the same: the job
+// takes no checkpoint before every live PE made it.
 func (c *Coordinator) OnMigrated(pe int) []Command {
-	if c.phase != phaseMigrating || !c.live[pe] {
+	if c.migrated == nil || !c.live[pe] || !c.migrated[pe] {
 		return nil
 	}
 	c.migrated[pe] = false
 	c.noteProgress()
-	if slices.Contains(c.migrated, true) {
+	if c.migrating() {
 		return nil
 	}
+	c.migrated = nil
+	if c.phase != phaseMigrating {
+		return nil // the next quiescent sync point takes the checkpoint
+	}
 	return c.startCheckpoint(c.nextEpoch())
+}
+
+// migrating reports whether a live PE still waits for tasks moved to it.
+func (c *Coordinator) migrating() bool {
+	for p, waits := range c.migrated {
+		if waits && c.live[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // Moved is the number of task moves load balancing made.

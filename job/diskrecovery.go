@@ -87,6 +87,7 @@ func (c *Coordinator) rollbackFromDisk(pe int, cause error) []Command {
 	c.committed = c.diskEpoch
 	c.failedSince, c.relocations = nil, nil
 	c.moves = nil // every PE forgets them in its rollback
+	c.migrated = nil
 	c.failuresSinceCommit = 0
 	c.note("PE %d failed and %v; every task goes back to disk checkpoint %d (generation %d)", pe, firstLine(cause.Error()), c.diskEpoch, c.generation)
 	c.phase = phaseRollingBack

@@ -266,6 +266,14 @@ func TestASyncPointBalancesOnce(t *testing.T) {
 			}
 			eventOf[NoticeFailure](t, cmds)
 			confirmCopies(c, rec.Generation)
+			if !arrived {
+				// The tasks moving between survivors arrive.
+				for pe, ok := range c.Live() {
+					if ok {
+						require.Empty(t, c.OnMigrated(pe))
+					}
+				}
+			}
 
 			cmds = atSyncAgain(t, c)
 			require.NotContains(t, events(cmds), CollectLoads{}, "the sync point balanced already")
@@ -302,4 +310,172 @@ func TestASyncPointBalancesOnce(t *testing.T) {
 		eventOf[Resume](t, cmds)
 		eventOf[CollectLoads](t, atSyncAgain(t, c))
 	})
+}
+
+// restoreAndNotice has every live PE report recovery generation restored
+// and returns the commands of the last report (NoticeFailure).
+func restoreAndNotice(t *testing.T, c *Coordinator, generation uint64) []Command {
+	t.Helper()
+	var cmds []Command
+	for pe, ok := range c.Live() {
+		if ok {
+			cmds = append(cmds, c.OnRestored(pe, generation, Progress{Step: 1, Offered: true})...)
+		}
+	}
+	eventOf[NoticeFailure](t, cmds)
+	return cmds
+}
+
+// quiescentAtSync runs rounds of probes that every live PE answers with
+// the same counters and all its sync tasks waiting (two of them, or
+// those syncTasks gives), two of them or until the coordinator acts, and
+// returns what it does.
+func quiescentAtSync(t *testing.T, c *Coordinator, syncTasks map[int]int) []Command {
+	t.Helper()
+	var cmds []Command
+	for range 2 {
+		if len(cmds) > 0 {
+			break
+		}
+		probe, _ := eventOf[Probe](t, c.Tick())
+		for pe, ok := range c.Live() {
+			if !ok {
+				continue
+			}
+			n := 2
+			if m, set := syncTasks[pe]; set {
+				n = m
+			}
+			cmds = append(cmds, c.OnIdle(pe, IdleStatus{Round: probe.Round, Sent: 7, Received: 7, AtSync: n, SyncTasks: n})...)
+		}
+	}
+	return cmds
+}
+
+func hasEvent[E any](cmds []Command) bool {
+	for _, c := range cmds {
+		if s, ok := c.(Send); ok {
+			if _, ok := s.Event.(E); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// A PE fails while tasks move between two other PEs: the tasks still on
+// their way (their records in flight) are on neither PE, so the
+// checkpoint must wait until they arrived. Before, once the failure was
+// recovered the coordinator took the checkpoint at the next quiescent
+// sync point (the records of migrated tasks are not envelopes that
+// quiescence counts, and a task on its way counts on no PE), and the
+// tasks that had not arrived were in no checkpoint copy.
+func TestFailureDuringAMigrationWaitsForTheMovesBetweenSurvivors(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet} {
+		t.Run(kind.String(), func(t *testing.T) {
+			c, moves := migratedCoordinator(t, kind, false)
+			// Tasks 1 and 5 move from PE 1 to PE 2, task 4 from PE 0 to
+			// PE 1, task 2 from PE 2 to PE 3.
+			require.Contains(t, moves, migrate.Move{Task: migrate.TaskRef{Lin: 1}, From: 1, To: 2})
+			require.Empty(t, c.OnMigrated(1))
+			require.Empty(t, c.OnMigrated(3))
+			// PE 0 fails while PE 2 still waits for tasks 1 and 5.
+			rec, _ := eventOf[Recover](t, c.OnFailure(0))
+			require.True(t, rec.UndoMoves)
+			restoreAndNotice(t, c, rec.Generation)
+			// PE 2 has its own task and task 2's record came back: its
+			// sync tasks all wait, and so do the others'.
+			cmds := quiescentAtSync(t, c, nil)
+			require.False(t, hasEvent[TakeCheckpoint](cmds), "checkpoint while tasks 1 and 5 are on their way: %v", events(cmds))
+			require.False(t, hasEvent[CollectLoads](cmds), "%v", events(cmds))
+			require.Contains(t, c.describePhase(), "the moved tasks have not all arrived on PEs [2]")
+			// They arrive: the next quiescent sync point takes it.
+			require.Empty(t, c.OnMigrated(2))
+			cmds = quiescentAtSync(t, c, map[int]int{2: 3})
+			eventOf[TakeCheckpoint](t, cmds)
+		})
+	}
+}
+
+// A PE reports its moved tasks arrived after the coordinator learnt of
+// a failure (its report crossed the failure): it counts all the same.
+func TestMigratedReportAfterTheFailureCounts(t *testing.T) {
+	c, _ := migratedCoordinator(t, logging.KindFullDet, false)
+	rec, _ := eventOf[Recover](t, c.OnFailure(0))
+	for _, pe := range []int{1, 2, 3} {
+		require.Empty(t, c.OnMigrated(pe))
+	}
+	restoreAndNotice(t, c, rec.Generation)
+	eventOf[TakeCheckpoint](t, quiescentAtSync(t, c, nil))
+}
+
+// A failure after a migration, before the checkpoint that records its
+// moves committed: the job must not balance again before that
+// checkpoint commits. Before, the next sync point balanced, and the new
+// moves replaced those of the first migration, which the coordinator
+// (and every PE) then forgot: a second failure before the commit no
+// longer settled them, and a task that had left the failed PE in the
+// first migration was not restored with its tasks, which waited for what
+// it had sent from there (logged on the failed PE, lost).
+func TestNoNewBalancingBeforeTheMovesAreCommitted(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet} {
+		t.Run(kind.String(), func(t *testing.T) {
+			c, moves := migratedCoordinator(t, kind, true)
+			require.Contains(t, moves, migrate.Move{Task: migrate.TaskRef{Lin: 4}, From: 0, To: 1})
+			// PE 3 fails while the checkpoint after the migration is
+			// taken; its tasks are restored.
+			rec, _ := eventOf[Recover](t, c.OnFailure(3))
+			restoreAndNotice(t, c, rec.Generation)
+			confirmCopies(c, rec.Generation)
+			// Quiescent at the next sync point: the loads are unequal
+			// again, but the job takes the checkpoint first.
+			cmds := quiescentAtSync(t, c, nil)
+			for hasEvent[CollectLoads](cmds) || hasEvent[Migrate](cmds) {
+				// (What the coordinator did before: a second round.)
+				cmds = balanceAgain(t, c, cmds)
+			}
+			take, _ := eventOf[TakeCheckpoint](t, cmds)
+			require.Greater(t, take.Epoch, c.committed)
+			// PE 0 fails before it commits: task 4, which left it in the
+			// migration, is restored with its tasks.
+			second, _ := eventOf[Recover](t, c.OnFailure(0))
+			require.True(t, second.UndoMoves)
+			require.Contains(t, relocated(second, 0), 4, "relocations %v", second.Relocations)
+		})
+	}
+}
+
+// balanceAgain answers a CollectLoads (PE 1 heavy) or a Migrate (every
+// task arrived) and returns the coordinator's commands.
+func balanceAgain(t *testing.T, c *Coordinator, cmds []Command) []Command {
+	t.Helper()
+	var out []Command
+	live := c.Live()
+	if hasEvent[CollectLoads](cmds) {
+		for pe, ok := range live {
+			if !ok {
+				continue
+			}
+			var loads []migrate.TaskLoad
+			for coll, hs := range c.hosts {
+				for lin, h := range hs {
+					if h.pe == pe {
+						load := 1.0
+						if pe == 1 {
+							load = 10
+						}
+						loads = append(loads, migrate.TaskLoad{Task: migrate.TaskRef{Collection: coll, Lin: lin}, PE: pe, Load: load})
+					}
+				}
+			}
+			out = append(out, c.OnLoads(pe, loads)...)
+		}
+		return out
+	}
+	for pe, ok := range live {
+		if ok {
+			out = append(out, c.OnMigrated(pe)...)
+		}
+	}
+	return out
 }

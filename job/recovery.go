@@ -241,6 +241,8 @@ func (c *Coordinator) rollback(pe int) []Command {
 	c.failuresSinceCommit = 0
 	c.failedSince, c.relocations = nil, nil
 	c.moves = nil // undone: every task is where the checkpoint has it
+	// Every PE stops waiting for moved tasks in its rollback.
+	c.migrated = nil
 	c.phase = phaseRollingBack
 	c.pendingRestored = slices.Clone(c.live)
 	return []Command{toEvery(Rollback{Generation: c.generation, Epoch: c.committed, Failed: dead, Relocations: relocs})}

@@ -170,6 +170,9 @@ func (c *Coordinator) describePhase() string {
 		return fmt.Sprintf("the coordinator waits for the moved tasks to arrive on PEs %v", pending(c.migrated, func(p int) bool { return c.migrated[p] }))
 	}
 	s := fmt.Sprintf("the job runs (checkpoint %d committed, %d failures so far)", c.committed, c.generation)
+	if c.migrating() {
+		s += fmt.Sprintf("; the moved tasks have not all arrived on PEs %v", pending(c.migrated, func(p int) bool { return c.migrated[p] }))
+	}
 	if c.roundOpen {
 		s += fmt.Sprintf("; quiescence round %d waits for PEs %v", c.qd.round, c.qd.Waiting())
 	}

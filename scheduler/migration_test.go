@@ -4,10 +4,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
+	"github.com/gochare/gochare/scheduler/internal/testmsg"
+	"github.com/gochare/gochare/scheduler/wire"
 )
 
 // failingControl records the errors a PE reports to the coordinator.
@@ -189,4 +193,122 @@ func TestSecondMigrationBeforeTheCommitIsRefused(t *testing.T) {
 	require.Len(t, errs, 1)
 	require.ErrorContains(t, errs[0], "a second migration before the checkpoint")
 	require.NotNil(t, workers.local[1], "worker 1 stays")
+}
+
+// migrationControl records what a PE tells the coordinator of a
+// migration and of quiescence.
+type migrationControl struct {
+	nopControl
+	errs     *[]error
+	migrated *int
+	idle     *[]job.IdleStatus
+}
+
+func (c migrationControl) Fail(err error)         { *c.errs = append(*c.errs, err) }
+func (c migrationControl) Migrated()              { *c.migrated++ }
+func (c migrationControl) Idle(st job.IdleStatus) { *c.idle = append(*c.idle, st) }
+
+// A PE fails while tasks move between two others: the job recovers
+// before the record of a task on its way between the survivors arrives,
+// and a restored task's replay sends that task a message (here a begin,
+// the task has not begun yet), which reaches its new PE first. The PE
+// keeps it until the task arrives, and counts it received: before, it
+// dropped it (no such element), so that the message was lost and its
+// sender's count of envelopes sent never matched the receivers'
+// (quiescence was never detected, and the job stalled). The PE reports
+// the migration done once the task arrived, and the task handles the
+// message then.
+func TestMessageForATaskOnItsWayAfterAFailure(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindFullDet, logging.KindPartialDet} {
+		t.Run(kind.String(), func(t *testing.T) {
+			// Eight workers on four PEs (worker w on PE w/2). Worker 6
+			// moves from PE 3 to PE 2, worker 1 from PE 0 to PE 2; PE 0
+			// fails and its workers are restored on PE 1.
+			const size = 4
+			var errs []error
+			var migrated int
+			var idle []job.IdleStatus
+			newPE := func(rank int) (*PE, *recordingNet) {
+				net := &recordingNet{sent: map[int][][]byte{}}
+				pe, err := New(Config{Rank: rank, Size: size, JobID: 42, App: stepApp(8, 1), Protocol: kind, Net: net,
+					Control: migrationControl{errs: &errs, migrated: &migrated, idle: &idle}})
+				require.NoError(t, err)
+				return pe, net
+			}
+			src, srcNet := newPE(3)
+			dst, dstNet := newPE(2)
+			workers := collectionNamed(t, dst, "workers")
+			ref := func(lin int) migrate.TaskRef { return migrate.TaskRef{Collection: int(workers.def.ID), Lin: lin} }
+			migrateEv := job.Migrate{Moves: []migrate.Move{{Task: ref(6), From: 3, To: 2}, {Task: ref(1), From: 0, To: 2}}}
+			src.Event(migrateEv)
+			runPosted(src, srcNet)
+			require.Len(t, srcNet.sent[2], 1, "PE 3 sends worker 6's record to PE 2")
+			record := srcNet.sent[2][0]
+			migrated = 0
+			dst.Event(migrateEv)
+			runPosted(dst, dstNet)
+			require.Zero(t, migrated, "PE 2 waits for workers 1 and 6")
+
+			var relocs []migrate.Relocation
+			for lin := range 2 {
+				relocs = append(relocs, migrate.Relocation{Task: ref(lin), FailedPE: 0, ToPE: 1, CheckpointPE: 0, CopyPE: 1})
+			}
+			dst.Event(job.Recover{Generation: 1, Failed: []int{0}, Relocations: relocs, UndoMoves: true})
+			runPosted(dst, dstNet)
+			require.Empty(t, errs)
+			require.Zero(t, migrated, "worker 6 is still on its way")
+
+			// Worker 1, restored on PE 1, sends worker 6 a begin.
+			payload, err := proto.Marshal(&testmsg.Num{})
+			require.NoError(t, err)
+			msg, err := proto.Marshal(&wire.Batch{Job: 42, Generation: 1, Envelopes: []*wire.Envelope{{
+				Kind: uint32(logging.EnvelopeMessage), From: 1, To: 2, Message: &wire.Message{
+					Id: &wire.MessageID{Sender: TaskID(workers.def.ID, 1), Srn: 1}, To: TaskID(workers.def.ID, 6),
+					Handler: handlerID(workers.def.ID, 1), Order: uint32(commutative.Ordered), Payload: payload,
+				},
+			}}})
+			require.NoError(t, err)
+			dst.Receive(1, msg)
+			runPosted(dst, dstNet)
+			st := dst.Stats()
+			require.Zero(t, st.Dropped, "%v", st.DroppedByReason)
+			require.Zero(t, st.Forwarded)
+			dst.Event(job.Probe{Round: 1})
+			runPosted(dst, dstNet)
+			require.Len(t, idle, 1)
+			require.Equal(t, uint64(1), idle[0].Received, "the message from PE 1 counts received")
+
+			// Worker 6 arrives and handles it.
+			dst.Receive(3, record)
+			runPosted(dst, dstNet)
+			require.Empty(t, errs)
+			require.Equal(t, 1, migrated, "PE 2 reports the migration done")
+			require.NotNil(t, workers.local[6])
+			require.Equal(t, uint64(1), dst.Stats().Delivered, "worker 6 handled the begin")
+		})
+	}
+}
+
+// A PE whose only awaited task was moving to it from the PE that failed
+// reports the migration done at the recovery: that task is restored
+// elsewhere, and the coordinator waits for the report before the next
+// checkpoint.
+func TestMigrationDoneWhenOnlyAFailedPEsTaskWasAwaited(t *testing.T) {
+	var errs []error
+	var migrated int
+	var idle []job.IdleStatus
+	net := &recordingNet{sent: map[int][][]byte{}}
+	pe, err := New(Config{Rank: 2, Size: 4, JobID: 42, App: stepApp(8, 1), Protocol: logging.KindFullDet, Net: net,
+		Control: migrationControl{errs: &errs, migrated: &migrated, idle: &idle}})
+	require.NoError(t, err)
+	workers := collectionNamed(t, pe, "workers")
+	moved := migrate.TaskRef{Collection: int(workers.def.ID), Lin: 1}
+	pe.Event(job.Migrate{Moves: []migrate.Move{{Task: moved, From: 0, To: 2}}})
+	runPosted(pe, net)
+	require.Zero(t, migrated)
+	pe.Event(job.Recover{Generation: 1, Failed: []int{0}, UndoMoves: true,
+		Relocations: []migrate.Relocation{{Task: moved, FailedPE: 0, ToPE: 1, CheckpointPE: 0, CopyPE: 1}}})
+	runPosted(pe, net)
+	require.Empty(t, errs)
+	require.Equal(t, 1, migrated)
 }

@@ -475,7 +475,10 @@ func (pe *PE) movedAway(id commutative.TaskID) (int, bool) {
 }
 
 // checkMessage reports whether a message names an existing element and
-// handler of the job.
+// handler of the job. The element is here, or on its way here: restored,
+// or moved here by a migration whose record has not arrived (a failure
+// during a migration lets the job go on before it does); the protocol
+// keeps its messages until it is placed.
 func (pe *PE) checkMessage(m logging.Message) error {
 	coll, lin := splitTaskID(m.To)
 	if coll >= len(pe.colls) {
@@ -486,7 +489,7 @@ func (pe *PE) checkMessage(m logging.Message) error {
 	if hc != coll || h >= len(cs.def.Handlers) {
 		return fmt.Errorf("%w: handler %d of collection %q", ErrUnknownTarget, m.Handler, cs.def.Name)
 	}
-	if lin < 0 || lin >= int64(cs.n) || (cs.local[lin] == nil && !pe.expectRestore[m.To]) {
+	if lin < 0 || lin >= int64(cs.n) || (cs.local[lin] == nil && !pe.expectRestore[m.To] && !pe.expectMigrate[m.To]) {
 		return fmt.Errorf("%w: %s[%d] for handler %s", ErrNoSuchElement, cs.def.Name, lin, cs.def.Handlers[h].Name)
 	}
 	return nil
@@ -537,6 +540,10 @@ func (pe *PE) Receive(from int, payload []byte) {
 			err = pe.checkMessage(env.Message)
 		}
 		if err != nil {
+			// Received all the same: its sender counted it sent, and it
+			// is no longer in flight (quiescence balances the two).
+			pe.stats.Received++
+			pe.receivedFrom[from]++
 			pe.drop(err)
 			continue
 		}

@@ -192,3 +192,27 @@ func TestMessageForMovedTaskIsForwarded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, env.Message.Id.Srn, got.Message.ID.SRN)
 }
+
+// An envelope dropped as bad input still counts as received: its sender
+// counted it sent, and quiescence detection, which balances the two,
+// would otherwise never find the job quiet.
+func TestDroppedEnvelopeCountsReceived(t *testing.T) {
+	var errs []error
+	var migrated int
+	var idle []job.IdleStatus
+	net := &recordingNet{sent: map[int][][]byte{}}
+	pe, err := New(Config{Rank: 1, Size: 2, JobID: 42, App: ringApp(4, 1, actor.BlockMap), Protocol: logging.KindFullDet, Net: net,
+		Control: migrationControl{errs: &errs, migrated: &migrated, idle: &idle}})
+	require.NoError(t, err)
+	env := goodMessage(t)
+	env.Message.To = TaskID(1, 1<<40)
+	b, err := proto.Marshal(&wire.Batch{Job: 42, Envelopes: []*wire.Envelope{env}})
+	require.NoError(t, err)
+	pe.Receive(0, b)
+	runPosted(pe, net)
+	require.Equal(t, uint64(1), pe.Stats().Dropped)
+	pe.Event(job.Probe{Round: 1})
+	runPosted(pe, net)
+	require.Len(t, idle, 1)
+	require.Equal(t, job.IdleStatus{Round: 1, Received: 1}, idle[0])
+}

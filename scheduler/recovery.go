@@ -158,6 +158,10 @@ func (pe *PE) recover(ev job.Recover) {
 	pe.abandonCheckpoint()
 	if ev.UndoMoves {
 		pe.undoMoves(ev.Failed)
+		// The coordinator waits for the tasks moved here to arrive
+		// before the next checkpoint: those the failed PEs were to send
+		// are not awaited any more.
+		pe.reportMigrated()
 	}
 	pe.beginRecovery()
 	pe.generation = max(pe.generation, ev.Generation)
