@@ -97,7 +97,7 @@ func (pe *PE) exportTask(cs *collectionState, lin int) (migrate.TaskRecord, erro
 	if el == nil {
 		return migrate.TaskRecord{}, fmt.Errorf("scheduler: move of %s[%d], which is not on PE %d", cs.def.Name, lin, pe.cfg.Rank)
 	}
-	rec, err := packElement(el, pe.proto.ExportTask(el.id))
+	rec, err := pe.packElement(el, pe.proto.ExportTask(el.id))
 	if err != nil {
 		return migrate.TaskRecord{}, err
 	}

@@ -64,7 +64,7 @@ func (pe *PE) records() ([]migrate.TaskRecord, error) {
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
 			el := cs.local[lin]
-			rec, err := packElement(el, cps[el.id])
+			rec, err := pe.packElement(el, cps[el.id])
 			if err != nil {
 				return nil, err
 			}

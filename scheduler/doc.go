@@ -27,7 +27,8 @@
 // checkpoint), fromdisk.go (records from a disk checkpoint), pack.go
 // (task records), progress.go (progress watching), balance.go and
 // migration.go (load balancing, moves, forwarding), diagnose.go and
-// debug.go (what a stuck PE waits for).
+// debug.go (what a stuck PE waits for), observe.go (what a check of a
+// whole run reads: Config.Observe, PackTasks).
 //
 // The decisions of the whole job are package job's (job.Coordinator);
 // running a whole job inside one process is job/inprocess's.

@@ -17,21 +17,18 @@ import (
 
 // packElement makes a task's checkpoint record: its own state, the
 // scheduler's state of it, and the protocol's counters.
-func packElement(el *element, cp logging.TaskCheckpoint) (migrate.TaskRecord, error) {
-	cs := el.coll
-	task, err := el.task.MarshalBinary()
-	if err != nil {
-		return migrate.TaskRecord{}, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
-	}
-	runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync})
+func (pe *PE) packElement(el *element, cp logging.TaskCheckpoint) (migrate.TaskRecord, error) {
+	rec, err := packState(el)
 	if err != nil {
 		return migrate.TaskRecord{}, err
 	}
-	protocol, err := proto.Marshal(taskCheckpointToWire(cp))
-	if err != nil {
+	if rec.Protocol, err = proto.Marshal(taskCheckpointToWire(cp)); err != nil {
 		return migrate.TaskRecord{}, err
 	}
-	return migrate.TaskRecord{Collection: uint32(cs.def.ID), Lin: int64(el.lin), Task: task, Runtime: runtime, Protocol: protocol}, nil
+	if pe.cfg.Observe != nil {
+		pe.observe(Observation{Kind: ObservePack, Task: uint64(el.id), Record: rec})
+	}
+	return rec, nil
 }
 
 // recordTarget returns the collection and index a record is for.
@@ -73,6 +70,9 @@ func (pe *PE) unpackRecord(rec migrate.TaskRecord) (*element, logging.TaskCheckp
 	el := pe.placeElement(cs, lin, task)
 	el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
 	cs.homeOf[lin] = int32(pe.cfg.Rank)
+	if pe.cfg.Observe != nil {
+		pe.observe(Observation{Kind: ObserveUnpack, Task: uint64(el.id), Record: rec})
+	}
 	return el, cp, nil
 }
 

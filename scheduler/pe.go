@@ -105,6 +105,11 @@ type Config struct {
 	// Trace, if set, is told of every handler run: which handler of which
 	// collection, when it started and how long it took.
 	Trace func(collection, handler string, start time.Time, d time.Duration)
+	// Observe, if set, is told of every task's history on this PE: its
+	// creation, the records made of it and set into it, the messages it
+	// sends and those it handles (see Observation). A check of a whole
+	// run sets it (the simulator); nil in production.
+	Observe func(Observation)
 }
 
 // What a PE accepts through Net.Post, besides the coordinator's events
@@ -372,6 +377,9 @@ func New(cfg Config) (*PE, error) {
 func (pe *PE) addElement(cs *collectionState, lin int, task actor.Task) *element {
 	el := pe.placeElement(cs, lin, task)
 	pe.proto.HostTask(el.id)
+	if pe.cfg.Observe != nil {
+		pe.observe(Observation{Kind: ObserveCreate, Task: uint64(el.id)})
+	}
 	return el
 }
 
@@ -787,6 +795,9 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		pe.halt(pe.ambiguity(el, d))
 		return
 	}
+	if pe.cfg.Observe != nil {
+		pe.observe(Observation{Kind: ObserveHandle, Task: uint64(el.id), Message: d.Message})
+	}
 	ctx := &pe.ctx
 	ctx.el = el
 	m := h.NewMessage()
@@ -906,7 +917,7 @@ func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender commutati
 	msg := logging.Message{Handler: handlerID(t.Collection, t.Handler), Annotation: annotationOf(h.Annotation), Key: key, Payload: payload}
 	send := func(lin int) {
 		msg.To = commutative.TaskID(TaskID(cs.def.ID, lin))
-		pe.proto.Send(sender, logging.PEID(cs.homeOf[lin]), msg)
+		pe.send(sender, cs.homeOf[lin], msg)
 	}
 	switch t.Scope {
 	case actor.ScopeOne:
@@ -919,6 +930,15 @@ func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender commutati
 		for lin := 0; lin < cs.n; lin++ {
 			send(lin)
 		}
+	}
+}
+
+// send gives the protocol a message task from sends, for PE toPE (the
+// protocol stamps its identity).
+func (pe *PE) send(from commutative.TaskID, toPE int32, msg logging.Message) {
+	msg.ID = pe.proto.Send(from, logging.PEID(toPE), msg)
+	if pe.cfg.Observe != nil {
+		pe.observe(Observation{Kind: ObserveSend, Task: uint64(from), Message: msg})
 	}
 }
 

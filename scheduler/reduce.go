@@ -62,7 +62,7 @@ func (pe *PE) contribute(el *element, r actor.Reducer, v actor.Value, cb actor.C
 	}
 	reducers := pe.colls[len(pe.colls)-1]
 	lin := int(el.coll.def.ID)
-	pe.proto.Send(el.id, logging.PEID(reducers.homeOf[lin]), logging.Message{
+	pe.send(el.id, reducers.homeOf[lin], logging.Message{
 		To:         commutative.TaskID(TaskID(reducers.def.ID, lin)),
 		Handler:    handlerID(reducers.def.ID, 0),
 		Annotation: commutative.Annotation{Order: commutative.Commutative, RegionSize: el.coll.n},

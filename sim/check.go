@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -76,7 +78,75 @@ func Check(cfg Config, res, clean Result) (Outcome, error) {
 	if res.Transport.Malformed > 0 {
 		return 0, fmt.Errorf("%w: the transport dropped %d malformed frames", ErrCheck, res.Transport.Malformed)
 	}
+	if len(res.Misplaced) > 0 {
+		return 0, fmt.Errorf("%w: tasks out of place: %s", ErrCheck, strings.Join(res.Misplaced[:min(3, len(res.Misplaced))], "; "))
+	}
+	// A job ends when its program says so: a task still re-executing
+	// what a failure undid may then be behind, or not restored yet at
+	// all. Such a task is behind the failure-free run (its final history
+	// holds fewer deeds), and only a run in which a PE died has one.
+	behind := func(ref migrate.TaskRef) bool {
+		got, ok := res.Deeds[ref]
+		want := clean.Deeds[ref]
+		return dead > 0 && (!ok || got.Sent+got.Handled < want.Sent+want.Handled)
+	}
+	if !cfg.OrderDependentStates {
+		if err := compareStates(res.States, clean.States, behind); err != nil {
+			return 0, err
+		}
+	}
+	if len(res.HandledTwice) > 0 {
+		return 0, fmt.Errorf("%w: %d messages handled twice: %s", ErrCheck, len(res.HandledTwice), strings.Join(res.HandledTwice[:min(3, len(res.HandledTwice))], "; "))
+	}
+	var orphans []string
+	for _, o := range res.Orphans {
+		// A sender behind has not sent again yet what its failed
+		// execution had sent (with other contents, it is an orphan
+		// all the same).
+		if o.Unsent && !isSystemTask(o.Sender) && behind(taskRef(o.Sender)) {
+			continue
+		}
+		orphans = append(orphans, o.String())
+	}
+	if len(orphans) > 0 {
+		return 0, fmt.Errorf("%w: %d orphan messages: %s", ErrCheck, len(orphans), strings.Join(orphans[:min(3, len(orphans))], "; "))
+	}
 	return Completed, nil
+}
+
+// compareStates compares the final states of a run's tasks with the
+// failure-free run's, task by task, whatever PE each ended on; a task
+// behind may differ, or be on no live PE.
+func compareStates(got, want map[migrate.TaskRef][]byte, behind func(migrate.TaskRef) bool) error {
+	var diff []string
+	for _, ref := range slices.SortedFunc(maps.Keys(want), migrate.CompareTaskRefs) {
+		g, ok := got[ref]
+		switch {
+		case ok && bytes.Equal(g, want[ref]) || behind(ref):
+		case !ok:
+			diff = append(diff, fmt.Sprintf("task %v is on no live PE", ref))
+		default:
+			diff = append(diff, fmt.Sprintf("task %v: %d bytes, failure-free %d, first difference at byte %d", ref, len(g), len(want[ref]), firstDiff(g, want[ref])))
+		}
+	}
+	for ref := range got {
+		if _, ok := want[ref]; !ok {
+			diff = append(diff, fmt.Sprintf("task %v is not of the failure-free run", ref))
+		}
+	}
+	if len(diff) > 0 {
+		return fmt.Errorf("%w: %d final task states differ from the failure-free run's: %s", ErrCheck, len(diff), strings.Join(diff[:min(3, len(diff))], "; "))
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 func firstLines(s string, n int) string {

@@ -27,9 +27,33 @@
 // mini-apps in small configurations; a new program is a new row), the PE
 // count, the protocol, the checkpoint period, the balancer, the network
 // and zero to three faults. Check compares a run with the failure-free
-// run of the same program: the job ends (no hang), with the same
-// results and status, and no PE dropped malformed input; or it stops
-// with the documented error of an unrecoverable failure.
+// run of the same program, and fails unless:
+//
+//   - the job ends (no hang), with the same results and status; or it
+//     stops with the documented error of an unrecoverable failure;
+//   - no PE dropped malformed input, and no PE's protocol holds logs or
+//     determinants after committing a checkpoint;
+//   - every task's final state (its packed state and the runtime's state
+//     of it, scheduler.PE.PackTasks) equals the failure-free run's,
+//     task by task whatever PE it ended on. Not compared: the wall time
+//     of Start the appkit main task holds; the states of a program whose
+//     states depend on the order of its order-dependent receptions
+//     (Config.OrderDependentStates: sim/gen's, which audit that part
+//     themselves); and, in a run where a PE died, a task behind the
+//     failure-free run (its final history holds fewer deeds: the job
+//     ended while it re-executed what a failure undid), which may also
+//     be on no live PE;
+//   - no task's final history (history.go: what its final state
+//     reflects, followed through restores, rollbacks and moves from
+//     what the PEs tell, scheduler.Config.Observe) handled a message
+//     twice (a message is its identity and the rollback it was stamped
+//     after);
+//   - no orphan: every message a final history handled was sent by its
+//     sender's final history with the same contents (receiver, handler,
+//     key, payload); not sent yet is allowed of a sender behind, and the
+//     runtime task of a dead PE is no sender to compare with;
+//   - no task acted on a PE it was not on, none was set from a record no
+//     PE made, none ended on two live PEs.
 //
 // TestSim runs thousands of seeds; a failing seed prints the command
 // that replays it with a trace of its events:

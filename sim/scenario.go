@@ -27,6 +27,10 @@ type Workload struct {
 	// Vary, if set, returns the arguments instead of Args, drawn from the
 	// seed's source: a program family (e.g. a program seed).
 	Vary func(rng *rand.Rand) []string
+	// OrderDependentStates says that the program's final states depend
+	// on the order its order-dependent receptions took, which two
+	// failure-free runs may take differently (see Config).
+	OrderDependentStates bool
 }
 
 // Workloads are the programs scenarios choose from. A new one is a new
@@ -45,13 +49,14 @@ var Workloads = []Workload{
 // and multicasts) as well as the rest of the scenario.
 var GenWorkload = Workload{Name: "gen", App: gen.App, Steps: 6, Vary: func(r *rand.Rand) []string {
 	return []string{"--seed", strconv.Itoa(1 + r.IntN(100000)), "--steps", "6"}
-}}
+}, OrderDependentStates: true}
 
 // GenScenario is Scenario(seed) with a generated program (GenWorkload)
 // as the workload.
 func GenScenario(seed uint64) Config {
 	cfg := Scenario(seed)
 	cfg.App, cfg.Args = GenWorkload.App, GenWorkload.Vary(newRand(seed, 6))
+	cfg.OrderDependentStates = GenWorkload.OrderDependentStates
 	for i, f := range cfg.Faults {
 		if f.AtStep > GenWorkload.Steps {
 			cfg.Faults[i].AtStep = 1 + (f.AtStep-1)%GenWorkload.Steps

@@ -42,6 +42,18 @@ type Config struct {
 	TimeLimit time.Duration
 	// Trace, if set, receives a line for every event of the run.
 	Trace io.Writer
+	// OrderDependentStates says that the program's final task states
+	// depend on the order of its order-dependent receptions, which two
+	// failure-free runs may take differently: Check does not compare
+	// them with the failure-free run's. The generated programs of
+	// sim/gen are such (a grid task folds its tickets into a trace in
+	// the order they come); their own audit checks that part, and the
+	// digest they print, which Check compares, the rest of their states.
+	OrderDependentStates bool
+	// tamper, if set, is a test's fault in what the PEs tell of their
+	// tasks (see histories.tamper), to show that the checks of the
+	// tasks' histories catch it.
+	tamper func(rank int, o *scheduler.Observation) int
 }
 
 // NetConfig is the simulated network between PEs and between PEs and the
@@ -127,6 +139,25 @@ type Result struct {
 	// LogLeaks lists the commits after which a PE's protocol still held
 	// logs or determinants.
 	LogLeaks []string
+	// States are the final states of the tasks on the live PEs, by task:
+	// each task's own state and the runtime's state of it (see
+	// scheduler.PE.PackTasks).
+	States map[migrate.TaskRef][]byte
+	// Misplaced lists what contradicts the tasks' places: a task on two
+	// live PEs at the end, a task set from a record no PE made, a task
+	// acting on a PE it is not on.
+	Misplaced []string
+	// Deeds counts, for each task on a live PE at the end, the sends
+	// and handlings of its final history (what its final state
+	// reflects): a task behind the failure-free run's has fewer.
+	Deeds map[migrate.TaskRef]Deeds
+	// HandledTwice lists the messages a task's final history handled
+	// twice; Orphans those it handled that the sender's final history
+	// did not send, or sent with other contents (see histories.final).
+	HandledTwice []string
+	Orphans      []Orphan
+	// Observed counts the sends and handlings the PEs told of.
+	Observed int
 	// Outcome is set by the caller of Check.
 	Outcome Outcome
 	// Notes are the coordinator's notes.
@@ -172,7 +203,9 @@ func Run(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	w := &world{cfg: cfg, clock: newClock(cfg.Trace), loads: newRand(cfg.Seed, 1)}
+	w := &world{cfg: cfg, clock: newClock(cfg.Trace), loads: newRand(cfg.Seed, 1), hist: newHistories(cfg.PEs, cfg.tamper)}
+	mt := jb.MainTarget()
+	w.main = migrate.TaskRef{Collection: int(mt.Collection), Lin: jb.Collections()[mt.Collection].Shape.Linear(mt.Index)}
 	w.coord = job.NewCoordinator(job.Config{Size: cfg.PEs, Protocol: cfg.Protocol, Layout: scheduler.Layout(jb, cfg.PEs),
 		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir})
 	w.pes = make([]*simPE, cfg.PEs)
@@ -194,7 +227,8 @@ func Run(cfg Config) (Result, error) {
 		pe, err := scheduler.New(scheduler.Config{
 			Rank: r, Size: cfg.PEs, JobID: 1, App: cfg.App, Args: cfg.Args, Protocol: cfg.Protocol,
 			CheckpointEvery: cfg.CheckpointEvery, Net: (*simNet)(p), Control: (*simControl)(p),
-			OnStep: p.onStep,
+			OnStep:  p.onStep,
+			Observe: func(o scheduler.Observation) { w.hist.observe(r, o) },
 		})
 		if err != nil {
 			return Result{}, err
@@ -214,6 +248,9 @@ type world struct {
 	// loads draws the handler loads the PEs report (the simulator's
 	// clock has no CPU time of its own).
 	loads *rand.Rand
+	// hist follows the tasks' histories; main is the job's main task.
+	hist *histories
+	main migrate.TaskRef
 	// pending are the coordinator's commands not yet carried out.
 	pending    []job.Command
 	performing bool
@@ -272,7 +309,67 @@ func (w *world) run() Result {
 		w.res.Stats = append(w.res.Stats, p.pe.Stats())
 	}
 	w.res.End, w.res.Steps, w.res.Digest = w.now, w.steps, w.sum()
+	w.finalStates()
 	return w.res
+}
+
+// finalStates reads the final states of the tasks on the live PEs and
+// checks the final histories of the tasks.
+func (w *world) finalStates() {
+	w.res.States = map[migrate.TaskRef][]byte{}
+	final := make([][]uint64, len(w.pes))
+	for r, p := range w.pes {
+		if p.dead {
+			continue
+		}
+		recs, err := p.pe.PackTasks()
+		if err != nil {
+			w.res.Misplaced = append(w.res.Misplaced, fmt.Sprintf("PE %d: %v", r, err))
+			continue
+		}
+		final[r] = make([]uint64, 0, len(recs))
+		for _, rec := range recs {
+			ref := rec.Ref()
+			if _, ok := w.res.States[ref]; ok {
+				w.res.Misplaced = append(w.res.Misplaced, fmt.Sprintf("task %d[%d] is on two PEs at the end, one of them PE %d", ref.Collection, ref.Lin, r))
+			}
+			state := append(rec.Task[:len(rec.Task):len(rec.Task)], rec.Runtime...)
+			if ref == w.main {
+				state = maskStartTime(state)
+			}
+			w.res.States[ref] = state
+			final[r] = append(final[r], scheduler.TaskID(int32(ref.Collection), ref.Lin))
+		}
+	}
+	w.res.Misplaced = append(w.res.Misplaced, w.hist.problems...)
+	deeds, twice, orphans := w.hist.final(final)
+	w.res.HandledTwice, w.res.Orphans, w.res.Observed = twice, orphans, w.hist.deeds
+	w.res.Deeds = map[migrate.TaskRef]Deeds{}
+	for task, n := range deeds {
+		if !isSystemTask(task) {
+			w.res.Deeds[taskRef(task)] = n
+		}
+	}
+}
+
+// appkitMain begins the packed state of the main task of a program built
+// with appkit (every workload's), which apps/appkit/main.go documents:
+// "APPM", version 1, a byte of flags, then the wall time of Start
+// (int64, little-endian).
+const appkitMain = "APPM\x01"
+
+// maskStartTime zeroes the wall time of Start in the packed state of an
+// appkit main task: the one part of a final state that differs between
+// any two runs (the simulator cannot give the programs its clock: they
+// read time.Now). The rest of it (flags, PE count, the results) is
+// compared.
+func maskStartTime(state []byte) []byte {
+	const at = len(appkitMain) + 1
+	if len(state) < at+8 || string(state[:len(appkitMain)]) != appkitMain {
+		return state
+	}
+	clear(state[at : at+8])
+	return state
 }
 
 func addTransport(sum *transport.Stats, s transport.Stats) {

@@ -96,11 +96,32 @@ func (c *Chunk) completeIteration(iteration uint64) (last bool, err error) {
 	}
 	Sweep(c.block, c.temperature, c.scratch)
 	c.temperature, c.scratch = c.scratch, c.temperature
+	// The halo of the new array holds the faces of two iterations ago
+	// (zeros in a chunk restored or moved since: scratch is not packed).
+	// No sweep reads it before the next faces overwrite it, but it is
+	// packed: cleared, it makes the packed state the same whatever
+	// happened to the chunk.
+	clearHalo(c.block, c.temperature)
 	ApplyBoundary(c.block, c.temperature)
 	c.iteration++
 	c.received = 0
 	c.finished = c.iteration == c.iterations
 	return c.finished, nil
+}
+
+// clearHalo zeroes the halo of a chunk's array: its faces, edges and
+// corners.
+func clearHalo(b Block, t []float64) {
+	for k := 0; k <= b.Z+1; k++ {
+		for j := 0; j <= b.Y+1; j++ {
+			row := b.At(0, j, k)
+			if k == 0 || k == b.Z+1 || j == 0 || j == b.Y+1 {
+				clear(t[row : row+b.X+2])
+				continue
+			}
+			t[row], t[row+b.X+1] = 0, 0
+		}
+	}
 }
 
 // result returns the chunk's sum and hash.

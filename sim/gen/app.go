@@ -1,7 +1,9 @@
 package gen
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/apps/appkit"
@@ -280,10 +282,18 @@ func (p *program) onReply(c *cell, ctx actor.Context, m *Reply) {
 		fault(ctx, &c.broken, "cells", "second reply to ticket %d of step %d (a handler ran twice for one message)", t, c.step)
 	default:
 		c.seen[t] = true
-		c.replies = append(c.replies, replyRecord{
+		// In step and ticket order, not in the order they came: the
+		// region commutes, so the cell's state (and the record it sends
+		// at the end) must not depend on that order, which a replay
+		// under PartialDet may change.
+		r := replyRecord{
 			Grid: m.GetGrid(), Step: uint32(c.step), Position: m.GetPosition(), Ticket: uint32(t),
 			Value: ticketValue(c.startAcc, c.step, t), Trace: m.GetTrace(),
+		}
+		i, _ := slices.BinarySearchFunc(c.replies, r, func(a, b replyRecord) int {
+			return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Ticket, b.Ticket))
 		})
+		c.replies = slices.Insert(c.replies, i, r)
 	}
 }
 

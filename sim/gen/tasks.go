@@ -26,7 +26,7 @@ type cell struct {
 	slots  []uint64
 	filled []bool
 	seen   []bool
-	// replies are every reply the cell took, in the order it took them.
+	// replies are every reply the cell took, by step and ticket.
 	replies []replyRecord
 	// exchanged counts the exchange messages taken.
 	exchanged uint64
