@@ -46,6 +46,12 @@ const (
 	loopCloseTimeout = 2 * time.Second
 )
 
+// DefaultTCPMaxFrame is the TCP endpoint's default frame size: with no
+// gRPC message limit to respect, payloads up to 1 MiB travel in one frame
+// and are delivered from the frame's own buffer, without being joined
+// from pieces in a copy.
+const DefaultTCPMaxFrame = 1<<20 + 16
+
 // TCP is an Endpoint over TCP connections of its own, one per pair of PEs:
 // the PE of lower rank dials the one of higher rank (so two PEs never dial
 // each other at once) and dials again when the connection breaks, and both
@@ -96,6 +102,9 @@ type tcpPeer struct {
 // NewTCP builds a TCP endpoint and starts listening: Addr is valid when it
 // returns. Connections and frames that arrive before Start wait for it.
 func NewTCP(cfg Config) (*TCP, error) {
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = DefaultTCPMaxFrame
+	}
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err

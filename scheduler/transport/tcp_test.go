@@ -247,12 +247,12 @@ func TestTCPMalformedFrames(t *testing.T) {
 	j := newTCPJob(t, 2, nil, nil)
 	ep := j.eps[1]
 	for i, bad := range [][]byte{
-		frameBytes(0, 1, 0, nil, make([]byte, transport.DefaultMaxFrame+1))[:36], // too long
-		frameBytes(5, 1, 0, nil, []byte{1, 'x'}),                                 // rank outside the job
-		frameBytes(1, 1, 0, nil, []byte{1, 'x'}),                                 // not the connection's rank
-		frameBytes(0, 1, 99, nil, []byte{1, 'x'}),                                // ack for frames never sent
-		frameBytes(0, 1, 0, nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}),     // bad record header
-		frameBytes(0, 0, 0, nil, []byte{1, 'x'}),                                 // ack frame with data
+		frameBytes(0, 1, 0, nil, make([]byte, transport.DefaultTCPMaxFrame+1))[:36], // too long
+		frameBytes(5, 1, 0, nil, []byte{1, 'x'}),                                    // rank outside the job
+		frameBytes(1, 1, 0, nil, []byte{1, 'x'}),                                    // not the connection's rank
+		frameBytes(0, 1, 99, nil, []byte{1, 'x'}),                                   // ack for frames never sent
+		frameBytes(0, 1, 0, nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}),        // bad record header
+		frameBytes(0, 0, 0, nil, []byte{1, 'x'}),                                    // ack frame with data
 	} {
 		before := ep.Stats().Malformed
 		nc, ok := rawDial(t, ep.Addr(), 0, 1, "job-secret")

@@ -57,9 +57,9 @@ type Config struct {
 	Port int
 	// Secret is the job secret; connections that do not prove it are refused.
 	Secret []byte
-	// MaxFrame is the most data bytes in a frame (default 256 KiB + 16, at least
-	// 64). Small payloads sent in one work slice share frames; larger ones
-	// travel in pieces.
+	// MaxFrame is the most data bytes in a frame (default 256 KiB + 16,
+	// 1 MiB + 16 for the TCP endpoint; at least 64). Small payloads sent
+	// in one work slice share frames; larger ones travel in pieces.
 	MaxFrame int
 	// Window is the most unacknowledged bytes in flight to one peer
 	// (default 8 MiB). Sends beyond it wait in a queue counted by Backlog.

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/gochare/gochare/scheduler/transport"
 )
 
 // Run runs the endpoint suite, each test a job of PEs in child processes
@@ -97,7 +99,7 @@ func testFlowControlBoundsInFlight(t *testing.T) {
 }
 
 func testResendAfterDroppedFrames(t *testing.T) {
-	c := newCluster(t, 2, peerOptions{DropEvery: 7, ResendAfterMs: 50, Window: 1 << 20}, nil)
+	c := newCluster(t, 2, peerOptions{DropEvery: 7, ResendAfterMs: 50, MaxFrame: transport.DefaultMaxFrame, Window: 1 << 20}, nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 	c.send(0, 1, mixedSizes(rng, 100))
 	c.send(1, 0, mixedSizes(rng, 100))
@@ -112,7 +114,7 @@ func testResendAfterDroppedFrames(t *testing.T) {
 }
 
 func testResendAfterLostStream(t *testing.T) {
-	c := newCluster(t, 2, peerOptions{Window: 1 << 20}, nil)
+	c := newCluster(t, 2, peerOptions{MaxFrame: transport.DefaultMaxFrame, Window: 1 << 20}, nil)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 10 {
 		c.send(0, 1, mixedSizes(rng, 20))
