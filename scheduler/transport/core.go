@@ -218,6 +218,7 @@ func (c *core) seal(to int) {
 // allowed when nothing is in flight, so the channel cannot stall.
 func (c *core) pump(to int) {
 	o := &c.out[to]
+	queued := o.queued
 	for len(o.queued) > 0 {
 		sf := o.queued[0]
 		cost := sf.cost()
@@ -226,9 +227,6 @@ func (c *core) pump(to int) {
 		}
 		o.queued[0] = sentFrame{}
 		o.queued = o.queued[1:]
-		if len(o.queued) == 0 {
-			o.queued = nil
-		}
 		sf.seq = o.nextSeq
 		o.nextSeq++
 		o.inFlight += cost
@@ -238,6 +236,8 @@ func (c *core) pump(to int) {
 		o.unacked = append(o.unacked, sf)
 		c.transmitData(to, &o.unacked[len(o.unacked)-1])
 	}
+	// Drained: the next frames reuse the array.
+	o.queued = queued[:0]
 }
 
 func (c *core) transmitData(to int, sf *sentFrame) {
@@ -438,9 +438,10 @@ func (c *core) onAck(peer int, ack, resendFrom uint64) error {
 			o.inFlight -= o.unacked[i].cost()
 			o.unacked[i] = sentFrame{}
 		}
-		o.unacked = o.unacked[k:]
-		if len(o.unacked) == 0 {
-			o.unacked = nil
+		if k == len(o.unacked) {
+			o.unacked = o.unacked[:0] // all acknowledged: reuse the array
+		} else {
+			o.unacked = o.unacked[k:]
 		}
 		o.acked = ack
 		o.timeouts = 0
