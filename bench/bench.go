@@ -22,7 +22,7 @@ const Usage = `  gochare bench [--quick|--full|--tiny] [--out DIR] [--mtbf 24h] 
       after a PE killed mid-period (restore spread 1, 2, all), Daly's
       checkpoint period; writes JSON, CSV, Markdown and PNG plots to DIR
       (default evaluation-results); --quick is the default
-  gochare bench transport [--sizes 64,32768 --stacks gochare,protoactor,tcp --time D --rounds N]
+  gochare bench transport [--sizes 64,524288 --stacks gochare-tcp,gochare-protoactor,protoactor,tcp --time D --rounds N]
       transport latency and throughput between two PE processes
 `
 

@@ -25,6 +25,7 @@ import (
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
+	"github.com/gochare/gochare/scheduler/transport"
 )
 
 const usageHead = `usage:
@@ -57,6 +58,9 @@ const usageHead = `usage:
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
                                 number of PEs)
+        --transport NAME        PE-to-PE transport, passed to the PEs
+                                (default tcp; the gochare command also has
+                                protoactor)
         --trace FILE            write a Chrome trace-event file (Perfetto):
                                 handlers per PE, checkpoints, recoveries
         --lb greedy|refine      balance the load at every checkpoint sync
@@ -82,9 +86,11 @@ const usageHead = `usage:
                                 SIGKILL (a hung PE). A kill that can never
                                 fire is an error; one that did not fire is
                                 a warning at the end
-  gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H]
+  gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H] [--transport NAME]
       run one PE of a job; rank and size default to SLURM_PROCID and
-      SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET
+      SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET;
+      --transport as for run (default tcp; every PE of a job must use the
+      same)
   environment read by gochare pe (set for gochare run, it reaches the PEs):
       GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof
       GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
@@ -117,6 +123,47 @@ type Command struct {
 type Program struct {
 	Apps     []actor.App
 	Commands []Command
+	// Transports are the PE-to-PE transports the program offers, by the
+	// name --transport selects (default: DefaultTransports, "tcp" only).
+	// cmd/gochare adds "protoactor".
+	Transports map[string]Transport
+}
+
+// Transport builds a PE's endpoint of the PE-to-PE transport.
+type Transport func(transport.Config) (transport.Endpoint, error)
+
+// DefaultTransport is the transport PEs use without --transport.
+const DefaultTransport = "tcp"
+
+// DefaultTransports are the transports of a Program that names none: the
+// TCP endpoint of package transport.
+func DefaultTransports() map[string]Transport {
+	return map[string]Transport{"tcp": func(cfg transport.Config) (transport.Endpoint, error) { return transport.NewTCP(cfg) }}
+}
+
+func (p Program) transports() map[string]Transport {
+	if len(p.Transports) == 0 {
+		return DefaultTransports()
+	}
+	return p.Transports
+}
+
+// transportNames lists the names of ts, sorted.
+func transportNames(ts map[string]Transport) string {
+	names := make([]string, 0, len(ts))
+	for n := range ts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// checkTransport reports an error unless ts has a transport called name.
+func checkTransport(ts map[string]Transport, name string) error {
+	if _, ok := ts[name]; !ok {
+		return fmt.Errorf("%w: --transport %q: this program has the transports %s", errUsage, name, transportNames(ts))
+	}
+	return nil
 }
 
 func (p Program) usage() string {
@@ -172,9 +219,9 @@ func (p Program) Main(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "run":
-		status, err = cmdRun(ctx, args[1:], stdout, stderr, log, byName)
+		status, err = cmdRun(ctx, args[1:], stdout, stderr, log, byName, p.transports())
 	case "pe":
-		status, err = cmdPE(ctx, args[1:], stderr, log, byName)
+		status, err = cmdPE(ctx, args[1:], stderr, log, byName, p.transports())
 	case "apps":
 		names := make([]string, 0, len(byName))
 		for n := range byName {
@@ -228,6 +275,7 @@ type runOptions struct {
 	traceFile        string
 	spread           int
 	kills            []string
+	transport        string
 }
 
 // protocolNames are the --ft values.
@@ -244,7 +292,7 @@ func protocolName(k logging.Kind) string {
 
 // splitRunArgs separates the launcher's flags from the application's.
 func splitRunArgs(args []string) (runOptions, []string, error) {
-	o := runOptions{listen: "127.0.0.1:0", heartbeatTimeout: 5 * time.Second, stallTimeout: coord.DefaultStallTimeout, protocol: logging.KindPartialDet}
+	o := runOptions{listen: "127.0.0.1:0", transport: DefaultTransport, heartbeatTimeout: 5 * time.Second, stallTimeout: coord.DefaultStallTimeout, protocol: logging.KindPartialDet}
 	var appArgs []string
 	valueOf := func(i *int, name string) (string, error) {
 		a := args[*i]
@@ -309,6 +357,12 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			} else {
 				o.checkpointDir = v
 			}
+		case "transport":
+			v, err := valueOf(&i, "--transport")
+			if err != nil {
+				return o, nil, err
+			}
+			o.transport = v
 		case "trace":
 			v, err := valueOf(&i, "--trace")
 			if err != nil {
@@ -372,7 +426,7 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	return o, appArgs, nil
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, apps map[string]actor.App) (int, error) {
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, apps map[string]actor.App, transports map[string]Transport) (int, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprint(stderr, usageHead)
 		return 2, fmt.Errorf("%w: run needs an application name", errUsage)
@@ -383,6 +437,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	o, appArgs, err := splitRunArgs(args[1:])
 	if err != nil {
+		return 2, err
+	}
+	if err := checkTransport(transports, o.transport); err != nil {
 		return 2, err
 	}
 	// Check the application's flags here, before any PE starts.
@@ -437,9 +494,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 			if err := os.WriteFile(o.secretFile, []byte(hex.EncodeToString(secret)+"\n"), 0o600); err != nil {
 				return 1, fmt.Errorf("launcher: %w", err)
 			}
-			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --secret-file %s\n", o.pes, ln.Addr(), o.pes, o.secretFile)
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --secret-file %s --transport %s\n", o.pes, ln.Addr(), o.pes, o.secretFile, o.transport)
 		} else {
-			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  %s=%s gochare pe --coordinator %s --rank R --size %d\n", o.pes, secretEnv, hex.EncodeToString(secret), ln.Addr(), o.pes)
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  %s=%s gochare pe --coordinator %s --rank R --size %d --transport %s\n", o.pes, secretEnv, hex.EncodeToString(secret), ln.Addr(), o.pes, o.transport)
 		}
 		return newCoordinator(cfg, ln).run(ctx)
 	}
@@ -448,7 +505,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		return 1, fmt.Errorf("launcher: %w", err)
 	}
 	co := newCoordinator(cfg, ln)
-	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), stdout: stdout, stderr: stderr}
+	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr}
 	co.killProcess = sp.kill
 	co.restartPE, co.currentPID = sp.restart, sp.pid
 	// Once run has returned, nobody reads the coordinator's events: a PE
@@ -503,7 +560,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	return status, err
 }
 
-func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, apps map[string]actor.App) (int, error) {
+func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, apps map[string]actor.App, transports map[string]Transport) (int, error) {
 	fs := flag.NewFlagSet("pe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	coordinator := fs.String("coordinator", "", "coordinator address HOST:PORT")
@@ -511,8 +568,12 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	size := fs.Int("size", 0, "number of PEs (default $SLURM_NTASKS)")
 	secretFile := fs.String("secret-file", "", "file holding the job secret (default $"+secretEnv+")")
 	host := fs.String("host", "", "address to listen on for other PEs (default: the one that reaches the coordinator)")
+	transportName := fs.String("transport", DefaultTransport, "PE-to-PE transport: "+transportNames(transports))
 	if err := fs.Parse(args); err != nil {
 		return 2, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if err := checkTransport(transports, *transportName); err != nil {
+		return 2, err
 	}
 	if *coordinator == "" {
 		return 2, fmt.Errorf("%w: pe needs --coordinator HOST:PORT", errUsage)
@@ -543,7 +604,7 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 		return 2, err
 	}
 	return runPE(ctx, peOptions{
-		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host,
+		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host, Transport: transports[*transportName],
 		Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
 		CPUProfileDir: os.Getenv(cpuProfileEnv), ProtoActorLog: os.Getenv(debugProtoActorEnv) != "",
 	})

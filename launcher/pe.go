@@ -76,6 +76,8 @@ type peOptions struct {
 	// ProtoActorLog passes protoactor's own log lines to Log
 	// (GOCHARE_DEBUG_PROTOACTOR).
 	ProtoActorLog bool
+	// Transport builds the endpoint (default: DefaultTransport).
+	Transport Transport
 }
 
 // Environment variables read by `gochare pe`, for investigations. Set for
@@ -192,7 +194,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		// reach it the same way.
 		o.Host = raw.LocalAddr().(*net.TCPAddr).IP.String()
 	}
-	ep, err := transport.NewProtoActor(transport.Config{
+	newEndpoint := o.Transport
+	if newEndpoint == nil {
+		newEndpoint = DefaultTransports()[DefaultTransport]
+	}
+	ep, err := newEndpoint(transport.Config{
 		Rank: o.Rank, Size: o.Size, Host: o.Host, Secret: o.Secret, Logger: o.Log,
 		ProtoActorLog: o.ProtoActorLog,
 	})

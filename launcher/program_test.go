@@ -31,7 +31,9 @@ func TestProgramWithoutTools(t *testing.T) {
 }
 
 // A program built on Main links the runtime and its applications, not the
-// benchmark drivers, the chaos campaign or the plotting library.
+// benchmark drivers, the chaos campaign or the plotting library, nor
+// protoactor-go and gRPC (which more than doubled its size): its
+// transport is the TCP endpoint of scheduler/transport.
 func TestProgramsLinkNoTools(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps",
 		"github.com/gochare/gochare/launcher", "github.com/gochare/gochare/examples/hello").Output()
@@ -39,7 +41,8 @@ func TestProgramsLinkNoTools(t *testing.T) {
 	deps := strings.Fields(string(out))
 	require.Contains(t, deps, "github.com/gochare/gochare/scheduler/transport")
 	for _, p := range deps {
-		for _, banned := range []string{"github.com/gochare/gochare/bench", "github.com/gochare/gochare/chaos", "gonum.org/"} {
+		for _, banned := range []string{"github.com/gochare/gochare/bench", "github.com/gochare/gochare/chaos", "gonum.org/",
+			"google.golang.org/grpc", "github.com/asynkron/protoactor-go", "github.com/gochare/gochare/scheduler/transport/protoactor"} {
 			require.False(t, strings.HasPrefix(p, banned), "an app binary links %s", p)
 		}
 	}
@@ -88,15 +91,28 @@ func TestProgramCommands(t *testing.T) {
 	require.Contains(t, stderr.String(), `"chaos" is a subcommand of the gochare command`)
 }
 
+// A program without the protoactor transport refuses --transport
+// protoactor at once, naming the transports it has, for run and pe alike.
+func TestProgramRefusesTransportItLacks(t *testing.T) {
+	var stderr bytes.Buffer
+	require.Equal(t, 2, Main([]string{"pe", "--coordinator", "127.0.0.1:1", "--rank", "0", "--size", "1", "--transport", "protoactor"}, io.Discard, &stderr))
+	require.Contains(t, stderr.String(), `--transport "protoactor": this program has the transports tcp`)
+	p := Program{Transports: map[string]Transport{"tcp": DefaultTransports()["tcp"], "other": DefaultTransports()["tcp"]}}
+	stderr.Reset()
+	require.Equal(t, 2, p.Main([]string{"pe", "--coordinator", "127.0.0.1:1", "--rank", "0", "--size", "1", "--transport", "udp"}, io.Discard, &stderr))
+	require.Contains(t, stderr.String(), `this program has the transports other, tcp`)
+}
+
 // GOCHARE_DEBUG_PROTOACTOR, read by `gochare pe` and passed to the
 // transport as Config.ProtoActorLog, shows protoactor's own log lines;
-// without it they are dropped.
+// without it they are dropped. The job runs on the protoactor transport
+// (--transport protoactor, which the launcher passes to its PEs).
 func TestDebugProtoActorEnv(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		if on {
 			t.Setenv("GOCHARE_DEBUG_PROTOACTOR", "1")
 		}
-		j := startJob(t, "run", "stencil3d", "--pes", "2", "--iterations", "3")
+		j := startJob(t, "run", "stencil3d", "--pes", "2", "--iterations", "3", "--transport", "protoactor")
 		require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
 		shown := strings.Contains(j.output(), "lib=protoactor")
 		require.Equal(t, on, shown, "GOCHARE_DEBUG_PROTOACTOR set: %v\n%s", on, j.output())

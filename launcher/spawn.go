@@ -24,10 +24,11 @@ func exitHow(st *os.ProcessState) string {
 // spawner starts the PE processes of a job on this machine and streams
 // their output with a PE prefix.
 type spawner struct {
-	exe    string
-	secret string
-	stdout io.Writer
-	stderr io.Writer
+	exe       string
+	secret    string
+	transport string // --transport given to every PE
+	stdout    io.Writer
+	stderr    io.Writer
 	// extraEnv is added to every PE's environment.
 	extraEnv []string
 
@@ -51,6 +52,9 @@ type spawner struct {
 // When it ends, report is called with how.
 func (s *spawner) start(rank, size int, addr string, report func(processExited)) error {
 	cmd := exec.Command(s.exe, "pe", "--coordinator", addr, "--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size))
+	if s.transport != "" {
+		cmd.Args = append(cmd.Args, "--transport", s.transport)
+	}
 	cmd.Env = append(os.Environ(), append([]string{secretEnv + "=" + s.secret}, s.extraEnv...)...)
 	// The PE dies with the launcher, so a killed launcher leaves no orphans.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

@@ -1,9 +1,11 @@
 // Package transportbench measures the PE-to-PE transport: round-trip
-// latency and one-way throughput between two PEs for three stacks, this
-// runtime's transport endpoint (scheduler/transport), bare protoactor
-// remote with the same remote configuration (actor to actor, no sequence
-// numbers or acknowledgements; transport.NewBareRemote builds it), and bare
-// TCP on loopback (length-prefixed frames, one goroutine each side).
+// latency and one-way throughput between two PEs for four stacks, this
+// runtime's two transport endpoints (gochare-tcp: transport.TCP, the
+// default; gochare-protoactor: scheduler/transport/protoactor), bare
+// protoactor remote with the same remote configuration as that endpoint's
+// (actor to actor, no sequence numbers or acknowledgements;
+// protoactor.NewBareRemote builds it), and bare TCP on loopback
+// (length-prefixed frames, one goroutine each side).
 //
 // The same code serves `go test -bench` (BenchmarkTransport, both sides in
 // one process) and `gochare bench transport` (Main, with the echo side in a
@@ -18,7 +20,7 @@
 //
 // # Imports
 //
-// The standard library, protoactor-go (actor, remote) and
-// scheduler/transport. Nothing of the runtime imports it; cmd/gochare
+// The standard library, protoactor-go (actor, remote),
+// scheduler/transport and scheduler/transport/protoactor. Nothing of the runtime imports it; cmd/gochare
 // reaches it through the bench package.
 package transportbench

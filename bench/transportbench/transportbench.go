@@ -23,17 +23,41 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/gochare/gochare/scheduler/transport"
+	"github.com/gochare/gochare/scheduler/transport/protoactor"
 )
 
 // Stack names.
 const (
-	StackGochare    = "gochare"
+	// StackGochareTCP is the runtime's default endpoint, transport.TCP.
+	StackGochareTCP = "gochare-tcp"
+	// StackGochareProtoActor is the endpoint over protoactor-go remote.
+	StackGochareProtoActor = "gochare-protoactor"
+	// StackProtoActor is bare protoactor remote, configured as that
+	// endpoint's, without the transport's protocol.
 	StackProtoActor = "protoactor"
-	StackTCP        = "tcp"
+	// StackTCP is bare TCP: length-prefixed frames, nothing else.
+	StackTCP = "tcp"
 )
 
 // benchStacks lists the stacks in the order they are reported.
-func benchStacks() []string { return []string{StackGochare, StackProtoActor, StackTCP} }
+func benchStacks() []string {
+	return []string{StackGochareTCP, StackGochareProtoActor, StackProtoActor, StackTCP}
+}
+
+// ratios are the quotients the table reports: [numerator, denominator].
+var ratios = [][2]string{
+	{StackGochareTCP, StackGochareProtoActor},
+	{StackGochareTCP, StackTCP},
+	{StackGochareProtoActor, StackTCP},
+}
+
+// endpointOf returns the constructor of a gochare endpoint stack.
+func endpointOf(stack string) func(transport.Config) (transport.Endpoint, error) {
+	if stack == StackGochareProtoActor {
+		return func(cfg transport.Config) (transport.Endpoint, error) { return protoactor.New(cfg) }
+	}
+	return func(cfg transport.Config) (transport.Endpoint, error) { return transport.NewTCP(cfg) }
+}
 
 // ErrBench reports a failed measurement.
 var ErrBench = errors.New("transportbench")
@@ -103,20 +127,21 @@ type benchRun struct {
 }
 
 type gochareDriver struct {
-	ep   *transport.ProtoActor
-	done chan struct{}
+	stack string
+	ep    transport.Endpoint
+	done  chan struct{}
 	// Owned by the endpoint goroutine.
 	pingLeft int
 	ping     []byte
 	stream   *streamState
 }
 
-func newGochareDriver(secret []byte, logger *slog.Logger) (*gochareDriver, error) {
-	ep, err := transport.NewProtoActor(transport.Config{Rank: 0, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
+func newGochareDriver(stack string, secret []byte, logger *slog.Logger) (*gochareDriver, error) {
+	ep, err := endpointOf(stack)(transport.Config{Rank: 0, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	return &gochareDriver{ep: ep, done: make(chan struct{}, 1)}, nil
+	return &gochareDriver{stack: stack, ep: ep, done: make(chan struct{}, 1)}, nil
 }
 
 func (d *gochareDriver) Addr() string { return d.ep.Addr() }
@@ -134,7 +159,7 @@ func (d *gochareDriver) run(ctx context.Context, r benchRun) (time.Duration, err
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	case <-time.After(benchTimeout):
-		return 0, fmt.Errorf("%w: %s run %+v timed out", ErrBench, StackGochare, r)
+		return 0, fmt.Errorf("%w: %s run %+v timed out", ErrBench, d.stack, r)
 	}
 }
 
@@ -184,10 +209,10 @@ func (d *gochareDriver) Receive(from int, payload []byte) {
 	d.ep.Flush()
 }
 
-type gochareEcho struct{ ep *transport.ProtoActor }
+type gochareEcho struct{ ep transport.Endpoint }
 
-func newGochareEcho(secret []byte, logger *slog.Logger) (*gochareEcho, error) {
-	ep, err := transport.NewProtoActor(transport.Config{Rank: 1, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
+func newGochareEcho(stack string, secret []byte, logger *slog.Logger) (*gochareEcho, error) {
+	ep, err := endpointOf(stack)(transport.Config{Rank: 1, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +244,7 @@ type paSide struct {
 }
 
 func newPASide(name string, secret []byte, logger *slog.Logger, a actor.Actor) (*paSide, error) {
-	system, r, err := transport.NewBareRemote(transport.Config{Rank: 0, Size: 1, Host: "127.0.0.1", Secret: secret, Logger: logger})
+	system, r, err := protoactor.NewBareRemote(transport.Config{Rank: 0, Size: 1, Host: "127.0.0.1", Secret: secret, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -534,8 +559,8 @@ func (e *tcpEcho) serve() {
 
 func newBenchDriver(stack string, secret []byte, logger *slog.Logger) (benchDriver, error) {
 	switch stack {
-	case StackGochare:
-		return newGochareDriver(secret, logger)
+	case StackGochareTCP, StackGochareProtoActor:
+		return newGochareDriver(stack, secret, logger)
 	case StackProtoActor:
 		return newPADriver(secret, logger)
 	case StackTCP:
@@ -546,8 +571,8 @@ func newBenchDriver(stack string, secret []byte, logger *slog.Logger) (benchDriv
 
 func newBenchEcho(stack string, secret []byte, logger *slog.Logger) (benchEcho, error) {
 	switch stack {
-	case StackGochare:
-		return newGochareEcho(secret, logger)
+	case StackGochareTCP, StackGochareProtoActor:
+		return newGochareEcho(stack, secret, logger)
 	case StackProtoActor:
 		return newPAEcho(secret, logger)
 	case StackTCP:
@@ -619,7 +644,7 @@ func measure(ctx context.Context, d benchDriver, stack string, size int, minTime
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, peer []string) (err error) {
 	fs := flag.NewFlagSet("bench transport", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	sizesFlag := fs.String("sizes", "64,32768,262144", "payload sizes in bytes, comma-separated")
+	sizesFlag := fs.String("sizes", "64,32768,262144,524288", "payload sizes in bytes, comma-separated")
 	stacksFlag := fs.String("stacks", strings.Join(benchStacks(), ","), "stacks to measure")
 	minTime := fs.Duration("time", 300*time.Millisecond, "minimum duration of each measurement")
 	rounds := fs.Int("rounds", 3, "measure each stack this many times, keep the best")
@@ -848,36 +873,44 @@ func writeBenchTable(w io.Writer, sizes []int, results []benchResult) {
 		}
 		return benchResult{}, false
 	}
-	ratio := func(a, b float64) string {
-		if a == 0 || b == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.2f", a/b)
+	stacks := benchStacks()
+	fmt.Fprintf(w, "| payload | metric | %s |", strings.Join(stacks, " | "))
+	for _, q := range ratios {
+		fmt.Fprintf(w, " %s/%s |", q[0], q[1])
 	}
-	fmt.Fprintln(w, "| payload | metric | gochare | protoactor | TCP | gochare/protoactor | gochare/TCP |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\n|---|---|%s%s\n", strings.Repeat("---:|", len(stacks)), strings.Repeat("---:|", len(ratios)))
+	metrics := []struct {
+		name, format string
+		value        func(benchResult) float64
+	}{
+		{"round trip (µs)", "%.1f", func(r benchResult) float64 { return float64(r.RTT) / float64(time.Microsecond) }},
+		{"one-way (MB/s)", "%.1f", func(r benchResult) float64 { return r.MBps }},
+		{"one-way (msg/s)", "%.0f", func(r benchResult) float64 { return r.MsgsPerS }},
+	}
 	for _, size := range sizes {
-		g, _ := get(StackGochare, size)
-		p, _ := get(StackProtoActor, size)
-		t, _ := get(StackTCP, size)
-		us := func(r benchResult) float64 { return float64(r.RTT) / float64(time.Microsecond) }
-		cell := func(r benchResult, ok bool, v float64, format string) string {
-			if !ok || v == 0 {
-				return "–"
+		for _, m := range metrics {
+			value := func(stack string) float64 {
+				if r, ok := get(stack, size); ok {
+					return m.value(r)
+				}
+				return 0
 			}
-			return fmt.Sprintf(format, v)
+			fmt.Fprintf(w, "| %s | %s |", sizeName(size), m.name)
+			for _, stack := range stacks {
+				if v := value(stack); v != 0 {
+					fmt.Fprintf(w, " "+m.format+" |", v)
+				} else {
+					fmt.Fprint(w, " – |")
+				}
+			}
+			for _, q := range ratios {
+				if a, b := value(q[0]), value(q[1]); a != 0 && b != 0 {
+					fmt.Fprintf(w, " %.2f |", a/b)
+				} else {
+					fmt.Fprint(w, " – |")
+				}
+			}
+			fmt.Fprintln(w)
 		}
-		_, gok := get(StackGochare, size)
-		_, pok := get(StackProtoActor, size)
-		_, tok := get(StackTCP, size)
-		fmt.Fprintf(w, "| %s | round trip (µs) | %s | %s | %s | %s | %s |\n", sizeName(size),
-			cell(g, gok, us(g), "%.1f"), cell(p, pok, us(p), "%.1f"), cell(t, tok, us(t), "%.1f"),
-			ratio(us(g), us(p)), ratio(us(g), us(t)))
-		fmt.Fprintf(w, "| %s | one-way (MB/s) | %s | %s | %s | %s | %s |\n", sizeName(size),
-			cell(g, gok, g.MBps, "%.1f"), cell(p, pok, p.MBps, "%.1f"), cell(t, tok, t.MBps, "%.1f"),
-			ratio(g.MBps, p.MBps), ratio(g.MBps, t.MBps))
-		fmt.Fprintf(w, "| %s | one-way (msg/s) | %s | %s | %s | %s | %s |\n", sizeName(size),
-			cell(g, gok, g.MsgsPerS, "%.0f"), cell(p, pok, p.MsgsPerS, "%.0f"), cell(t, tok, t.MsgsPerS, "%.0f"),
-			ratio(g.MsgsPerS, p.MsgsPerS), ratio(g.MsgsPerS, t.MsgsPerS))
 	}
 }

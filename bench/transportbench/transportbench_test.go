@@ -75,8 +75,8 @@ func measureOneStack(t *testing.T, stack string) {
 	rows := 0
 	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[2:] {
 		cells := strings.Split(strings.Trim(line, "|"), "|")
-		require.Len(t, cells, 7, line)
-		for i, c := range cells[2:5] {
+		require.Len(t, cells, 2+len(benchStacks())+len(ratios), line)
+		for i, c := range cells[2 : 2+len(benchStacks())] {
 			if 2+i == column {
 				require.NotEqual(t, "–", strings.TrimSpace(c), "%s has no figure: %s", stack, line)
 			} else {
@@ -115,7 +115,7 @@ func TestMainStopsWhenCancelled(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		// Measurements of an hour each: only the cancel ends this.
-		done <- Main(ctx, []string{"--stacks", "gochare", "--time", "1h"}, io.Discard, stderr, []string{os.Args[0]})
+		done <- Main(ctx, []string{"--stacks", "gochare-tcp", "--time", "1h"}, io.Discard, stderr, []string{os.Args[0]})
 	}()
 	select {
 	case <-up:
@@ -155,7 +155,7 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 
 func TestMainRefusesBadArguments(t *testing.T) {
 	for _, args := range [][]string{
-		{"--stacks", "gochare,udp"},
+		{"--stacks", "gochare-tcp,udp"},
 		{"--sizes", "64,0"},
 		{"extra"},
 	} {
@@ -194,7 +194,7 @@ func (l *testLog) Write(p []byte) (int, error) {
 }
 
 // BenchmarkTransport measures, for each stack, the round trip (ping-pong)
-// and one-way throughput of 64 B, 32 KiB and 256 KiB payloads between two
+// and one-way throughput of 64 B, 32 KiB, 256 KiB and 512 KiB payloads between two
 // endpoints in this process. gochare bench transport measures the same
 // between two processes.
 func BenchmarkTransport(b *testing.B) {
@@ -218,7 +218,7 @@ func BenchmarkTransport(b *testing.B) {
 			if err := d.Connect(e.Addr()); err != nil {
 				b.Fatal(err)
 			}
-			for _, size := range []int{64, 32 << 10, 256 << 10} {
+			for _, size := range []int{64, 32 << 10, 256 << 10, 512 << 10} {
 				if _, err := d.PingPong(b.Context(), 20, size); err != nil {
 					b.Fatal(err)
 				}

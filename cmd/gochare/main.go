@@ -15,6 +15,8 @@ import (
 	"github.com/gochare/gochare/bench"
 	"github.com/gochare/gochare/chaos"
 	"github.com/gochare/gochare/launcher"
+	"github.com/gochare/gochare/scheduler/transport"
+	"github.com/gochare/gochare/scheduler/transport/protoactor"
 	"github.com/gochare/gochare/sim/gen"
 )
 
@@ -24,6 +26,15 @@ var program = launcher.Program{
 		{Name: "bench", Usage: bench.Usage, Run: bench.Command},
 		{Name: "chaos", Usage: chaos.Summary, Run: chaos.Command},
 	},
+	Transports: transports(),
+}
+
+// transports are the default TCP transport and protoactor-go's remote,
+// which application binaries do not link.
+func transports() map[string]launcher.Transport {
+	ts := launcher.DefaultTransports()
+	ts["protoactor"] = func(cfg transport.Config) (transport.Endpoint, error) { return protoactor.New(cfg) }
+	return ts
 }
 
 func main() { os.Exit(program.Main(os.Args[1:], os.Stdout, os.Stderr)) }

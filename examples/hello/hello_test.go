@@ -32,6 +32,24 @@ func TestHelloRunsOnThreePEs(t *testing.T) {
 	require.Equal(t, 12, strings.Count(string(out), "hello, from PE"))
 }
 
+// This program carries only the default transport (TCP): it does not link
+// protoactor-go, and says so when asked for it.
+func TestHelloHasOnlyTheTCPTransport(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	require.NoError(t, err)
+	for _, p := range strings.Fields(string(out)) {
+		for _, banned := range []string{"google.golang.org/grpc", "github.com/asynkron/protoactor-go"} {
+			require.False(t, strings.HasPrefix(p, banned), "the hello binary links %s", p)
+		}
+	}
+	out, err = exec.Command(testbin.Build(t, "."), "run", "hello", "--pes", "2", "--transport", "protoactor").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), `--transport "protoactor": this program has the transports tcp`)
+	out, err = exec.Command(testbin.Build(t, "."), "run", "hello", "--pes", "2", "--transport", "tcp").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "greeters answered")
+}
+
 // Every test README cites for a statement (in its "*(Test...)*" notes)
 // exists, so that the README's claims stay backed as the code changes.
 func TestREADMECitesExistingTests(t *testing.T) {

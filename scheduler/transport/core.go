@@ -28,8 +28,17 @@ type core struct {
 	stats *counters
 	log   *slog.Logger
 
-	transmit func(to int, f *Frame)
+	transmit func(to int, f frame)
 	deliver  func(from int, payload []byte)
+}
+
+// frame is a Frame as the core sees it: plain fields, passed by value, so
+// that a driver can put it on the wire without allocating.
+type frame struct {
+	From       uint32
+	Seq, Ack   uint64
+	ResendFrom uint64
+	Head, Data []byte
 }
 
 type coreConfig struct {
@@ -209,6 +218,7 @@ func (c *core) seal(to int) {
 // allowed when nothing is in flight, so the channel cannot stall.
 func (c *core) pump(to int) {
 	o := &c.out[to]
+	queued := o.queued
 	for len(o.queued) > 0 {
 		sf := o.queued[0]
 		cost := sf.cost()
@@ -217,9 +227,6 @@ func (c *core) pump(to int) {
 		}
 		o.queued[0] = sentFrame{}
 		o.queued = o.queued[1:]
-		if len(o.queued) == 0 {
-			o.queued = nil
-		}
 		sf.seq = o.nextSeq
 		o.nextSeq++
 		o.inFlight += cost
@@ -229,11 +236,13 @@ func (c *core) pump(to int) {
 		o.unacked = append(o.unacked, sf)
 		c.transmitData(to, &o.unacked[len(o.unacked)-1])
 	}
+	// Drained: the next frames reuse the array.
+	o.queued = queued[:0]
 }
 
 func (c *core) transmitData(to int, sf *sentFrame) {
-	f := &Frame{From: uint32(c.rank), Seq: sf.seq, Head: sf.head, Data: sf.data}
-	c.stampAck(to, f)
+	f := frame{From: uint32(c.rank), Seq: sf.seq, Head: sf.head, Data: sf.data}
+	c.stampAck(to, &f)
 	sf.sentTick = c.ticks
 	c.stats.framesSent.Add(1)
 	c.stats.bytesSent.Add(uint64(len(sf.head) + len(sf.data)))
@@ -241,7 +250,7 @@ func (c *core) transmitData(to int, sf *sentFrame) {
 }
 
 // stampAck piggybacks the cumulative ack for the channel from peer on f.
-func (c *core) stampAck(peer int, f *Frame) {
+func (c *core) stampAck(peer int, f *frame) {
 	in := &c.in[peer]
 	f.Ack = in.expected - 1
 	in.owed = false
@@ -253,8 +262,8 @@ func (c *core) transmitAck(to int, resendFrom uint64) {
 	if c.out[to].dead {
 		return
 	}
-	f := &Frame{From: uint32(c.rank), ResendFrom: resendFrom}
-	c.stampAck(to, f)
+	f := frame{From: uint32(c.rank), ResendFrom: resendFrom}
+	c.stampAck(to, &f)
 	c.stats.acksSent.Add(1)
 	c.transmit(to, f)
 }
@@ -275,7 +284,7 @@ func (c *core) goBack(to int) {
 // receive handles a frame that arrived from the network. It returns an
 // error (wrapping ErrMalformed or ErrUnknownRank) for a frame it dropped as
 // invalid; duplicates and frames after a gap are dropped silently (counted).
-func (c *core) receive(f *Frame) error {
+func (c *core) receive(f frame) error {
 	if int64(f.From) >= int64(c.size) {
 		c.stats.malformed.Add(1)
 		return fmt.Errorf("%w: rank %d, job size %d", ErrUnknownRank, f.From, c.size)
@@ -429,9 +438,10 @@ func (c *core) onAck(peer int, ack, resendFrom uint64) error {
 			o.inFlight -= o.unacked[i].cost()
 			o.unacked[i] = sentFrame{}
 		}
-		o.unacked = o.unacked[k:]
-		if len(o.unacked) == 0 {
-			o.unacked = nil
+		if k == len(o.unacked) {
+			o.unacked = o.unacked[:0] // all acknowledged: reuse the array
+		} else {
+			o.unacked = o.unacked[k:]
 		}
 		o.acked = ack
 		o.timeouts = 0

@@ -28,7 +28,7 @@ type simNet struct {
 
 type simFrame struct {
 	to int
-	f  *Frame
+	f  frame
 }
 
 func newSimNet(t testing.TB, seed uint64, n int, cc coreConfig) *simNet {
@@ -38,7 +38,7 @@ func newSimNet(t testing.TB, seed uint64, n int, cc coreConfig) *simNet {
 		cc.rank, cc.size = r, n
 		st := &counters{}
 		c := newCore(cc, st, slog.New(slog.DiscardHandler))
-		c.transmit = func(to int, f *Frame) { s.flight = append(s.flight, simFrame{to, f}) }
+		c.transmit = func(to int, f frame) { s.flight = append(s.flight, simFrame{to, f}) }
 		c.deliver = func(from int, payload []byte) {
 			i := s.got[r][from]
 			size := len(payload)
@@ -214,7 +214,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		st := &counters{}
 		c := newCore(coreConfig{rank: 0, size: 3, maxFrame: 64, window: 256, maxPayload: maxPayload, resendTicks: 2, ackFrames: 2, ackBytes: 128},
 			st, slog.New(slog.DiscardHandler))
-		c.transmit = func(int, *Frame) {}
+		c.transmit = func(int, frame) {}
 		c.deliver = func(from int, payload []byte) {
 			if len(payload) > maxPayload {
 				t.Fatalf("delivered %d bytes, limit %d", len(payload), maxPayload)
@@ -229,7 +229,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			if proto.Unmarshal(record, &fr) != nil {
 				continue
 			}
-			c.receive(&fr)
+			c.receive(frame{From: fr.From, Seq: fr.Seq, Ack: fr.Ack, ResendFrom: fr.ResendFrom, Head: fr.Head, Data: fr.Data})
 			if len(record)%5 == 0 {
 				c.tick()
 			}

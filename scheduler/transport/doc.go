@@ -8,18 +8,21 @@
 // Endpoint is one PE's end; Handler is what it delivers to: Receive for
 // each payload from another PE, Event for each value given to Post. The
 // scheduler's state lives behind the Handler and has that one goroutine as
-// its owner. ProtoActor (NewProtoActor) is the Endpoint over protoactor-go
-// remote, which carries frames over gRPC streams; another transport can sit
-// behind the same interface. Config configures it; Stats counts what it did.
-// NewBareRemote starts protoactor's remote configured as an endpoint's,
-// without this package's protocol above it: bench/transportbench measures
-// the endpoint against it and against bare TCP (gochare bench transport).
+// its owner. TCP (NewTCP) is the Endpoint the runtime uses by default:
+// plain TCP connections of its own, one per pair of PEs. Config configures
+// an endpoint; Stats counts what it did. Core is the protocol below both
+// endpoints without I/O, for other drivers: the simulator (package sim)
+// and the endpoint over protoactor-go remote, which lives in the
+// subpackage scheduler/transport/protoactor so that a program that does
+// not choose it links neither protoactor nor gRPC. transporttest holds the
+// test suite both endpoints pass.
 //
 // # Protocol
 //
-// protoactor loses messages when a stream fails, on reconnect, and for a
-// batch above gRPC's message limit, so this layer adds its own, in a pure
-// state machine (core) that the endpoint's actor drives:
+// A connection may break and lose what was in flight (and protoactor loses
+// messages when a stream fails, on reconnect, and for a batch above gRPC's
+// message limit), so this layer has its own protocol, in a pure state
+// machine (core) that an endpoint's goroutine drives:
 //
 //   - Each ordered pair of PEs is a channel. The payloads sent on it form a
 //     byte stream of records (uvarint length, bytes), cut into frames of at
@@ -39,45 +42,72 @@
 //     one ack per 32 frames, not one per frame.
 //   - Resend is go-back-N: all unacknowledged frames to a peer go again when
 //     the oldest is older than Config.ResendAfter (doubling up to 32 times
-//     while nothing is acknowledged), when protoactor reports the stream to
-//     that peer lost (EndpointTerminatedEvent), and when the peer reports a
-//     gap (the resend_from field of an ack).
+//     while nothing is acknowledged), when a connection to that peer comes
+//     up again (TCP) or protoactor reports the stream lost
+//     (EndpointTerminatedEvent), and when the peer reports a gap (the
+//     resend_from field of an ack).
 //   - Flow control: at most Config.Window bytes are unacknowledged per peer;
 //     further payloads wait in a queue. Backlog reports accepted and not yet
 //     acknowledged bytes so that the scheduler can stop producing.
+//   - A peer that failed for good is forgotten (Forget, called by the
+//     scheduler): what was queued for it is dropped and nothing more is
+//     sent to it or taken from it.
 //
 // Time is counted in ticks (Config.TickInterval, or values of Config.Ticks
 // in tests); the core reads no clock.
 //
+// # The TCP endpoint
+//
+// One TCP connection per pair of PEs, dialed by the PE of lower rank (so
+// two PEs never dial each other at once; an acceptor refuses a dial from a
+// higher rank). When it breaks, the dialer dials again, pausing from 10 ms
+// doubling to 1 s after failures and after connections that lasted under
+// a second, until the peer is forgotten or the endpoint closes; a new
+// connection from a peer replaces its old one, and when one comes up the
+// core goes back and resends what is unacknowledged. Frames to a peer
+// without a connection are dropped and resent later in the same way.
+//
+// Goroutines: the loop owns the core and runs the Handler, fed by a
+// mailbox (frames, posted events, ticks, connections up and down); each
+// connection has a reader, which reads every frame into a buffer of its
+// own (the payloads delivered from it belong to the handler), and a
+// writer, which writes as soon as frames are queued and puts what was
+// queued meanwhile into one vectored write (net.Buffers: a header, then
+// the frame's head and data from their own memory). TCP_NODELAY is on.
+// In steady state a frame costs two allocations in all, its buffer at the
+// sender (kept until acknowledged) and at the receiver (handed to the
+// handler): a 64-byte ping-pong makes 4 per round trip.
+//
+// Wire format (integers little-endian): a handshake (below), then frames,
+// each a 36-byte header (from rank u32, head length u32, data length u32,
+// seq u64, ack u64, resend_from u64) followed by head and data.
+//
 // # Security
 //
-// Every gRPC call carries HMAC-SHA256(job secret, "gochare-transport") in
-// its metadata; server interceptors refuse calls without it with
-// codes.Unauthenticated, log the peer address and count it in
-// Stats.Refused. Unary calls (protoactor's, whose handlers panic) are
-// refused for everyone, and a panic of protoactor's stream reader on input
-// it cannot decode ends that stream instead of the process. Frames from a
-// rank outside the job or that do not fit are logged, counted in
-// Stats.Malformed and dropped. Without TLS the token can be read off the
-// wire: it keeps other jobs and strays out, not an eavesdropper.
+// TCP: before any frame, the dialer sends "GCT1", its rank, the rank it
+// dials and a random nonce; the acceptor answers with its own nonce and
+// HMAC-SHA256(job secret, "acceptor", both nonces, both ranks); the dialer
+// checks it and answers with the same MAC for "dialer"; the acceptor
+// checks that and confirms. So each side proves the secret to the other
+// without sending it, bound to fresh nonces and to the two ranks. A
+// connection that does not complete the handshake within 10 s, speaks
+// another protocol, claims a rank outside the job or proves another secret
+// is refused: logged with its address and counted in Stats.Refused, on
+// either side. After the handshake, a frame that is malformed (longer than
+// a frame, not from the connection's rank, or rejected by the core) is
+// logged, counted in Stats.Malformed, and its connection dropped. No
+// input makes the process panic (FuzzTCPFrames). Without TLS the traffic
+// can be read and, by one on the path, altered: the handshake keeps other
+// jobs and strays out, not an attacker on the network.
 //
-// # protoactor settings
-//
-// The remote is configured for HPC traffic: endpoint writer queues start at
-// 256 slots instead of a million (16 MB each), writer batches hold at most
-// 64 frames, and gRPC's message limits are raised to fit a full batch of
-// full frames. protoactor's own log lines are dropped (it reports the
-// normal broken connections of shutdowns and failures as errors) unless
-// Config.ProtoActorLog passes them to Config.Logger; configuration comes in
-// through Config only, this package reads no environment variable.
-// protoactor's metrics stay off. Two globals remain that this package
-// cannot avoid: remote.Start sets gRPC's global logger (so one process
-// should run one endpoint or bare remote; the tests start PEs as child
-// processes) and protoactor's serializer registry.
+// The protoactor endpoint checks a job token on every gRPC call (see its
+// package).
 //
 // # Imports
 //
-// The standard library, protoactor-go (actor, remote, eventstream), gRPC
-// and protobuf. It imports nothing else of gochare; the scheduler imports
-// it (or implements its Net interface with it).
+// The standard library and protobuf (Frame, the frame of the protoactor
+// endpoint and of Core's drivers). It imports nothing else of gochare,
+// nor protoactor-go or gRPC (a test in the launcher checks that programs
+// do not link them); the scheduler implements its Net interface with an
+// Endpoint, and the launcher chooses which.
 package transport

@@ -12,20 +12,20 @@ func TestForgottenPeerIsIgnored(t *testing.T) {
 	c := newCore(coreConfig{rank: 0, size: 3, maxFrame: 1000, window: 4000, maxPayload: 1 << 20, resendTicks: 3, ackFrames: 4, ackBytes: 2000},
 		st, slog.New(slog.DiscardHandler))
 	var transmitted []int
-	c.transmit = func(to int, f *Frame) { transmitted = append(transmitted, to) }
+	c.transmit = func(to int, f frame) { transmitted = append(transmitted, to) }
 	delivered := map[int]int{}
 	c.deliver = func(from int, payload []byte) { delivered[from]++ }
-	frame := func(from, seq uint64) *Frame {
-		return &Frame{From: uint32(from), Seq: seq, Data: []byte("\x03abc")}
+	mk := func(from, seq uint64) frame {
+		return frame{From: uint32(from), Seq: seq, Data: []byte("\x03abc")}
 	}
 	for _, from := range []uint64{1, 2} {
-		if err := c.receive(frame(from, 1)); err != nil {
+		if err := c.receive(mk(from, 1)); err != nil {
 			t.Fatalf("frame from %d: %v", from, err)
 		}
 	}
 	c.forget(1)
 	for _, from := range []uint64{1, 2} {
-		if err := c.receive(frame(from, 2)); err != nil {
+		if err := c.receive(mk(from, 2)); err != nil {
 			t.Fatalf("frame from %d: %v", from, err)
 		}
 	}

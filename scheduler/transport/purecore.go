@@ -6,8 +6,9 @@ import (
 )
 
 // Core is the transport protocol of one PE without I/O, exported for
-// drivers other than the protoactor endpoint: a simulator (package sim)
-// or another network. It is the same state machine the endpoint runs
+// drivers outside this package: the simulator (package sim) and the
+// protoactor endpoint (scheduler/transport/protoactor). It is the same
+// state machine the TCP endpoint runs
 // (sequence numbers, frames, cumulative acks, go-back-N resends and the
 // window; see the package comment). Its owner calls every method from
 // one goroutine; Core calls transmit for each frame to put on the wire
@@ -71,7 +72,10 @@ func NewCore(cfg CoreConfig, transmit func(to int, f *Frame), deliver func(from 
 		rank: cfg.Rank, size: cfg.Size, maxFrame: cfg.MaxFrame, window: cfg.Window, maxPayload: cfg.MaxPayload,
 		resendTicks: cfg.ResendTicks, ackFrames: 32, ackBytes: cfg.Window / 4,
 	}, &pc.stats, cfg.Logger)
-	pc.c.transmit, pc.c.deliver = transmit, deliver
+	pc.c.transmit = func(to int, f frame) {
+		transmit(to, &Frame{From: f.From, Seq: f.Seq, Ack: f.Ack, ResendFrom: f.ResendFrom, Head: f.Head, Data: f.Data})
+	}
+	pc.c.deliver = deliver
 	return pc, nil
 }
 
@@ -83,7 +87,9 @@ func (c *Core) Send(to int, payload []byte) { c.c.send(to, payload) }
 // payloads it completes. It returns an error (wrapping ErrMalformed or
 // ErrUnknownRank) for a frame dropped as invalid; duplicates and frames
 // after a gap are dropped silently (counted in Stats).
-func (c *Core) Receive(f *Frame) error { return c.c.receive(f) }
+func (c *Core) Receive(f *Frame) error {
+	return c.c.receive(frame{From: f.From, Seq: f.Seq, Ack: f.Ack, ResendFrom: f.ResendFrom, Head: f.Head, Data: f.Data})
+}
 
 // Tick advances time by one tick: owed acknowledgements go out and
 // channels whose oldest frame timed out go back.
@@ -103,7 +109,7 @@ func (c *Core) PeerLost(peer int) {
 	}
 }
 
-// Forget stops all traffic with a failed peer (see ProtoActor.Forget).
+// Forget stops all traffic with a failed peer (see TCP.Forget).
 func (c *Core) Forget(peer int) {
 	if peer >= 0 && peer < c.c.size && peer != c.c.rank {
 		c.c.forget(peer)

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 )
 
 // Handler receives everything an Endpoint delivers, always on a single
-// goroutine (the endpoint's actor), so the state behind it has one owner.
+// goroutine (the endpoint's loop or actor), so the state behind it has one
+// owner.
 type Handler interface {
 	// Receive gets each complete payload from PE from, exactly once, in the
 	// order from sent them. The handler owns payload.
@@ -57,9 +57,9 @@ type Config struct {
 	Port int
 	// Secret is the job secret; connections that do not prove it are refused.
 	Secret []byte
-	// MaxFrame is the most data bytes in a frame (default 256 KiB + 16, at least
-	// 64). Small payloads sent in one work slice share frames; larger ones
-	// travel in pieces.
+	// MaxFrame is the most data bytes in a frame (default 256 KiB + 16,
+	// 1 MiB + 16 for the TCP endpoint; at least 64). Small payloads sent
+	// in one work slice share frames; larger ones travel in pieces.
 	MaxFrame int
 	// Window is the most unacknowledged bytes in flight to one peer
 	// (default 8 MiB). Sends beyond it wait in a queue counted by Backlog.
@@ -85,8 +85,9 @@ type Config struct {
 	// itself. The launcher sets it from GOCHARE_DEBUG_PROTOACTOR.
 	ProtoActorLog bool
 
-	// dropOutgoing, set by tests, drops a data frame instead of sending it.
-	dropOutgoing func(to int, f *Frame) bool
+	// DropOutgoing, when not nil, is asked before each data frame goes
+	// out and drops it if it returns true: tests use it to lose frames.
+	DropOutgoing func(to int, seq uint64) bool
 }
 
 // Defaults.
@@ -110,7 +111,10 @@ var (
 	ErrUnknownRank = errors.New("transport: frame from unknown rank")
 )
 
-func (cfg Config) withDefaults() (Config, error) {
+// WithDefaults returns cfg with defaults in place of zero values, or an
+// error wrapping ErrConfig. Endpoints call it; other packages' endpoints
+// (scheduler/transport/protoactor) too.
+func (cfg Config) WithDefaults() (Config, error) {
 	if cfg.Size <= 0 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
 		return cfg, fmt.Errorf("%w: rank %d of size %d", ErrConfig, cfg.Rank, cfg.Size)
 	}
@@ -119,9 +123,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
-	}
-	if strings.Contains(cfg.Host, ":") && !strings.HasPrefix(cfg.Host, "[") {
-		cfg.Host = "[" + cfg.Host + "]" // protoactor joins host and port with a plain colon
 	}
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = DefaultMaxFrame

@@ -1,10 +1,25 @@
-package transport
+package transporttest
 
 import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/gochare/gochare/scheduler/transport"
 )
+
+// Run runs the endpoint suite, each test a job of PEs in child processes
+// built by the Factory given to Main: exactly-once in-order delivery of
+// mixed sizes, flow control, resends after dropped frames and broken
+// connections, delayed acknowledgements, the death of a peer.
+func Run(t *testing.T) {
+	t.Run("OrderedExactlyOnce", testOrderedExactlyOnce)
+	t.Run("FlowControlBoundsInFlight", testFlowControlBoundsInFlight)
+	t.Run("ResendAfterDroppedFrames", testResendAfterDroppedFrames)
+	t.Run("ResendAfterLostStream", testResendAfterLostStream)
+	t.Run("DelayedAcks", testDelayedAcks)
+	t.Run("PeerDeath", testPeerDeath)
+}
 
 // mixedSizes returns n payload sizes from empty to several frames.
 func mixedSizes(rng *rand.Rand, n int) []int {
@@ -16,7 +31,7 @@ func mixedSizes(rng *rand.Rand, n int) []int {
 	return sizes
 }
 
-func TestOrderedExactlyOnce(t *testing.T) {
+func testOrderedExactlyOnce(t *testing.T) {
 	c := newCluster(t, 3, peerOptions{}, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for from := range 3 {
@@ -43,7 +58,7 @@ func TestOrderedExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestFlowControlBoundsInFlight(t *testing.T) {
+func testFlowControlBoundsInFlight(t *testing.T) {
 	const frame, window = 64 << 10, 256 << 10
 	c := newCluster(t, 2, peerOptions{MaxFrame: frame, Window: window}, func(o *peerOptions) { o.Gate = o.Rank == 1 })
 	sizes := make([]int, 40)
@@ -83,8 +98,8 @@ func TestFlowControlBoundsInFlight(t *testing.T) {
 	}
 }
 
-func TestResendAfterDroppedFrames(t *testing.T) {
-	c := newCluster(t, 2, peerOptions{DropEvery: 7, ResendAfterMs: 50, Window: 1 << 20}, nil)
+func testResendAfterDroppedFrames(t *testing.T) {
+	c := newCluster(t, 2, peerOptions{DropEvery: 7, ResendAfterMs: 50, MaxFrame: transport.DefaultMaxFrame, Window: 1 << 20}, nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 	c.send(0, 1, mixedSizes(rng, 100))
 	c.send(1, 0, mixedSizes(rng, 100))
@@ -98,8 +113,8 @@ func TestResendAfterDroppedFrames(t *testing.T) {
 	}
 }
 
-func TestResendAfterLostStream(t *testing.T) {
-	c := newCluster(t, 2, peerOptions{Window: 1 << 20}, nil)
+func testResendAfterLostStream(t *testing.T) {
+	c := newCluster(t, 2, peerOptions{MaxFrame: transport.DefaultMaxFrame, Window: 1 << 20}, nil)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 10 {
 		c.send(0, 1, mixedSizes(rng, 20))
@@ -113,7 +128,7 @@ func TestResendAfterLostStream(t *testing.T) {
 	}
 }
 
-func TestDelayedAcks(t *testing.T) {
+func testDelayedAcks(t *testing.T) {
 	c := newCluster(t, 2, peerOptions{}, func(o *peerOptions) { o.ManualTicks = o.Rank == 0 })
 	const n = 640
 	sizes := make([]int, n)
@@ -140,7 +155,7 @@ func TestDelayedAcks(t *testing.T) {
 
 // TestPeerDeath kills a PE that holds unacknowledged frames: the sender
 // keeps running and keeps its backlog, and exits promptly when told to.
-func TestPeerDeath(t *testing.T) {
+func testPeerDeath(t *testing.T) {
 	c := newCluster(t, 3, peerOptions{ResendAfterMs: 50}, func(o *peerOptions) { o.Gate = o.Rank == 1 })
 	c.send(0, 1, []int{1000, 1000, 1000})
 	select {

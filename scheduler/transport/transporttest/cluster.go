@@ -1,4 +1,4 @@
-package transport
+package transporttest
 
 import (
 	"bufio"
@@ -13,24 +13,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/remote"
+	"github.com/gochare/gochare/scheduler/transport"
 )
 
-// Tests run each PE in a child process (this test binary, see TestMain), as
+// Tests run each PE in a child process (this test binary, see Main), as
 // a job does: protoactor's remote.Start writes gRPC's global logger, which
 // races with the gRPC goroutines of any other remote of the same process.
-// So a test process starts at most one endpoint itself.
+// So a test process starts at most one protoactor endpoint itself.
 
 const peerEnv = "GOCHARE_TRANSPORT_TEST_PEER"
 
-func TestMain(m *testing.M) {
+// Factory builds the endpoint under test.
+type Factory func(transport.Config) (transport.Endpoint, error)
+
+// Main is the TestMain of a package that runs the suite: in a child PE
+// started by a test it runs that PE with newEndpoint, otherwise the tests.
+// It returns the exit status.
+func Main(m *testing.M, newEndpoint Factory) int {
 	if spec := os.Getenv(peerEnv); spec != "" {
-		os.Exit(runTestPeer(spec))
+		return runTestPeer(spec, newEndpoint)
 	}
-	os.Exit(m.Run())
+	return m.Run()
 }
 
-// peerOptions configures every PE of a test cluster.
+// PeerOptions configures every PE of a test cluster.
+type PeerOptions = peerOptions
+
 type peerOptions struct {
 	Rank, Size    int
 	Secret        string
@@ -49,8 +57,8 @@ type peerOptions struct {
 	ProtoActorLog bool
 }
 
-func (o peerOptions) config(logger *slog.Logger) Config {
-	cfg := Config{
+func (o peerOptions) config(logger *slog.Logger) transport.Config {
+	cfg := transport.Config{
 		Rank: o.Rank, Size: o.Size, Host: "127.0.0.1",
 		Secret:   []byte(o.Secret),
 		MaxFrame: o.MaxFrame, Window: o.Window,
@@ -63,10 +71,10 @@ func (o peerOptions) config(logger *slog.Logger) Config {
 	if o.DropEvery > 0 {
 		dropped := make(map[uint64]bool) // used by the endpoint goroutine only
 		n := 0
-		cfg.dropOutgoing = func(to int, f *Frame) bool {
+		cfg.DropOutgoing = func(to int, seq uint64) bool {
 			n++
-			if n%o.DropEvery == 0 && !dropped[f.Seq] {
-				dropped[f.Seq] = true
+			if n%o.DropEvery == 0 && !dropped[seq] {
+				dropped[seq] = true
 				return true
 			}
 			return false
@@ -77,7 +85,7 @@ func (o peerOptions) config(logger *slog.Logger) Config {
 
 // runTestPeer is the main of a child PE: it prints its address, reads the
 // peers' addresses and then commands on stdin, and answers on stdout.
-func runTestPeer(spec string) int {
+func runTestPeer(spec string, newEndpoint Factory) int {
 	var o peerOptions
 	if err := json.Unmarshal([]byte(spec), &o); err != nil {
 		fmt.Fprintln(os.Stderr, "bad peer spec:", err)
@@ -89,7 +97,7 @@ func runTestPeer(spec string) int {
 	if o.ManualTicks {
 		cfg.Ticks = ticks
 	}
-	ep, err := NewProtoActor(cfg)
+	ep, err := newEndpoint(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -144,9 +152,9 @@ func runTestPeer(spec string) int {
 		case "TICK":
 			ticks <- time.Time{}
 		case "LOSE":
-			// Tear down the endpoint writer to the peer, as protoactor does
-			// when its gRPC stream fails: what it held is lost.
-			ep.system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: peers[cmd.Peer]})
+			// Break the connection to the peer, as a network failure
+			// would: what it held is lost.
+			ep.(connectionDropper).DropConnection(cmd.Peer)
 		case "EXIT":
 			ep.Close()
 			return 0
@@ -176,7 +184,7 @@ func (p *peerProc) kill() {
 	p.cmd.Process.Kill()
 }
 
-func startPeer(t testing.TB, o peerOptions, tl *testLog) *peerProc {
+func startPeer(t testing.TB, o peerOptions, tl *TestLog) *peerProc {
 	t.Helper()
 	spec, _ := json.Marshal(o)
 	p := &peerProc{
@@ -279,7 +287,7 @@ func (p *peerProc) report() peerReport {
 type cluster struct {
 	t       testing.TB
 	peers   []*peerProc // by rank
-	log     *testLog
+	log     *TestLog
 	planned [][]int // planned[to][from]: payloads planned
 }
 
@@ -364,24 +372,27 @@ func (c *cluster) waitDelivered() {
 	}
 }
 
-// Config.ProtoActorLog passes protoactor's own log lines to Config.Logger;
-// without it they are dropped.
-func TestProtoActorLog(t *testing.T) {
-	for _, on := range []bool{false, true} {
-		_, tl := newTestLog(t)
-		p := startPeer(t, peerOptions{Rank: 0, Size: 1, ProtoActorLog: on}, tl)
-		select {
-		case <-p.addr:
-		case <-time.After(20 * time.Second):
-			t.Fatal("PE did not start")
-		}
-		p.stop() // the PE's log is read to its end
-		line := tl.find("lib=protoactor", "Starting remote")
-		if on && line == "" {
-			t.Errorf("ProtoActorLog: protoactor's start line is not in the log")
-		}
-		if !on && line != "" {
-			t.Errorf("protoactor's log is kept without ProtoActorLog: %s", line)
-		}
+// connectionDropper is an endpoint that can break its connection to a peer
+// on purpose (ProtoActor, TCP).
+type connectionDropper interface{ DropConnection(peer int) }
+
+// StartPeer starts one child PE with options o, logging to tl; Addr
+// returns its address once it listens.
+func StartPeer(t testing.TB, o PeerOptions, tl *TestLog) *PeerProc { return startPeer(t, o, tl) }
+
+// PeerProc is a child PE.
+type PeerProc = peerProc
+
+// Addr waits for the PE's address.
+func (p *peerProc) Addr(t testing.TB) string {
+	select {
+	case a := <-p.addr:
+		return a
+	case <-time.After(20 * time.Second):
+		t.Fatal("PE did not start")
+		return ""
 	}
 }
+
+// Stop ends the PE and waits until its output is read.
+func (p *peerProc) Stop() { p.stop() }

@@ -1,10 +1,10 @@
-package transport
+package protoactor
 
 import (
 	"context"
 	"errors"
 	"io"
-	"sync"
+	"os"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -15,72 +15,43 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gochare/gochare/scheduler/transport"
+	"github.com/gochare/gochare/scheduler/transport/transporttest"
 )
 
 // TestLocalEndpoint holds the only endpoint this test process starts (see
 // the note in cluster_test.go); the other tests run PEs in children.
 func TestLocalEndpoint(t *testing.T) {
-	logger, tl := newTestLog(t)
-	if _, err := NewProtoActor(Config{Rank: 2, Size: 2, Secret: []byte("s")}); !errors.Is(err, ErrConfig) {
-		t.Errorf("rank 2 of 2: err = %v, want ErrConfig", err)
+	logger, tl := transporttest.NewTestLog(t)
+	if _, err := New(transport.Config{Rank: 2, Size: 2, Secret: []byte("s")}); !errors.Is(err, transport.ErrConfig) {
+		t.Errorf("rank 2 of 2: err = %v, want transport.ErrConfig", err)
 	}
-	if _, err := NewProtoActor(Config{Rank: 0, Size: 1}); !errors.Is(err, ErrConfig) {
-		t.Errorf("empty secret: err = %v, want ErrConfig", err)
+	if _, err := New(transport.Config{Rank: 0, Size: 1}); !errors.Is(err, transport.ErrConfig) {
+		t.Errorf("empty secret: err = %v, want transport.ErrConfig", err)
 	}
 	secret := []byte("job-secret")
-	ep, err := NewProtoActor(Config{Rank: 0, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
+	ep, err := New(transport.Config{Rank: 0, Size: 2, Host: "127.0.0.1", Secret: secret, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	rec := newRecorder(0, 2)
-	rec.ep = ep
+	rec := transporttest.NewRecorder(0, 2, ep)
 	for _, peers := range [][]string{{ep.Addr()}, {"127.0.0.1:1", "127.0.0.1:2"}} {
-		if err := ep.Start(peers, rec); !errors.Is(err, ErrConfig) {
-			t.Errorf("Start(%q): err = %v, want ErrConfig", peers, err)
+		if err := ep.Start(peers, rec); !errors.Is(err, transport.ErrConfig) {
+			t.Errorf("Start(%q): err = %v, want transport.ErrConfig", peers, err)
 		}
 	}
 	if err := ep.Start([]string{ep.Addr(), "127.0.0.1:1"}, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := ep.Start([]string{ep.Addr(), "127.0.0.1:1"}, rec); !errors.Is(err, ErrStarted) {
-		t.Errorf("second Start: err = %v, want ErrStarted", err)
+	if err := ep.Start([]string{ep.Addr(), "127.0.0.1:1"}, rec); !errors.Is(err, transport.ErrStarted) {
+		t.Errorf("second Start: err = %v, want transport.ErrStarted", err)
 	}
 
-	t.Run("PostOrder", func(t *testing.T) { testPostOrder(t, ep, rec) })
+	t.Run("PostOrder", func(t *testing.T) { transporttest.PostOrder(t, ep, rec) })
 	t.Run("Refused", func(t *testing.T) { testRefused(t, ep, tl) })
 	t.Run("BadFrames", func(t *testing.T) { testBadFrames(t, ep, rec, tl, secret) })
-}
-
-func testPostOrder(t *testing.T, ep *ProtoActor, rec *recorder) {
-	const goroutines, each = 4, 500
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				ep.Post([2]int{g, i})
-			}
-		}()
-	}
-	wg.Wait()
-	waitFor(t, "all events", func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return len(rec.events) == goroutines*each
-	})
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	next := make([]int, goroutines)
-	for _, ev := range rec.events {
-		e := ev.([2]int)
-		if e[1] != next[e[0]] {
-			t.Fatalf("event %d of goroutine %d arrived when %d was expected", e[1], e[0], next[e[0]])
-		}
-		next[e[0]]++
-	}
-	rec.events = nil
 }
 
 // rawStream opens protoactor's Receive stream to addr with a raw gRPC
@@ -103,7 +74,7 @@ func rawStream(t *testing.T, addr, token string) (remote.Remoting_ReceiveClient,
 	return stream, conn
 }
 
-func testRefused(t *testing.T, ep *ProtoActor, tl *testLog) {
+func testRefused(t *testing.T, ep *Endpoint, tl *transporttest.TestLog) {
 	before := ep.Stats().Refused
 	for _, token := range []string{"", jobToken([]byte("another job"))} {
 		stream, _ := rawStream(t, ep.Addr(), token)
@@ -115,7 +86,7 @@ func testRefused(t *testing.T, ep *ProtoActor, tl *testLog) {
 	if got := ep.Stats().Refused - before; got != 2 {
 		t.Errorf("Stats().Refused grew by %d, want 2", got)
 	}
-	if line := tl.find("refused connection", "peer=127.0.0.1:"); line == "" {
+	if line := tl.Find("refused connection", "peer=127.0.0.1:"); line == "" {
 		t.Errorf("no log line naming the refused peer")
 	}
 	// Unary calls are refused too, and protoactor's (which panic) never run.
@@ -134,7 +105,7 @@ func testRefused(t *testing.T, ep *ProtoActor, tl *testLog) {
 // testBadFrames sends, as an authenticated member, a frame from a rank
 // outside the job and a batch protoactor cannot decode: both are logged,
 // counted and dropped, and the PE keeps running.
-func testBadFrames(t *testing.T, ep *ProtoActor, rec *recorder, tl *testLog, secret []byte) {
+func testBadFrames(t *testing.T, ep *Endpoint, rec *transporttest.Recorder, tl *transporttest.TestLog, secret []byte) {
 	before := ep.Stats().Malformed
 	stream, _ := rawStream(t, ep.Addr(), jobToken(secret))
 	batch := func(typeName string, data []byte) *remote.RemoteMessage {
@@ -144,11 +115,11 @@ func testBadFrames(t *testing.T, ep *ProtoActor, rec *recorder, tl *testLog, sec
 			Envelopes: []*remote.MessageEnvelope{{MessageData: data}},
 		}}}
 	}
-	data, err := proto.Marshal(&Frame{From: 99, Seq: 1, Data: []byte{1, 1}})
+	data, err := proto.Marshal(&transport.Frame{From: 99, Seq: 1, Data: []byte{1, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	typeName := string(proto.MessageName(&Frame{}))
+	typeName := string(proto.MessageName(&transport.Frame{}))
 	for _, msg := range []*remote.RemoteMessage{
 		batch(typeName, data),
 		batch("no.such.Type", data),
@@ -160,14 +131,38 @@ func testBadFrames(t *testing.T, ep *ProtoActor, rec *recorder, tl *testLog, sec
 	if _, err := stream.Recv(); err == nil {
 		t.Errorf("stream that sent an undecodable batch still open")
 	}
-	waitFor(t, "bad frames counted", func() bool { return ep.Stats().Malformed-before >= 2 })
+	transporttest.WaitFor(t, "bad frames counted", func() bool { return ep.Stats().Malformed-before >= 2 })
 	// The counter moves just before the line is logged.
-	waitFor(t, "a log line for the frame from rank 99", func() bool { return tl.find("dropped frame", "rank 99") != "" })
+	transporttest.WaitFor(t, "a log line for the frame from rank 99", func() bool { return tl.Find("dropped frame", "rank 99") != "" })
 	// Still alive: events are delivered.
 	ep.Post("alive")
-	waitFor(t, "event after bad frames", func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return len(rec.events) > 0 && rec.events[len(rec.events)-1] == "alive"
+	transporttest.WaitFor(t, "event after bad frames", func() bool {
+		events := rec.Events()
+		return len(events) > 0 && events[len(events)-1] == "alive"
 	})
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(transporttest.Main(m, func(cfg transport.Config) (transport.Endpoint, error) { return New(cfg) }))
+}
+
+// TestEndpoint runs the endpoint suite on this endpoint.
+func TestEndpoint(t *testing.T) { transporttest.Run(t) }
+
+// Config.ProtoActorLog passes protoactor's own log lines to Config.Logger;
+// without it they are dropped.
+func TestProtoActorLog(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		_, tl := transporttest.NewTestLog(t)
+		p := transporttest.StartPeer(t, transporttest.PeerOptions{Rank: 0, Size: 1, ProtoActorLog: on}, tl)
+		p.Addr(t)
+		p.Stop() // the PE's log is read to its end
+		line := tl.Find("lib=protoactor", "Starting remote")
+		if on && line == "" {
+			t.Errorf("ProtoActorLog: protoactor's start line is not in the log")
+		}
+		if !on && line != "" {
+			t.Errorf("protoactor's log is kept without ProtoActorLog: %s", line)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package transport
+package transporttest
 
 import (
 	"bytes"
@@ -9,7 +9,24 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gochare/gochare/scheduler/transport"
 )
+
+// TestLog is a slog.Handler's output that writes to t.Log.
+type TestLog = testLog
+
+// NewTestLog returns a logger writing to t.Log and the lines it keeps.
+func NewTestLog(t testing.TB) (*slog.Logger, *TestLog) { return newTestLog(t) }
+
+// Find returns the first line containing every substring, or "".
+func (l *testLog) Find(substrings ...string) string { return l.find(substrings...) }
+
+// WaitFor polls cond until it holds or a generous deadline passes.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	waitFor(t, what, cond)
+}
 
 // testLog is a slog.Logger writing to t.Log until the test ends (protoactor
 // goroutines may log after that) and keeping every line for assertions.
@@ -109,7 +126,7 @@ type sendCmd struct {
 // from each sender arrive in order with the right content.
 type recorder struct {
 	rank int
-	ep   Endpoint
+	ep   transport.Endpoint
 	// sizes[from] are the sizes from will send, in order.
 	sizes [][]int
 	// gate, when not nil, blocks Receive until it is closed; entered is
@@ -151,6 +168,10 @@ func (r *recorder) Receive(from int, payload []byte) {
 }
 
 func (r *recorder) Event(ev any) {
+	if f, ok := ev.(func()); ok { // run on the endpoint goroutine
+		f()
+		return
+	}
 	if cmd, ok := ev.(sendCmd); ok {
 		r.mu.Lock()
 		first := r.sent[cmd.to]
@@ -184,7 +205,7 @@ type peerReport struct {
 	Received []int
 	Errors   []string
 	Backlog  int
-	Stats    Stats
+	Stats    transport.Stats
 }
 
 func (r *recorder) report() peerReport {
@@ -203,3 +224,68 @@ func (r *recorder) plan(from int, sizes []int) {
 	r.sizes[from] = append(r.sizes[from], sizes...)
 	r.mu.Unlock()
 }
+
+// Recorder is a Handler that records events and checks payloads made by
+// the suite; NewRecorder gives it the endpoint it sends with.
+type Recorder = recorder
+
+// NewRecorder returns a Recorder for PE rank of size PEs, sending with ep.
+func NewRecorder(rank, size int, ep transport.Endpoint) *Recorder {
+	r := newRecorder(rank, size)
+	r.ep = ep
+	return r
+}
+
+// Events returns the events received so far.
+func (r *recorder) Events() []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]any(nil), r.events...)
+}
+
+// PostOrder posts events to ep from several goroutines at once and checks
+// that rec, ep's handler, gets each goroutine's events in its Post order.
+func PostOrder(t *testing.T, ep transport.Endpoint, rec *Recorder) {
+	const goroutines, each = 4, 500
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				ep.Post([2]int{g, i})
+			}
+		}()
+	}
+	wg.Wait()
+	waitFor(t, "all events", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.events) == goroutines*each
+	})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	next := make([]int, goroutines)
+	for _, ev := range rec.events {
+		e := ev.([2]int)
+		if e[1] != next[e[0]] {
+			t.Fatalf("event %d of goroutine %d arrived when %d was expected", e[1], e[0], next[e[0]])
+		}
+		next[e[0]]++
+	}
+	rec.events = nil
+}
+
+// Plan records that from will send sizes to r; call it before the sends.
+func (r *recorder) Plan(from int, sizes []int) { r.plan(from, sizes) }
+
+// Count returns the payloads received from PE from.
+func (r *recorder) Count(from int) int { return r.count(from) }
+
+// Errors returns what went wrong: payloads out of order, extra or changed.
+func (r *recorder) Errors() []error { return r.errors() }
+
+// SendCommand is an event that makes a Recorder send payloads of sizes to
+// PE to (checked by the receiver's Recorder, given the same Plan), then
+// Flush. Post it to the sender's endpoint.
+func SendCommand(to int, sizes []int) any { return sendCmd{to: to, sizes: sizes} }

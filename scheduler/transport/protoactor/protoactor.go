@@ -1,9 +1,10 @@
-package transport
+package protoactor
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/gochare/gochare/scheduler/transport"
 )
 
 // actorName is the name of the actor of every PE.
@@ -27,16 +30,19 @@ const (
 	grpcWindow      = 4 << 20
 )
 
-// ProtoActor is an Endpoint over protoactor-go remote (gRPC streams).
-type ProtoActor struct {
-	cfg    Config
+// Endpoint is a transport.Endpoint over protoactor-go remote (gRPC
+// streams), driving the transport's protocol core (transport.Core).
+type Endpoint struct {
+	cfg    transport.Config
 	log    *slog.Logger
 	system *actor.ActorSystem
 	remote *remote.Remote
 	self   *actor.PID
 	addr   string
-	stats  counters
 	pe     *peActor
+	// refused and malformed count what the core does not see: refused
+	// gRPC calls and streams whose input broke protoactor's reader.
+	refused, malformed atomic.Uint64
 
 	mu struct {
 		sync.Mutex
@@ -46,35 +52,37 @@ type ProtoActor struct {
 	stopTicker chan struct{}
 	tickerDone chan struct{}
 	tickQueued atomic.Bool
+	peerAddrs  []string // set by Start
 }
 
-var _ Endpoint = (*ProtoActor)(nil)
+var _ transport.Endpoint = (*Endpoint)(nil)
 
 // Messages of the PE actor besides *Frame.
 type (
 	postedEvent struct{ ev any }
 	startMsg    struct {
 		peers []*actor.PID
-		h     Handler
+		h     transport.Handler
 	}
 	tickMsg     struct{}
 	peerLostMsg struct{ rank int }
 	closeMsg    struct{}
 )
 
-// NewProtoActor builds an endpoint and starts listening: Addr is valid when
-// it returns. Frames that arrive before Start wait for it.
-func NewProtoActor(cfg Config) (*ProtoActor, error) {
-	cfg, err := cfg.withDefaults()
+// New builds an endpoint and starts listening: Addr is valid when it
+// returns. Frames that arrive before Start wait for it.
+func New(cfg transport.Config) (*Endpoint, error) {
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	e := &ProtoActor{cfg: cfg, log: cfg.Logger.With("rank", cfg.Rank)}
+	cfg.Host = bracketIPv6(cfg.Host)
+	e := &Endpoint{cfg: cfg, log: cfg.Logger.With("rank", cfg.Rank)}
 	auth := &authenticator{
 		token:     jobToken(cfg.Secret),
 		log:       e.log,
-		refused:   func() { e.stats.refused.Add(1) },
-		malformed: func() { e.stats.malformed.Add(1) },
+		refused:   func() { e.refused.Add(1) },
+		malformed: func() { e.malformed.Add(1) },
 	}
 	e.system, e.remote, err = startSystem(cfg, auth)
 	if err != nil {
@@ -82,9 +90,17 @@ func NewProtoActor(cfg Config) (*ProtoActor, error) {
 	}
 	e.addr = e.system.Address()
 
-	e.pe = &peActor{e: e, core: newCore(coreConfigFrom(cfg), &e.stats, e.log)}
-	e.pe.core.deliver = e.pe.deliver
-	e.pe.core.transmit = e.pe.transmit
+	e.pe = &peActor{e: e}
+	resendTicks := uint64(cfg.ResendAfter / cfg.TickInterval)
+	e.pe.core, err = transport.NewCore(transport.CoreConfig{
+		Rank: cfg.Rank, Size: cfg.Size, MaxFrame: cfg.MaxFrame, Window: cfg.Window, MaxPayload: cfg.MaxPayload,
+		ResendTicks: resendTicks, Logger: e.log,
+	}, e.pe.transmit, e.pe.deliver)
+	if err != nil {
+		e.remote.Shutdown(false)
+		e.system.Shutdown()
+		return nil, err
+	}
 	// The producer hands out the same actor, so a restart by protoactor's
 	// supervisor keeps the transport state.
 	props := actor.PropsFromProducer(func() actor.Actor { return e.pe })
@@ -99,7 +115,7 @@ func NewProtoActor(cfg Config) (*ProtoActor, error) {
 
 // startSystem starts an actor system and protoactor's remote configured
 // for cfg, with auth checking every gRPC call.
-func startSystem(cfg Config, auth *authenticator) (*actor.ActorSystem, *remote.Remote, error) {
+func startSystem(cfg transport.Config, auth *authenticator) (*actor.ActorSystem, *remote.Remote, error) {
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 			// protoactor reports every broken or refused connection as an
@@ -118,7 +134,7 @@ func startSystem(cfg Config, auth *authenticator) (*actor.ActorSystem, *remote.R
 	r := remote.NewRemote(system, remoteConfig(cfg, auth))
 	if err := startRemote(r); err != nil {
 		system.Shutdown()
-		return nil, nil, fmt.Errorf("%w on %s:%d: %w", ErrListen, cfg.Host, cfg.Port, err)
+		return nil, nil, fmt.Errorf("%w on %s:%d: %w", transport.ErrListen, cfg.Host, cfg.Port, err)
 	}
 	return system, r, nil
 }
@@ -131,17 +147,18 @@ func startSystem(cfg Config, auth *authenticator) (*actor.ActorSystem, *remote.R
 // here so that a benchmark can compare the endpoint with bare protoactor
 // on equal terms (bench/transportbench); the runtime does not use it.
 // Shut down the remote, then the system, when done.
-func NewBareRemote(cfg Config) (*actor.ActorSystem, *remote.Remote, error) {
-	cfg, err := cfg.withDefaults()
+func NewBareRemote(cfg transport.Config) (*actor.ActorSystem, *remote.Remote, error) {
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg.Host = bracketIPv6(cfg.Host)
 	auth := &authenticator{token: jobToken(cfg.Secret), log: cfg.Logger, refused: func() {}, malformed: func() {}}
 	return startSystem(cfg, auth)
 }
 
 // remoteConfig configures protoactor's remote for HPC-sized traffic.
-func remoteConfig(cfg Config, auth *authenticator) *remote.Config {
+func remoteConfig(cfg transport.Config, auth *authenticator) *remote.Config {
 	maxMessage := writerBatchSize*(cfg.MaxFrame+4096) + 1<<20
 	dial := append(auth.dialOptions(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -177,29 +194,29 @@ func startRemote(r *remote.Remote) (err error) {
 }
 
 // Rank returns this PE's rank.
-func (e *ProtoActor) Rank() int { return e.cfg.Rank }
+func (e *Endpoint) Rank() int { return e.cfg.Rank }
 
 // Addr returns the address the other PEs dial.
-func (e *ProtoActor) Addr() string { return e.addr }
+func (e *Endpoint) Addr() string { return e.addr }
 
 // Start begins delivering to h; peers[r] is the Addr of PE r.
-func (e *ProtoActor) Start(peers []string, h Handler) error {
+func (e *Endpoint) Start(peers []string, h transport.Handler) error {
 	if len(peers) != e.cfg.Size {
-		return fmt.Errorf("%w: %d peer addresses for job size %d", ErrConfig, len(peers), e.cfg.Size)
+		return fmt.Errorf("%w: %d peer addresses for job size %d", transport.ErrConfig, len(peers), e.cfg.Size)
 	}
 	if peers[e.cfg.Rank] != e.addr {
-		return fmt.Errorf("%w: peers[%d] is %q, this PE listens on %q", ErrConfig, e.cfg.Rank, peers[e.cfg.Rank], e.addr)
+		return fmt.Errorf("%w: peers[%d] is %q, this PE listens on %q", transport.ErrConfig, e.cfg.Rank, peers[e.cfg.Rank], e.addr)
 	}
 	if h == nil {
-		return fmt.Errorf("%w: nil handler", ErrConfig)
+		return fmt.Errorf("%w: nil handler", transport.ErrConfig)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.mu.closed {
-		return ErrClosed
+		return transport.ErrClosed
 	}
 	if e.mu.started {
-		return ErrStarted
+		return transport.ErrStarted
 	}
 	e.mu.started = true
 
@@ -212,6 +229,7 @@ func (e *ProtoActor) Start(peers []string, h Handler) error {
 	e.system.Root.Send(e.self, startMsg{peers: pids, h: h})
 	// protoactor publishes EndpointTerminatedEvent when the stream to an
 	// address failed; whatever was in flight on it may be lost.
+	e.peerAddrs = peers
 	e.sub = e.system.EventStream.Subscribe(func(ev any) {
 		if t, ok := ev.(*remote.EndpointTerminatedEvent); ok {
 			if r, ok := rankOf[t.Address]; ok {
@@ -227,7 +245,7 @@ func (e *ProtoActor) Start(peers []string, h Handler) error {
 
 // runTicker posts ticks to the actor: from cfg.Ticks one per value, or from
 // a ticker with at most one tick waiting in the mailbox.
-func (e *ProtoActor) runTicker() {
+func (e *Endpoint) runTicker() {
 	defer close(e.tickerDone)
 	ticks, coalesce := e.cfg.Ticks, false
 	if ticks == nil {
@@ -251,36 +269,48 @@ func (e *ProtoActor) runTicker() {
 }
 
 // Send queues payload for PE to. Call it only from Handler callbacks.
-func (e *ProtoActor) Send(to int, payload []byte) { e.pe.core.send(to, payload) }
+func (e *Endpoint) Send(to int, payload []byte) { e.pe.core.Send(to, payload) }
 
 // Forget stops all traffic with a failed peer: what was queued for it is
 // dropped, nothing is resent to it, and its late frames are ignored. Call
 // it only from Handler callbacks.
-func (e *ProtoActor) Forget(peer int) {
-	if peer >= 0 && peer < e.cfg.Size && peer != e.cfg.Rank {
-		e.pe.core.forget(peer)
-	}
+func (e *Endpoint) Forget(peer int) {
+	e.pe.core.Forget(peer)
 }
 
 // Flush sends the frames being filled and the due acknowledgements. Call it
 // only from Handler callbacks.
-func (e *ProtoActor) Flush() { e.pe.core.flush() }
+func (e *Endpoint) Flush() { e.pe.core.Flush() }
+
+// DropConnection tears down protoactor's endpoint writer to peer, as
+// protoactor does when its gRPC stream fails: what it held is lost. Call it
+// after Start; tests use it.
+func (e *Endpoint) DropConnection(peer int) {
+	if peer >= 0 && peer < len(e.peerAddrs) && peer != e.cfg.Rank {
+		e.system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: e.peerAddrs[peer]})
+	}
+}
 
 // Post makes ev arrive at Handler.Event on the endpoint goroutine.
-func (e *ProtoActor) Post(ev any) { e.system.Root.Send(e.self, postedEvent{ev: ev}) }
+func (e *Endpoint) Post(ev any) { e.system.Root.Send(e.self, postedEvent{ev: ev}) }
 
 // Backlog returns the payload bytes sent and not yet acknowledged.
-func (e *ProtoActor) Backlog() int { return int(e.stats.backlog.Load()) }
+func (e *Endpoint) Backlog() int { return e.pe.core.Backlog() }
 
 // Stats returns the endpoint's counters.
-func (e *ProtoActor) Stats() Stats { return e.stats.snapshot() }
+func (e *Endpoint) Stats() transport.Stats {
+	st := e.pe.core.Stats()
+	st.Refused += e.refused.Load()
+	st.Malformed += e.malformed.Load()
+	return st
+}
 
 // Close stops the endpoint: the actor sends the acknowledgements it owes
 // (so that peers need not resend to a PE that left), then stops; the gRPC
 // server stops at once. protoactor's endpoint writers are left to finish
 // what they hold: stopping them waits for any that is retrying a
 // connection, 2 s per attempt.
-func (e *ProtoActor) Close() error {
+func (e *Endpoint) Close() error {
 	e.mu.Lock()
 	if e.mu.closed {
 		e.mu.Unlock()
@@ -308,9 +338,9 @@ func (e *ProtoActor) Close() error {
 // peActor is the actor of the PE: the single goroutine that owns the
 // transport state and runs the Handler.
 type peActor struct {
-	e     *ProtoActor
-	core  *core
-	h     Handler
+	e     *Endpoint
+	core  *transport.Core
+	h     transport.Handler
 	peers []*actor.PID
 	// early holds what arrived before Start, bounded: frames beyond it are
 	// dropped and resent later by their senders.
@@ -320,12 +350,12 @@ type peActor struct {
 
 func (a *peActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *Frame:
+	case *transport.Frame:
 		if a.h == nil {
-			a.hold(m, len(m.Data))
+			a.hold(m, len(m.Head)+len(m.Data))
 			return
 		}
-		if err := a.core.receive(m); err != nil {
+		if err := a.core.Receive(m); err != nil {
 			a.e.log.Warn("transport: dropped frame", "err", err)
 		}
 	case postedEvent:
@@ -337,15 +367,15 @@ func (a *peActor) Receive(ctx actor.Context) {
 	case tickMsg:
 		a.e.tickQueued.Store(false)
 		if a.h != nil {
-			a.core.tick()
+			a.core.Tick()
 		}
 	case peerLostMsg:
 		if a.h != nil {
-			a.core.peerLost(m.rank)
+			a.core.PeerLost(m.rank)
 		}
 	case closeMsg:
 		if a.h != nil {
-			a.core.flushAllAcks()
+			a.core.FlushAllAcks()
 		}
 		ctx.Respond(true)
 	case startMsg:
@@ -354,8 +384,8 @@ func (a *peActor) Receive(ctx actor.Context) {
 		a.early, a.earlyBytes = nil, 0
 		for _, msg := range early {
 			switch msg := msg.(type) {
-			case *Frame:
-				if err := a.core.receive(msg); err != nil {
+			case *transport.Frame:
+				if err := a.core.Receive(msg); err != nil {
 					a.e.log.Warn("transport: dropped frame", "err", err)
 				}
 			case postedEvent:
@@ -366,20 +396,32 @@ func (a *peActor) Receive(ctx actor.Context) {
 }
 
 func (a *peActor) hold(msg any, size int) {
-	if _, isFrame := msg.(*Frame); isFrame && a.earlyBytes+size > a.core.size*a.core.window {
+	if _, isFrame := msg.(*transport.Frame); isFrame && a.earlyBytes+size > a.e.cfg.Size*a.e.cfg.Window {
 		return
 	}
 	a.early = append(a.early, msg)
-	a.earlyBytes += size + frameOverhead
+	a.earlyBytes += size + earlyOverhead
 }
 
 func (a *peActor) deliver(from int, payload []byte) { a.h.Receive(from, payload) }
 
-func (a *peActor) transmit(to int, f *Frame) {
-	if f.Seq != 0 && a.e.cfg.dropOutgoing != nil && a.e.cfg.dropOutgoing(to, f) {
+func (a *peActor) transmit(to int, f *transport.Frame) {
+	if f.Seq != 0 && a.e.cfg.DropOutgoing != nil && a.e.cfg.DropOutgoing(to, f.Seq) {
 		return
 	}
 	a.e.system.Root.Send(a.peers[to], f)
+}
+
+// earlyOverhead is what a held message costs beyond its bytes.
+const earlyOverhead = 64
+
+// bracketIPv6 writes an IPv6 host in brackets: protoactor joins host and
+// port with a plain colon.
+func bracketIPv6(host string) string {
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		return "[" + host + "]"
+	}
+	return host
 }
 
 // minLevel is a slog.Handler that passes only records at or above a level.

@@ -1,0 +1,913 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Wire format of the TCP endpoint (all integers little-endian).
+//
+// Handshake, the PE of lower rank dialing the higher one:
+//
+//	dialer   -> acceptor: "GCT1", dialer rank u32, acceptor rank u32, dialer nonce [16]
+//	acceptor -> dialer:   acceptor nonce [16], HMAC(secret, "acceptor", both nonces, both ranks) [32]
+//	dialer   -> acceptor: HMAC(secret, "dialer", both nonces, both ranks) [32]
+//	acceptor -> dialer:   1 (accepted)
+//
+// Then frames, both ways: a 36-byte header (from u32, head length u32,
+// data length u32, seq u64, ack u64, resend_from u64) followed by head
+// and data.
+const (
+	tcpMagic         = "GCT1"
+	nonceSize        = 16
+	macSize          = sha256.Size
+	helloSize        = len(tcpMagic) + 4 + 4 + nonceSize
+	frameHeaderSize  = 4 + 4 + 4 + 8 + 8 + 8
+	handshakeTimeout = 10 * time.Second
+	readBufferSize   = 64 << 10
+	minRedial        = 10 * time.Millisecond
+	maxRedial        = time.Second
+	drainTimeout     = time.Second
+	loopCloseTimeout = 2 * time.Second
+)
+
+// DefaultTCPMaxFrame is the TCP endpoint's default frame size: with no
+// gRPC message limit to respect, payloads up to 1 MiB travel in one frame
+// and are delivered from the frame's own buffer, without being joined
+// from pieces in a copy.
+const DefaultTCPMaxFrame = 1<<20 + 16
+
+// TCP is an Endpoint over TCP connections of its own, one per pair of PEs:
+// the PE of lower rank dials the one of higher rank (so two PEs never dial
+// each other at once) and dials again when the connection breaks, and both
+// prove the job secret before any frame (see the package comment). One
+// goroutine, the loop, owns the protocol core and runs the Handler; each
+// connection has a reader and a writer goroutine.
+type TCP struct {
+	cfg   Config
+	log   *slog.Logger
+	ln    net.Listener
+	addr  string
+	stats counters
+	box   mailbox
+
+	// Owned by the loop goroutine.
+	core       *core
+	h          Handler
+	peers      []tcpPeer // by rank
+	early      []item    // what arrived before Start
+	earlyBytes int
+
+	mu struct {
+		sync.Mutex
+		started, closed bool
+		open            map[net.Conn]struct{} // every socket, to close on Close
+	}
+	ctx        context.Context // cancelled by Close
+	cancel     context.CancelFunc
+	loopDone   chan struct{}
+	wg         sync.WaitGroup // every goroutine but the loop
+	draining   []*tcpConn     // set by the loop as it stops, for Close
+	tickQueued atomic.Bool
+}
+
+var _ Endpoint = (*TCP)(nil)
+
+// tcpPeer is the loop's view of one other PE.
+type tcpPeer struct {
+	conn      *tcpConn // the connection frames go out on; nil when none
+	forgotten bool
+	// Dialer side (this rank lower): redial asks the dialer goroutine for
+	// a new connection; gone stops it for good.
+	redial chan struct{}
+	gone   chan struct{}
+	upAt   time.Time
+}
+
+// NewTCP builds a TCP endpoint and starts listening: Addr is valid when it
+// returns. Connections and frames that arrive before Start wait for it.
+func NewTCP(cfg Config) (*TCP, error) {
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = DefaultTCPMaxFrame
+	}
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(cfg.Host, "["), "]")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("%w on %s:%d: %w", ErrListen, host, cfg.Port, err)
+	}
+	e := &TCP{
+		cfg: cfg, log: cfg.Logger.With("rank", cfg.Rank), ln: ln, addr: ln.Addr().String(),
+		box:      mailbox{wake: make(chan struct{}, 1)},
+		peers:    make([]tcpPeer, cfg.Size),
+		loopDone: make(chan struct{}),
+	}
+	e.mu.open = map[net.Conn]struct{}{}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.core = newCore(coreConfigFrom(cfg), &e.stats, e.log)
+	e.core.deliver = func(from int, payload []byte) { e.h.Receive(from, payload) }
+	e.core.transmit = e.transmit
+	go e.run()
+	e.wg.Add(1)
+	go e.acceptLoop()
+	return e, nil
+}
+
+// Rank returns this PE's rank.
+func (e *TCP) Rank() int { return e.cfg.Rank }
+
+// Addr returns the address the other PEs dial.
+func (e *TCP) Addr() string { return e.addr }
+
+// Start begins delivering to h; peers[r] is the Addr of PE r. It dials
+// every PE of higher rank.
+func (e *TCP) Start(peers []string, h Handler) error {
+	if len(peers) != e.cfg.Size {
+		return fmt.Errorf("%w: %d peer addresses for job size %d", ErrConfig, len(peers), e.cfg.Size)
+	}
+	if peers[e.cfg.Rank] != e.addr {
+		return fmt.Errorf("%w: peers[%d] is %q, this PE listens on %q", ErrConfig, e.cfg.Rank, peers[e.cfg.Rank], e.addr)
+	}
+	if h == nil {
+		return fmt.Errorf("%w: nil handler", ErrConfig)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mu.closed {
+		return ErrClosed
+	}
+	if e.mu.started {
+		return ErrStarted
+	}
+	e.mu.started = true
+	dialers := make([]chan struct{}, e.cfg.Size)
+	gone := make([]chan struct{}, e.cfg.Size)
+	for r := e.cfg.Rank + 1; r < e.cfg.Size; r++ {
+		dialers[r], gone[r] = make(chan struct{}, 1), make(chan struct{})
+	}
+	e.box.put(item{kind: itemStart, ev: startTCP{h: h, redial: dialers, gone: gone}})
+	for r := e.cfg.Rank + 1; r < e.cfg.Size; r++ {
+		e.wg.Add(1)
+		go e.dialer(r, peers[r], dialers[r], gone[r])
+	}
+	e.wg.Add(1)
+	go e.runTicker()
+	return nil
+}
+
+type startTCP struct {
+	h      Handler
+	redial []chan struct{}
+	gone   []chan struct{}
+}
+
+// Send queues payload for PE to. Call it only from Handler callbacks.
+func (e *TCP) Send(to int, payload []byte) { e.core.send(to, payload) }
+
+// Flush sends the frames being filled and the due acknowledgements. Call it
+// only from Handler callbacks.
+func (e *TCP) Flush() { e.core.flush() }
+
+// Forget stops all traffic with a failed peer: what was queued for it is
+// dropped, nothing is resent to it, its late frames are ignored, its
+// connection is closed and not dialed again. Call it only from Handler
+// callbacks.
+func (e *TCP) Forget(peer int) {
+	if peer < 0 || peer >= e.cfg.Size || peer == e.cfg.Rank {
+		return
+	}
+	e.core.forget(peer)
+	p := &e.peers[peer]
+	if p.forgotten {
+		return
+	}
+	p.forgotten = true
+	if p.gone != nil {
+		close(p.gone)
+	}
+	if p.conn != nil {
+		p.conn.close()
+		p.conn = nil
+	}
+}
+
+// DropConnection breaks the connection to peer, as a network failure
+// would: what it held is lost, and the dialer connects again. Safe from
+// any goroutine; tests use it.
+func (e *TCP) DropConnection(peer int) {
+	if peer >= 0 && peer < e.cfg.Size && peer != e.cfg.Rank {
+		e.box.put(item{kind: itemDrop, ev: peer})
+	}
+}
+
+var errDropped = errors.New("transport: connection dropped on purpose")
+
+// Post makes ev arrive at Handler.Event on the endpoint goroutine.
+func (e *TCP) Post(ev any) { e.box.put(item{kind: itemEvent, ev: ev}) }
+
+// Backlog returns the payload bytes sent and not yet acknowledged.
+func (e *TCP) Backlog() int { return int(e.stats.backlog.Load()) }
+
+// Stats returns the endpoint's counters.
+func (e *TCP) Stats() Stats { return e.stats.snapshot() }
+
+// Close stops the endpoint: the loop sends the acknowledgements it owes
+// (so that peers need not resend to a PE that left), the writers get a
+// moment to put them on the wire, then every connection is closed.
+func (e *TCP) Close() error {
+	e.mu.Lock()
+	if e.mu.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.mu.closed = true
+	e.mu.Unlock()
+	e.cancel()
+	e.ln.Close()
+	done := make(chan struct{})
+	e.box.put(item{kind: itemClose, done: done})
+	select {
+	case <-e.loopDone:
+	case <-time.After(loopCloseTimeout):
+		// A handler that does not return: its goroutine is left behind.
+		e.log.Warn("transport: closing: the handler did not return; acknowledgements not flushed")
+	}
+	select {
+	case <-done:
+		deadline := time.NewTimer(drainTimeout)
+		defer deadline.Stop()
+		for _, c := range e.draining {
+			select {
+			case <-c.writerDone:
+			case <-deadline.C:
+			}
+		}
+	default:
+	}
+	e.mu.Lock()
+	for nc := range e.mu.open {
+		nc.Close()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+	return nil
+}
+
+// track registers a socket to close on Close; false if closed already.
+func (e *TCP) track(nc net.Conn) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mu.closed {
+		nc.Close()
+		return false
+	}
+	e.mu.open[nc] = struct{}{}
+	return true
+}
+
+func (e *TCP) untrack(nc net.Conn) {
+	e.mu.Lock()
+	delete(e.mu.open, nc)
+	e.mu.Unlock()
+	nc.Close()
+}
+
+// The loop.
+
+type itemKind uint8
+
+const (
+	itemFrame itemKind = iota
+	itemEvent
+	itemTick
+	itemConnUp
+	itemConnDown
+	itemStart
+	itemClose
+	itemDrop
+)
+
+// item is one thing for the loop to do.
+type item struct {
+	kind itemKind
+	f    frame
+	conn *tcpConn
+	ev   any
+	done chan struct{}
+}
+
+// mailbox is the loop's unbounded queue: Post must never block, and the
+// frames it holds are bounded by the peers' windows.
+type mailbox struct {
+	mu    sync.Mutex
+	items []item
+	wake  chan struct{}
+}
+
+func (m *mailbox) put(it item) {
+	m.mu.Lock()
+	m.items = append(m.items, it)
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what is queued and keeps spare for what comes next.
+func (m *mailbox) take(spare []item) []item {
+	m.mu.Lock()
+	items := m.items
+	m.items = spare[:0]
+	m.mu.Unlock()
+	return items
+}
+
+func (e *TCP) run() {
+	defer close(e.loopDone)
+	var batch []item
+	for range e.box.wake {
+		batch = e.box.take(batch)
+		for i := range batch {
+			if e.handle(&batch[i]) {
+				return
+			}
+			batch[i] = item{}
+		}
+	}
+}
+
+// handle does one item; true when the loop must stop.
+func (e *TCP) handle(it *item) bool {
+	switch it.kind {
+	case itemFrame:
+		if e.h == nil {
+			e.hold(*it, len(it.f.Head)+len(it.f.Data))
+			return false
+		}
+		e.receive(it.conn, it.f)
+	case itemEvent:
+		if e.h == nil {
+			e.hold(*it, 0)
+			return false
+		}
+		e.h.Event(it.ev)
+	case itemTick:
+		e.tickQueued.Store(false)
+		if e.h != nil {
+			e.core.tick()
+		}
+	case itemConnUp:
+		e.connUp(it.conn)
+	case itemConnDown:
+		e.connDown(it.conn)
+	case itemStart:
+		st := it.ev.(startTCP)
+		e.h = st.h
+		for r := range e.peers {
+			e.peers[r].redial, e.peers[r].gone = st.redial[r], st.gone[r]
+		}
+		early := e.early
+		e.early, e.earlyBytes = nil, 0
+		for i := range early {
+			e.handle(&early[i])
+		}
+	case itemDrop:
+		if c := e.peers[it.ev.(int)].conn; c != nil {
+			c.fail(errDropped)
+		}
+	case itemClose:
+		if e.h != nil {
+			e.core.flushAllAcks()
+		}
+		for r := range e.peers {
+			if c := e.peers[r].conn; c != nil {
+				c.drain()
+				e.draining = append(e.draining, c)
+			}
+		}
+		close(it.done)
+		return true
+	}
+	return false
+}
+
+// hold keeps what arrived before Start, bounded: frames beyond the bound
+// are dropped and resent later by their senders.
+func (e *TCP) hold(it item, size int) {
+	if it.kind == itemFrame && e.earlyBytes+size > e.cfg.Size*e.cfg.Window {
+		return
+	}
+	e.early = append(e.early, it)
+	e.earlyBytes += size + frameOverhead
+}
+
+func (e *TCP) receive(c *tcpConn, f frame) {
+	if c == nil { // from this PE itself
+		if err := e.core.receive(f); err != nil {
+			panic(fmt.Sprintf("transport: own frame rejected: %v", err))
+		}
+		return
+	}
+	if e.peers[c.rank].forgotten {
+		return
+	}
+	if err := e.core.receive(f); err != nil {
+		// Counted by the core. A peer that sends what does not fit the
+		// protocol loses its connection.
+		e.log.Warn("transport: dropped frame and its connection", "peer", c.rank, "addr", c.remote, "err", err)
+		c.close()
+	}
+}
+
+func (e *TCP) connUp(c *tcpConn) {
+	p := &e.peers[c.rank]
+	if p.forgotten {
+		c.close()
+		return
+	}
+	if p.conn != nil {
+		p.conn.close() // the peer dialed again: its old connection is dead
+	}
+	p.conn, p.upAt = c, time.Now()
+	e.log.Debug("transport: connected", "peer", c.rank, "addr", c.remote)
+	// Frames sent on the last connection may be lost: go back now.
+	e.core.peerLost(c.rank)
+}
+
+func (e *TCP) connDown(c *tcpConn) {
+	p := &e.peers[c.rank]
+	if p.conn != c {
+		return // replaced or forgotten already
+	}
+	p.conn = nil
+	e.log.Debug("transport: connection lost", "peer", c.rank, "addr", c.remote, "err", c.err)
+	if p.redial != nil && !p.forgotten {
+		select {
+		case p.redial <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// transmit hands a frame to the writer of the connection to PE to. With
+// no connection it is dropped: the core resends it when one comes up.
+func (e *TCP) transmit(to int, f frame) {
+	if f.Seq != 0 && e.cfg.DropOutgoing != nil && e.cfg.DropOutgoing(to, f.Seq) {
+		return
+	}
+	if to == e.cfg.Rank {
+		// To itself: through the mailbox, in a copy of its own as a frame
+		// read from a socket would be.
+		buf := make([]byte, len(f.Head)+len(f.Data))
+		copy(buf[copy(buf, f.Head):], f.Data)
+		f.Head, f.Data = buf[:len(f.Head):len(f.Head)], buf[len(f.Head):]
+		e.box.put(item{kind: itemFrame, f: f})
+		return
+	}
+	if c := e.peers[to].conn; c != nil {
+		c.enqueue(f)
+	}
+}
+
+// runTicker posts ticks to the loop: from cfg.Ticks one per value, or from
+// a ticker with at most one tick waiting.
+func (e *TCP) runTicker() {
+	defer e.wg.Done()
+	ticks, coalesce := e.cfg.Ticks, false
+	if ticks == nil {
+		t := time.NewTicker(e.cfg.TickInterval)
+		defer t.Stop()
+		ticks, coalesce = t.C, true
+	}
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case _, ok := <-ticks:
+			if !ok {
+				return
+			}
+			if !coalesce || e.tickQueued.CompareAndSwap(false, true) {
+				e.box.put(item{kind: itemTick})
+			}
+		}
+	}
+}
+
+// Connections.
+
+// tcpConn is one authenticated connection to PE rank.
+type tcpConn struct {
+	e      *TCP
+	nc     net.Conn
+	rank   int
+	remote string
+	err    error // why it closed, set before dead is closed
+
+	mu struct {
+		sync.Mutex
+		queue    []frame
+		closed   bool
+		draining bool
+	}
+	wake       chan struct{}
+	dead       chan struct{}
+	writerDone chan struct{}
+	closeOnce  sync.Once
+
+	// Owned by the writer goroutine.
+	frames  []frame
+	headers []byte
+	bufs    net.Buffers
+	pending net.Buffers
+}
+
+func (e *TCP) newConn(nc net.Conn, rank int) *tcpConn {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return &tcpConn{e: e, nc: nc, rank: rank, remote: nc.RemoteAddr().String(),
+		wake: make(chan struct{}, 1), dead: make(chan struct{}), writerDone: make(chan struct{})}
+}
+
+// start tells the loop the connection is up, then starts its reader (so
+// that its frames reach the loop after that) and its writer.
+func (c *tcpConn) start() {
+	c.e.box.put(item{kind: itemConnUp, conn: c})
+	c.e.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+func (c *tcpConn) enqueue(f frame) {
+	c.mu.Lock()
+	if !c.mu.closed {
+		c.mu.queue = append(c.mu.queue, f)
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain makes the writer write what is queued, then shut the sending side.
+func (c *tcpConn) drain() {
+	c.mu.Lock()
+	c.mu.draining = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close closes the socket (once) and tells the loop.
+func (c *tcpConn) close() { c.fail(nil) }
+
+func (c *tcpConn) fail(err error) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.mu.closed = true
+		c.mu.queue = nil
+		c.mu.Unlock()
+		c.err = err
+		close(c.dead)
+		c.e.untrack(c.nc)
+		c.e.box.put(item{kind: itemConnDown, conn: c})
+	})
+}
+
+// writeLoop writes frames as soon as they are queued; what is queued while
+// it writes goes out together in the next vectored write.
+func (c *tcpConn) writeLoop() {
+	defer c.e.wg.Done()
+	defer close(c.writerDone)
+	for {
+		select {
+		case <-c.wake:
+		case <-c.dead:
+			return
+		}
+		c.mu.Lock()
+		c.frames, c.mu.queue = c.mu.queue, c.frames[:0]
+		draining := c.mu.draining
+		c.mu.Unlock()
+		if len(c.frames) > 0 {
+			if err := c.write(); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		if draining {
+			if tc, ok := c.nc.(*net.TCPConn); ok {
+				tc.CloseWrite()
+			}
+			return
+		}
+	}
+}
+
+func (c *tcpConn) write() error {
+	n := len(c.frames) * frameHeaderSize
+	c.headers = slices.Grow(c.headers[:0], n)[:n]
+	c.bufs = c.bufs[:0]
+	for i := range c.frames {
+		f := &c.frames[i]
+		h := c.headers[i*frameHeaderSize : (i+1)*frameHeaderSize]
+		putFrameHeader(h, f)
+		c.bufs = append(c.bufs, h)
+		if len(f.Head) > 0 {
+			c.bufs = append(c.bufs, f.Head)
+		}
+		if len(f.Data) > 0 {
+			c.bufs = append(c.bufs, f.Data)
+		}
+	}
+	c.pending = c.bufs
+	_, err := c.pending.WriteTo(c.nc)
+	clear(c.frames)
+	clear(c.bufs)
+	c.frames = c.frames[:0]
+	return err
+}
+
+func putFrameHeader(h []byte, f *frame) {
+	binary.LittleEndian.PutUint32(h[0:], f.From)
+	binary.LittleEndian.PutUint32(h[4:], uint32(len(f.Head)))
+	binary.LittleEndian.PutUint32(h[8:], uint32(len(f.Data)))
+	binary.LittleEndian.PutUint64(h[12:], f.Seq)
+	binary.LittleEndian.PutUint64(h[20:], f.Ack)
+	binary.LittleEndian.PutUint64(h[28:], f.ResendFrom)
+}
+
+// parseFrameHeader decodes a frame header; its head and data lengths.
+func parseFrameHeader(h []byte) (f frame, headLen, dataLen uint32) {
+	f.From = binary.LittleEndian.Uint32(h[0:])
+	headLen = binary.LittleEndian.Uint32(h[4:])
+	dataLen = binary.LittleEndian.Uint32(h[8:])
+	f.Seq = binary.LittleEndian.Uint64(h[12:])
+	f.Ack = binary.LittleEndian.Uint64(h[20:])
+	f.ResendFrom = binary.LittleEndian.Uint64(h[28:])
+	return f, headLen, dataLen
+}
+
+// readLoop reads frames and passes them to the loop. Each frame's bytes
+// are read into a buffer of their own: the payloads delivered from it
+// belong to the handler.
+func (c *tcpConn) readLoop() {
+	defer c.e.wg.Done()
+	r := bufio.NewReaderSize(c.nc, readBufferSize)
+	var h [frameHeaderSize]byte
+	for {
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			c.fail(err)
+			return
+		}
+		f, headLen, dataLen := parseFrameHeader(h[:])
+		if err := c.check(f, headLen, dataLen); err != nil {
+			c.e.stats.malformed.Add(1)
+			c.e.log.Warn("transport: malformed frame: dropping the connection", "peer", c.rank, "addr", c.remote, "err", err)
+			c.fail(err)
+			return
+		}
+		if n := int(headLen) + int(dataLen); n > 0 {
+			buf := make([]byte, n)
+			if _, err := io.ReadFull(r, buf); err != nil {
+				c.fail(err)
+				return
+			}
+			f.Head, f.Data = buf[:headLen:headLen], buf[headLen:]
+		}
+		c.e.box.put(item{kind: itemFrame, f: f, conn: c})
+	}
+}
+
+// check validates a frame header against the connection and the job.
+func (c *tcpConn) check(f frame, headLen, dataLen uint32) error {
+	if int64(f.From) >= int64(c.e.cfg.Size) {
+		return fmt.Errorf("%w: rank %d, job size %d", ErrUnknownRank, f.From, c.e.cfg.Size)
+	}
+	if int(f.From) != c.rank {
+		return fmt.Errorf("%w: frame from rank %d on the connection of rank %d", ErrMalformed, f.From, c.rank)
+	}
+	if uint64(headLen)+uint64(dataLen) > uint64(c.e.cfg.MaxFrame) {
+		return fmt.Errorf("%w: %d+%d bytes, frame size %d", ErrMalformed, headLen, dataLen, c.e.cfg.MaxFrame)
+	}
+	return nil
+}
+
+// Handshake.
+
+// ErrRefused is the error of a connection that did not prove the job
+// secret or broke the handshake.
+var ErrRefused = errors.New("transport: connection refused")
+
+func handshakeMAC(secret []byte, role string, dialerNonce, acceptorNonce []byte, dialer, acceptor int) []byte {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("gochare-tcp " + role))
+	mac.Write(dialerNonce)
+	mac.Write(acceptorNonce)
+	var ranks [8]byte
+	binary.LittleEndian.PutUint32(ranks[0:], uint32(dialer))
+	binary.LittleEndian.PutUint32(ranks[4:], uint32(acceptor))
+	mac.Write(ranks[:])
+	return mac.Sum(nil)
+}
+
+func (e *TCP) acceptLoop() {
+	defer e.wg.Done()
+	for {
+		nc, err := e.ln.Accept()
+		if err != nil {
+			if e.ctx.Err() != nil {
+				return
+			}
+			e.log.Warn("transport: accept", "err", err)
+			select {
+			case <-e.ctx.Done():
+				return
+			case <-time.After(minRedial):
+			}
+			continue
+		}
+		if !e.track(nc) {
+			return
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			c, err := e.accept(nc)
+			if err != nil {
+				e.untrack(nc)
+				if e.ctx.Err() == nil {
+					e.stats.refused.Add(1)
+					e.log.Warn("transport: refused connection", "addr", nc.RemoteAddr().String(), "err", err)
+				}
+				return
+			}
+			c.start()
+		}()
+	}
+}
+
+// accept runs the acceptor's side of the handshake.
+func (e *TCP) accept(nc net.Conn) (*tcpConn, error) {
+	nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	var hello [helloSize]byte
+	if _, err := io.ReadFull(nc, hello[:]); err != nil {
+		return nil, fmt.Errorf("%w: no handshake: %w", ErrRefused, err)
+	}
+	if string(hello[:4]) != tcpMagic {
+		return nil, fmt.Errorf("%w: not a gochare transport handshake", ErrRefused)
+	}
+	dialer := binary.LittleEndian.Uint32(hello[4:])
+	acceptor := binary.LittleEndian.Uint32(hello[8:])
+	if int(acceptor) != e.cfg.Rank || int64(dialer) >= int64(e.cfg.Rank) {
+		return nil, fmt.Errorf("%w: rank %d dialing rank %d (this is rank %d of %d; lower ranks dial higher ones)",
+			ErrRefused, dialer, acceptor, e.cfg.Rank, e.cfg.Size)
+	}
+	dialerNonce := hello[12:]
+	var reply [nonceSize + macSize]byte
+	rand.Read(reply[:nonceSize])
+	acceptorNonce := reply[:nonceSize]
+	copy(reply[nonceSize:], handshakeMAC(e.cfg.Secret, "acceptor", dialerNonce, acceptorNonce, int(dialer), e.cfg.Rank))
+	if _, err := nc.Write(reply[:]); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	var proof [macSize]byte
+	if _, err := io.ReadFull(nc, proof[:]); err != nil {
+		return nil, fmt.Errorf("%w: rank %d gave no proof of the job secret: %w", ErrRefused, dialer, err)
+	}
+	if !hmac.Equal(proof[:], handshakeMAC(e.cfg.Secret, "dialer", dialerNonce, acceptorNonce, int(dialer), e.cfg.Rank)) {
+		return nil, fmt.Errorf("%w: rank %d does not know the job secret", ErrRefused, dialer)
+	}
+	if _, err := nc.Write([]byte{1}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	nc.SetDeadline(time.Time{})
+	return e.newConn(nc, int(dialer)), nil
+}
+
+// dial runs the dialer's side of the handshake with PE rank at addr.
+func (e *TCP) dial(rank int, addr string) (*tcpConn, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, handshakeTimeout)
+	defer cancel()
+	nc, err := new(net.Dialer).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if !e.track(nc) {
+		return nil, ErrClosed
+	}
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
+	defer stop()
+	c, err := e.dialHandshake(nc, rank)
+	if err != nil {
+		e.untrack(nc)
+		return nil, err
+	}
+	if !stop() {
+		e.untrack(nc)
+		return nil, ctx.Err()
+	}
+	nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+func (e *TCP) dialHandshake(nc net.Conn, rank int) (*tcpConn, error) {
+	var hello [helloSize]byte
+	copy(hello[:], tcpMagic)
+	binary.LittleEndian.PutUint32(hello[4:], uint32(e.cfg.Rank))
+	binary.LittleEndian.PutUint32(hello[8:], uint32(rank))
+	rand.Read(hello[12:])
+	dialerNonce := hello[12:]
+	if _, err := nc.Write(hello[:]); err != nil {
+		return nil, err
+	}
+	var reply [nonceSize + macSize]byte
+	if _, err := io.ReadFull(nc, reply[:]); err != nil {
+		return nil, fmt.Errorf("%w: no handshake reply: %w", ErrRefused, err)
+	}
+	acceptorNonce := reply[:nonceSize]
+	if !hmac.Equal(reply[nonceSize:], handshakeMAC(e.cfg.Secret, "acceptor", dialerNonce, acceptorNonce, e.cfg.Rank, rank)) {
+		e.stats.refused.Add(1)
+		return nil, fmt.Errorf("%w: the PE at %s does not know the job secret", ErrRefused, nc.RemoteAddr())
+	}
+	if _, err := nc.Write(handshakeMAC(e.cfg.Secret, "dialer", dialerNonce, acceptorNonce, e.cfg.Rank, rank)); err != nil {
+		return nil, err
+	}
+	var ok [1]byte
+	if _, err := io.ReadFull(nc, ok[:]); err != nil || ok[0] != 1 {
+		return nil, fmt.Errorf("%w: the PE at %s refused the handshake", ErrRefused, nc.RemoteAddr())
+	}
+	return e.newConn(nc, rank), nil
+}
+
+// dialer keeps a connection to PE rank (of higher rank than this one): it
+// dials at once and again each time the loop asks, with a growing pause
+// after failures and after connections that broke early, until the peer
+// is forgotten or the endpoint closes.
+func (e *TCP) dialer(rank int, addr string, redial <-chan struct{}, gone <-chan struct{}) {
+	defer e.wg.Done()
+	backoff := minRedial
+	failures := 0
+	for {
+		c, err := e.dial(rank, addr)
+		if err == nil {
+			up := time.Now()
+			c.start()
+			failures = 0
+			select {
+			case <-redial:
+			case <-gone:
+				return
+			case <-e.ctx.Done():
+				return
+			}
+			if time.Since(up) >= maxRedial {
+				backoff = minRedial
+				continue
+			}
+		} else {
+			if e.ctx.Err() != nil {
+				return
+			}
+			failures++
+			level := slog.LevelDebug
+			if errors.Is(err, ErrRefused) {
+				level = slog.LevelWarn
+			}
+			if failures == 1 || errors.Is(err, ErrRefused) {
+				e.log.Log(e.ctx, level, "transport: cannot connect", "peer", rank, "addr", addr, "err", err)
+			}
+		}
+		select {
+		case <-time.After(backoff):
+		case <-gone:
+			return
+		case <-e.ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, maxRedial)
+	}
+}
