@@ -41,6 +41,9 @@ type coordinatorConfig struct {
 	// JoinTimeout bounds the time a spawned PE takes to join and be ready.
 	JoinTimeout time.Duration
 	Protocol    logging.Kind
+	// Transport is the name of the PE-to-PE transport every PE must run
+	// (--transport); a PE that runs another is refused at join.
+	Transport string
 	// Output receives the job's output lines; Log the launcher's reports.
 	Output io.Writer
 	Log    *slog.Logger
@@ -232,8 +235,17 @@ func (c *coordinator) admit(ctx context.Context, raw net.Conn) {
 		refuse("wrong job secret")
 		return
 	}
+	// Authenticated: a PE refused from here on is told why.
+	tell := func(why string) {
+		cn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Refused{Refused: &controlpb.Refused{Reason: why}}})
+		refuse(why)
+	}
 	if hello.Rank < 0 || int(hello.Rank) >= c.cfg.Size || (hello.Size != 0 && int(hello.Size) != c.cfg.Size) {
-		refuse(fmt.Sprintf("rank %d of %d, job has %d PEs", hello.Rank, hello.Size, c.cfg.Size))
+		tell(fmt.Sprintf("rank %d of %d, job has %d PEs", hello.Rank, hello.Size, c.cfg.Size))
+		return
+	}
+	if c.cfg.Transport != "" && hello.Transport != c.cfg.Transport {
+		tell(fmt.Sprintf("PE %d runs the %q transport, the job runs %q (--transport)", hello.Rank, hello.Transport, c.cfg.Transport))
 		return
 	}
 	raw.SetDeadline(time.Time{})

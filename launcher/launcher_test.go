@@ -254,7 +254,15 @@ func TestStrangerIsRefusedByCoordinator(t *testing.T) {
 	raw.Write(bytes.Repeat([]byte{0xff}, 64))
 	raw.Close()
 	secret := j.waitLine(t, regexp.MustCompile(`GOCHARE_JOB_SECRET=([0-9a-f]+)`), time.Second)[1]
-	pe := exec.Command(testbin.Gochare(t), "pe", "--coordinator", addr, "--rank", "0", "--size", "1")
+	// A PE of the job started with another transport is told why it is
+	// refused, and the job goes on waiting for its PE.
+	pe := exec.Command(testbin.Gochare(t), "pe", "--coordinator", addr, "--rank", "0", "--size", "1", "--transport", "protoactor")
+	pe.Env = append(os.Environ(), "GOCHARE_JOB_SECRET="+secret)
+	out, err := pe.CombinedOutput()
+	require.Error(t, err, "a PE with another transport must fail")
+	require.Contains(t, string(out), `launcher: PE 0: the coordinator refused it: PE 0 runs the "protoactor" transport, the job runs "tcp" (--transport)`)
+	j.waitLine(t, regexp.MustCompile(`refused connection" peer=127.0.0.1:\d+ reason="PE 0 runs the \\"protoactor\\" transport`), 10*time.Second)
+	pe = exec.Command(testbin.Gochare(t), "pe", "--coordinator", addr, "--rank", "0", "--size", "1")
 	pe.Env = append(os.Environ(), "GOCHARE_JOB_SECRET="+secret)
 	require.NoError(t, pe.Run())
 	require.Equal(t, 0, j.wait(t, time.Minute))

@@ -488,6 +488,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
+		Transport: o.transport,
 	}
 	if o.external {
 		if o.secretFile != "" {
@@ -604,7 +605,7 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 		return 2, err
 	}
 	return runPE(ctx, peOptions{
-		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host, Transport: transports[*transportName],
+		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host, Transport: transports[*transportName], TransportName: *transportName,
 		Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
 		CPUProfileDir: os.Getenv(cpuProfileEnv), ProtoActorLog: os.Getenv(debugProtoActorEnv) != "",
 	})

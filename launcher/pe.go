@@ -76,8 +76,11 @@ type peOptions struct {
 	// ProtoActorLog passes protoactor's own log lines to Log
 	// (GOCHARE_DEBUG_PROTOACTOR).
 	ProtoActorLog bool
-	// Transport builds the endpoint (default: DefaultTransport).
-	Transport Transport
+	// Transport builds the endpoint (default: DefaultTransport), and
+	// TransportName names it to the coordinator, which admits only PEs
+	// that run the job's transport.
+	Transport     Transport
+	TransportName string
 }
 
 // Environment variables read by `gochare pe`, for investigations. Set for
@@ -194,9 +197,9 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		// reach it the same way.
 		o.Host = raw.LocalAddr().(*net.TCPAddr).IP.String()
 	}
-	newEndpoint := o.Transport
+	newEndpoint, transportName := o.Transport, o.TransportName
 	if newEndpoint == nil {
-		newEndpoint = DefaultTransports()[DefaultTransport]
+		newEndpoint, transportName = DefaultTransports()[DefaultTransport], DefaultTransport
 	}
 	ep, err := newEndpoint(transport.Config{
 		Rank: o.Rank, Size: o.Size, Host: o.Host, Secret: o.Secret, Logger: o.Log,
@@ -218,13 +221,16 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	host, _ := os.Hostname()
 	if err := cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Hello{Hello: &controlpb.Hello{
 		Rank: int32(o.Rank), Size: int32(o.Size), Mac: helloMAC(o.Secret, ch.Nonce),
-		TransportAddr: ep.Addr(), Pid: int64(os.Getpid()), Host: host,
+		TransportAddr: ep.Addr(), Pid: int64(os.Getpid()), Host: host, Transport: transportName,
 	}}}); err != nil {
 		return fail(err)
 	}
 	var setupMsg controlpb.ToPE
 	if err := cn.recv(&setupMsg); err != nil {
 		return fail(fmt.Errorf("launcher: PE %d: refused by the coordinator or no setup: %w", o.Rank, err))
+	}
+	if r := setupMsg.GetRefused(); r != nil {
+		return 1, fmt.Errorf("launcher: PE %d: the coordinator refused it: %s", o.Rank, r.Reason)
 	}
 	setup := setupMsg.GetSetup()
 	if setup == nil || int(setup.Rank) != o.Rank || int(setup.Size) != o.Size || len(setup.TransportAddrs) != o.Size {

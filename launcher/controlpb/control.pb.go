@@ -720,6 +720,7 @@ type ToPE struct {
 	//	*ToPE_WatchProgress
 	//	*ToPE_Heartbeat
 	//	*ToPE_InjectFailure
+	//	*ToPE_Refused
 	//	*ToPE_ReportProgress
 	//	*ToPE_Diagnose
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
@@ -926,6 +927,15 @@ func (x *ToPE) GetInjectFailure() *InjectFailure {
 	return nil
 }
 
+func (x *ToPE) GetRefused() *Refused {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_Refused); ok {
+			return x.Refused
+		}
+	}
+	return nil
+}
+
 func (x *ToPE) GetReportProgress() *ReportProgress {
 	if x != nil {
 		if x, ok := x.Msg.(*ToPE_ReportProgress); ok {
@@ -1020,6 +1030,10 @@ type ToPE_InjectFailure struct {
 	InjectFailure *InjectFailure `protobuf:"bytes,18,opt,name=inject_failure,json=injectFailure,proto3,oneof"`
 }
 
+type ToPE_Refused struct {
+	Refused *Refused `protobuf:"bytes,19,opt,name=refused,proto3,oneof"`
+}
+
 type ToPE_ReportProgress struct {
 	// Stall detection (field numbers from 30).
 	ReportProgress *ReportProgress `protobuf:"bytes,30,opt,name=report_progress,json=reportProgress,proto3,oneof"`
@@ -1064,6 +1078,8 @@ func (*ToPE_WatchProgress) isToPE_Msg() {}
 func (*ToPE_Heartbeat) isToPE_Msg() {}
 
 func (*ToPE_InjectFailure) isToPE_Msg() {}
+
+func (*ToPE_Refused) isToPE_Msg() {}
 
 func (*ToPE_ReportProgress) isToPE_Msg() {}
 
@@ -1236,6 +1252,9 @@ type Hello struct {
 	TransportAddr string `protobuf:"bytes,4,opt,name=transport_addr,json=transportAddr,proto3" json:"transport_addr,omitempty"`
 	Pid           int64  `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
 	Host          string `protobuf:"bytes,6,opt,name=host,proto3" json:"host,omitempty"`
+	// Transport is the name of the PE-to-PE transport the PE runs (tcp,
+	// protoactor): every PE of a job must run the coordinator's.
+	Transport     string `protobuf:"bytes,7,opt,name=transport,proto3" json:"transport,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1312,6 +1331,59 @@ func (x *Hello) GetHost() string {
 	return ""
 }
 
+func (x *Hello) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+// Refused tells an authenticated PE why the coordinator does not admit
+// it; the coordinator closes the connection after it.
+type Refused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Refused) Reset() {
+	*x = Refused{}
+	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Refused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Refused) ProtoMessage() {}
+
+func (x *Refused) ProtoReflect() protoreflect.Message {
+	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Refused.ProtoReflect.Descriptor instead.
+func (*Refused) Descriptor() ([]byte, []int) {
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Refused) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type Setup struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Rank           int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
@@ -1343,7 +1415,7 @@ type Setup struct {
 
 func (x *Setup) Reset() {
 	*x = Setup{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1427,7 @@ func (x *Setup) String() string {
 func (*Setup) ProtoMessage() {}
 
 func (x *Setup) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1440,7 @@ func (x *Setup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Setup.ProtoReflect.Descriptor instead.
 func (*Setup) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{12}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Setup) GetRank() int32 {
@@ -1466,7 +1538,7 @@ type ReportProgress struct {
 
 func (x *ReportProgress) Reset() {
 	*x = ReportProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1550,7 @@ func (x *ReportProgress) String() string {
 func (*ReportProgress) ProtoMessage() {}
 
 func (x *ReportProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1563,7 @@ func (x *ReportProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgress.ProtoReflect.Descriptor instead.
 func (*ReportProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
 }
 
 type ProgressReport struct {
@@ -1503,7 +1575,7 @@ type ProgressReport struct {
 
 func (x *ProgressReport) Reset() {
 	*x = ProgressReport{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1587,7 @@ func (x *ProgressReport) String() string {
 func (*ProgressReport) ProtoMessage() {}
 
 func (x *ProgressReport) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1600,7 @@ func (x *ProgressReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressReport.ProtoReflect.Descriptor instead.
 func (*ProgressReport) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProgressReport) GetDelivered() uint64 {
@@ -1546,7 +1618,7 @@ type Diagnose struct {
 
 func (x *Diagnose) Reset() {
 	*x = Diagnose{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1630,7 @@ func (x *Diagnose) String() string {
 func (*Diagnose) ProtoMessage() {}
 
 func (x *Diagnose) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1643,7 @@ func (x *Diagnose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnose.ProtoReflect.Descriptor instead.
 func (*Diagnose) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
 }
 
 type Diagnosis struct {
@@ -1583,7 +1655,7 @@ type Diagnosis struct {
 
 func (x *Diagnosis) Reset() {
 	*x = Diagnosis{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1667,7 @@ func (x *Diagnosis) String() string {
 func (*Diagnosis) ProtoMessage() {}
 
 func (x *Diagnosis) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1680,7 @@ func (x *Diagnosis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnosis.ProtoReflect.Descriptor instead.
 func (*Diagnosis) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Diagnosis) GetReport() string {
@@ -1626,7 +1698,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1710,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1723,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
 }
 
 type Begin struct {
@@ -1662,7 +1734,7 @@ type Begin struct {
 
 func (x *Begin) Reset() {
 	*x = Begin{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1746,7 @@ func (x *Begin) String() string {
 func (*Begin) ProtoMessage() {}
 
 func (x *Begin) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1759,7 @@ func (x *Begin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Begin.ProtoReflect.Descriptor instead.
 func (*Begin) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
 }
 
 type Output struct {
@@ -1699,7 +1771,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1783,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1796,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Output) GetLine() string {
@@ -1743,7 +1815,7 @@ type ExitRequest struct {
 
 func (x *ExitRequest) Reset() {
 	*x = ExitRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1827,7 @@ func (x *ExitRequest) String() string {
 func (*ExitRequest) ProtoMessage() {}
 
 func (x *ExitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1840,7 @@ func (x *ExitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitRequest.ProtoReflect.Descriptor instead.
 func (*ExitRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExitRequest) GetStatus() int32 {
@@ -1787,7 +1859,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1871,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +1884,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Probe) GetRound() uint64 {
@@ -1835,7 +1907,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +1919,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +1932,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Idle) GetRound() uint64 {
@@ -1906,7 +1978,7 @@ type QuiescenceRequest struct {
 
 func (x *QuiescenceRequest) Reset() {
 	*x = QuiescenceRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +1990,7 @@ func (x *QuiescenceRequest) String() string {
 func (*QuiescenceRequest) ProtoMessage() {}
 
 func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2003,7 @@ func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceRequest.ProtoReflect.Descriptor instead.
 func (*QuiescenceRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
 }
 
 type QuiescenceDetected struct {
@@ -1943,7 +2015,7 @@ type QuiescenceDetected struct {
 
 func (x *QuiescenceDetected) Reset() {
 	*x = QuiescenceDetected{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1955,7 +2027,7 @@ func (x *QuiescenceDetected) String() string {
 func (*QuiescenceDetected) ProtoMessage() {}
 
 func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1968,7 +2040,7 @@ func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceDetected.ProtoReflect.Descriptor instead.
 func (*QuiescenceDetected) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *QuiescenceDetected) GetNumber() uint64 {
@@ -1988,7 +2060,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2072,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2085,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
 }
 
 // KillDue tells the coordinator that a task of the PE offered step (at or
@@ -2028,7 +2100,7 @@ type KillDue struct {
 
 func (x *KillDue) Reset() {
 	*x = KillDue{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2112,7 @@ func (x *KillDue) String() string {
 func (*KillDue) ProtoMessage() {}
 
 func (x *KillDue) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2125,7 @@ func (x *KillDue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillDue.ProtoReflect.Descriptor instead.
 func (*KillDue) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *KillDue) GetStep() uint64 {
@@ -2074,7 +2146,7 @@ type InjectFailure struct {
 
 func (x *InjectFailure) Reset() {
 	*x = InjectFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2158,7 @@ func (x *InjectFailure) String() string {
 func (*InjectFailure) ProtoMessage() {}
 
 func (x *InjectFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2171,7 @@ func (x *InjectFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectFailure.ProtoReflect.Descriptor instead.
 func (*InjectFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *InjectFailure) GetSignal() string {
@@ -2118,7 +2190,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2202,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2215,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -2162,7 +2234,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2246,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2259,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Failed) GetError() string {
@@ -2206,7 +2278,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2290,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2303,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -2251,7 +2323,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2335,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2348,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -2301,7 +2373,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2313,7 +2385,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2326,7 +2398,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
 }
 
 // Committed reports that a PE committed a checkpoint (and discarded what
@@ -2340,7 +2412,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2424,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2437,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Committed) GetEpoch() uint64 {
@@ -2386,7 +2458,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2398,7 +2470,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2411,7 +2483,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -2448,7 +2520,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2532,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2545,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -2511,7 +2583,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2595,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2608,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -2596,7 +2668,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2680,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2693,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -2665,7 +2737,7 @@ type WatchProgress struct {
 
 func (x *WatchProgress) Reset() {
 	*x = WatchProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2749,7 @@ func (x *WatchProgress) String() string {
 func (*WatchProgress) ProtoMessage() {}
 
 func (x *WatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2762,7 @@ func (x *WatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
 func (*WatchProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WatchProgress) GetGeneration() uint64 {
@@ -2717,7 +2789,7 @@ type Reached struct {
 
 func (x *Reached) Reset() {
 	*x = Reached{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2801,7 @@ func (x *Reached) String() string {
 func (*Reached) ProtoMessage() {}
 
 func (x *Reached) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2814,7 @@ func (x *Reached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reached.ProtoReflect.Descriptor instead.
 func (*Reached) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Reached) GetGeneration() uint64 {
@@ -2773,7 +2845,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +2857,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +2870,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -2856,7 +2928,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +2940,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +2953,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -2923,7 +2995,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3007,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3020,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{42}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -2990,7 +3062,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3074,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3087,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{43}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -3084,7 +3156,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3096,7 +3168,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
+	mi := &file_launcher_controlpb_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3109,7 +3181,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{44}
+	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -3253,7 +3325,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04from\x18\x03 \x01(\x05R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x05R\x02to\"6\n" +
 	"\aMigrate\x12+\n" +
-	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xf1\t\n" +
+	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xa7\n" +
+	"\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -3275,7 +3348,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\amigrate\x18\x0f \x01(\v2\x18.gochare.control.MigrateH\x00R\amigrate\x12G\n" +
 	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgress\x12:\n" +
 	"\theartbeat\x18\x11 \x01(\v2\x1a.gochare.control.HeartbeatH\x00R\theartbeat\x12G\n" +
-	"\x0einject_failure\x18\x12 \x01(\v2\x1e.gochare.control.InjectFailureH\x00R\rinjectFailure\x12J\n" +
+	"\x0einject_failure\x18\x12 \x01(\v2\x1e.gochare.control.InjectFailureH\x00R\rinjectFailure\x124\n" +
+	"\arefused\x18\x13 \x01(\v2\x18.gochare.control.RefusedH\x00R\arefused\x12J\n" +
 	"\x0freport_progress\x18\x1e \x01(\v2\x1f.gochare.control.ReportProgressH\x00R\x0ereportProgress\x127\n" +
 	"\bdiagnose\x18\x1f \x01(\v2\x19.gochare.control.DiagnoseH\x00R\bdiagnoseB\x05\n" +
 	"\x03msg\"d\n" +
@@ -3290,14 +3364,17 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\tRestarted\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x05R\x05tasks\"!\n" +
 	"\tChallenge\x12\x14\n" +
-	"\x05nonce\x18\x01 \x01(\fR\x05nonce\"\x8e\x01\n" +
+	"\x05nonce\x18\x01 \x01(\fR\x05nonce\"\xac\x01\n" +
 	"\x05Hello\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x10\n" +
 	"\x03mac\x18\x03 \x01(\fR\x03mac\x12%\n" +
 	"\x0etransport_addr\x18\x04 \x01(\tR\rtransportAddr\x12\x10\n" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x12\n" +
-	"\x04host\x18\x06 \x01(\tR\x04host\"\xf2\x02\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\x12\x1c\n" +
+	"\ttransport\x18\a \x01(\tR\ttransport\"!\n" +
+	"\aRefused\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xf2\x02\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -3455,7 +3532,7 @@ func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
 	return file_launcher_controlpb_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
@@ -3469,92 +3546,94 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*Restarted)(nil),          // 9: gochare.control.Restarted
 	(*Challenge)(nil),          // 10: gochare.control.Challenge
 	(*Hello)(nil),              // 11: gochare.control.Hello
-	(*Setup)(nil),              // 12: gochare.control.Setup
-	(*ReportProgress)(nil),     // 13: gochare.control.ReportProgress
-	(*ProgressReport)(nil),     // 14: gochare.control.ProgressReport
-	(*Diagnose)(nil),           // 15: gochare.control.Diagnose
-	(*Diagnosis)(nil),          // 16: gochare.control.Diagnosis
-	(*Ready)(nil),              // 17: gochare.control.Ready
-	(*Begin)(nil),              // 18: gochare.control.Begin
-	(*Output)(nil),             // 19: gochare.control.Output
-	(*ExitRequest)(nil),        // 20: gochare.control.ExitRequest
-	(*Probe)(nil),              // 21: gochare.control.Probe
-	(*Idle)(nil),               // 22: gochare.control.Idle
-	(*QuiescenceRequest)(nil),  // 23: gochare.control.QuiescenceRequest
-	(*QuiescenceDetected)(nil), // 24: gochare.control.QuiescenceDetected
-	(*Heartbeat)(nil),          // 25: gochare.control.Heartbeat
-	(*KillDue)(nil),            // 26: gochare.control.KillDue
-	(*InjectFailure)(nil),      // 27: gochare.control.InjectFailure
-	(*Stop)(nil),               // 28: gochare.control.Stop
-	(*Failed)(nil),             // 29: gochare.control.Failed
-	(*TakeCheckpoint)(nil),     // 30: gochare.control.TakeCheckpoint
-	(*CommitCheckpoint)(nil),   // 31: gochare.control.CommitCheckpoint
-	(*Resume)(nil),             // 32: gochare.control.Resume
-	(*Committed)(nil),          // 33: gochare.control.Committed
-	(*CheckpointStaged)(nil),   // 34: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 35: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 36: gochare.control.DiskWritten
-	(*Restored)(nil),           // 37: gochare.control.Restored
-	(*WatchProgress)(nil),      // 38: gochare.control.WatchProgress
-	(*Reached)(nil),            // 39: gochare.control.Reached
-	(*Relocation)(nil),         // 40: gochare.control.Relocation
-	(*Recover)(nil),            // 41: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 42: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 43: gochare.control.Rollback
-	(*PEStats)(nil),            // 44: gochare.control.PEStats
+	(*Refused)(nil),            // 12: gochare.control.Refused
+	(*Setup)(nil),              // 13: gochare.control.Setup
+	(*ReportProgress)(nil),     // 14: gochare.control.ReportProgress
+	(*ProgressReport)(nil),     // 15: gochare.control.ProgressReport
+	(*Diagnose)(nil),           // 16: gochare.control.Diagnose
+	(*Diagnosis)(nil),          // 17: gochare.control.Diagnosis
+	(*Ready)(nil),              // 18: gochare.control.Ready
+	(*Begin)(nil),              // 19: gochare.control.Begin
+	(*Output)(nil),             // 20: gochare.control.Output
+	(*ExitRequest)(nil),        // 21: gochare.control.ExitRequest
+	(*Probe)(nil),              // 22: gochare.control.Probe
+	(*Idle)(nil),               // 23: gochare.control.Idle
+	(*QuiescenceRequest)(nil),  // 24: gochare.control.QuiescenceRequest
+	(*QuiescenceDetected)(nil), // 25: gochare.control.QuiescenceDetected
+	(*Heartbeat)(nil),          // 26: gochare.control.Heartbeat
+	(*KillDue)(nil),            // 27: gochare.control.KillDue
+	(*InjectFailure)(nil),      // 28: gochare.control.InjectFailure
+	(*Stop)(nil),               // 29: gochare.control.Stop
+	(*Failed)(nil),             // 30: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 31: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 32: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 33: gochare.control.Resume
+	(*Committed)(nil),          // 34: gochare.control.Committed
+	(*CheckpointStaged)(nil),   // 35: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 36: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 37: gochare.control.DiskWritten
+	(*Restored)(nil),           // 38: gochare.control.Restored
+	(*WatchProgress)(nil),      // 39: gochare.control.WatchProgress
+	(*Reached)(nil),            // 40: gochare.control.Reached
+	(*Relocation)(nil),         // 41: gochare.control.Relocation
+	(*Recover)(nil),            // 42: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 43: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 44: gochare.control.Rollback
+	(*PEStats)(nil),            // 45: gochare.control.PEStats
 }
 var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
-	17, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
-	19, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
-	20, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
-	22, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
-	23, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
-	25, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
-	29, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	34, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	35, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	36, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	37, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	44, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	18, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
+	20, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
+	21, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
+	23, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
+	24, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
+	26, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
+	30, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
+	35, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	36, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	37, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	38, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	45, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
 	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
 	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
 	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
-	39, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
-	26, // 17: gochare.control.ToCoordinator.kill_due:type_name -> gochare.control.KillDue
-	14, // 18: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
-	16, // 19: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
-	33, // 20: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
+	40, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
+	27, // 17: gochare.control.ToCoordinator.kill_due:type_name -> gochare.control.KillDue
+	15, // 18: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
+	17, // 19: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
+	34, // 20: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
 	1,  // 21: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
 	5,  // 22: gochare.control.Migrate.moves:type_name -> gochare.control.Move
 	10, // 23: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	12, // 24: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	18, // 25: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	21, // 26: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	24, // 27: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	28, // 28: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	30, // 29: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	31, // 30: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	32, // 31: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	41, // 32: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	42, // 33: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	43, // 34: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	13, // 24: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	19, // 25: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	22, // 26: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	25, // 27: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	29, // 28: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	31, // 29: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	32, // 30: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	33, // 31: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	42, // 32: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	43, // 33: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	44, // 34: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
 	8,  // 35: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
 	4,  // 36: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
 	6,  // 37: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
-	38, // 38: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
-	25, // 39: gochare.control.ToPE.heartbeat:type_name -> gochare.control.Heartbeat
-	27, // 40: gochare.control.ToPE.inject_failure:type_name -> gochare.control.InjectFailure
-	13, // 41: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
-	15, // 42: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
-	40, // 43: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	40, // 44: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	40, // 45: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	39, // 38: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
+	26, // 39: gochare.control.ToPE.heartbeat:type_name -> gochare.control.Heartbeat
+	28, // 40: gochare.control.ToPE.inject_failure:type_name -> gochare.control.InjectFailure
+	12, // 41: gochare.control.ToPE.refused:type_name -> gochare.control.Refused
+	14, // 42: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
+	16, // 43: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
+	41, // 44: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	41, // 45: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	41, // 46: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_launcher_controlpb_control_proto_init() }
@@ -3604,6 +3683,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_WatchProgress)(nil),
 		(*ToPE_Heartbeat)(nil),
 		(*ToPE_InjectFailure)(nil),
+		(*ToPE_Refused)(nil),
 		(*ToPE_ReportProgress)(nil),
 		(*ToPE_Diagnose)(nil),
 	}
@@ -3613,7 +3693,7 @@ func file_launcher_controlpb_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
