@@ -76,6 +76,8 @@ var regressionSeeds = []struct {
 	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false, false},
 	{"two migrations before a commit: a failure interrupted a sync point's migration or the checkpoint after it, the tasks came back there and the coordinator balanced again, so a later failure settled only the second migration's moves and tasks restored from the failed PE waited for what tasks that had left it in the first one sent there (fixed: a sync point balances once)",
 		[]uint64{1870, 5261}, false, true},
+	{"two migrations before a commit (as above), in the mini-apps",
+		[]uint64{4022, 5261}, false, false},
 	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{10365}, false, false},
 	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{6251}, false, true},
 	{"failure after the tasks were created again: the main task, created again on another PE and restored from that checkpoint, got Start again with the identity of the PE the mapping gives, not of the PE that sent it, and its recorded reception never came", []uint64{2877, 2905, 5030}, false, true},
