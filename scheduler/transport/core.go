@@ -30,7 +30,16 @@ type core struct {
 
 	transmit func(to int, f frame)
 	deliver  func(from int, payload []byte)
+	// reusable, when not nil, says whether the driver holds no frame it
+	// was given (all written out): then the buffers of acknowledged
+	// frames, which nothing else refers to, go to spare and are reused
+	// for new frames. Nil: never (a driver that may keep frames).
+	reusable func() bool
+	spare    [][]byte
 }
+
+// maxSpare bounds the frame buffers kept for reuse.
+const maxSpare = 4
 
 // frame is a Frame as the core sees it: plain fields, passed by value, so
 // that a driver can put it on the wire without allocating.
@@ -74,6 +83,7 @@ type outChannel struct {
 type sentFrame struct {
 	seq          uint64
 	head, data   []byte // the stream piece is head then data
+	buf          []byte // the core's own buffer among them (the other is a payload)
 	payloadBytes int    // payload bytes in it (not record headers)
 	sentTick     uint64
 }
@@ -159,7 +169,7 @@ func (c *core) send(to int, payload []byte) {
 		rest := payload
 		for len(rest) >= largePayload || len(rest) > c.maxFrame-len(o.open) {
 			n := min(len(rest), c.maxFrame-len(o.open))
-			o.queued = append(o.queued, sentFrame{head: o.open, data: rest[:n:n], payloadBytes: o.openPayload + n})
+			o.queued = append(o.queued, sentFrame{head: o.open, data: rest[:n:n], buf: o.open, payloadBytes: o.openPayload + n})
 			o.open, o.openPayload = nil, 0
 			rest = rest[n:]
 			c.pump(to)
@@ -191,7 +201,13 @@ func (c *core) send(to int, payload []byte) {
 // grow makes room in the open frame for want more bytes, up to a frame.
 func (c *core) grow(o *outChannel, want int) {
 	if o.open == nil {
-		o.open = make([]byte, 0, min(c.maxFrame, max(want, minOpenFrame)))
+		size := min(c.maxFrame, max(want, minOpenFrame))
+		if n := len(c.spare); n > 0 && cap(c.spare[n-1]) >= size {
+			o.open, c.spare[n-1] = c.spare[n-1], nil
+			c.spare = c.spare[:n-1]
+			return
+		}
+		o.open = make([]byte, 0, size)
 		return
 	}
 	if free := cap(o.open) - len(o.open); free < want && cap(o.open) < c.maxFrame {
@@ -208,7 +224,7 @@ func (c *core) seal(to int) {
 		return
 	}
 	if len(o.open) > 0 {
-		o.queued = append(o.queued, sentFrame{data: o.open, payloadBytes: o.openPayload})
+		o.queued = append(o.queued, sentFrame{data: o.open, buf: o.open, payloadBytes: o.openPayload})
 		o.open, o.openPayload = nil, 0
 	}
 	c.pump(to)
@@ -433,10 +449,15 @@ func (c *core) onAck(peer int, ack, resendFrom uint64) error {
 	if ack > o.acked {
 		k := int(ack - o.acked)
 		released := 0
+		reuse := c.reusable != nil && c.reusable()
 		for i := range o.unacked[:k] {
-			released += o.unacked[i].payloadBytes
-			o.inFlight -= o.unacked[i].cost()
-			o.unacked[i] = sentFrame{}
+			sf := &o.unacked[i]
+			released += sf.payloadBytes
+			o.inFlight -= sf.cost()
+			if reuse && sf.buf != nil && len(c.spare) < maxSpare {
+				c.spare = append(c.spare, sf.buf[:0])
+			}
+			*sf = sentFrame{}
 		}
 		if k == len(o.unacked) {
 			o.unacked = o.unacked[:0] // all acknowledged: reuse the array

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -39,7 +39,6 @@ const (
 	helloSize        = len(tcpMagic) + 4 + 4 + nonceSize
 	frameHeaderSize  = 4 + 4 + 4 + 8 + 8 + 8
 	handshakeTimeout = 10 * time.Second
-	readBufferSize   = 64 << 10
 	minRedial        = 10 * time.Millisecond
 	maxRedial        = time.Second
 	drainTimeout     = time.Second
@@ -84,6 +83,13 @@ type TCP struct {
 	wg         sync.WaitGroup // every goroutine but the loop
 	draining   []*tcpConn     // set by the loop as it stops, for Close
 	tickQueued atomic.Bool
+	// held counts the frames queued on connections and not yet written
+	// (or dropped): while it is 0 the core may reuse acknowledged frames'
+	// buffers.
+	held atomic.Int64
+	// dirty lists the connections with frames queued by the loop since
+	// it last wrote; owned by the loop.
+	dirty []*tcpConn
 }
 
 var _ Endpoint = (*TCP)(nil)
@@ -125,6 +131,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 	e.core = newCore(coreConfigFrom(cfg), &e.stats, e.log)
 	e.core.deliver = func(from int, payload []byte) { e.h.Receive(from, payload) }
 	e.core.transmit = e.transmit
+	e.core.reusable = func() bool { return e.held.Load() == 0 }
 	go e.run()
 	e.wg.Add(1)
 	go e.acceptLoop()
@@ -332,6 +339,17 @@ func (m *mailbox) put(it item) {
 	}
 }
 
+// putAll queues several items at once.
+func (m *mailbox) putAll(its []item) {
+	m.mu.Lock()
+	m.items = append(m.items, its...)
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
 // take returns what is queued and keeps spare for what comes next.
 func (m *mailbox) take(spare []item) []item {
 	m.mu.Lock()
@@ -351,8 +369,21 @@ func (e *TCP) run() {
 				return
 			}
 			batch[i] = item{}
+			e.writeDirty()
 		}
 	}
+}
+
+// writeDirty writes what the last item queued on connections: on this
+// goroutine while their writers are idle, as far as the sockets take it
+// without blocking; the rest goes to the writers.
+func (e *TCP) writeDirty() {
+	for i, c := range e.dirty {
+		c.dirty = false
+		c.flush()
+		e.dirty[i] = nil
+	}
+	e.dirty = e.dirty[:0]
 }
 
 // handle does one item; true when the loop must stop.
@@ -483,8 +514,9 @@ func (e *TCP) transmit(to int, f frame) {
 		e.box.put(item{kind: itemFrame, f: f})
 		return
 	}
-	if c := e.peers[to].conn; c != nil {
-		c.enqueue(f)
+	if c := e.peers[to].conn; c != nil && c.enqueue(f) && !c.dirty {
+		c.dirty = true
+		e.dirty = append(e.dirty, c)
 	}
 }
 
@@ -516,23 +548,45 @@ func (e *TCP) runTicker() {
 // Connections.
 
 // tcpConn is one authenticated connection to PE rank.
+//
+// Writes: the loop queues frames (enqueue) and, after each item it
+// handles, writes them itself (flush) when the writer goroutine is idle,
+// as far as the socket takes them without blocking; what is left, and
+// what the loop queues while the writer is busy, the writer writes,
+// blocking as long as it must. So a frame is written on the loop's
+// goroutine at once in the common case, and a peer that stops reading
+// never blocks the loop. Whoever writes owns the scratch buffers of its
+// side (loop: lframes, lhead, lbufs; writer: frames, headers, bufs).
 type tcpConn struct {
 	e      *TCP
 	nc     net.Conn
+	raw    syscall.RawConn // for writes that must not block; nil: the writer writes all
 	rank   int
 	remote string
 	err    error // why it closed, set before dead is closed
 
 	mu struct {
 		sync.Mutex
-		queue    []frame
-		closed   bool
-		draining bool
+		queue []frame
+		// partial is what the loop could not write without blocking,
+		// for the writer to write first; partialHeld the frames in it.
+		partial     net.Buffers
+		partialHeld int
+		writing     bool // the writer is writing
+		closed      bool
+		draining    bool
 	}
 	wake       chan struct{}
 	dead       chan struct{}
 	writerDone chan struct{}
 	closeOnce  sync.Once
+
+	// Owned by the loop.
+	dirty   bool
+	lframes []frame
+	lhead   []byte
+	lbufs   net.Buffers
+	direct  directWriter
 
 	// Owned by the writer goroutine.
 	frames  []frame
@@ -542,11 +596,15 @@ type tcpConn struct {
 }
 
 func (e *TCP) newConn(nc net.Conn, rank int) *tcpConn {
+	c := &tcpConn{e: e, nc: nc, rank: rank, remote: nc.RemoteAddr().String(),
+		wake: make(chan struct{}, 1), dead: make(chan struct{}), writerDone: make(chan struct{})}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+		if raw, err := tc.SyscallConn(); err == nil {
+			c.raw = raw
+		}
 	}
-	return &tcpConn{e: e, nc: nc, rank: rank, remote: nc.RemoteAddr().String(),
-		wake: make(chan struct{}, 1), dead: make(chan struct{}), writerDone: make(chan struct{})}
+	return c
 }
 
 // start tells the loop the connection is up, then starts its reader (so
@@ -558,12 +616,64 @@ func (c *tcpConn) start() {
 	go c.writeLoop()
 }
 
-func (c *tcpConn) enqueue(f frame) {
+// enqueue queues f for writing; false if the connection is closed. The
+// loop writes it after the item it handles (flush).
+func (c *tcpConn) enqueue(f frame) bool {
 	c.mu.Lock()
-	if !c.mu.closed {
-		c.mu.queue = append(c.mu.queue, f)
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return false
 	}
+	c.mu.queue = append(c.mu.queue, f)
+	c.e.held.Add(1)
+	return true
+}
+
+// flush writes the queued frames on the loop's goroutine if the writer is
+// idle, without blocking; the rest, or everything if the writer is busy,
+// goes to the writer.
+func (c *tcpConn) flush() {
+	c.mu.Lock()
+	if c.mu.closed || len(c.mu.queue) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	if c.mu.writing || c.mu.partial != nil || c.raw == nil {
+		c.mu.Unlock()
+		c.wakeWriter()
+		return
+	}
+	c.lframes, c.mu.queue = c.mu.queue, c.lframes[:0]
 	c.mu.Unlock()
+	n := len(c.lframes)
+	c.lbufs, c.lhead = appendFrames(c.lbufs[:0], c.lhead, c.lframes)
+	rest, err := c.direct.write(c.raw, c.lbufs)
+	clear(c.lframes)
+	c.lframes = c.lframes[:0]
+	if err != nil {
+		clear(c.lbufs)
+		c.e.held.Add(int64(-n))
+		c.fail(err)
+		return
+	}
+	if len(rest) == 0 {
+		clear(c.lbufs)
+		c.e.held.Add(int64(-n))
+		return
+	}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		clear(c.lbufs)
+		c.e.held.Add(int64(-n))
+		return
+	}
+	c.mu.partial, c.mu.partialHeld = rest, n
+	c.mu.Unlock()
+	c.wakeWriter()
+}
+
+func (c *tcpConn) wakeWriter() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -575,10 +685,7 @@ func (c *tcpConn) drain() {
 	c.mu.Lock()
 	c.mu.draining = true
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.wakeWriter()
 }
 
 // close closes the socket (once) and tells the loop.
@@ -588,7 +695,8 @@ func (c *tcpConn) fail(err error) {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.mu.closed = true
-		c.mu.queue = nil
+		c.e.held.Add(-int64(len(c.mu.queue) + c.mu.partialHeld))
+		c.mu.queue, c.mu.partial, c.mu.partialHeld = nil, nil, 0
 		c.mu.Unlock()
 		c.err = err
 		close(c.dead)
@@ -597,8 +705,9 @@ func (c *tcpConn) fail(err error) {
 	})
 }
 
-// writeLoop writes frames as soon as they are queued; what is queued while
-// it writes goes out together in the next vectored write.
+// writeLoop writes what the loop left to it: the rest of a write the
+// socket did not take at once, then the frames queued meanwhile, in one
+// vectored write.
 func (c *tcpConn) writeLoop() {
 	defer c.e.wg.Done()
 	defer close(c.writerDone)
@@ -608,47 +717,72 @@ func (c *tcpConn) writeLoop() {
 		case <-c.dead:
 			return
 		}
-		c.mu.Lock()
-		c.frames, c.mu.queue = c.mu.queue, c.frames[:0]
-		draining := c.mu.draining
-		c.mu.Unlock()
-		if len(c.frames) > 0 {
-			if err := c.write(); err != nil {
+		for {
+			c.mu.Lock()
+			if c.mu.closed {
+				c.mu.Unlock()
+				return
+			}
+			partial, held := c.mu.partial, c.mu.partialHeld+len(c.mu.queue)
+			c.mu.partial, c.mu.partialHeld = nil, 0
+			c.frames, c.mu.queue = c.mu.queue, c.frames[:0]
+			draining := c.mu.draining
+			c.mu.writing = held > 0
+			c.mu.Unlock()
+			if held == 0 {
+				if draining {
+					if tc, ok := c.nc.(*net.TCPConn); ok {
+						tc.CloseWrite()
+					}
+					return
+				}
+				break
+			}
+			err := c.write(partial)
+			c.e.held.Add(int64(-held))
+			c.mu.Lock()
+			c.mu.writing = false
+			c.mu.Unlock()
+			if err != nil {
 				c.fail(err)
 				return
 			}
 		}
-		if draining {
-			if tc, ok := c.nc.(*net.TCPConn); ok {
-				tc.CloseWrite()
-			}
-			return
-		}
 	}
 }
 
-func (c *tcpConn) write() error {
-	n := len(c.frames) * frameHeaderSize
-	c.headers = slices.Grow(c.headers[:0], n)[:n]
-	c.bufs = c.bufs[:0]
-	for i := range c.frames {
-		f := &c.frames[i]
-		h := c.headers[i*frameHeaderSize : (i+1)*frameHeaderSize]
-		putFrameHeader(h, f)
-		c.bufs = append(c.bufs, h)
-		if len(f.Head) > 0 {
-			c.bufs = append(c.bufs, f.Head)
-		}
-		if len(f.Data) > 0 {
-			c.bufs = append(c.bufs, f.Data)
-		}
-	}
+// write writes partial (the rest of the loop's last write, whose buffers
+// the loop leaves alone until this is done), then c.frames.
+func (c *tcpConn) write(partial net.Buffers) error {
+	c.bufs = append(c.bufs[:0], partial...)
+	c.bufs, c.headers = appendFrames(c.bufs, c.headers, c.frames)
 	c.pending = c.bufs
 	_, err := c.pending.WriteTo(c.nc)
 	clear(c.frames)
 	clear(c.bufs)
+	clear(partial)
 	c.frames = c.frames[:0]
 	return err
+}
+
+// appendFrames appends the wire form of frames to bufs: each frame's
+// header (in headers, grown as needed), head and data.
+func appendFrames(bufs net.Buffers, headers []byte, frames []frame) (net.Buffers, []byte) {
+	n := len(frames) * frameHeaderSize
+	headers = slices.Grow(headers[:0], n)[:n]
+	for i := range frames {
+		f := &frames[i]
+		h := headers[i*frameHeaderSize : (i+1)*frameHeaderSize]
+		putFrameHeader(h, f)
+		bufs = append(bufs, h)
+		if len(f.Head) > 0 {
+			bufs = append(bufs, f.Head)
+		}
+		if len(f.Data) > 0 {
+			bufs = append(bufs, f.Data)
+		}
+	}
+	return bufs, headers
 }
 
 func putFrameHeader(h []byte, f *frame) {
@@ -671,34 +805,99 @@ func parseFrameHeader(h []byte) (f frame, headLen, dataLen uint32) {
 	return f, headLen, dataLen
 }
 
-// readLoop reads frames and passes them to the loop. Each frame's bytes
-// are read into a buffer of their own: the payloads delivered from it
-// belong to the handler.
+// Reading: the reader reads into a chunk of readChunk bytes as much as
+// the socket holds, hands every whole frame in it to the loop in one
+// batch, and reads on after them. Frames' head and data are slices of the
+// chunk, so the payloads delivered from them share it: a chunk that gave
+// out a payload is never written again (the handler owns the payload)
+// and the next read goes to a new chunk once this one is nearly full.
+// A frame of more than bigFrame bytes gets a buffer of its own, read
+// into directly.
+const (
+	readChunk  = 64 << 10
+	bigFrame   = 16 << 10
+	minReadGap = 4 << 10 // read into a new chunk when less is left
+)
+
+// readLoop reads frames and passes them to the loop.
 func (c *tcpConn) readLoop() {
 	defer c.e.wg.Done()
-	r := bufio.NewReaderSize(c.nc, readBufferSize)
-	var h [frameHeaderSize]byte
+	buf := make([]byte, readChunk)
+	r, w := 0, 0    // buf[r:w] is read and not yet passed on
+	pinned := false // a frame passed on refers to buf
+	var batch []item
 	for {
-		if _, err := io.ReadFull(r, h[:]); err != nil {
-			c.fail(err)
-			return
-		}
-		f, headLen, dataLen := parseFrameHeader(h[:])
-		if err := c.check(f, headLen, dataLen); err != nil {
-			c.e.stats.malformed.Add(1)
-			c.e.log.Warn("transport: malformed frame: dropping the connection", "peer", c.rank, "addr", c.remote, "err", err)
-			c.fail(err)
-			return
-		}
-		if n := int(headLen) + int(dataLen); n > 0 {
-			buf := make([]byte, n)
-			if _, err := io.ReadFull(r, buf); err != nil {
+		// Pass on the whole frames read.
+		for w-r >= frameHeaderSize {
+			f, headLen, dataLen := parseFrameHeader(buf[r:])
+			if err := c.check(f, headLen, dataLen); err != nil {
+				c.e.stats.malformed.Add(1)
+				c.e.log.Warn("transport: malformed frame: dropping the connection", "peer", c.rank, "addr", c.remote, "err", err)
 				c.fail(err)
 				return
 			}
-			f.Head, f.Data = buf[:headLen:headLen], buf[headLen:]
+			n := int(headLen) + int(dataLen)
+			if n > bigFrame {
+				break
+			}
+			if w-r-frameHeaderSize < n {
+				break
+			}
+			if n > 0 {
+				body := buf[r+frameHeaderSize : r+frameHeaderSize+n : r+frameHeaderSize+n]
+				f.Head, f.Data = body[:headLen:headLen], body[headLen:]
+				pinned = true
+			}
+			batch = append(batch, item{kind: itemFrame, f: f, conn: c})
+			r += frameHeaderSize + n
 		}
-		c.e.box.put(item{kind: itemFrame, f: f, conn: c})
+		if len(batch) > 0 {
+			c.e.box.putAll(batch)
+			clear(batch)
+			batch = batch[:0]
+		}
+		if w-r >= frameHeaderSize {
+			// A big frame: read its body into a buffer of its own.
+			f, headLen, dataLen := parseFrameHeader(buf[r:])
+			if n := int(headLen) + int(dataLen); n > bigFrame {
+				body := make([]byte, n)
+				got := copy(body, buf[r+frameHeaderSize:w])
+				r += frameHeaderSize + got
+				if _, err := io.ReadFull(c.nc, body[got:]); err != nil {
+					c.fail(err)
+					return
+				}
+				f.Head, f.Data = body[:headLen:headLen], body[headLen:]
+				c.e.box.put(item{kind: itemFrame, f: f, conn: c})
+				continue
+			}
+		}
+		// Room to read into: what is left of buf, else a new chunk
+		// (the same one if nothing refers to it) with the unread bytes.
+		need := frameHeaderSize
+		if w-r >= frameHeaderSize {
+			_, headLen, dataLen := parseFrameHeader(buf[r:])
+			need += int(headLen) + int(dataLen)
+		}
+		if len(buf)-w < minReadGap || len(buf)-r < need || (!pinned && r == w) {
+			switch {
+			case !pinned && r == w:
+				r, w = 0, 0
+			case !pinned:
+				w = copy(buf, buf[r:w])
+				r = 0
+			default:
+				next := make([]byte, readChunk)
+				w = copy(next, buf[r:w])
+				buf, r, pinned = next, 0, false
+			}
+		}
+		n, err := c.nc.Read(buf[w:])
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		w += n
 	}
 }
 

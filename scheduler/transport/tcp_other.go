@@ -1,0 +1,16 @@
+//go:build !linux
+
+package transport
+
+import (
+	"net"
+	"syscall"
+)
+
+// directWriter writes nothing on the loop's goroutine on this system:
+// the connection's writer writes everything.
+type directWriter struct{}
+
+func (d *directWriter) write(_ syscall.RawConn, bufs net.Buffers) (net.Buffers, error) {
+	return bufs, nil
+}
