@@ -69,14 +69,24 @@
 //
 // Goroutines: the loop owns the core and runs the Handler, fed by a
 // mailbox (frames, posted events, ticks, connections up and down); each
-// connection has a reader, which reads every frame into a buffer of its
-// own (the payloads delivered from it belong to the handler), and a
-// writer, which writes as soon as frames are queued and puts what was
-// queued meanwhile into one vectored write (net.Buffers: a header, then
-// the frame's head and data from their own memory). TCP_NODELAY is on.
-// In steady state a frame costs two allocations in all, its buffer at the
-// sender (kept until acknowledged) and at the receiver (handed to the
-// handler): a 64-byte ping-pong makes 4 per round trip.
+// connection has a reader and a writer. After each item it handles, the
+// loop writes the frames it queued itself, in one vectored write
+// (writev: a header, then the frame's head and data from their own
+// memory), if the connection's writer is idle, and only as far as the
+// socket takes them without blocking (Linux; elsewhere the writer writes
+// everything); the rest, and what is queued while the writer is busy,
+// the writer writes, so a peer that stops reading never blocks the loop.
+// The reader reads as much as the socket holds into a 64 KiB chunk and
+// passes the whole frames in it to the loop in one batch; their payloads
+// are slices of the chunk, which is therefore never written again once it
+// gave one out (the handler owns the payloads), and reading goes on in a
+// new chunk. A frame above 16 KiB is read straight into a buffer of its
+// own. Acknowledged frames' buffers are reused for new frames while no
+// writer holds a frame. TCP_NODELAY is on. So a small payload's round
+// trip crosses one goroutine hand-off per side (reader to loop) and, in
+// steady state, allocates nothing; a large payload is copied once per
+// side (by the kernel; the bytes read along with its header twice) and
+// its receiver allocates its buffer.
 //
 // Wire format (integers little-endian): a handshake (below), then frames,
 // each a 36-byte header (from rank u32, head length u32, data length u32,
