@@ -99,7 +99,7 @@ func (p *program) sendFaces(c *Chunk, ctx actor.Context) {
 		p.face.Send(ctx, neighbour(p.shape, at, s), &Face{
 			Iteration: c.iteration,
 			Halo:      haloOf(s.Opposite()),
-			Values:    ExtractFace(c.block, c.temperature, s, nil),
+			Values:    AppendFaceBytes(c.block, c.temperature, s, nil),
 		})
 	}
 }

@@ -68,7 +68,7 @@ func (c *Chunk) begin() error {
 
 // storeFace stores the face of the given iteration received for the halo
 // on side s.
-func (c *Chunk) storeFace(iteration uint64, s Side, face []float64) error {
+func (c *Chunk) storeFace(iteration uint64, s Side, face []byte) error {
 	switch {
 	case !c.started || c.finished:
 		return fmt.Errorf("stencil3d: face %v of iteration %d reached a chunk that is not iterating (started %v, finished %v)",
@@ -80,7 +80,7 @@ func (c *Chunk) storeFace(iteration uint64, s Side, face []float64) error {
 	case c.received&(1<<s) != 0:
 		return fmt.Errorf("stencil3d: face %v of iteration %d received twice", s, iteration)
 	}
-	if err := StoreFace(c.block, c.temperature, s, face); err != nil {
+	if err := StoreFaceBytes(c.block, c.temperature, s, face); err != nil {
 		return err
 	}
 	c.received |= 1 << s
@@ -160,10 +160,11 @@ func (c *Chunk) MarshalBinary() ([]byte, error) {
 	}
 	out = append(out, flags, c.received)
 	out = binary.LittleEndian.AppendUint64(out, c.iteration)
-	for _, v := range c.temperature {
-		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
+	values := out[len(out) : len(out)+8*len(c.temperature)]
+	for n, v := range c.temperature {
+		binary.LittleEndian.PutUint64(values[8*n:], math.Float64bits(v))
 	}
-	return out, nil
+	return out[:len(out)+len(values)], nil
 }
 
 // UnmarshalBinary restores a state packed by MarshalBinary into a chunk

@@ -1,8 +1,10 @@
 package stencil3d
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // The numerical kernel, as plain functions over one chunk's array, shared by
@@ -120,13 +122,28 @@ func Sweep(b Block, t, next []float64) {
 	checkLen(b, t)
 	checkLen(b, next)
 	sy, sz := b.stride(1), b.stride(2)
+	n := b.X
 	for k := 1; k <= b.Z; k++ {
 		for j := 1; j <= b.Y; j++ {
 			row := b.At(1, j, k)
-			for c := row; c < row+b.X; c++ {
-				next[c] = (t[c-1] + t[c+1] + t[c-sy] + t[c+sy] + t[c-sz] + t[c+sz] + t[c]) * oneSeventh
-			}
+			sweepRow(next[row:row+n], t[row-1:row+n+1], t[row-sy:row-sy+n], t[row+sy:row+sy+n],
+				t[row-sz:row-sz+n], t[row+sz:row+sz+n])
 		}
+	}
+}
+
+// sweepRow computes one row of a sweep: out[i] is the average of centre
+// row c (which holds one point on either side: c[i+1] is the centre of
+// out[i]) and the rows ym, yp, zm, zp, summed as in Sweep. All rows are
+// resliced to len(out) so that the compiler drops the bounds checks of
+// the loop.
+func sweepRow(out, c, ym, yp, zm, zp []float64) {
+	n := len(out)
+	c = c[:n+2]
+	ym, yp, zm, zp = ym[:n], yp[:n], zm[:n], zp[:n]
+	xm, x0, xp := c[0:n], c[1:n+1], c[2:n+2]
+	for i := range out {
+		out[i] = (xm[i] + xp[i] + ym[i] + yp[i] + zm[i] + zp[i] + x0[i]) * oneSeventh
 	}
 }
 
@@ -237,6 +254,67 @@ func StoreFace(b Block, t []float64, s Side, face []float64) error {
 		layer = b.extent(s.Axis()) + 1
 	}
 	copyLayer(layerOf(b, s, layer), t, face, true)
+	return nil
+}
+
+// AppendFaceBytes appends to dst and returns the face ExtractFace would
+// return, as 8 little-endian bytes per point (the bits of each value): the
+// wire form of a face, written straight from the chunk's array.
+func AppendFaceBytes(b Block, t []float64, s Side, dst []byte) []byte {
+	checkLen(b, t)
+	layer := 1
+	if s.Step() > 0 {
+		layer = b.extent(s.Axis())
+	}
+	g := layerOf(b, s, layer)
+	start := len(dst)
+	out := slices.Grow(dst, 8*b.FaceLen(s))[:start+8*b.FaceLen(s)]
+	face := out[start:]
+	for q := range g.vRows {
+		row := g.base + q*g.vStride
+		if g.uStride == 1 {
+			for _, v := range t[row : row+g.uLen] {
+				binary.LittleEndian.PutUint64(face, math.Float64bits(v))
+				face = face[8:]
+			}
+			continue
+		}
+		for p := range g.uLen {
+			binary.LittleEndian.PutUint64(face, math.Float64bits(t[row+p*g.uStride]))
+			face = face[8:]
+		}
+	}
+	return out
+}
+
+// StoreFaceBytes is StoreFace for a face in the wire form of
+// AppendFaceBytes: it decodes the points straight into the halo on side s.
+// It reports an error if the face has the wrong number of bytes.
+func StoreFaceBytes(b Block, t []float64, s Side, face []byte) error {
+	checkLen(b, t)
+	if len(face) != 8*b.FaceLen(s) {
+		return fmt.Errorf("stencil3d: face %v of chunk %v has %d bytes, want %d (8 per point)", s, b, len(face), 8*b.FaceLen(s))
+	}
+	layer := 0
+	if s.Step() > 0 {
+		layer = b.extent(s.Axis()) + 1
+	}
+	g := layerOf(b, s, layer)
+	for q := range g.vRows {
+		row := g.base + q*g.vStride
+		if g.uStride == 1 {
+			dst := t[row : row+g.uLen]
+			for i := range dst {
+				dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(face[8*i:]))
+			}
+			face = face[8*g.uLen:]
+			continue
+		}
+		for p := range g.uLen {
+			t[row+p*g.uStride] = math.Float64frombits(binary.LittleEndian.Uint64(face))
+			face = face[8:]
+		}
+	}
 	return nil
 }
 

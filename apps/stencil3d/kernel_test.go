@@ -1,7 +1,10 @@
 package stencil3d
 
 import (
+	"encoding/binary"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -249,5 +252,78 @@ func TestSummarizeHashesInteriorOnly(t *testing.T) {
 	// FNV-1a 64 of no bytes is the offset basis.
 	if JobDigest(nil) != 0xcbf29ce484222325 {
 		t.Errorf("JobDigest(nil) = %016x", JobDigest(nil))
+	}
+}
+
+// TestFaceBytesMatchFloatFaces checks the wire form of a face against
+// ExtractFace and StoreFace, bit for bit, on every side of an uneven block.
+func TestFaceBytesMatchFloatFaces(t *testing.T) {
+	b := Block{3, 4, 5}
+	src := filled(b)
+	for s := range Side(NumSides) {
+		floats := ExtractFace(b, src, s, nil)
+		prefix := []byte{1, 2, 3}
+		wire := AppendFaceBytes(b, src, s, prefix)
+		if string(wire[:3]) != string(prefix) || len(wire) != 3+8*len(floats) {
+			t.Fatalf("side %v: appended %d bytes after the prefix, want %d", s, len(wire)-3, 8*len(floats))
+		}
+		for n, v := range floats {
+			if got := math.Float64frombits(binary.LittleEndian.Uint64(wire[3+8*n:])); math.Float64bits(got) != math.Float64bits(v) {
+				t.Fatalf("side %v point %d: wire %v, want %v", s, n, got, v)
+			}
+		}
+		want, got := filled(b), filled(b)
+		for n := range floats {
+			floats[n] = -floats[n]
+		}
+		if err := StoreFace(b, want, s.Opposite(), floats); err != nil {
+			t.Fatal(err)
+		}
+		var neg []byte
+		for _, v := range floats {
+			neg = binary.LittleEndian.AppendUint64(neg, math.Float64bits(v))
+		}
+		if err := StoreFaceBytes(b, got, s.Opposite(), neg); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("side %v: StoreFaceBytes wrote another array than StoreFace", s)
+		}
+	}
+	if err := StoreFaceBytes(b, filled(b), XLow, make([]byte, 8*b.FaceLen(XLow)-1)); err == nil {
+		t.Errorf("StoreFaceBytes accepted a face of the wrong size")
+	}
+}
+
+// naiveSweep is the plain transcription of the stencil (flat indices),
+// against which Sweep is checked bit for bit and benchmarked.
+func naiveSweep(b Block, t, next []float64) {
+	sy, sz := b.stride(1), b.stride(2)
+	for k := 1; k <= b.Z; k++ {
+		for j := 1; j <= b.Y; j++ {
+			row := b.At(1, j, k)
+			for c := row; c < row+b.X; c++ {
+				next[c] = (t[c-1] + t[c+1] + t[c-sy] + t[c+sy] + t[c-sz] + t[c+sz] + t[c]) * oneSeventh
+			}
+		}
+	}
+}
+
+// TestSweepMatchesNaiveSweep compares Sweep with naiveSweep bit for bit on
+// values whose sums round differently in another order, halo included.
+func TestSweepMatchesNaiveSweep(t *testing.T) {
+	b := Block{7, 5, 6}
+	src := make([]float64, b.Len())
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range src {
+		src[n] = rng.NormFloat64() * math.Ldexp(1, rng.IntN(60)-30)
+	}
+	got, want := make([]float64, b.Len()), make([]float64, b.Len())
+	Sweep(b, src, got)
+	naiveSweep(b, src, want)
+	for n := range got {
+		if math.Float64bits(got[n]) != math.Float64bits(want[n]) {
+			t.Fatalf("point %d: %v, want %v", n, got[n], want[n])
+		}
 	}
 }
