@@ -1,6 +1,7 @@
 package stencil3d
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
@@ -325,5 +326,95 @@ func TestSweepMatchesNaiveSweep(t *testing.T) {
 		if math.Float64bits(got[n]) != math.Float64bits(want[n]) {
 			t.Fatalf("point %d: %v, want %v", n, got[n], want[n])
 		}
+	}
+}
+
+// TestStepMatchesItsParts checks the fused Step against the exchange,
+// sweep, halo clearing, boundary and face extraction done one after the
+// other, bit for bit, on random values (garbage in next's halo and in t's
+// low halos), for blocks with sides of 1, 2 and more points.
+func TestStepMatchesItsParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64() * math.Ldexp(1, rng.IntN(40)-20)
+		}
+		return v
+	}
+	for _, b := range []Block{{7, 5, 6}, {1, 1, 1}, {2, 3, 1}, {1, 4, 2}, {3, 1, 5}, {16, 8, 4}} {
+		var halos [NumSides][]byte
+		for s := range Side(NumSides) {
+			for _, v := range random(b.FaceLen(s)) {
+				halos[s] = binary.LittleEndian.AppendUint64(halos[s], math.Float64bits(v))
+			}
+		}
+		src := random(b.Len())
+		// The parts, in order.
+		wantT, want := slices.Clone(src), random(b.Len())
+		for s := range Side(NumSides) {
+			if err := StoreFaceBytes(b, wantT, s, halos[s]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		Sweep(b, wantT, want)
+		clearHalo(b, want)
+		ApplyBoundary(b, want)
+		// Fused.
+		gotT, got := slices.Clone(src), random(b.Len())
+		var faces [NumSides][]byte
+		if err := Step(b, gotT, got, &halos, &faces); err != nil {
+			t.Fatal(err)
+		}
+		for n := range got {
+			if math.Float64bits(got[n]) != math.Float64bits(want[n]) {
+				t.Fatalf("block %v point %d: %v, want %v", b, n, got[n], want[n])
+			}
+		}
+		for s := range Side(NumSides) {
+			if w := AppendFaceBytes(b, want, s, nil); !bytes.Equal(faces[s], w) {
+				t.Fatalf("block %v: face %v differs from AppendFaceBytes", b, s)
+			}
+		}
+		// Without faces, the same array.
+		again := random(b.Len())
+		if err := Step(b, slices.Clone(src), again, &halos, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(again, got) {
+			t.Fatalf("block %v: Step without faces wrote another array", b)
+		}
+	}
+	// Faces already in t's halo (nil) give the same result.
+	b := Block{5, 4, 3}
+	var halos [NumSides][]byte
+	for s := range Side(NumSides) {
+		for _, v := range random(b.FaceLen(s)) {
+			halos[s] = binary.LittleEndian.AppendUint64(halos[s], math.Float64bits(v))
+		}
+	}
+	src := random(b.Len())
+	want := make([]float64, b.Len())
+	if err := Step(b, slices.Clone(src), want, &halos, nil); err != nil {
+		t.Fatal(err)
+	}
+	stored := slices.Clone(src)
+	for _, s := range []Side{XHigh, YHigh, ZLow} {
+		if err := StoreFaceBytes(b, stored, s, halos[s]); err != nil {
+			t.Fatal(err)
+		}
+		halos[s] = nil
+	}
+	got := make([]float64, b.Len())
+	if err := Step(b, stored, got, &halos, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Step with faces already stored wrote another array")
+	}
+	short := [NumSides][]byte{YLow: make([]byte, 3)}
+	b = Block{2, 2, 2}
+	if err := Step(b, make([]float64, b.Len()), make([]float64, b.Len()), &short, nil); err == nil {
+		t.Errorf("Step accepted faces of the wrong size")
 	}
 }
