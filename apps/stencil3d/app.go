@@ -95,11 +95,18 @@ func (p *program) onBegin(c *Chunk, ctx actor.Context, _ *Begin) {
 func (p *program) sendFaces(c *Chunk, ctx actor.Context) {
 	ctx.Expect(faceKey(c.iteration))
 	at := ctx.Index()
+	faces := c.takeFaces() // taken by the sweep; nil after begin or a sync point
 	for s := range Side(NumSides) {
+		var values []byte
+		if faces != nil {
+			values = faces[s]
+		} else {
+			values = AppendFaceBytes(c.block, c.temperature, s, nil)
+		}
 		p.face.Send(ctx, neighbour(p.shape, at, s), &Face{
 			Iteration: c.iteration,
 			Halo:      haloOf(s.Opposite()),
-			Values:    ExtractFace(c.block, c.temperature, s, nil),
+			Values:    values,
 		})
 	}
 }

@@ -37,6 +37,15 @@ type Chunk struct {
 	// later is written first (the sweep writes the interior, the faces the
 	// halo), so it is not packed.
 	scratch []float64
+	// halos holds the faces of the current iteration received so far (bit
+	// s of received), not yet written into temperature's halo: Step writes
+	// them row by row as it sweeps, and packing writes them first (flush),
+	// so the packed state is that of a chunk that stored them at once.
+	halos [NumSides][]byte
+	// outgoing holds the faces of iteration outgoingFor taken by Step from
+	// the new array, for the sends of that iteration; nil when none.
+	outgoing    *[NumSides][]byte
+	outgoingFor uint64
 }
 
 // allSides is the received mask of a complete ghost exchange.
@@ -68,7 +77,7 @@ func (c *Chunk) begin() error {
 
 // storeFace stores the face of the given iteration received for the halo
 // on side s.
-func (c *Chunk) storeFace(iteration uint64, s Side, face []float64) error {
+func (c *Chunk) storeFace(iteration uint64, s Side, face []byte) error {
 	switch {
 	case !c.started || c.finished:
 		return fmt.Errorf("stencil3d: face %v of iteration %d reached a chunk that is not iterating (started %v, finished %v)",
@@ -80,11 +89,36 @@ func (c *Chunk) storeFace(iteration uint64, s Side, face []float64) error {
 	case c.received&(1<<s) != 0:
 		return fmt.Errorf("stencil3d: face %v of iteration %d received twice", s, iteration)
 	}
-	if err := StoreFace(c.block, c.temperature, s, face); err != nil {
-		return err
+	if len(face) != 8*c.block.FaceLen(s) {
+		return fmt.Errorf("stencil3d: face %v of chunk %v has %d bytes, want %d (8 per point)", s, c.block, len(face), 8*c.block.FaceLen(s))
 	}
+	c.halos[s] = face
 	c.received |= 1 << s
 	return nil
+}
+
+// flush writes the faces received and not yet swept into the halo.
+func (c *Chunk) flush() {
+	for s := range Side(NumSides) {
+		if c.halos[s] == nil {
+			continue
+		}
+		if err := StoreFaceBytes(c.block, c.temperature, s, c.halos[s]); err != nil {
+			panic(err) // storeFace checked the length
+		}
+		c.halos[s] = nil
+	}
+}
+
+// takeFaces returns the faces Step took for the current iteration, if any,
+// and forgets them: each is sent once.
+func (c *Chunk) takeFaces() *[NumSides][]byte {
+	f := c.outgoing
+	c.outgoing = nil
+	if f == nil || c.outgoingFor != c.iteration {
+		return nil
+	}
+	return f
 }
 
 // completeIteration sweeps the chunk once all six faces of the iteration
@@ -94,18 +128,26 @@ func (c *Chunk) completeIteration(iteration uint64) (last bool, err error) {
 	if iteration != c.iteration || c.received != allSides {
 		return false, fmt.Errorf("stencil3d: completion of iteration %d at iteration %d with faces %06b", iteration, c.iteration, c.received)
 	}
-	Sweep(c.block, c.temperature, c.scratch)
+	// Step sweeps into scratch and applies the boundary condition; it
+	// also clears the halo of the new array (which holds stale faces of
+	// earlier iterations, or zeros in a chunk restored or moved since:
+	// scratch is not packed). No sweep reads that halo before the next
+	// faces overwrite it, but it is packed: cleared, it makes the packed
+	// state the same whatever happened to the chunk. Unless this is the
+	// last iteration, Step takes the faces of the next one as well.
+	var faces *[NumSides][]byte
+	if c.iteration+1 < c.iterations {
+		faces = new([NumSides][]byte)
+	}
+	if err := Step(c.block, c.temperature, c.scratch, &c.halos, faces); err != nil {
+		return false, err
+	}
+	c.halos = [NumSides][]byte{}
 	c.temperature, c.scratch = c.scratch, c.temperature
-	// The halo of the new array holds the faces of two iterations ago
-	// (zeros in a chunk restored or moved since: scratch is not packed).
-	// No sweep reads it before the next faces overwrite it, but it is
-	// packed: cleared, it makes the packed state the same whatever
-	// happened to the chunk.
-	clearHalo(c.block, c.temperature)
-	ApplyBoundary(c.block, c.temperature)
 	c.iteration++
 	c.received = 0
 	c.finished = c.iteration == c.iterations
+	c.outgoing, c.outgoingFor = faces, c.iteration
 	return c.finished, nil
 }
 
@@ -145,6 +187,7 @@ const (
 
 // MarshalBinary packs the chunk's state for checkpoint and migration.
 func (c *Chunk) MarshalBinary() ([]byte, error) {
+	c.flush()
 	out := make([]byte, 0, chunkHeaderBytes+8*len(c.temperature))
 	out = append(out, chunkMagic...)
 	out = append(out, chunkVersion)
@@ -160,10 +203,11 @@ func (c *Chunk) MarshalBinary() ([]byte, error) {
 	}
 	out = append(out, flags, c.received)
 	out = binary.LittleEndian.AppendUint64(out, c.iteration)
-	for _, v := range c.temperature {
-		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
+	values := out[len(out) : len(out)+8*len(c.temperature)]
+	for n, v := range c.temperature {
+		binary.LittleEndian.PutUint64(values[8*n:], math.Float64bits(v))
 	}
-	return out, nil
+	return out[:len(out)+len(values)], nil
 }
 
 // UnmarshalBinary restores a state packed by MarshalBinary into a chunk
@@ -209,5 +253,6 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 		c.temperature[n] = math.Float64frombits(binary.LittleEndian.Uint64(rest[8*n:]))
 	}
 	c.started, c.finished, c.iteration, c.received = started, finished, iteration, received
+	c.halos, c.outgoing = [NumSides][]byte{}, nil
 	return nil
 }

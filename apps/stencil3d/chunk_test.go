@@ -11,7 +11,7 @@ import (
 func exchangeWithSelf(t *testing.T, c *Chunk) {
 	t.Helper()
 	for s := range Side(NumSides) {
-		face := ExtractFace(c.block, c.temperature, s, nil)
+		face := AppendFaceBytes(c.block, c.temperature, s, nil)
 		if err := c.storeFace(c.iteration, s.Opposite(), face); err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestChunkStateMachineMatchesSerial(t *testing.T) {
 func TestChunkRefusesOutOfProtocolFaces(t *testing.T) {
 	cfg := Config{Grid: [3]int{4, 4, 4}, Chunk: [3]int{4, 4, 4}, Iterations: 2}
 	c := newChunk(cfg)
-	face := make([]float64, 16)
+	face := make([]byte, 8*16)
 	if err := c.storeFace(0, XLow, face); err == nil {
 		t.Errorf("face accepted before begin")
 	}
@@ -81,7 +81,7 @@ func TestChunkPackRoundTrip(t *testing.T) {
 	runChunk(t, original, 7)
 	// Half of iteration 7's faces are in.
 	for _, s := range []Side{XHigh, YLow, ZHigh} {
-		if err := original.storeFace(7, s, ExtractFace(original.block, original.temperature, s.Opposite(), nil)); err != nil {
+		if err := original.storeFace(7, s, AppendFaceBytes(original.block, original.temperature, s.Opposite(), nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,7 +102,7 @@ func TestChunkPackRoundTrip(t *testing.T) {
 	}
 	for _, c := range []*Chunk{original, restored} {
 		for _, s := range []Side{XLow, YHigh, ZLow} {
-			if err := c.storeFace(7, s, ExtractFace(c.block, c.temperature, s.Opposite(), nil)); err != nil {
+			if err := c.storeFace(7, s, AppendFaceBytes(c.block, c.temperature, s.Opposite(), nil)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,8 +1,10 @@
 package stencil3d
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // The numerical kernel, as plain functions over one chunk's array, shared by
@@ -120,14 +122,140 @@ func Sweep(b Block, t, next []float64) {
 	checkLen(b, t)
 	checkLen(b, next)
 	sy, sz := b.stride(1), b.stride(2)
+	n := b.X
 	for k := 1; k <= b.Z; k++ {
 		for j := 1; j <= b.Y; j++ {
 			row := b.At(1, j, k)
-			for c := row; c < row+b.X; c++ {
-				next[c] = (t[c-1] + t[c+1] + t[c-sy] + t[c+sy] + t[c-sz] + t[c+sz] + t[c]) * oneSeventh
+			sweepRow(next[row:row+n], t[row-1:row+n+1], t[row-sy:row-sy+n], t[row+sy:row+sy+n],
+				t[row-sz:row-sz+n], t[row+sz:row+sz+n])
+		}
+	}
+}
+
+// sweepRow computes one row of a sweep: out[i] is the average of centre
+// row c (which holds one point on either side: c[i+1] is the centre of
+// out[i]) and the rows ym, yp, zm, zp, summed as in Sweep. All rows are
+// resliced to len(out) so that the compiler drops the bounds checks of
+// the loop.
+func sweepRow(out, c, ym, yp, zm, zp []float64) {
+	n := len(out)
+	c = c[:n+2]
+	ym, yp, zm, zp = ym[:n], yp[:n], zm[:n], zp[:n]
+	xm, x0, xp := c[0:n], c[1:n+1], c[2:n+2]
+	for i := range out {
+		out[i] = (xm[i] + xp[i] + ym[i] + yp[i] + zm[i] + zp[i] + x0[i]) * oneSeventh
+	}
+}
+
+// Step is one iteration of a chunk after its ghost exchange, fused into one
+// pass over the arrays. Its result is bitwise that of
+//
+//	StoreFaceBytes(b, t, s, halos[s]) for each side s
+//	Sweep(b, t, next)
+//	clearHalo(b, next)
+//	ApplyBoundary(b, next)
+//	faces[s] = AppendFaceBytes(b, next, s, faces[s][:0]) for each side s
+//
+// in next and faces, but each array line is touched while it is in the
+// cache: a received face goes into t's halo just before the row that reads
+// it, and the outgoing faces are taken from next as its rows are written
+// (the x faces especially, one point per row, would otherwise cost a cache
+// miss per point). The points with i == 1, j == 1 or k == 1 are set to the
+// boundary value rather than computed and overwritten, so the low halos of
+// t, which only they read, are not stored at all: t's halo is left
+// partly stale. halos[s] must hold 8*b.FaceLen(s) bytes, or be nil if
+// that face is already in t's halo (the same as StoreFaceBytes done on t
+// before); faces may be nil
+// (no faces taken), otherwise faces[s] is overwritten with a buffer of
+// that size (reusing its capacity).
+func Step(b Block, t, next []float64, halos *[NumSides][]byte, faces *[NumSides][]byte) error {
+	checkLen(b, t)
+	checkLen(b, next)
+	for s := range Side(NumSides) {
+		if halos[s] != nil && len(halos[s]) != 8*b.FaceLen(s) {
+			return fmt.Errorf("stencil3d: face %v of chunk %v has %d bytes, want %d (8 per point)", s, b, len(halos[s]), 8*b.FaceLen(s))
+		}
+		if faces != nil {
+			faces[s] = slices.Grow(faces[s][:0], 8*b.FaceLen(s))[:8*b.FaceLen(s)]
+		}
+	}
+	X, Y, Z := b.X, b.Y, b.Z
+	sy, sz := b.stride(1), b.stride(2)
+	clear(next[:sz])
+	clear(next[(Z+1)*sz : (Z+2)*sz])
+	for k := 1; k <= Z; k++ {
+		if h := halos[ZHigh]; k == Z && Z > 1 && h != nil {
+			// The +z halo, read by the rows of layer Z.
+			for j := 2; j <= Y; j++ {
+				decodeRow(t[b.At(1, j, Z+1):b.At(1, j, Z+1)+X], h[8*(j-1)*X:8*j*X])
+			}
+		}
+		clear(next[b.At(0, 0, k) : b.At(0, 0, k)+X+2])
+		clear(next[b.At(0, Y+1, k) : b.At(0, Y+1, k)+X+2])
+		for j := 1; j <= Y; j++ {
+			row := b.At(1, j, k)
+			out := next[row : row+X]
+			if j == 1 || k == 1 {
+				for i := range out {
+					out[i] = boundaryValue
+				}
+			} else {
+				if j == Y && halos[YHigh] != nil {
+					// The +y halo row of layer k.
+					decodeRow(t[row+sy:row+sy+X], halos[YHigh][8*(k-1)*X:8*k*X])
+				}
+				if halos[XHigh] != nil {
+					t[row+X] = decodeAt(halos[XHigh], (j-1)+(k-1)*Y)
+				}
+				sweepRow(out, t[row-1:row+X+1], t[row-sy:row-sy+X], t[row+sy:row+sy+X], t[row-sz:row-sz+X], t[row+sz:row+sz+X])
+				out[0] = boundaryValue
+			}
+			next[row-1], next[row+X] = 0, 0
+			if faces == nil {
+				continue
+			}
+			n := (j - 1) + (k-1)*Y
+			encodeAt(faces[XLow], n, out[0])
+			encodeAt(faces[XHigh], n, out[X-1])
+			if j == 1 {
+				encodeRow(faces[YLow][8*(k-1)*X:8*k*X], out)
+			}
+			if j == Y {
+				encodeRow(faces[YHigh][8*(k-1)*X:8*k*X], out)
+			}
+			if k == 1 {
+				encodeRow(faces[ZLow][8*(j-1)*X:8*j*X], out)
+			}
+			if k == Z {
+				encodeRow(faces[ZHigh][8*(j-1)*X:8*j*X], out)
 			}
 		}
 	}
+	return nil
+}
+
+// decodeRow and encodeRow convert between points and their wire form, 8
+// little-endian bytes each; decodeAt and encodeAt do it for point n.
+func decodeRow(dst []float64, src []byte) {
+	src = src[:8*len(dst)]
+	for i := range dst {
+		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(src[8*i : 8*i+8]))
+	}
+}
+
+func encodeRow(dst []byte, src []float64) {
+	dst = dst[:8*len(src)]
+	for i, v := range src {
+		binary.LittleEndian.PutUint64(dst[8*i:8*i+8], math.Float64bits(v))
+	}
+}
+
+func decodeAt(src []byte, n int) float64 {
+	return math.Float64frombits(binary.LittleEndian.Uint64(src[8*n : 8*n+8]))
+}
+
+func encodeAt(dst []byte, n int, v float64) {
+	binary.LittleEndian.PutUint64(dst[8*n:8*n+8], math.Float64bits(v))
 }
 
 // FaceLen returns the number of points of a face on side s: the product of
@@ -237,6 +365,67 @@ func StoreFace(b Block, t []float64, s Side, face []float64) error {
 		layer = b.extent(s.Axis()) + 1
 	}
 	copyLayer(layerOf(b, s, layer), t, face, true)
+	return nil
+}
+
+// AppendFaceBytes appends to dst and returns the face ExtractFace would
+// return, as 8 little-endian bytes per point (the bits of each value): the
+// wire form of a face, written straight from the chunk's array.
+func AppendFaceBytes(b Block, t []float64, s Side, dst []byte) []byte {
+	checkLen(b, t)
+	layer := 1
+	if s.Step() > 0 {
+		layer = b.extent(s.Axis())
+	}
+	g := layerOf(b, s, layer)
+	start := len(dst)
+	out := slices.Grow(dst, 8*b.FaceLen(s))[:start+8*b.FaceLen(s)]
+	face := out[start:]
+	for q := range g.vRows {
+		row := g.base + q*g.vStride
+		if g.uStride == 1 {
+			for _, v := range t[row : row+g.uLen] {
+				binary.LittleEndian.PutUint64(face, math.Float64bits(v))
+				face = face[8:]
+			}
+			continue
+		}
+		for p := range g.uLen {
+			binary.LittleEndian.PutUint64(face, math.Float64bits(t[row+p*g.uStride]))
+			face = face[8:]
+		}
+	}
+	return out
+}
+
+// StoreFaceBytes is StoreFace for a face in the wire form of
+// AppendFaceBytes: it decodes the points straight into the halo on side s.
+// It reports an error if the face has the wrong number of bytes.
+func StoreFaceBytes(b Block, t []float64, s Side, face []byte) error {
+	checkLen(b, t)
+	if len(face) != 8*b.FaceLen(s) {
+		return fmt.Errorf("stencil3d: face %v of chunk %v has %d bytes, want %d (8 per point)", s, b, len(face), 8*b.FaceLen(s))
+	}
+	layer := 0
+	if s.Step() > 0 {
+		layer = b.extent(s.Axis()) + 1
+	}
+	g := layerOf(b, s, layer)
+	for q := range g.vRows {
+		row := g.base + q*g.vStride
+		if g.uStride == 1 {
+			dst := t[row : row+g.uLen]
+			for i := range dst {
+				dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(face[8*i:]))
+			}
+			face = face[8*g.uLen:]
+			continue
+		}
+		for p := range g.uLen {
+			t[row+p*g.uStride] = math.Float64frombits(binary.LittleEndian.Uint64(face))
+			face = face[8:]
+		}
+	}
 	return nil
 }
 

@@ -1,7 +1,11 @@
 package stencil3d
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -249,5 +253,168 @@ func TestSummarizeHashesInteriorOnly(t *testing.T) {
 	// FNV-1a 64 of no bytes is the offset basis.
 	if JobDigest(nil) != 0xcbf29ce484222325 {
 		t.Errorf("JobDigest(nil) = %016x", JobDigest(nil))
+	}
+}
+
+// TestFaceBytesMatchFloatFaces checks the wire form of a face against
+// ExtractFace and StoreFace, bit for bit, on every side of an uneven block.
+func TestFaceBytesMatchFloatFaces(t *testing.T) {
+	b := Block{3, 4, 5}
+	src := filled(b)
+	for s := range Side(NumSides) {
+		floats := ExtractFace(b, src, s, nil)
+		prefix := []byte{1, 2, 3}
+		wire := AppendFaceBytes(b, src, s, prefix)
+		if string(wire[:3]) != string(prefix) || len(wire) != 3+8*len(floats) {
+			t.Fatalf("side %v: appended %d bytes after the prefix, want %d", s, len(wire)-3, 8*len(floats))
+		}
+		for n, v := range floats {
+			if got := math.Float64frombits(binary.LittleEndian.Uint64(wire[3+8*n:])); math.Float64bits(got) != math.Float64bits(v) {
+				t.Fatalf("side %v point %d: wire %v, want %v", s, n, got, v)
+			}
+		}
+		want, got := filled(b), filled(b)
+		for n := range floats {
+			floats[n] = -floats[n]
+		}
+		if err := StoreFace(b, want, s.Opposite(), floats); err != nil {
+			t.Fatal(err)
+		}
+		var neg []byte
+		for _, v := range floats {
+			neg = binary.LittleEndian.AppendUint64(neg, math.Float64bits(v))
+		}
+		if err := StoreFaceBytes(b, got, s.Opposite(), neg); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("side %v: StoreFaceBytes wrote another array than StoreFace", s)
+		}
+	}
+	if err := StoreFaceBytes(b, filled(b), XLow, make([]byte, 8*b.FaceLen(XLow)-1)); err == nil {
+		t.Errorf("StoreFaceBytes accepted a face of the wrong size")
+	}
+}
+
+// naiveSweep is the plain transcription of the stencil (flat indices),
+// against which Sweep is checked bit for bit and benchmarked.
+func naiveSweep(b Block, t, next []float64) {
+	sy, sz := b.stride(1), b.stride(2)
+	for k := 1; k <= b.Z; k++ {
+		for j := 1; j <= b.Y; j++ {
+			row := b.At(1, j, k)
+			for c := row; c < row+b.X; c++ {
+				next[c] = (t[c-1] + t[c+1] + t[c-sy] + t[c+sy] + t[c-sz] + t[c+sz] + t[c]) * oneSeventh
+			}
+		}
+	}
+}
+
+// TestSweepMatchesNaiveSweep compares Sweep with naiveSweep bit for bit on
+// values whose sums round differently in another order, halo included.
+func TestSweepMatchesNaiveSweep(t *testing.T) {
+	b := Block{7, 5, 6}
+	src := make([]float64, b.Len())
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range src {
+		src[n] = rng.NormFloat64() * math.Ldexp(1, rng.IntN(60)-30)
+	}
+	got, want := make([]float64, b.Len()), make([]float64, b.Len())
+	Sweep(b, src, got)
+	naiveSweep(b, src, want)
+	for n := range got {
+		if math.Float64bits(got[n]) != math.Float64bits(want[n]) {
+			t.Fatalf("point %d: %v, want %v", n, got[n], want[n])
+		}
+	}
+}
+
+// TestStepMatchesItsParts checks the fused Step against the exchange,
+// sweep, halo clearing, boundary and face extraction done one after the
+// other, bit for bit, on random values (garbage in next's halo and in t's
+// low halos), for blocks with sides of 1, 2 and more points.
+func TestStepMatchesItsParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64() * math.Ldexp(1, rng.IntN(40)-20)
+		}
+		return v
+	}
+	for _, b := range []Block{{7, 5, 6}, {1, 1, 1}, {2, 3, 1}, {1, 4, 2}, {3, 1, 5}, {16, 8, 4}} {
+		var halos [NumSides][]byte
+		for s := range Side(NumSides) {
+			for _, v := range random(b.FaceLen(s)) {
+				halos[s] = binary.LittleEndian.AppendUint64(halos[s], math.Float64bits(v))
+			}
+		}
+		src := random(b.Len())
+		// The parts, in order.
+		wantT, want := slices.Clone(src), random(b.Len())
+		for s := range Side(NumSides) {
+			if err := StoreFaceBytes(b, wantT, s, halos[s]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		Sweep(b, wantT, want)
+		clearHalo(b, want)
+		ApplyBoundary(b, want)
+		// Fused.
+		gotT, got := slices.Clone(src), random(b.Len())
+		var faces [NumSides][]byte
+		if err := Step(b, gotT, got, &halos, &faces); err != nil {
+			t.Fatal(err)
+		}
+		for n := range got {
+			if math.Float64bits(got[n]) != math.Float64bits(want[n]) {
+				t.Fatalf("block %v point %d: %v, want %v", b, n, got[n], want[n])
+			}
+		}
+		for s := range Side(NumSides) {
+			if w := AppendFaceBytes(b, want, s, nil); !bytes.Equal(faces[s], w) {
+				t.Fatalf("block %v: face %v differs from AppendFaceBytes", b, s)
+			}
+		}
+		// Without faces, the same array.
+		again := random(b.Len())
+		if err := Step(b, slices.Clone(src), again, &halos, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(again, got) {
+			t.Fatalf("block %v: Step without faces wrote another array", b)
+		}
+	}
+	// Faces already in t's halo (nil) give the same result.
+	b := Block{5, 4, 3}
+	var halos [NumSides][]byte
+	for s := range Side(NumSides) {
+		for _, v := range random(b.FaceLen(s)) {
+			halos[s] = binary.LittleEndian.AppendUint64(halos[s], math.Float64bits(v))
+		}
+	}
+	src := random(b.Len())
+	want := make([]float64, b.Len())
+	if err := Step(b, slices.Clone(src), want, &halos, nil); err != nil {
+		t.Fatal(err)
+	}
+	stored := slices.Clone(src)
+	for _, s := range []Side{XHigh, YHigh, ZLow} {
+		if err := StoreFaceBytes(b, stored, s, halos[s]); err != nil {
+			t.Fatal(err)
+		}
+		halos[s] = nil
+	}
+	got := make([]float64, b.Len())
+	if err := Step(b, stored, got, &halos, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Step with faces already stored wrote another array")
+	}
+	short := [NumSides][]byte{YLow: make([]byte, 3)}
+	b = Block{2, 2, 2}
+	if err := Step(b, make([]float64, b.Len()), make([]float64, b.Len()), &short, nil); err == nil {
+		t.Errorf("Step accepted faces of the wrong size")
 	}
 }

@@ -132,9 +132,11 @@ type Face struct {
 	// belongs to. The message key is iteration+1 (see doc.go).
 	Iteration uint64 `protobuf:"varint,1,opt,name=iteration,proto3" json:"iteration,omitempty"`
 	Halo      Halo   `protobuf:"varint,2,opt,name=halo,proto3,enum=gochare.apps.stencil3d.Halo" json:"halo,omitempty"`
-	// Values are the layer's points, in the order of ExtractFace: the lower
-	// of the two other axes fastest.
-	Values        []float64 `protobuf:"fixed64,3,rep,packed,name=values,proto3" json:"values,omitempty"`
+	// Values are the layer's points, in the order of ExtractFace (the lower
+	// of the two other axes fastest), 8 little-endian bytes each: the bits
+	// of each double (AppendFaceBytes). Bytes rather than a repeated double
+	// so that encoding and decoding a face are one copy each.
+	Values        []byte `protobuf:"bytes,3,opt,name=values,proto3" json:"values,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -183,7 +185,7 @@ func (x *Face) GetHalo() Halo {
 	return Halo_HALO_UNSPECIFIED
 }
 
-func (x *Face) GetValues() []float64 {
+func (x *Face) GetValues() []byte {
 	if x != nil {
 		return x.Values
 	}
@@ -199,7 +201,7 @@ const file_stencil3d_proto_rawDesc = "" +
 	"\x04Face\x12\x1c\n" +
 	"\titeration\x18\x01 \x01(\x04R\titeration\x120\n" +
 	"\x04halo\x18\x02 \x01(\x0e2\x1c.gochare.apps.stencil3d.HaloR\x04halo\x12\x16\n" +
-	"\x06values\x18\x03 \x03(\x01R\x06values*\x7f\n" +
+	"\x06values\x18\x03 \x01(\fR\x06values*\x7f\n" +
 	"\x04Halo\x12\x14\n" +
 	"\x10HALO_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +

@@ -22,10 +22,26 @@ const cutoffSquared = CutoffDistance * CutoffDistance
 func PairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, withEnergy bool) float64 {
 	b = b[:len(b)/3*3]
 	forceB = forceB[:len(b)]
-	clear(forceB)
 	forceA = forceA[:len(a)]
-	var boxesOnStack [8]chunkBox
+	var boxesOnStack [16]chunkBox
 	boxes := chunkBoxes(boxesOnStack[:0], b)
+	// b's positions and forces as structure of arrays: x, y and z each
+	// contiguous, so that the pair loop reads and writes them without
+	// bounds checks. The forces are added per atom in the same order as
+	// before; only where they are kept differs.
+	nb := len(b) / 3
+	var soaOnStack [6 * 256]float64
+	soa := soaOnStack[:]
+	if 6*nb > len(soa) {
+		soa = make([]float64, 6*nb)
+	}
+	bx, by, bz := soa[0:nb], soa[nb:2*nb], soa[2*nb:3*nb]
+	gx, gy, gz := soa[3*nb:4*nb], soa[4*nb:5*nb], soa[5*nb:6*nb]
+	clear(soa[3*nb : 6*nb])
+	for j := range bx {
+		p := b[3*j : 3*j+3 : 3*j+3]
+		bx[j], by[j], bz[j] = p[0], p[1], p[2]
+	}
 	energy := 0.0
 	for i := 0; i+2 < len(a); i += 3 {
 		ax, ay, az := a[i]+shift[0], a[i+1]+shift[1], a[i+2]+shift[2]
@@ -35,27 +51,57 @@ func PairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, with
 			if float64(dx*dx)+float64(dy*dy)+float64(dz*dz) >= cutoffSquared {
 				continue
 			}
-			start := 3 * chunkAtoms * c
-			end := min(start+3*chunkAtoms, len(b))
-			fx, fy, fz, energy = pairRow(ax, ay, az, fx, fy, fz, energy, b[start:end], forceB[start:end], withEnergy)
+			start := chunkAtoms * c
+			end := min(start+chunkAtoms, nb)
+			fx, fy, fz, energy = pairRow(ax, ay, az, fx, fy, fz, energy,
+				bx[start:end], by[start:end], bz[start:end], gx[start:end], gy[start:end], gz[start:end], withEnergy)
 		}
 		forceA[i], forceA[i+1], forceA[i+2] = fx, fy, fz
+	}
+	for j := range gx {
+		f := forceB[3*j : 3*j+3 : 3*j+3]
+		f[0], f[1], f[2] = gx[j], gy[j], gz[j]
 	}
 	return energy
 }
 
 // pairRow adds the interactions of one atom at (ax, ay, az), whose force so
-// far is (fx, fy, fz), with the atoms of b, and returns its new force and
-// the energy so far plus that of these pairs.
-func pairRow(ax, ay, az, fx, fy, fz, energy float64, b, forceB []float64, withEnergy bool) (float64, float64, float64, float64) {
+// far is (fx, fy, fz), with the atoms at (bx, by, bz) (at most chunkAtoms
+// of them), subtracting each pair's force from (gx, gy, gz), and returns
+// the atom's new force and the energy so far plus that of these pairs. All
+// slices have the length of bx.
+//
+// It works in two passes: the first lists the atoms within the cutoff
+// without a branch on the test (whose outcome varies from pair to pair
+// and would be mispredicted often), the second computes their forces in
+// list order, which is atom order: the sums are those of one loop.
+func pairRow(ax, ay, az, fx, fy, fz, energy float64, bx, by, bz, gx, gy, gz []float64, withEnergy bool) (float64, float64, float64, float64) {
 	twelveA, sixB, vdwA, vdwB := ljTwelveA, ljSixB, ljA, ljB
-	forceB = forceB[:len(b)]
-	for j := 0; j+2 < len(b); j += 3 {
-		sx, sy, sz := ax-b[j], ay-b[j+1], az-b[j+2]
+	var within [chunkAtoms]uint8
+	n := len(bx)
+	if n > chunkAtoms {
+		panic("md: pair row of more than chunkAtoms atoms")
+	}
+	by, bz, gx, gy, gz = by[:n], bz[:n], gx[:n], gy[:n], gz[:n]
+	count := 0
+	for j := range bx {
+		sx, sy, sz := ax-bx[j], ay-by[j], az-bz[j]
 		r2 := float64(sx*sx) + float64(sy*sy) + float64(sz*sz)
-		if r2 <= 1 || r2 >= cutoffSquared {
-			continue
+		within[count&(chunkAtoms-1)] = uint8(j)
+		// count++ unless r2 <= 1 || r2 >= cutoffSquared, written as two
+		// conditional moves.
+		above, below := 1, 1
+		if r2 <= 1 {
+			above = 0
 		}
+		if r2 >= cutoffSquared {
+			below = 0
+		}
+		count += above & below
+	}
+	for _, j := range within[:count] {
+		sx, sy, sz := ax-bx[j], ay-by[j], az-bz[j]
+		r2 := float64(sx*sx) + float64(sy*sy) + float64(sz*sz)
 		r2 *= 1e-20
 		r6 := float64(r2*r2) * r2
 		r12 := r6 * r6
@@ -68,9 +114,9 @@ func pairRow(ax, ay, az, fx, fy, fz, energy float64, b, forceB []float64, withEn
 		fx += px
 		fy += py
 		fz += pz
-		forceB[j] -= px
-		forceB[j+1] -= py
-		forceB[j+2] -= pz
+		gx[j] -= px
+		gy[j] -= py
+		gz[j] -= pz
 	}
 	return fx, fy, fz, energy
 }

@@ -16,9 +16,11 @@ type computeInput struct {
 }
 
 // referenceComputes returns the pair inputs of the computes of
-// benchmarkCell (self pair excluded) and the number of atom pairs examined.
-func referenceComputes() ([]computeInput, int) {
+// benchmarkCell (self pair excluded) and the number of atom pairs examined,
+// for the reference configuration with atomsPerCell atoms per cell.
+func referenceComputes(atomsPerCell int) ([]computeInput, int) {
 	cfg := DefaultConfig()
+	cfg.AtomsPerCell = atomsPerCell
 	g := NewGeometry(cfg)
 	var inputs []computeInput
 	pairs := 0
@@ -38,44 +40,59 @@ func referenceComputes() ([]computeInput, int) {
 // TestPairForcesMatchNaive checks the fast kernel against the naive loop,
 // bitwise, on every compute of a cell.
 func TestPairForcesMatchNaive(t *testing.T) {
-	inputs, _ := referenceComputes()
+	for _, atoms := range []int{75, 172} {
+		testPairForcesMatchNaive(t, atoms)
+	}
+}
+
+func testPairForcesMatchNaive(t *testing.T, atomsPerCell int) {
+	inputs, _ := referenceComputes(atomsPerCell)
 	for n, in := range inputs {
 		for _, withEnergy := range []bool{false, true} {
 			fa, fb := make([]float64, len(in.a)), make([]float64, len(in.b))
 			energy := PairForces(in.a, in.b, in.shift, fa, fb, withEnergy)
 			wantA, wantB, wantEnergy := naivePairForces(in.a, in.b, in.shift, withEnergy)
 			if !slices.Equal(fa, wantA) || !slices.Equal(fb, wantB) || energy != wantEnergy {
-				t.Errorf("compute %d (energy %v): fast kernel differs from the naive loop (energy %g vs %g)", n, withEnergy, energy, wantEnergy)
+				t.Errorf("%d atoms per cell, compute %d (energy %v): fast kernel differs from the naive loop (energy %g vs %g)", atomsPerCell, n, withEnergy, energy, wantEnergy)
 			}
 		}
 	}
 }
 
 // BenchmarkPairKernel measures the pair-force kernel on the 37 pair
-// computes of a cell of the reference configuration (75 atoms per cell),
-// in atom pairs examined per second.
+// computes of a cell of the reference configuration, with 75 atoms per
+// cell (the app's default) and 172 (the Charm++ comparison), in atom pairs
+// examined per second and ns per pair.
 func BenchmarkPairKernel(b *testing.B) {
-	inputs, pairs := referenceComputes()
-	fa, fb := make([]float64, 3*75), make([]float64, 3*75)
-	b.ResetTimer()
-	for b.Loop() {
-		for _, in := range inputs {
-			PairForces(in.a, in.b, in.shift, fa, fb, false)
-		}
+	for _, atoms := range []int{75, 172} {
+		b.Run(fmt.Sprintf("atoms=%d", atoms), func(b *testing.B) {
+			inputs, pairs := referenceComputes(atoms)
+			fa, fb := make([]float64, 3*atoms), make([]float64, 3*atoms)
+			b.ResetTimer()
+			for b.Loop() {
+				for _, in := range inputs {
+					PairForces(in.a, in.b, in.shift, fa, fb, false)
+				}
+			}
+			reportPairRate(b, pairs)
+		})
 	}
-	reportPairRate(b, pairs)
 }
 
 // BenchmarkNaivePairLoop is the same work done by the naive loop.
 func BenchmarkNaivePairLoop(b *testing.B) {
-	inputs, pairs := referenceComputes()
-	b.ResetTimer()
-	for b.Loop() {
-		for _, in := range inputs {
-			naivePairForces(in.a, in.b, in.shift, false)
-		}
+	for _, atoms := range []int{75, 172} {
+		b.Run(fmt.Sprintf("atoms=%d", atoms), func(b *testing.B) {
+			inputs, pairs := referenceComputes(atoms)
+			b.ResetTimer()
+			for b.Loop() {
+				for _, in := range inputs {
+					naivePairForces(in.a, in.b, in.shift, false)
+				}
+			}
+			reportPairRate(b, pairs)
+		})
 	}
-	reportPairRate(b, pairs)
 }
 
 func reportPairRate(b *testing.B, pairsPerOp int) {
@@ -89,7 +106,7 @@ func reportPairRate(b *testing.B, pairsPerOp int) {
 // atoms per cell (2,025 atoms, the app's default) and with 300 (8,100
 // atoms, the size of the Charm++ comparison).
 func BenchmarkSerialStep(b *testing.B) {
-	for _, atoms := range []int{75, 300} {
+	for _, atoms := range []int{75, 172, 300} {
 		b.Run(fmt.Sprintf("atoms=%d", 27*atoms), func(b *testing.B) { benchmarkSerialStep(b, atoms) })
 	}
 }
