@@ -24,7 +24,11 @@ type Protocol interface {
 	RestoreTask(checkpoint TaskCheckpoint, survivors []PEID)
 	// Send stamps the identity of a message sent by task from (inside its
 	// running handler, its completion step, or outside any handler), logs it
-	// and queues it for toPE with the determinants it depends on.
+	// and queues it for toPE with the determinants it depends on. FullDet
+	// and PartialDet copy msg.Payload into the sender log (the queued
+	// envelope carries the copy, valid until the next Checkpoint), so the
+	// caller may reuse it as soon as Send returns; None keeps msg.Payload
+	// itself in the envelope.
 	Send(from TaskID, toPE PEID, msg Message) MessageID
 	// Arrive takes an envelope from the network.
 	Arrive(env Envelope)
@@ -59,6 +63,9 @@ type Protocol interface {
 	// HoldsDeterminant reports whether this PE stores the determinant of
 	// receiver's reception at rsn.
 	HoldsDeterminant(receiver TaskID, rsn uint64) bool
+	// Ready is the output since the last Advance. Its slices stay valid
+	// until the second Advance after this call (the protocol reuses
+	// them): the caller may read one Ready while it makes the next.
 	Ready() Ready
 	Advance()
 	Stats() Stats
@@ -164,12 +171,10 @@ type engine struct {
 	tasks    map[TaskID]*hostedTask
 	unhosted map[TaskID][]Envelope // arrivals for tasks not (yet) placed here
 
-	// log is every message sent since the checkpoint, in send order (one
-	// slice whose capacity is kept from one checkpoint period to the
-	// next: appending is the whole forward cost of the sender log), and
-	// logTo the PE each went to.
-	log          []Message
-	logTo        []PEID
+	// log is every message sent since the checkpoint, in send order, with
+	// the PE each went to (see senderlog.go: no allocation per message,
+	// nothing for the garbage collector to scan).
+	log          senderLog
 	logBytes     int
 	loggedCount  int
 	determinants map[determinantKey]*storedDeterminant
@@ -199,6 +204,9 @@ type engine struct {
 	relocated []Relocation
 
 	ready Ready
+	// spare is the Ready before the current one: Advance hands its arrays
+	// to the next Ready, so that a PE in steady state allocates none.
+	spare Ready
 	stats Stats
 }
 
@@ -367,9 +375,9 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	e.stats.Sent++
 	if e.logs() {
 		size := msg.wireSize()
-		e.log = append(e.log, msg)
-		e.logTo = append(e.logTo, toPE)
+		msg = e.log.add(msg, toPE)
 		e.logBytes += size
+		e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, e.logBytes)
 		e.loggedCount++
 		e.stats.LoggedBytes += size
 	}
@@ -831,9 +839,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 		t.replayEnd = t.counters.RSN
 		out = append(out, TaskCheckpoint{Counters: t.counters})
 	}
-	clear(e.log) // drop the payloads
-	e.log = e.log[:0]
-	e.logTo = e.logTo[:0]
+	e.log.reset()
 	e.logBytes, e.loggedCount = 0, 0
 	clear(e.determinants)
 	clear(e.lastRecorded)
@@ -936,9 +942,10 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			resend[r.Task] = nil
 		}
 	}
-	for i, m := range e.log {
-		if ix, ok := resend[m.To]; ok {
-			resend[m.To] = append(ix, i)
+	for i := range e.log.len() {
+		to := e.log.entry(i).to
+		if ix, ok := resend[to]; ok {
+			resend[to] = append(ix, i)
 		}
 	}
 	// The unstable records every recovery envelope to another PE carries
@@ -987,7 +994,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			continue
 		}
 		for _, i := range resend[r.Task] {
-			e.emitMessage(r.PE, e.log[i], true)
+			e.emitMessage(r.PE, e.log.message(i), true)
 		}
 	}
 	e.resendForwards(failed, newlyRestored)
@@ -1002,12 +1009,13 @@ func (e *engine) resendForwards(failed []PEID, restored func(TaskID) bool) {
 	if e.locate == nil {
 		return
 	}
-	for i, m := range e.log {
-		if !slices.Contains(failed, e.logTo[i]) || restored(m.To) {
+	for i := range e.log.len() {
+		en := e.log.entry(i)
+		if !slices.Contains(failed, en.toPE) || restored(en.to) {
 			continue
 		}
-		if to := e.locate(m.To); to >= 0 && !slices.Contains(e.failed, to) {
-			e.emitMessage(to, m, true)
+		if to := e.locate(en.to); to >= 0 && !slices.Contains(e.failed, to) {
+			e.emitMessage(to, e.log.message(i), true)
 		}
 	}
 }
@@ -1031,7 +1039,13 @@ func (e *engine) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
 func (e *engine) Ready() Ready { return e.ready }
 
 func (e *engine) Advance() {
-	e.ready = Ready{}
+	// The Ready just advanced past may still be read by the caller until
+	// the next Advance; the one before it is done with and its arrays
+	// (cleared of their references) serve the next Ready.
+	next := Ready{Envelopes: e.spare.Envelopes[:0], Determinants: e.spare.Determinants[:0]}
+	clear(next.Envelopes[:cap(next.Envelopes)])
+	e.spare = e.ready
+	e.ready = next
 	e.forgetCarried()
 }
 

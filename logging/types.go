@@ -266,6 +266,8 @@ type Stats struct {
 	// LogBytes and LoggedMessages are the current size of the sender log.
 	LogBytes       int
 	LoggedMessages int
+	// PeakLogBytes is the largest LogBytes since the protocol started.
+	PeakLogBytes int
 	// StoredDeterminants is the current number of determinants held.
 	StoredDeterminants int
 	// ProgressRecords counts Progress records piggybacked (PartialDet).

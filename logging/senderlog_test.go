@@ -1,0 +1,113 @@
+package logging
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gochare/gochare/commutative"
+	"github.com/stretchr/testify/require"
+)
+
+// The sender log gives back every message as it was sent, across chunk
+// boundaries, oversized payloads and a reset that reuses its chunks.
+func TestSenderLogRoundTrip(t *testing.T) {
+	var l senderLog
+	trigger := MessageID{Sender: 3, SRN: 9, CPI: commutative.Child(MessageID{Sender: 1, SRN: 2}, 4)}
+	make1 := func(i int) (Message, PEID) {
+		m := Message{
+			ID: MessageID{Sender: TaskID(i % 7), SRN: uint64(i)}, To: TaskID(i % 5), Handler: uint32(i % 3), Key: uint64(i * 11),
+			Annotation: commutative.Annotation{Order: commutative.Order(i % 3), RegionSize: i % 4},
+		}
+		if i%4 == 0 {
+			m.ID.CPI = commutative.Child(trigger, uint32(i))
+			m.Requires = []Dependency{{Task: 8, Trigger: trigger}, {Task: TaskID(i), Trigger: MessageID{Sender: 2, SRN: 1}}}
+		}
+		size := (i * 977) % 70000
+		if i%50 == 0 {
+			size = 3 * logChunk // a message larger than a chunk
+		}
+		if size > 0 {
+			m.Payload = make([]byte, size)
+			for j := range m.Payload {
+				m.Payload[j] = byte(i + j)
+			}
+		}
+		return m, PEID(i % 4)
+	}
+	for round := range 2 {
+		const n = 400
+		for i := range n {
+			m, to := make1(i + round)
+			got := l.add(m, to)
+			require.Equal(t, m.Payload, got.Payload, "message %d", i)
+		}
+		require.Equal(t, n, l.len())
+		for i := range n {
+			m, to := make1(i + round)
+			require.Equal(t, to, l.entry(i).toPE)
+			got := l.message(i)
+			if len(m.Payload) == 0 {
+				require.Empty(t, got.Payload)
+				got.Payload = m.Payload
+			}
+			require.Equal(t, m, got, "message %d of round %d", i, round)
+		}
+		chunks := len(l.chunks)
+		l.reset()
+		require.Equal(t, 0, l.len())
+		require.Equal(t, chunks, len(l.chunks), "a reset keeps the chunks")
+	}
+}
+
+// BenchmarkSenderLog measures the forward cost of a logged send (one op is
+// one message of 32 KiB, a stencil3d face of 64² doubles): Send, then a
+// Ready and Advance every 64 messages, as a PE's scheduler does.
+// "period" takes a checkpoint every 4096 messages (steady state: the log's
+// chunks are reused, no allocation per message); "growing" never does, so
+// the log grows through the whole run (its chunks are new, one per 32
+// messages).
+func BenchmarkSenderLog(b *testing.B) {
+	for _, kind := range []Kind{KindNone, KindFullDet, KindPartialDet} {
+		for _, period := range []int{4096, 0} {
+			name := "period"
+			if period == 0 {
+				name = "growing"
+			}
+			b.Run(fmt.Sprintf("%v/%s", kind, name), func(b *testing.B) {
+				const tasks = 64
+				p := New(kind, Config{PE: 0, PEs: 2})
+				for t := range TaskID(tasks) {
+					p.HostTask(t)
+				}
+				payload := make([]byte, 32<<10)
+				sends := 0
+				send := func() {
+					p.Send(TaskID(sends%tasks), 1, Message{To: tasks + TaskID(sends%tasks), Handler: 1, Annotation: commutative.OrderedAnnotation(), Key: uint64(sends), Payload: payload})
+					sends++
+					if sends%64 == 0 {
+						p.Ready()
+						p.Advance()
+					}
+					if period > 0 && sends%period == 0 {
+						p.Ready()
+						p.Advance()
+						p.Checkpoint()
+					}
+				}
+				if period > 0 {
+					for range 2 * period { // warm: two periods
+						send()
+					}
+				}
+				b.ReportAllocs()
+				b.SetBytes(int64(len(payload)))
+				b.ResetTimer()
+				for range b.N {
+					send()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(p.Stats().LogBytes)/float64(max(1, p.Stats().LoggedMessages)), "logB/msg")
+			})
+		}
+	}
+}
