@@ -65,7 +65,7 @@ type TCP struct {
 	stats counters
 	box   mailbox
 
-	// Owned by the loop goroutine.
+	// Owned by the loop: by the goroutine that runs it (see mailbox).
 	core       *core
 	h          Handler
 	peers      []tcpPeer // by rank
@@ -90,6 +90,8 @@ type TCP struct {
 	// dirty lists the connections with frames queued by the loop since
 	// it last wrote; owned by the loop.
 	dirty []*tcpConn
+	// spare is the loop's spare item slice (see mailbox.take).
+	spare []item
 }
 
 var _ Endpoint = (*TCP)(nil)
@@ -323,54 +325,119 @@ type item struct {
 
 // mailbox is the loop's unbounded queue: Post must never block, and the
 // frames it holds are bounded by the peers' windows.
+//
+// One goroutine at a time runs the loop (handles items): the one that set
+// running. That is the loop goroutine, or a reader that just put frames
+// while no one ran the loop: it handles them itself (runInline), which
+// spares a wake-up of the loop goroutine and a hand-over on the way of
+// every message. Everything the loop owns is handed from one runner to
+// the next under mu.
 type mailbox struct {
-	mu    sync.Mutex
-	items []item
-	wake  chan struct{}
+	mu      sync.Mutex
+	items   []item
+	running bool
+	wake    chan struct{}
 }
 
 func (m *mailbox) put(it item) {
 	m.mu.Lock()
 	m.items = append(m.items, it)
+	idle := !m.running
 	m.mu.Unlock()
+	if idle {
+		m.signal()
+	}
+}
+
+func (m *mailbox) signal() {
 	select {
 	case m.wake <- struct{}{}:
 	default:
 	}
 }
 
-// putAll queues several items at once.
-func (m *mailbox) putAll(its []item) {
+// claim makes the caller the runner, if no one is, after queueing its.
+func (m *mailbox) claim(its []item) bool {
 	m.mu.Lock()
 	m.items = append(m.items, its...)
-	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
+	if m.running {
+		m.mu.Unlock()
+		return false
 	}
+	m.running = true
+	m.mu.Unlock()
+	return true
 }
 
-// take returns what is queued and keeps spare for what comes next.
-func (m *mailbox) take(spare []item) []item {
+// take returns what is queued, keeping spare for what comes next; the
+// runner stops being one when nothing is (and, with release, in any case:
+// then what is left is for the loop goroutine).
+func (m *mailbox) take(spare []item, release bool) []item {
 	m.mu.Lock()
 	items := m.items
 	m.items = spare[:0]
+	if len(items) == 0 || release {
+		m.running = false
+		m.items = items
+		left := len(items) > 0
+		m.mu.Unlock()
+		if left {
+			m.signal()
+		}
+		return nil
+	}
 	m.mu.Unlock()
 	return items
 }
 
+// inlineRounds is how many times a reader that runs the loop takes what
+// is queued before it leaves the rest to the loop goroutine and goes back
+// to its socket (a frame, then the work slice it made runnable, then what
+// that slice posted): the reader must not run the loop for long, since
+// what its own socket brings (e.g. the acknowledgements a slice waits
+// for) is read only when it returns.
+const inlineRounds = 3
+
 func (e *TCP) run() {
-	defer close(e.loopDone)
-	var batch []item
-	for range e.box.wake {
-		batch = e.box.take(batch)
+	for {
+		select {
+		case <-e.box.wake:
+		case <-e.loopDone:
+			return
+		}
+		if !e.box.claim(nil) {
+			continue // a reader runs the loop and will see what is queued
+		}
+		e.drain(-1)
+	}
+}
+
+// runInline queues its (frames a reader read) and, if no goroutine runs
+// the loop, handles them and what they lead to on the caller's goroutine.
+func (e *TCP) runInline(its []item) {
+	if e.box.claim(its) {
+		e.drain(inlineRounds)
+	}
+}
+
+// drain runs the loop for its runner: it handles what is queued, up to
+// rounds takes (-1: until nothing is), then stops being the runner.
+func (e *TCP) drain(rounds int) {
+	for round := 1; ; round++ {
+		batch := e.box.take(e.spare, round == rounds+1)
+		if batch == nil {
+			return
+		}
 		for i := range batch {
 			if e.handle(&batch[i]) {
+				// Stopped: no one runs the loop again.
+				close(e.loopDone)
 				return
 			}
 			batch[i] = item{}
 			e.writeDirty()
 		}
+		e.spare = batch
 	}
 }
 
@@ -852,7 +919,7 @@ func (c *tcpConn) readLoop() {
 			r += frameHeaderSize + n
 		}
 		if len(batch) > 0 {
-			c.e.box.putAll(batch)
+			c.e.runInline(batch)
 			clear(batch)
 			batch = batch[:0]
 		}
@@ -868,7 +935,7 @@ func (c *tcpConn) readLoop() {
 					return
 				}
 				f.Head, f.Data = body[:headLen:headLen], body[headLen:]
-				c.e.box.put(item{kind: itemFrame, f: f, conn: c})
+				c.e.runInline([]item{{kind: itemFrame, f: f, conn: c}})
 				continue
 			}
 		}

@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// Handler receives everything an Endpoint delivers, always on a single
-// goroutine (the endpoint's loop or actor), so the state behind it has one
-// owner.
+// Handler receives everything an Endpoint delivers, one call at a time
+// (on the endpoint's loop or actor; the TCP endpoint may make the call on
+// the goroutine that read the frame, when no other call is under way), so
+// the state behind it has one owner.
 type Handler interface {
 	// Receive gets each complete payload from PE from, exactly once, in the
 	// order from sent them. The handler owns payload.
