@@ -11,8 +11,9 @@ type Context interface {
 	PE() int
 	NumPEs() int
 
-	// Post hands a message to the runtime. Proxies call it; applications
-	// use Proxy.Send, Broadcast and Multicast.
+	// Post hands a message to the runtime, which encodes it before Post
+	// returns (m is the caller's again afterwards). Proxies call it;
+	// applications use Proxy.Send, Broadcast and Multicast.
 	Post(to Target, key uint64, m proto.Message)
 
 	// Expect states the key of the keyed messages the task accepts next.

@@ -49,8 +49,10 @@ func (p *Proxy[M]) keyOf(m M) uint64 {
 	return p.key(m)
 }
 
-// Send sends m to the element at index to. The message must not be changed
-// after the call.
+// Send sends m to the element at index to. The runtime encodes m before
+// Send returns: the caller may change m, or reuse the buffers it refers
+// to, once the call is over (e.g. one face buffer per neighbour, written
+// again every iteration).
 func (p *Proxy[M]) Send(ctx Context, to Index, m M) {
 	if !p.coll.Shape.Contains(to) {
 		panic(fmt.Sprintf("actor: send to %v outside collection %q of shape %v", to, p.coll.Name, p.coll.Shape))
@@ -58,12 +60,14 @@ func (p *Proxy[M]) Send(ctx Context, to Index, m M) {
 	ctx.Post(p.target(ScopeOne, to, nil), p.keyOf(m), m)
 }
 
-// Broadcast sends m to every element of the collection.
+// Broadcast sends m to every element of the collection. As with Send, m is
+// the caller's again once the call returns.
 func (p *Proxy[M]) Broadcast(ctx Context, m M) {
 	ctx.Post(p.target(ScopeAll, Index{}, nil), p.keyOf(m), m)
 }
 
-// Multicast sends m to every element of the section.
+// Multicast sends m to every element of the section. As with Send, m is
+// the caller's again once the call returns.
 func (p *Proxy[M]) Multicast(ctx Context, s Section, m M) {
 	for _, to := range s {
 		if !p.coll.Shape.Contains(to) {

@@ -46,6 +46,10 @@ type Chunk struct {
 	// the new array, for the sends of that iteration; nil when none.
 	outgoing    *[NumSides][]byte
 	outgoingFor uint64
+	// faceBufs are the buffers Step writes the outgoing faces into, the
+	// same every iteration: a Send encodes its message before it returns,
+	// so they are free again once the faces are sent. Not packed.
+	faceBufs [NumSides][]byte
 }
 
 // allSides is the received mask of a complete ghost exchange.
@@ -137,7 +141,7 @@ func (c *Chunk) completeIteration(iteration uint64) (last bool, err error) {
 	// last iteration, Step takes the faces of the next one as well.
 	var faces *[NumSides][]byte
 	if c.iteration+1 < c.iterations {
-		faces = new([NumSides][]byte)
+		faces = &c.faceBufs
 	}
 	if err := Step(c.block, c.temperature, c.scratch, &c.halos, faces); err != nil {
 		return false, err

@@ -12,6 +12,7 @@ import (
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/job/inprocess"
+	"github.com/gochare/gochare/logging"
 )
 
 type stateless struct{}
@@ -80,4 +81,43 @@ func TestRunFailureWithDebug(t *testing.T) {
 	require.Contains(t, debug.String(), "PE 0 gen 0")
 	require.Contains(t, debug.String(), "PE 1 gen 0")
 	require.Contains(t, debug.String(), "coordinator phase")
+}
+
+// A sender may change a message, and the buffer it holds, as soon as Send
+// returns (actor.Proxy.Send): main sends one BytesValue three times to a
+// cell on another PE, writing its buffer again between the sends, and the
+// cell gets the three contents it was sent with, under each protocol.
+func TestSendersMayReuseAMessage(t *testing.T) {
+	app := actor.App{Name: "reuse", Define: func(j *actor.Job, args []string) error {
+		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *stateless { return &stateless{} })
+		cells := actor.NewCollection(j, "cells", actor.Shape{2}, actor.RoundRobinMap, func(actor.Index) *stateless { return &stateless{} })
+		var got []string
+		take := actor.Handle(cells, "take", actor.AnnotateOrderDependent(), func(_ *stateless, ctx actor.Context, m *wrapperspb.BytesValue) {
+			got = append(got, string(m.Value))
+			if len(got) == 3 {
+				ctx.Printf("%s", strings.Join(got, " "))
+				ctx.Exit(0)
+			}
+		})
+		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(_ *stateless, ctx actor.Context, _ *actor.Start) {
+			buf := []byte("aaaa")
+			m := &wrapperspb.BytesValue{Value: buf}
+			for _, c := range []byte("abc") {
+				for i := range buf {
+					buf[i] = c
+				}
+				take.Send(ctx, actor.Idx(1), m)
+			}
+			m.Value = []byte("zz")
+		})
+		actor.Main(j, start, actor.Idx(0))
+		return nil
+	}}
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := inprocess.Run(ctx, app, nil, 2, nil, inprocess.WithProtocol(kind))
+		cancel()
+		require.NoError(t, err, "%v", kind)
+		require.Equal(t, []string{"aaaa bbbb cccc"}, res.Output, "%v", kind)
+	}
 }
