@@ -30,7 +30,11 @@ type Protocol interface {
 	// caller may reuse it as soon as Send returns; None keeps msg.Payload
 	// itself in the envelope.
 	Send(from TaskID, toPE PEID, msg Message) MessageID
-	// Arrive takes an envelope from the network.
+	// Arrive takes an envelope from the network. It may keep a message or
+	// recovery envelope's slices (the message and its payload, which it
+	// never writes, Requires, Determinants, Progress); of an EnvelopeAck
+	// it keeps nothing, so the caller may reuse its slices once Arrive
+	// returns.
 	Arrive(env Envelope)
 	// Forward takes a message envelope that reached this PE for a task that
 	// is not here but on PE to (it moved, and its sender did not know yet):

@@ -191,6 +191,8 @@ type PE struct {
 	// out is, per PE, the batch being built (see encode.go).
 	out    []outBatch
 	posted bool
+	// decoder decodes received batches (decode.go); nil while in use.
+	decoder *batchDecoder
 	// holdAcks lets transmit keep a batch of acknowledgements alone in
 	// out: they leave with the next envelope to that PE, or with the PE's
 	// next answer to a quiescence probe (see runSlice).
@@ -503,12 +505,47 @@ func (pe *PE) checkMessage(m logging.Message) error {
 	return nil
 }
 
-// Receive handles a payload from PE from (transport callback).
+// Receive handles a payload from PE from (transport callback). The
+// payload is the PE's (transport.Handler): the messages it holds keep
+// referring to it (decode.go).
 func (pe *PE) Receive(from int, payload []byte) {
 	if pe.halted != nil {
 		return
 	}
 	defer pe.catchPanic("receiving from PE %d", from)
+	d := pe.decoder
+	if d == nil {
+		d = new(batchDecoder)
+	}
+	pe.decoder = nil // not shared with a Receive this one calls
+	defer pe.releaseDecoder(d)
+	err := d.decode(payload)
+	if errors.Is(err, errFallback) {
+		pe.receiveProto(from, payload)
+		return
+	}
+	if err != nil {
+		pe.drop(fmt.Errorf("%w from PE %d: %v", ErrMalformed, from, err))
+		return
+	}
+	if !pe.acceptBatch(from, payload, d.job, d.generation) {
+		return
+	}
+	for i := range d.envelopes {
+		env, err := d.envelope(i, from, pe.cfg.Rank, pe.cfg.Size)
+		pe.receiveEnvelope(from, env, err)
+	}
+	pe.schedule()
+}
+
+func (pe *PE) releaseDecoder(d *batchDecoder) {
+	d.reset()
+	pe.decoder = d
+}
+
+// receiveProto is Receive through proto.Unmarshal, for the batches the
+// hand-written decoder leaves to it (checkpoints).
+func (pe *PE) receiveProto(from int, payload []byte) {
 	var b wire.Batch
 	if err := proto.Unmarshal(payload, &b); err != nil {
 		pe.drop(fmt.Errorf("%w from PE %d: %v", ErrMalformed, from, err))
@@ -518,17 +555,7 @@ func (pe *PE) Receive(from int, payload []byte) {
 		pe.drop(fmt.Errorf("%w from PE %d: %v", ErrMalformed, from, err))
 		return
 	}
-	if b.Job != pe.cfg.JobID {
-		pe.drop(fmt.Errorf("%w: PE %d sent job %x, this is job %x", ErrWrongJob, from, b.Job, pe.cfg.JobID))
-		return
-	}
-	if from < 0 || from >= pe.cfg.Size || !pe.live[from] || b.Generation < pe.rolledBackAt {
-		return // from a failed PE, or from before a rollback
-	}
-	if b.Generation > pe.generation {
-		// The sender already acts on a recovery this PE has not been told
-		// of yet: keep the batch until it has.
-		pe.early = append(pe.early, earlyBatch{from, b.Generation, payload})
+	if !pe.acceptBatch(from, payload, b.Job, b.Generation) {
 		return
 	}
 	if b.CheckpointKind != wire.CheckpointKind_CHECKPOINT_NONE {
@@ -538,26 +565,54 @@ func (pe *PE) Receive(from int, payload []byte) {
 	}
 	for _, w := range b.Envelopes {
 		env, err := envelopeFromWire(w, from, pe.cfg.Rank, pe.cfg.Size)
-		if err == nil && env.Kind == logging.EnvelopeMessage {
-			if to, moved := pe.movedAway(env.Message.To); moved {
-				pe.stats.Received++
-				pe.receivedFrom[from]++
-				pe.forward(env, to)
-				continue
-			}
-			err = pe.checkMessage(env.Message)
-		}
-		if err != nil {
-			// Received all the same: its sender counted it sent, and it
-			// is no longer in flight (quiescence balances the two).
-			pe.stats.Received++
-			pe.receivedFrom[from]++
-			pe.drop(err)
-			continue
-		}
-		pe.arrive(env)
+		pe.receiveEnvelope(from, env, err)
 	}
 	pe.schedule()
+}
+
+// acceptBatch reports whether a well-formed batch of job job and
+// generation generation from PE from is to be handled now: not of
+// another job (dropped), nor from a failed PE or from before a rollback
+// (ignored), nor of a recovery this PE has not been told of yet (kept
+// until it has).
+func (pe *PE) acceptBatch(from int, payload []byte, job, generation uint64) bool {
+	if job != pe.cfg.JobID {
+		pe.drop(fmt.Errorf("%w: PE %d sent job %x, this is job %x", ErrWrongJob, from, job, pe.cfg.JobID))
+		return false
+	}
+	if from < 0 || from >= pe.cfg.Size || !pe.live[from] || generation < pe.rolledBackAt {
+		return false // from a failed PE, or from before a rollback
+	}
+	if generation > pe.generation {
+		// The sender already acts on a recovery this PE has not been told
+		// of yet: keep the batch until it has.
+		pe.early = append(pe.early, earlyBatch{from, generation, payload})
+		return false
+	}
+	return true
+}
+
+// receiveEnvelope handles one envelope of a batch from PE from, or its
+// error.
+func (pe *PE) receiveEnvelope(from int, env logging.Envelope, err error) {
+	if err == nil && env.Kind == logging.EnvelopeMessage {
+		if to, moved := pe.movedAway(env.Message.To); moved {
+			pe.stats.Received++
+			pe.receivedFrom[from]++
+			pe.forward(env, to)
+			return
+		}
+		err = pe.checkMessage(env.Message)
+	}
+	if err != nil {
+		// Received all the same: its sender counted it sent, and it
+		// is no longer in flight (quiescence balances the two).
+		pe.stats.Received++
+		pe.receivedFrom[from]++
+		pe.drop(err)
+		return
+	}
+	pe.arrive(env)
 }
 
 func (pe *PE) arrive(env logging.Envelope) {

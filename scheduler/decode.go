@@ -1,0 +1,554 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
+)
+
+// A hand-written decoder for the batches a PE receives, the mirror of
+// encode.go: it reads a wire.Batch's bytes straight into logging.Envelope
+// values, without the wire objects proto.Unmarshal builds (a dozen per
+// message) and without copying payloads: a message's Payload is a slice
+// of the received buffer, which the transport hands over to the PE
+// (transport.Handler.Receive) and which nothing writes afterwards (the
+// protocol copies a payload it logs; handlers get their message from
+// proto.Unmarshal, which copies).
+//
+// It accepts and rejects what proto.Unmarshal, resolvePayloads and
+// envelopeFromWire accept and reject, with the same envelopes and errors
+// (FuzzDecodeBatch checks it): fields in any order, the last of a scalar
+// field wins, unknown fields and known ones of another wire type are
+// skipped. What it leaves to the proto path (errFallback): a checkpoint
+// batch, and a singular message field given twice (protobuf merges the
+// two).
+//
+// The decoding state is a batchDecoder the PE keeps and reuses, so that
+// a batch of plain messages and acknowledgements costs no allocation. The
+// Requires, Determinants and Progress slices of message and recovery
+// envelopes are the exception: the protocol keeps them (a buffered
+// message, the acknowledgement of the records a message piggybacks, an
+// envelope for a task not placed yet), so each batch that has any gets
+// one new array of each, shared by its envelopes. An acknowledgement's
+// records, which Protocol.Arrive reads and does not keep, are in arrays
+// the decoder reuses.
+
+// Field numbers of scheduler/wire/wire.proto the encoder does not write
+// (the others are in encode.go).
+const (
+	batchCheckpointKind = 4
+	envForwarded        = 10
+)
+
+// errFallback says the batch is one the decoder leaves to proto.Unmarshal.
+var errFallback = errors.New("left to the proto decoder")
+
+// rawID is a wire.MessageID as read (cpi aliases the batch).
+type rawID struct {
+	sender, srn uint64
+	cpi         []byte
+	set         bool
+}
+
+type rawDependency struct {
+	task    uint64
+	trigger rawID
+}
+
+type rawDeterminant struct {
+	message       rawID
+	receiver, rsn uint64
+}
+
+type rawProgress struct{ task, rsn uint64 }
+
+// span is a range of one of batchDecoder's arrays.
+type span struct{ from, to int32 }
+
+// rawEnvelope is a wire.Envelope as read; its message's payload aliases
+// the batch.
+type rawEnvelope struct {
+	kind                   uint32
+	from, to               int32
+	replayed, forwarded    bool
+	task                   uint64
+	epoch                  uint32
+	determinants, progress span
+
+	hasMessage                 bool
+	id                         rawID
+	msgTo, key                 uint64
+	handler, order, regionSize uint32
+	payload                    []byte
+	payloadFrom                uint32
+	requires                   span
+}
+
+// batchDecoder decodes one batch at a time; its arrays are reused.
+type batchDecoder struct {
+	job, generation uint64
+	envelopes       []rawEnvelope
+	dependencies    []rawDependency
+	determinants    []rawDeterminant
+	progress        []rawProgress
+	// The arrays handed out to this batch's envelopes (see envelope).
+	outRequires     []logging.Dependency
+	outDeterminants []logging.Determinant
+	outProgress     []logging.Progress
+	// The reused arrays of the acknowledgements' records.
+	ackDeterminants []logging.Determinant
+	ackProgress     []logging.Progress
+}
+
+// reset forgets the last batch (and the references into its buffer).
+func (d *batchDecoder) reset() {
+	clear(d.envelopes)
+	clear(d.dependencies)
+	clear(d.determinants)
+	d.envelopes, d.dependencies, d.determinants, d.progress = d.envelopes[:0], d.dependencies[:0], d.determinants[:0], d.progress[:0]
+	d.outRequires, d.outDeterminants, d.outProgress = nil, nil, nil
+	clear(d.ackDeterminants)
+	d.ackDeterminants, d.ackProgress = d.ackDeterminants[:0], d.ackProgress[:0]
+	d.job, d.generation = 0, 0
+}
+
+var (
+	errTruncated = errors.New("truncated or invalid field")
+	errTag       = errors.New("invalid field number")
+)
+
+// field reads one field's tag of b.
+func field(b []byte) (protowire.Number, protowire.Type, int, error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return 0, 0, 0, protowire.ParseError(n)
+	}
+	if num > protowire.MaxValidNumber {
+		return 0, 0, 0, errTag
+	}
+	if typ == protowire.EndGroupType {
+		return 0, 0, 0, fmt.Errorf("unmatched end group of field %d", num)
+	}
+	return num, typ, n, nil
+}
+
+// skip consumes the value of an unknown field (or a known one of another
+// wire type, which protobuf treats alike).
+func skip(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
+	n := protowire.ConsumeFieldValue(num, typ, b)
+	if n < 0 {
+		return 0, protowire.ParseError(n)
+	}
+	return n, nil
+}
+
+func varint(b []byte) (uint64, int, error) {
+	v, n := protowire.ConsumeVarint(b)
+	if n < 0 {
+		return 0, 0, protowire.ParseError(n)
+	}
+	return v, n, nil
+}
+
+func nested(b []byte) ([]byte, int, error) {
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return nil, 0, protowire.ParseError(n)
+	}
+	return v, n, nil
+}
+
+// decode reads a whole batch: any error is the batch's (it is malformed),
+// or errFallback.
+func (d *batchDecoder) decode(b []byte) error {
+	if err := d.parse(b); err != nil {
+		return err
+	}
+	return d.resolvePayloads()
+}
+
+// parse is decode without resolvePayloads: the part proto.Unmarshal does.
+func (d *batchDecoder) parse(b []byte) error {
+	checkpoint := uint64(0)
+	for len(b) > 0 {
+		num, typ, n, err := field(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		switch {
+		case num == batchJob && typ == protowire.VarintType:
+			d.job, n, err = varint(b)
+		case num == batchGeneration && typ == protowire.VarintType:
+			d.generation, n, err = varint(b)
+		case num == batchCheckpointKind && typ == protowire.VarintType:
+			checkpoint, n, err = varint(b)
+		case num == batchEnvelopes && typ == protowire.BytesType:
+			var v []byte
+			if v, n, err = nested(b); err == nil {
+				err = d.readEnvelope(v)
+			}
+		default:
+			n, err = skip(num, typ, b)
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	if int32(checkpoint) != 0 {
+		return errFallback
+	}
+	return nil
+}
+
+func (d *batchDecoder) readEnvelope(b []byte) error {
+	d.envelopes = append(d.envelopes, rawEnvelope{})
+	e := &d.envelopes[len(d.envelopes)-1]
+	e.determinants = span{int32(len(d.determinants)), int32(len(d.determinants))}
+	e.progress = span{int32(len(d.progress)), int32(len(d.progress))}
+	for len(b) > 0 {
+		num, typ, n, err := field(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		if typ == protowire.VarintType && num != envMessage && num != envDeterminants && num != envProgress {
+			var v uint64
+			if v, n, err = varint(b); err != nil {
+				return err
+			}
+			switch num {
+			case envKind:
+				e.kind = uint32(v)
+			case envFrom:
+				e.from = int32(v)
+			case envTo:
+				e.to = int32(v)
+			case envReplayed:
+				e.replayed = v != 0
+			case envTask:
+				e.task = v
+			case envEpoch:
+				e.epoch = uint32(v)
+			case envForwarded:
+				e.forwarded = v != 0
+			}
+			b = b[n:]
+			continue
+		}
+		var v []byte
+		switch {
+		case typ == protowire.BytesType && num == envMessage:
+			if e.hasMessage {
+				return errFallback
+			}
+			e.hasMessage = true
+			if v, n, err = nested(b); err == nil {
+				err = d.message(e, v)
+			}
+		case typ == protowire.BytesType && num == envDeterminants:
+			if v, n, err = nested(b); err == nil {
+				err = d.determinant(v)
+				e.determinants.to = int32(len(d.determinants))
+			}
+		case typ == protowire.BytesType && num == envProgress:
+			if v, n, err = nested(b); err == nil {
+				err = d.progressRecord(v)
+				e.progress.to = int32(len(d.progress))
+			}
+		default:
+			n, err = skip(num, typ, b)
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+func (d *batchDecoder) message(e *rawEnvelope, b []byte) error {
+	e.requires = span{int32(len(d.dependencies)), int32(len(d.dependencies))}
+	for len(b) > 0 {
+		num, typ, n, err := field(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.VarintType && num != msgID && num != msgPayload && num != msgRequires:
+			var v uint64
+			if v, n, err = varint(b); err != nil {
+				return err
+			}
+			switch num {
+			case msgTo:
+				e.msgTo = v
+			case msgHandler:
+				e.handler = uint32(v)
+			case msgOrder:
+				e.order = uint32(v)
+			case msgRegionSize:
+				e.regionSize = uint32(v)
+			case msgKey:
+				e.key = v
+			case msgPayloadFrom:
+				e.payloadFrom = uint32(v)
+			}
+		case typ == protowire.BytesType && num == msgID:
+			var v []byte
+			if v, n, err = nested(b); err == nil {
+				err = readID(&e.id, v)
+			}
+		case typ == protowire.BytesType && num == msgPayload:
+			var v []byte
+			if v, n, err = nested(b); err == nil {
+				e.payload = nil
+				if len(v) > 0 {
+					e.payload = v[:len(v):len(v)]
+				}
+			}
+		case typ == protowire.BytesType && num == msgRequires:
+			var v []byte
+			if v, n, err = nested(b); err == nil {
+				err = d.dependency(v)
+				e.requires.to = int32(len(d.dependencies))
+			}
+		default:
+			n, err = skip(num, typ, b)
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// readID reads a MessageID into id, which must not be set yet.
+func readID(id *rawID, b []byte) error {
+	if id.set {
+		return errFallback
+	}
+	id.set = true
+	for len(b) > 0 {
+		num, typ, n, err := field(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.VarintType && num == idSender:
+			id.sender, n, err = varint(b)
+		case typ == protowire.VarintType && num == idSRN:
+			id.srn, n, err = varint(b)
+		case typ == protowire.BytesType && num == idCPI:
+			id.cpi, n, err = nested(b)
+		default:
+			n, err = skip(num, typ, b)
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+func (d *batchDecoder) dependency(b []byte) error {
+	d.dependencies = append(d.dependencies, rawDependency{})
+	dep := &d.dependencies[len(d.dependencies)-1]
+	for len(b) > 0 {
+		num, typ, n, err := field(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.VarintType && num == depTask:
+			dep.task, n, err = varint(b)
+		case typ == protowire.BytesType && num == depTrigger:
+			var v []byte
+			if v, n, err = nested(b); err == nil {
+				err = readID(&dep.trigger, v)
+			}
+		default:
+			n, err = skip(num, typ, b)
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+func (d *batchDecoder) determinant(b []byte) error {
+	d.determinants = append(d.determinants, rawDeterminant{})
+	det := &d.determinants[len(d.determinants)-1]
+	for len(b) > 0 {
+		num, typ, n, err := field(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.BytesType && num == detMessage:
+			var v []byte
+			if v, n, err = nested(b); err == nil {
+				err = readID(&det.message, v)
+			}
+		case typ == protowire.VarintType && num == detReceiver:
+			det.receiver, n, err = varint(b)
+		case typ == protowire.VarintType && num == detRSN:
+			det.rsn, n, err = varint(b)
+		default:
+			n, err = skip(num, typ, b)
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+func (d *batchDecoder) progressRecord(b []byte) error {
+	d.progress = append(d.progress, rawProgress{})
+	p := &d.progress[len(d.progress)-1]
+	for len(b) > 0 {
+		num, typ, n, err := field(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.VarintType && num == progTask:
+			p.task, n, err = varint(b)
+		case typ == protowire.VarintType && num == progRSN:
+			p.rsn, n, err = varint(b)
+		default:
+			n, err = skip(num, typ, b)
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// resolvePayloads is resolvePayloads (encode.go) on the envelopes read.
+func (d *batchDecoder) resolvePayloads() error {
+	for i := range d.envelopes {
+		e := &d.envelopes[i]
+		if !e.hasMessage || e.payloadFrom == 0 {
+			continue
+		}
+		k := int(e.payloadFrom)
+		if k > i || len(e.payload) > 0 {
+			return fmt.Errorf("envelope %d: payload_from %d (must name an earlier envelope, for a message without a payload of its own)", i+1, k)
+		}
+		src := &d.envelopes[k-1]
+		if !src.hasMessage || len(src.payload) == 0 {
+			return fmt.Errorf("envelope %d: payload_from %d names an envelope without a payload", i+1, k)
+		}
+		e.payload, e.payloadFrom = src.payload, 0
+	}
+	return nil
+}
+
+func idFromRaw(w *rawID) (logging.MessageID, error) {
+	if !w.set {
+		return logging.MessageID{}, fmt.Errorf("%w: missing message id", ErrMalformed)
+	}
+	cpi, err := commutative.ParsePath(w.cpi)
+	if err != nil {
+		return logging.MessageID{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return logging.MessageID{Sender: commutative.TaskID(w.sender), SRN: w.srn, CPI: cpi}, nil
+}
+
+// take returns n elements of *block, which it first replaces with a
+// new array of total elements if it has not room for n.
+func take[T any](block *[]T, n, total int) []T {
+	if n == 0 {
+		return nil
+	}
+	if cap(*block)-len(*block) < n {
+		*block = make([]T, 0, total)
+	}
+	s := (*block)[len(*block) : len(*block)+n : len(*block)+n]
+	*block = (*block)[:len(*block)+n]
+	return s
+}
+
+// envelope converts and checks the i-th envelope of the batch, from PE
+// from at PE self of a job of size PEs, as envelopeFromWire does. The
+// records of an acknowledgement are valid until reset.
+func (d *batchDecoder) envelope(i, from, self, size int) (logging.Envelope, error) {
+	w := &d.envelopes[i]
+	e := logging.Envelope{Kind: logging.EnvelopeKind(w.kind), From: logging.PEID(w.from), To: logging.PEID(w.to), Replayed: w.replayed, Task: commutative.TaskID(w.task), Epoch: w.epoch}
+	if (int(w.from) != from && !w.forwarded) || w.from < 0 || int(w.from) >= size || int(w.to) != self {
+		return e, fmt.Errorf("%w: envelope from PE %d to PE %d arrived from PE %d at PE %d", ErrMalformed, w.from, w.to, from, self)
+	}
+	switch e.Kind {
+	case logging.EnvelopeMessage:
+		if !w.hasMessage {
+			return e, fmt.Errorf("%w: message envelope without a message", ErrMalformed)
+		}
+		id, err := idFromRaw(&w.id)
+		if err != nil {
+			return e, err
+		}
+		if w.order > uint32(commutative.Commutative) {
+			return e, fmt.Errorf("%w: order %d", ErrMalformed, w.order)
+		}
+		if commutative.Order(w.order) == commutative.Commutative && w.regionSize < 1 {
+			return e, fmt.Errorf("%w: commutative region of %d messages", ErrMalformed, w.regionSize)
+		}
+		e.Message = logging.Message{
+			ID: id, To: commutative.TaskID(w.msgTo), Handler: w.handler,
+			Annotation: commutative.Annotation{Order: commutative.Order(w.order), RegionSize: int(w.regionSize)},
+			Key:        w.key, Payload: w.payload,
+		}
+		raw := d.dependencies[w.requires.from:w.requires.to]
+		e.Message.Requires = take(&d.outRequires, len(raw), len(d.dependencies))
+		for j := range raw {
+			trig, err := idFromRaw(&raw[j].trigger)
+			if err != nil {
+				e.Message.Requires = nil
+				return e, err
+			}
+			e.Message.Requires[j] = logging.Dependency{Task: commutative.TaskID(raw[j].task), Trigger: trig}
+		}
+	case logging.EnvelopeAck, logging.EnvelopeRecovery:
+	default:
+		return e, fmt.Errorf("%w: envelope kind %d", ErrMalformed, w.kind)
+	}
+	dets, progress := &d.outDeterminants, &d.outProgress
+	if e.Kind == logging.EnvelopeAck {
+		dets, progress = &d.ackDeterminants, &d.ackProgress
+	}
+	raw := d.determinants[w.determinants.from:w.determinants.to]
+	e.Determinants = take(dets, len(raw), len(d.determinants))
+	for j := range raw {
+		id, err := idFromRaw(&raw[j].message)
+		if err != nil {
+			e.Determinants = nil
+			return e, err
+		}
+		e.Determinants[j] = logging.Determinant{Message: id, Receiver: commutative.TaskID(raw[j].receiver), RSN: raw[j].rsn}
+	}
+	records := d.progress[w.progress.from:w.progress.to]
+	e.Progress = take(progress, len(records), len(d.progress))
+	for j, p := range records {
+		e.Progress[j] = logging.Progress{Task: commutative.TaskID(p.task), RSN: p.rsn}
+	}
+	return e, nil
+}
