@@ -1,0 +1,188 @@
+#include "textflag.h"
+
+// The AVX-512 passes of the pair kernel (see kernel_amd64.go). Every lane
+// performs the operations of the Go code (kernel.go) in the same order,
+// each rounded once: no fused multiply-add, no reassociation.
+
+// maskOfCount[r] has the low r bits set (r = 0 to 8).
+DATA maskOfCount<>+0(SB)/1, $0x00
+DATA maskOfCount<>+1(SB)/1, $0x01
+DATA maskOfCount<>+2(SB)/1, $0x03
+DATA maskOfCount<>+3(SB)/1, $0x07
+DATA maskOfCount<>+4(SB)/1, $0x0f
+DATA maskOfCount<>+5(SB)/1, $0x1f
+DATA maskOfCount<>+6(SB)/1, $0x3f
+DATA maskOfCount<>+7(SB)/1, $0x7f
+DATA maskOfCount<>+8(SB)/1, $0xff
+GLOBL maskOfCount<>(SB), RODATA|NOPTR, $9
+
+// laneOffsets holds 0 to 7 as int32.
+DATA laneOffsets<>+0(SB)/4, $0
+DATA laneOffsets<>+4(SB)/4, $1
+DATA laneOffsets<>+8(SB)/4, $2
+DATA laneOffsets<>+12(SB)/4, $3
+DATA laneOffsets<>+16(SB)/4, $4
+DATA laneOffsets<>+20(SB)/4, $5
+DATA laneOffsets<>+24(SB)/4, $6
+DATA laneOffsets<>+28(SB)/4, $7
+GLOBL laneOffsets<>(SB), RODATA|NOPTR, $32
+
+// func cpuid(leaf, subleaf uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL subleaf+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv0() (lo, hi uint32)
+TEXT ·xgetbv0(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, lo+0(FP)
+	MOVL DX, hi+4(FP)
+	RET
+
+// func selectAVX512(a *[3]float64, b *soaView, start, end int, sel *selection, n int, k *kernelConstants) int
+//
+// For j in [start, end): s = a − b[j], r² = (sx·sx + sy·sy) + sz·sz; the
+// pairs with 1 < r² < cutoff² are appended at sel[n:] (s and j). Writes
+// whole vectors: sel needs 8 spare entries past the last one kept.
+TEXT ·selectAVX512(SB), NOSPLIT, $0-64
+	MOVQ a+0(FP), AX
+	VBROADCASTSD 0(AX), Z0
+	VBROADCASTSD 8(AX), Z1
+	VBROADCASTSD 16(AX), Z2
+	MOVQ k+48(FP), AX
+	VBROADCASTSD 0(AX), Z3 // 1
+	VBROADCASTSD 8(AX), Z4 // cutoff²
+	MOVQ b+8(FP), AX
+	MOVQ 0(AX), R8  // bx
+	MOVQ 8(AX), R9  // by
+	MOVQ 16(AX), R10 // bz
+	MOVQ start+16(FP), CX
+	MOVQ end+24(FP), BX
+	MOVQ sel+32(FP), AX
+	MOVQ 0(AX), R11 // sx
+	MOVQ 8(AX), R12 // sy
+	MOVQ 16(AX), R13 // sz
+	MOVQ 24(AX), R14 // j
+	MOVQ n+40(FP), DX
+	LEAQ maskOfCount<>(SB), DI
+	VMOVDQU32 laneOffsets<>(SB), Y20
+
+selectLoop:
+	MOVQ BX, AX
+	SUBQ CX, AX
+	JLE selectDone
+	CMPQ AX, $8
+	JLE selectCount
+	MOVQ $8, AX
+
+selectCount:
+	MOVBLZX (DI)(AX*1), SI
+	KMOVW SI, K3
+	VMOVUPD.Z (R8)(CX*8), K3, Z5
+	VMOVUPD.Z (R9)(CX*8), K3, Z6
+	VMOVUPD.Z (R10)(CX*8), K3, Z7
+	VSUBPD Z5, Z0, Z5 // sx = ax − bx
+	VSUBPD Z6, Z1, Z6
+	VSUBPD Z7, Z2, Z7
+	VMULPD Z5, Z5, Z8
+	VMULPD Z6, Z6, Z9
+	VADDPD Z9, Z8, Z8
+	VMULPD Z7, Z7, Z9
+	VADDPD Z9, Z8, Z8 // r²
+	VCMPPD $0x1e, Z3, Z8, K3, K1 // r² > 1 (ordered)
+	VCMPPD $0x11, Z4, Z8, K1, K1 // r² < cutoff² (ordered)
+	VCOMPRESSPD Z5, K1, Z10
+	VMOVUPD Z10, (R11)(DX*8)
+	VCOMPRESSPD Z6, K1, Z11
+	VMOVUPD Z11, (R12)(DX*8)
+	VCOMPRESSPD Z7, K1, Z12
+	VMOVUPD Z12, (R13)(DX*8)
+	VPBROADCASTD CX, Y21
+	VPADDD Y20, Y21, Y21
+	VPCOMPRESSD Y21, K1, Y22
+	VMOVDQU32 Y22, (R14)(DX*4)
+	KMOVW K1, SI
+	POPCNTL SI, SI
+	ADDQ SI, DX
+	ADDQ $8, CX
+	JMP selectLoop
+
+selectDone:
+	MOVQ DX, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func termsAVX512(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
+//
+// For each selected pair: r² as above, r² ·= 1e-20, r⁶ = (r²·r²)·r²,
+// r¹² = r⁶·r⁶, f = 12A/r¹² − 6B/r⁶, scale = (f/r²)·1e-10, p = s·scale,
+// and with energy e = A/r¹² − B/r⁶. Works on whole vectors: sel and out
+// need up to 7 entries past n.
+TEXT ·termsAVX512(SB), NOSPLIT, $0-40
+	MOVQ sel+0(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), DI
+	MOVQ 16(AX), R8
+	MOVQ n+8(FP), CX
+	MOVQ out+16(FP), AX
+	MOVQ 0(AX), R9
+	MOVQ 8(AX), R10
+	MOVQ 16(AX), R11
+	MOVQ 24(AX), R12
+	MOVBLZX withEnergy+24(FP), DX
+	MOVQ k+32(FP), AX
+	VBROADCASTSD 16(AX), Z24 // 12A
+	VBROADCASTSD 24(AX), Z25 // 6B
+	VBROADCASTSD 32(AX), Z26 // A
+	VBROADCASTSD 40(AX), Z27 // B
+	VBROADCASTSD 48(AX), Z28 // 1e-20
+	VBROADCASTSD 56(AX), Z29 // 1e-10
+	XORQ BX, BX
+
+termsLoop:
+	CMPQ BX, CX
+	JGE termsDone
+	VMOVUPD (SI)(BX*8), Z0
+	VMOVUPD (DI)(BX*8), Z1
+	VMOVUPD (R8)(BX*8), Z2
+	VMULPD Z0, Z0, Z3
+	VMULPD Z1, Z1, Z4
+	VADDPD Z4, Z3, Z3
+	VMULPD Z2, Z2, Z4
+	VADDPD Z4, Z3, Z3 // r²
+	VMULPD Z28, Z3, Z3 // r² · 1e-20
+	VMULPD Z3, Z3, Z4
+	VMULPD Z3, Z4, Z4 // r⁶
+	VMULPD Z4, Z4, Z5 // r¹²
+	VDIVPD Z5, Z24, Z6 // 12A/r¹²
+	VDIVPD Z4, Z25, Z7 // 6B/r⁶
+	VSUBPD Z7, Z6, Z6 // f
+	VDIVPD Z3, Z6, Z6 // f/r²
+	VMULPD Z29, Z6, Z6 // scale
+	VMULPD Z6, Z0, Z0
+	VMULPD Z6, Z1, Z1
+	VMULPD Z6, Z2, Z2
+	VMOVUPD Z0, (R9)(BX*8)
+	VMOVUPD Z1, (R10)(BX*8)
+	VMOVUPD Z2, (R11)(BX*8)
+	TESTQ DX, DX
+	JZ termsNext
+	VDIVPD Z5, Z26, Z8 // A/r¹²
+	VDIVPD Z4, Z27, Z9 // B/r⁶
+	VSUBPD Z9, Z8, Z8
+	VMOVUPD Z8, (R12)(BX*8)
+
+termsNext:
+	ADDQ $8, BX
+	JMP termsLoop
+
+termsDone:
+	VZEROUPPER
+	RET
