@@ -2,6 +2,8 @@
 
 package md
 
+import "math/bits"
+
 // The pair kernel's AVX-512 passes (kernel_amd64.s), used when the CPU and
 // the operating system support AVX-512 F, DQ and VL and POPCNT.
 
@@ -27,6 +29,15 @@ type kernelConstants struct {
 
 //go:noescape
 func selectAVX512(a *[3]float64, b *soaView, start, end int, sel *selection, n int, k *kernelConstants) int
+
+// boxesSoA points at the chunk boxes as structure of arrays.
+type boxesSoA struct{ loX, loY, loZ, hiX, hiY, hiZ *float64 }
+
+// maxCulledChunks is the most boxes cullAVX512 takes (one bit each).
+const maxCulledChunks = 64
+
+//go:noescape
+func cullAVX512(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
 
 //go:noescape
 func termsAVX512(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
@@ -92,12 +103,37 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 	}
 	view := soaView{&bx[0], &by[0], &bz[0]}
 	gx, gy, gz = gx[:nb], gy[:nb], gz[:nb]
+	// Up to maxCulledChunks boxes, the culling is vector too.
+	var boxArrays [6][maxCulledChunks]float64
+	var boxView boxesSoA
+	vectorCull := len(boxes) <= maxCulledChunks
+	if vectorCull {
+		for c, box := range boxes {
+			boxArrays[0][c], boxArrays[1][c], boxArrays[2][c] = box.lo[0], box.lo[1], box.lo[2]
+			boxArrays[3][c], boxArrays[4][c], boxArrays[5][c] = box.hi[0], box.hi[1], box.hi[2]
+		}
+		boxView = boxesSoA{&boxArrays[0][0], &boxArrays[1][0], &boxArrays[2][0], &boxArrays[3][0], &boxArrays[4][0], &boxArrays[5][0]}
+	}
 	energy := 0.0
 	for i := 0; i+2 < len(a); i += 3 {
 		pos := [3]float64{a[i] + shift[0], a[i+1] + shift[1], a[i+2] + shift[2]}
-		// Consecutive chunks not culled are scanned as one range.
-		n, start, end := 0, 0, 0
+		n := 0
+		if vectorCull {
+			// Each run of consecutive chunks in reach is scanned as one
+			// range.
+			for kept := cullAVX512(&pos, &boxView, len(boxes), &k); kept != 0; {
+				first := bits.TrailingZeros64(kept)
+				run := bits.TrailingZeros64(^(kept >> first))
+				n = selectAVX512(&pos, &view, chunkAtoms*first, min(chunkAtoms*(first+run), nb), &sel, n, &k)
+				kept &^= 1<<(first+run) - 1
+			}
+		}
+		// Otherwise consecutive chunks not culled are scanned as one range.
+		start, end := 0, 0
 		for c, box := range boxes {
+			if vectorCull {
+				break
+			}
 			dx, dy, dz := outside(pos[0], box.lo[0], box.hi[0]), outside(pos[1], box.lo[1], box.hi[1]), outside(pos[2], box.lo[2], box.hi[2])
 			if float64(dx*dx)+float64(dy*dy)+float64(dz*dz) >= cutoffSquared {
 				continue

@@ -186,3 +186,88 @@ termsNext:
 termsDone:
 	VZEROUPPER
 	RET
+
+// func cullAVX512(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
+//
+// Bit c of the result is set when box c (of n ≤ 64) is within reach of
+// pos: with d the distance to the box per axis as outside computes it
+// (x − lo below, x − hi above, 0 between), not (dx·dx + dy·dy) + dz·dz ≥
+// cutoff², as the Go loop decides.
+TEXT ·cullAVX512(SB), NOSPLIT, $0-40
+	MOVQ pos+0(FP), AX
+	VBROADCASTSD 0(AX), Z0
+	VBROADCASTSD 8(AX), Z1
+	VBROADCASTSD 16(AX), Z2
+	MOVQ k+24(FP), AX
+	VBROADCASTSD 8(AX), Z4 // cutoff²
+	MOVQ boxes+8(FP), AX
+	MOVQ 0(AX), R8 // lo x
+	MOVQ 8(AX), R9 // lo y
+	MOVQ 16(AX), R10 // lo z
+	MOVQ 24(AX), R11 // hi x
+	MOVQ 32(AX), R12 // hi y
+	MOVQ 40(AX), R13 // hi z
+	MOVQ n+16(FP), BX
+	XORQ CX, CX
+	XORQ DX, DX
+	LEAQ maskOfCount<>(SB), DI
+	VXORPD Z31, Z31, Z31
+
+cullLoop:
+	MOVQ BX, AX
+	SUBQ CX, AX
+	JLE cullDone
+	CMPQ AX, $8
+	JLE cullCount
+	MOVQ $8, AX
+
+cullCount:
+	MOVBLZX (DI)(AX*1), SI
+	KMOVW SI, K3
+
+	VMOVUPD.Z (R8)(CX*8), K3, Z5
+	VMOVUPD.Z (R11)(CX*8), K3, Z6
+	VSUBPD Z5, Z0, Z7 // x − lo
+	VSUBPD Z6, Z0, Z8 // x − hi
+	VCMPPD $0x11, Z5, Z0, K1 // x < lo
+	VCMPPD $0x1e, Z6, Z0, K2 // x > hi
+	VMOVAPD Z31, Z10
+	VMOVAPD Z8, K2, Z10
+	VMOVAPD Z7, K1, Z10
+	VMULPD Z10, Z10, Z10 // dx·dx
+
+	VMOVUPD.Z (R9)(CX*8), K3, Z5
+	VMOVUPD.Z (R12)(CX*8), K3, Z6
+	VSUBPD Z5, Z1, Z7
+	VSUBPD Z6, Z1, Z8
+	VCMPPD $0x11, Z5, Z1, K1
+	VCMPPD $0x1e, Z6, Z1, K2
+	VMOVAPD Z31, Z11
+	VMOVAPD Z8, K2, Z11
+	VMOVAPD Z7, K1, Z11
+	VMULPD Z11, Z11, Z11 // dy·dy
+
+	VMOVUPD.Z (R10)(CX*8), K3, Z5
+	VMOVUPD.Z (R13)(CX*8), K3, Z6
+	VSUBPD Z5, Z2, Z7
+	VSUBPD Z6, Z2, Z8
+	VCMPPD $0x11, Z5, Z2, K1
+	VCMPPD $0x1e, Z6, Z2, K2
+	VMOVAPD Z31, Z12
+	VMOVAPD Z8, K2, Z12
+	VMOVAPD Z7, K1, Z12
+	VMULPD Z12, Z12, Z12 // dz·dz
+
+	VADDPD Z11, Z10, Z10
+	VADDPD Z12, Z10, Z10
+	VCMPPD $0x19, Z4, Z10, K3, K1 // not (d² ≥ cutoff²), unordered true
+	KMOVW K1, SI
+	SHLQ CX, SI
+	ORQ SI, DX
+	ADDQ $8, CX
+	JMP cullLoop
+
+cullDone:
+	MOVQ DX, ret+32(FP)
+	VZEROUPPER
+	RET
