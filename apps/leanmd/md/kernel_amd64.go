@@ -40,6 +40,9 @@ const maxCulledChunks = 64
 func cullAVX512(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
 
 //go:noescape
+func accumulateAVX512(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
+
+//go:noescape
 func termsAVX512(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
 
 func cpuid(leaf, subleaf uint32) (a, b, c, d uint32)
@@ -102,7 +105,7 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 		return 0
 	}
 	view := soaView{&bx[0], &by[0], &bz[0]}
-	gx, gy, gz = gx[:nb], gy[:nb], gz[:nb]
+	forces := soaView{&gx[0], &gy[0], &gz[0]}
 	// Up to maxCulledChunks boxes, the culling is vector too.
 	var boxArrays [6][maxCulledChunks]float64
 	var boxView boxesSoA
@@ -154,16 +157,9 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 		var fx, fy, fz float64
 		if n > 0 {
 			termsAVX512(&sel, n, &out, withEnergy, &k)
-			qx, qy, qz := px[:n], py[:n], pz[:n]
-			for m, j := range js[:n] {
-				x, y, z := qx[m], qy[m], qz[m]
-				fx += x
-				fy += y
-				fz += z
-				gx[j] -= x
-				gy[j] -= y
-				gz[j] -= z
-			}
+			f := [3]float64{fx, fy, fz}
+			accumulateAVX512(&out, &sel, n, &forces, &f)
+			fx, fy, fz = f[0], f[1], f[2]
 			if withEnergy {
 				for _, e := range es[:n] {
 					energy += e

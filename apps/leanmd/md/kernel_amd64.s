@@ -271,3 +271,54 @@ cullDone:
 	MOVQ DX, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func accumulateAVX512(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
+//
+// For each selected pair m in order, with j its atom of b: f += p[m] and
+// g[j] −= p[m], one rounding each, in the Go loop's order. The indices
+// are selectAVX512's, within b.
+TEXT ·accumulateAVX512(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), AX
+	MOVQ 0(AX), R9
+	MOVQ 8(AX), R10
+	MOVQ 16(AX), R11
+	MOVQ sel+8(FP), AX
+	MOVQ 24(AX), R14
+	MOVQ n+16(FP), CX
+	MOVQ forces+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R12
+	MOVQ 16(AX), R13
+	MOVQ f+32(FP), DI
+	VMOVSD 0(DI), X4
+	VMOVSD 8(DI), X5
+	VMOVSD 16(DI), X6
+	XORQ BX, BX
+
+accumulateLoop:
+	CMPQ BX, CX
+	JGE accumulateDone
+	MOVLQSX (R14)(BX*4), AX
+	VMOVSD (R9)(BX*8), X0
+	VMOVSD (R10)(BX*8), X1
+	VMOVSD (R11)(BX*8), X2
+	VADDSD X0, X4, X4
+	VADDSD X1, X5, X5
+	VADDSD X2, X6, X6
+	VMOVSD (R8)(AX*8), X3
+	VSUBSD X0, X3, X3
+	VMOVSD X3, (R8)(AX*8)
+	VMOVSD (R12)(AX*8), X7
+	VSUBSD X1, X7, X7
+	VMOVSD X7, (R12)(AX*8)
+	VMOVSD (R13)(AX*8), X8
+	VSUBSD X2, X8, X8
+	VMOVSD X8, (R13)(AX*8)
+	INCQ BX
+	JMP accumulateLoop
+
+accumulateDone:
+	VMOVSD X4, 0(DI)
+	VMOVSD X5, 8(DI)
+	VMOVSD X6, 16(DI)
+	RET
