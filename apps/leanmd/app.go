@@ -3,6 +3,7 @@ package leanmd
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -42,6 +43,8 @@ type program struct {
 	// results is the driver's callback for the cell reductions.
 	results      actor.Callback
 	stateReducer actor.Reducer
+	// scratch pools the computes' working arrays (*computeScratch).
+	scratch sync.Pool
 }
 
 // Keys tell apart what a task may handle next (a task expects key 0 when

@@ -26,7 +26,10 @@ type cellTask struct {
 	// Derived, not packed.
 	pairComputes actor.Section // the pair computes touching the cell
 	force        []float64
-	contribution [][]float64
+	contribution [][]byte
+	// encoded holds the positions as sent; Send encodes the message before
+	// it returns, so the buffer serves every step.
+	encoded []byte
 }
 
 func (p *program) newCell(i actor.Index) *cellTask {
@@ -34,7 +37,7 @@ func (p *program) newCell(i actor.Index) *cellTask {
 	c := &cellTask{prog: p, cell: cellOf(i), id: g.CellID(cellOf(i)),
 		forceSlots:   make([]*Forces, g.NumNeighbours()),
 		migrantSlots: make([]*Migrants, g.NumNeighbours()),
-		contribution: make([][]float64, g.NumNeighbours()),
+		contribution: make([][]byte, g.NumNeighbours()),
 	}
 	for s := range g.NumNeighbours() {
 		if s == g.SelfSlot() {
@@ -60,7 +63,8 @@ func (c *cellTask) begin(ctx actor.Context, _ *Begin) {
 // sendPositions sends the positions of the current step to every compute
 // that touches the cell.
 func (c *cellTask) sendPositions(ctx actor.Context) {
-	m := &Positions{Step: c.step, Cell: int32(c.id), Coordinates: append([]float64(nil), c.pos...)}
+	c.encoded = md.AppendFloats(c.encoded[:0], c.pos)
+	m := &Positions{Step: c.step, Cell: int32(c.id), Coordinates: c.encoded}
 	c.prog.positions.Multicast(ctx, c.pairComputes, m)
 	c.prog.selfPositions.Send(ctx, computeIndex(c.cell, 0), m)
 }
@@ -70,8 +74,8 @@ func (c *cellTask) receiveForces(ctx actor.Context, m *Forces) {
 	if m.Step != c.step || m.Slot < 0 || int(m.Slot) >= len(c.forceSlots) || c.forceSlots[m.Slot] != nil {
 		panic(fmt.Sprintf("leanmd: cell %v at step %d: unexpected forces of step %d for slot %d", c.cell, c.step, m.Step, m.Slot))
 	}
-	if len(m.Forces) != len(c.pos) {
-		panic(fmt.Sprintf("leanmd: cell %v: %d force values for %d atoms", c.cell, len(m.Forces), len(c.pos)/3))
+	if len(m.Forces) != 8*len(c.pos) {
+		panic(fmt.Sprintf("leanmd: cell %v: %d bytes of forces for %d atoms", c.cell, len(m.Forces), len(c.pos)/3))
 	}
 	c.forceSlots[m.Slot] = m
 }
@@ -84,7 +88,7 @@ func (c *cellTask) forcesComplete(ctx actor.Context, key uint64) {
 		c.contribution[s] = m.Forces
 	}
 	c.force = append(c.force[:0], make([]float64, len(c.pos))...)
-	md.SumForces(c.force, c.contribution)
+	md.SumEncodedForces(c.force, c.contribution)
 	if c.prog.opts.IsEnergyStep(int(c.step)) {
 		// The cell's share of the potential energy: its own computes, in
 		// compute order.

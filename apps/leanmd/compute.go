@@ -49,19 +49,26 @@ func (t *computeTask) receivePositions(ctx actor.Context, m *Positions) {
 		panic(fmt.Sprintf("leanmd: compute %v%d at step %d: unexpected positions of cell %d step %d",
 			t.home, t.k, t.step, m.Cell, m.Step))
 	}
+	t.checkCoordinates(m)
 	t.received[side] = m
 }
 
 // positionsComplete computes the pair's forces and sends each cell its
 // contribution.
 func (t *computeTask) positionsComplete(ctx actor.Context, key uint64) {
-	homePos, partnerPos := t.received[0].Coordinates, t.received[1].Coordinates
+	s := t.prog.getScratch()
+	defer t.prog.scratch.Put(s)
+	s.homePos = decodeCoordinates(s.homePos, t.received[0])
+	s.partnerPos = decodeCoordinates(s.partnerPos, t.received[1])
 	t.received = [2]*Positions{}
-	homeForce, partnerForce := make([]float64, len(homePos)), make([]float64, len(partnerPos))
-	energy := t.prog.geo.ComputeForces(t.home, t.k, homePos, partnerPos, homeForce, partnerForce, t.prog.opts.IsEnergyStep(int(t.step)))
+	s.homeForce, s.partnerForce = resize(s.homeForce, len(s.homePos)), resize(s.partnerForce, len(s.partnerPos))
+	energy := t.prog.geo.ComputeForces(t.home, t.k, s.homePos, s.partnerPos, s.homeForce, s.partnerForce, t.prog.opts.IsEnergyStep(int(t.step)))
 	g := &t.prog.geo
-	t.prog.forces.Send(ctx, cellIndex(t.home), &Forces{Step: t.step, Slot: int32(g.HomeSlot(t.k)), Forces: homeForce, PotentialEnergy: energy})
-	t.prog.forces.Send(ctx, cellIndex(t.partner), &Forces{Step: t.step, Slot: int32(g.NeighbourSlot(t.k)), Forces: partnerForce})
+	// Send encodes the message before it returns: one buffer serves both.
+	s.encoded = md.AppendFloats(s.encoded[:0], s.homeForce)
+	t.prog.forces.Send(ctx, cellIndex(t.home), &Forces{Step: t.step, Slot: int32(g.HomeSlot(t.k)), Forces: s.encoded, PotentialEnergy: energy})
+	s.encoded = md.AppendFloats(s.encoded[:0], s.partnerForce)
+	t.prog.forces.Send(ctx, cellIndex(t.partner), &Forces{Step: t.step, Slot: int32(g.NeighbourSlot(t.k)), Forces: s.encoded})
 	t.finishStep(ctx)
 }
 
@@ -71,10 +78,57 @@ func (t *computeTask) selfPositions(ctx actor.Context, m *Positions) {
 		panic(fmt.Sprintf("leanmd: compute %v%d at step %d: unexpected self positions of cell %d step %d",
 			t.home, t.k, t.step, m.Cell, m.Step))
 	}
-	force := make([]float64, len(m.Coordinates))
-	energy := t.prog.geo.ComputeForces(t.home, 0, m.Coordinates, nil, force, nil, t.prog.opts.IsEnergyStep(int(t.step)))
-	t.prog.forces.Send(ctx, cellIndex(t.home), &Forces{Step: t.step, Slot: int32(t.prog.geo.SelfSlot()), Forces: force, PotentialEnergy: energy})
+	t.checkCoordinates(m)
+	s := t.prog.getScratch()
+	defer t.prog.scratch.Put(s)
+	s.homePos = decodeCoordinates(s.homePos, m)
+	s.homeForce = resize(s.homeForce, len(s.homePos))
+	energy := t.prog.geo.ComputeForces(t.home, 0, s.homePos, nil, s.homeForce, nil, t.prog.opts.IsEnergyStep(int(t.step)))
+	s.encoded = md.AppendFloats(s.encoded[:0], s.homeForce)
+	t.prog.forces.Send(ctx, cellIndex(t.home), &Forces{Step: t.step, Slot: int32(t.prog.geo.SelfSlot()), Forces: s.encoded, PotentialEnergy: energy})
 	t.finishStep(ctx)
+}
+
+// checkCoordinates panics unless m holds whole atoms (3 encoded float64
+// values each).
+func (t *computeTask) checkCoordinates(m *Positions) {
+	if len(m.Coordinates)%(3*8) != 0 {
+		panic(fmt.Sprintf("leanmd: compute %v%d: positions of cell %d are %d bytes, not whole atoms", t.home, t.k, m.Cell, len(m.Coordinates)))
+	}
+}
+
+// computeScratch holds a compute's working arrays while it runs; the
+// computes of a PE share them through program.scratch.
+type computeScratch struct {
+	homePos, partnerPos, homeForce, partnerForce []float64
+	encoded                                      []byte
+}
+
+// getScratch returns working arrays from the pool, or new ones.
+func (p *program) getScratch() *computeScratch {
+	if s, ok := p.scratch.Get().(*computeScratch); ok {
+		return s
+	}
+	return &computeScratch{}
+}
+
+// decodeCoordinates decodes m's positions into dst (checked whole atoms
+// by checkCoordinates on reception).
+func decodeCoordinates(dst []float64, m *Positions) []float64 {
+	pos, err := md.DecodeFloats(dst, m.Coordinates)
+	if err != nil {
+		panic(fmt.Sprintf("leanmd: positions of cell %d: %v", m.Cell, err))
+	}
+	return pos
+}
+
+// resize returns buf with length n, reallocated if its capacity is short
+// (its values are left to be overwritten).
+func resize(buf []float64, n int) []float64 {
+	if cap(buf) < n {
+		return make([]float64, n)
+	}
+	return buf[:n]
 }
 
 // finishStep ends the compute's part of a step, its forces sent: it

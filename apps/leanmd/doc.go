@@ -31,5 +31,8 @@
 // actor.Sum at the first and last step; the final state (atoms migrated and
 // the digest bytes) with a custom reducer that concatenates in index order.
 // Every message is keyed by step, so early messages wait; no reception
-// needs a determinant.
+// needs a determinant. Positions and forces travel as bytes, 8
+// little-endian bytes per value (md.AppendFloats); senders reuse their
+// buffers, since Send encodes the message before it returns, and the
+// computes of a PE share their working arrays through a pool.
 package leanmd

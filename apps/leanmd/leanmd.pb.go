@@ -65,8 +65,10 @@ type Positions struct {
 	Step  uint64                 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
 	// cell is the sender's cell id.
 	Cell int32 `protobuf:"varint,2,opt,name=cell,proto3" json:"cell,omitempty"`
-	// coordinates holds x, y, z per atom.
-	Coordinates   []float64 `protobuf:"fixed64,3,rep,packed,name=coordinates,proto3" json:"coordinates,omitempty"`
+	// coordinates holds x, y, z per atom, each the 8 little-endian bytes of
+	// the float64 (bytes rather than a repeated double: one copy instead of
+	// a loop over the values to encode and decode).
+	Coordinates   []byte `protobuf:"bytes,3,opt,name=coordinates,proto3" json:"coordinates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -115,7 +117,7 @@ func (x *Positions) GetCell() int32 {
 	return 0
 }
 
-func (x *Positions) GetCoordinates() []float64 {
+func (x *Positions) GetCoordinates() []byte {
 	if x != nil {
 		return x.Coordinates
 	}
@@ -128,8 +130,9 @@ type Forces struct {
 	Step  uint64                 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
 	// slot is the compute's slot at the receiving cell.
 	Slot int32 `protobuf:"varint,2,opt,name=slot,proto3" json:"slot,omitempty"`
-	// forces holds x, y, z per atom of the receiving cell.
-	Forces []float64 `protobuf:"fixed64,3,rep,packed,name=forces,proto3" json:"forces,omitempty"`
+	// forces holds x, y, z per atom of the receiving cell, encoded as the
+	// coordinates of Positions.
+	Forces []byte `protobuf:"bytes,3,opt,name=forces,proto3" json:"forces,omitempty"`
 	// potential_energy is the compute's energy, on energy steps and only in
 	// the message to the compute's own cell (0 otherwise).
 	PotentialEnergy float64 `protobuf:"fixed64,4,opt,name=potential_energy,json=potentialEnergy,proto3" json:"potential_energy,omitempty"`
@@ -181,7 +184,7 @@ func (x *Forces) GetSlot() int32 {
 	return 0
 }
 
-func (x *Forces) GetForces() []float64 {
+func (x *Forces) GetForces() []byte {
 	if x != nil {
 		return x.Forces
 	}
@@ -416,11 +419,11 @@ const file_leanmd_proto_rawDesc = "" +
 	"\tPositions\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x04R\x04step\x12\x12\n" +
 	"\x04cell\x18\x02 \x01(\x05R\x04cell\x12 \n" +
-	"\vcoordinates\x18\x03 \x03(\x01R\vcoordinates\"s\n" +
+	"\vcoordinates\x18\x03 \x01(\fR\vcoordinates\"s\n" +
 	"\x06Forces\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x04R\x04step\x12\x12\n" +
 	"\x04slot\x18\x02 \x01(\x05R\x04slot\x12\x16\n" +
-	"\x06forces\x18\x03 \x03(\x01R\x06forces\x12)\n" +
+	"\x06forces\x18\x03 \x01(\fR\x06forces\x12)\n" +
 	"\x10potential_energy\x18\x04 \x01(\x01R\x0fpotentialEnergy\"H\n" +
 	"\bMigrants\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x04R\x04step\x12\x12\n" +

@@ -26,7 +26,7 @@ func TestCellPackRoundTrip(t *testing.T) {
 	c := p.newCell(actor.Idx(1, 2, 0))
 	c.started, c.step, c.migrated = true, 40, 17
 	c.pos, c.vel = md.InitialAtoms(p.opts.Config, &p.geo, c.cell)
-	c.forceSlots[3] = &Forces{Step: 40, Slot: 3, Forces: slices.Clone(c.pos), PotentialEnergy: -1.5e-17}
+	c.forceSlots[3] = &Forces{Step: 40, Slot: 3, Forces: md.AppendFloats(nil, c.pos), PotentialEnergy: -1.5e-17}
 	c.migrantSlots[70] = &Migrants{Step: 40, Slot: 70, Atoms: []float64{1, 2, 3, 4, 5, 6}}
 	data, err := c.MarshalBinary()
 	if err != nil {
@@ -57,7 +57,7 @@ func TestComputePackRoundTrip(t *testing.T) {
 	p := testProgram(t)
 	c := p.newCompute(actor.Idx(2, 0, 1, 5))
 	c.step = 9
-	c.received[1] = &Positions{Step: 9, Cell: int32(c.partnerID), Coordinates: []float64{1, 2, 3}}
+	c.received[1] = &Positions{Step: 9, Cell: int32(c.partnerID), Coordinates: md.AppendFloats(nil, []float64{1, 2, 3})}
 	data, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,17 @@ const cutoffSquared = CutoffDistance * CutoffDistance
 // Rounding is monotone, so every pair's computed r² is at least the
 // computed distance² to the box: the skipped pairs are exactly pairs the
 // cutoff test would reject, and the result keeps its bits.
+//
+// On amd64 CPUs with AVX-512 the selection of the pairs within the cutoff
+// and their forces run eight pairs at a time (pairRowsVector); every pair
+// goes through the same operations in the same order, and the forces are
+// added in the same order, so the result is bitwise that of the Go loop.
 func PairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, withEnergy bool) float64 {
+	return pairForces(a, b, shift, forceA, forceB, withEnergy, haveAVX512)
+}
+
+// pairForces is PairForces with the vector passes if vector.
+func pairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, withEnergy, vector bool) float64 {
 	b = b[:len(b)/3*3]
 	forceB = forceB[:len(b)]
 	forceA = forceA[:len(a)]
@@ -43,7 +53,10 @@ func PairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, with
 		bx[j], by[j], bz[j] = p[0], p[1], p[2]
 	}
 	energy := 0.0
-	for i := 0; i+2 < len(a); i += 3 {
+	if vector {
+		energy = pairRowsVector(a, shift, boxes, bx, by, bz, gx, gy, gz, forceA, withEnergy)
+	}
+	for i := 0; !vector && i+2 < len(a); i += 3 {
 		ax, ay, az := a[i]+shift[0], a[i+1]+shift[1], a[i+2]+shift[2]
 		var fx, fy, fz float64
 		for c, box := range boxes {
@@ -88,14 +101,14 @@ func pairRow(ax, ay, az, fx, fy, fz, energy float64, bx, by, bz, gx, gy, gz []fl
 		sx, sy, sz := ax-bx[j], ay-by[j], az-bz[j]
 		r2 := float64(sx*sx) + float64(sy*sy) + float64(sz*sz)
 		within[count&(chunkAtoms-1)] = uint8(j)
-		// count++ unless r2 <= 1 || r2 >= cutoffSquared, written as two
-		// conditional moves.
-		above, below := 1, 1
-		if r2 <= 1 {
-			above = 0
+		// count++ if 1 < r2 < cutoffSquared (false for NaN, as in the
+		// original), written as two conditional moves.
+		above, below := 0, 0
+		if r2 > 1 {
+			above = 1
 		}
-		if r2 >= cutoffSquared {
-			below = 0
+		if r2 < cutoffSquared {
+			below = 1
 		}
 		count += above & below
 	}

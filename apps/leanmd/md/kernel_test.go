@@ -2,8 +2,11 @@ package md
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchmarkCell is a cell of the reference configuration whose 38
@@ -37,8 +40,9 @@ func referenceComputes(atomsPerCell int) ([]computeInput, int) {
 	return inputs, pairs
 }
 
-// TestPairForcesMatchNaive checks the fast kernel against the naive loop,
-// bitwise, on every compute of a cell.
+// TestPairForcesMatchNaive checks the Go kernel and, where the CPU has
+// AVX-512, the vector one against the naive loop, bitwise, on every
+// compute of a cell.
 func TestPairForcesMatchNaive(t *testing.T) {
 	for _, atoms := range []int{75, 172} {
 		testPairForcesMatchNaive(t, atoms)
@@ -47,13 +51,20 @@ func TestPairForcesMatchNaive(t *testing.T) {
 
 func testPairForcesMatchNaive(t *testing.T, atomsPerCell int) {
 	inputs, _ := referenceComputes(atomsPerCell)
+	kernels := []bool{false}
+	if haveAVX512 {
+		kernels = append(kernels, true)
+	}
 	for n, in := range inputs {
 		for _, withEnergy := range []bool{false, true} {
-			fa, fb := make([]float64, len(in.a)), make([]float64, len(in.b))
-			energy := PairForces(in.a, in.b, in.shift, fa, fb, withEnergy)
 			wantA, wantB, wantEnergy := naivePairForces(in.a, in.b, in.shift, withEnergy)
-			if !slices.Equal(fa, wantA) || !slices.Equal(fb, wantB) || energy != wantEnergy {
-				t.Errorf("%d atoms per cell, compute %d (energy %v): fast kernel differs from the naive loop (energy %g vs %g)", atomsPerCell, n, withEnergy, energy, wantEnergy)
+			for _, vector := range kernels {
+				fa, fb := make([]float64, len(in.a)), make([]float64, len(in.b))
+				energy := pairForces(in.a, in.b, in.shift, fa, fb, withEnergy, vector)
+				if !slices.Equal(fa, wantA) || !slices.Equal(fb, wantB) || energy != wantEnergy {
+					t.Errorf("%d atoms per cell, compute %d (energy %v), %s kernel: differs from the naive loop (energy %g vs %g)",
+						atomsPerCell, n, withEnergy, kernelName(vector), energy, wantEnergy)
+				}
 			}
 		}
 	}
@@ -63,20 +74,36 @@ func testPairForcesMatchNaive(t *testing.T, atomsPerCell int) {
 // computes of a cell of the reference configuration, with 75 atoms per
 // cell (the app's default) and 172 (the Charm++ comparison), in atom pairs
 // examined per second and ns per pair.
+//
+// Sub-benchmark kernel=go is the Go kernel, kernel=vector the AVX-512 one
+// (skipped where the CPU lacks it).
 func BenchmarkPairKernel(b *testing.B) {
 	for _, atoms := range []int{75, 172} {
-		b.Run(fmt.Sprintf("atoms=%d", atoms), func(b *testing.B) {
-			inputs, pairs := referenceComputes(atoms)
-			fa, fb := make([]float64, 3*atoms), make([]float64, 3*atoms)
-			b.ResetTimer()
-			for b.Loop() {
-				for _, in := range inputs {
-					PairForces(in.a, in.b, in.shift, fa, fb, false)
+		for _, vector := range []bool{false, true} {
+			b.Run(fmt.Sprintf("atoms=%d/kernel=%s", atoms, kernelName(vector)), func(b *testing.B) {
+				if vector && !haveAVX512 {
+					b.Skip("no AVX-512")
 				}
-			}
-			reportPairRate(b, pairs)
-		})
+				inputs, pairs := referenceComputes(atoms)
+				fa, fb := make([]float64, 3*atoms), make([]float64, 3*atoms)
+				b.ResetTimer()
+				cpu0 := processCPU()
+				for b.Loop() {
+					for _, in := range inputs {
+						pairForces(in.a, in.b, in.shift, fa, fb, false, vector)
+					}
+				}
+				reportPairRate(b, pairs, cpu0)
+			})
+		}
 	}
+}
+
+func kernelName(vector bool) string {
+	if vector {
+		return "vector"
+	}
+	return "go"
 }
 
 // BenchmarkNaivePairLoop is the same work done by the naive loop.
@@ -85,20 +112,34 @@ func BenchmarkNaivePairLoop(b *testing.B) {
 		b.Run(fmt.Sprintf("atoms=%d", atoms), func(b *testing.B) {
 			inputs, pairs := referenceComputes(atoms)
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for b.Loop() {
 				for _, in := range inputs {
 					naivePairForces(in.a, in.b, in.shift, false)
 				}
 			}
-			reportPairRate(b, pairs)
+			reportPairRate(b, pairs, cpu0)
 		})
 	}
 }
 
-func reportPairRate(b *testing.B, pairsPerOp int) {
-	perSecond := float64(pairsPerOp) * float64(b.N) / b.Elapsed().Seconds()
-	b.ReportMetric(perSecond, "pairs/s")
-	b.ReportMetric(1e9/perSecond, "ns/pair")
+// reportPairRate reports the pairs examined per second and per pair the
+// wall-clock and the CPU time (user and system of the process since
+// cpu0): on a loaded machine the CPU time is the steadier figure.
+func reportPairRate(b *testing.B, pairsPerOp int, cpu0 time.Duration) {
+	pairs := float64(pairsPerOp) * float64(b.N)
+	b.ReportMetric(pairs/b.Elapsed().Seconds(), "pairs/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pairs, "ns/pair")
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/pairs, "cpu-ns/pair")
+}
+
+// processCPU returns the CPU time (user and system) of the process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkSerialStep measures one time step of the serial driver (all
@@ -122,8 +163,76 @@ func benchmarkSerialStep(b *testing.B, atomsPerCell int) {
 	}
 	sim.Step(1)
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for b.Loop() {
 		sim.Step(2) // neither an energy step nor a migration step
 	}
 	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/step")
+}
+
+// TestVectorKernelMatchesGo checks the AVX-512 kernel against the Go
+// kernel bit for bit (forces and energy) on the computes of the reference
+// configuration and on random cells of awkward sizes (none, one atom,
+// sizes that are not multiples of a vector or a chunk, more atoms than
+// the kernel's stack buffers), atoms spread over a range a few cutoffs
+// wide so that pairs fall on both sides of the cutoff and of r² = 1.
+func TestVectorKernelMatchesGo(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	check := func(name string, a, b []float64, shift [3]float64) {
+		t.Helper()
+		for _, withEnergy := range []bool{false, true} {
+			goA, goB := make([]float64, len(a)), make([]float64, len(b))
+			vecA, vecB := make([]float64, len(a)), make([]float64, len(b))
+			goEnergy := pairForces(a, b, shift, goA, goB, withEnergy, false)
+			vecEnergy := pairForces(a, b, shift, vecA, vecB, withEnergy, true)
+			if !bitsEqual(goA, vecA) || !bitsEqual(goB, vecB) || math.Float64bits(goEnergy) != math.Float64bits(vecEnergy) {
+				t.Errorf("%s (energy %v): vector kernel differs from the Go kernel (energy %g vs %g)", name, withEnergy, vecEnergy, goEnergy)
+			}
+		}
+	}
+	for _, atoms := range []int{75, 172} {
+		inputs, _ := referenceComputes(atoms)
+		for n, in := range inputs {
+			check(fmt.Sprintf("%d atoms per cell, compute %d", atoms, n), in.a, in.b, in.shift)
+		}
+	}
+	rng := NewRand48(7)
+	randomCell := func(atoms int, width float64) []float64 {
+		p := make([]float64, 3*atoms)
+		for i := range p {
+			p[i] = (rng.Float64() - 0.5) * width
+		}
+		return p
+	}
+	pairs := 0
+	for _, na := range []int{0, 1, 3, 17, 100} {
+		// 1,100 atoms are more boxes than the vector culling takes.
+		for _, nb := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 172, 255, 256, 257, 300, 1100} {
+			for _, width := range []float64{4, 60} {
+				a, b := randomCell(na, width), randomCell(nb, width)
+				shift := [3]float64{rng.Float64() * 2, -rng.Float64() * 2, 0}
+				check(fmt.Sprintf("random %d×%d atoms, width %g", na, nb, width), a, b, shift)
+				pairs += na * nb
+			}
+		}
+	}
+	if pairs == 0 {
+		t.Fatal("no random pairs checked")
+	}
+}
+
+// bitsEqual reports whether two slices hold the same float64 bits.
+func bitsEqual(x, y []float64) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if math.Float64bits(x[i]) != math.Float64bits(y[i]) {
+			return false
+		}
+	}
+	return true
 }

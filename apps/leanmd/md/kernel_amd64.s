@@ -1,0 +1,324 @@
+#include "textflag.h"
+
+// The AVX-512 passes of the pair kernel (see kernel_amd64.go). Every lane
+// performs the operations of the Go code (kernel.go) in the same order,
+// each rounded once: no fused multiply-add, no reassociation.
+
+// maskOfCount[r] has the low r bits set (r = 0 to 8).
+DATA maskOfCount<>+0(SB)/1, $0x00
+DATA maskOfCount<>+1(SB)/1, $0x01
+DATA maskOfCount<>+2(SB)/1, $0x03
+DATA maskOfCount<>+3(SB)/1, $0x07
+DATA maskOfCount<>+4(SB)/1, $0x0f
+DATA maskOfCount<>+5(SB)/1, $0x1f
+DATA maskOfCount<>+6(SB)/1, $0x3f
+DATA maskOfCount<>+7(SB)/1, $0x7f
+DATA maskOfCount<>+8(SB)/1, $0xff
+GLOBL maskOfCount<>(SB), RODATA|NOPTR, $9
+
+// laneOffsets holds 0 to 7 as int32.
+DATA laneOffsets<>+0(SB)/4, $0
+DATA laneOffsets<>+4(SB)/4, $1
+DATA laneOffsets<>+8(SB)/4, $2
+DATA laneOffsets<>+12(SB)/4, $3
+DATA laneOffsets<>+16(SB)/4, $4
+DATA laneOffsets<>+20(SB)/4, $5
+DATA laneOffsets<>+24(SB)/4, $6
+DATA laneOffsets<>+28(SB)/4, $7
+GLOBL laneOffsets<>(SB), RODATA|NOPTR, $32
+
+// func cpuid(leaf, subleaf uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL subleaf+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv0() (lo, hi uint32)
+TEXT ·xgetbv0(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, lo+0(FP)
+	MOVL DX, hi+4(FP)
+	RET
+
+// func selectAVX512(a *[3]float64, b *soaView, start, end int, sel *selection, n int, k *kernelConstants) int
+//
+// For j in [start, end): s = a − b[j], r² = (sx·sx + sy·sy) + sz·sz; the
+// pairs with 1 < r² < cutoff² are appended at sel[n:] (s and j). Writes
+// whole vectors: sel needs 8 spare entries past the last one kept.
+TEXT ·selectAVX512(SB), NOSPLIT, $0-64
+	MOVQ a+0(FP), AX
+	VBROADCASTSD 0(AX), Z0
+	VBROADCASTSD 8(AX), Z1
+	VBROADCASTSD 16(AX), Z2
+	MOVQ k+48(FP), AX
+	VBROADCASTSD 0(AX), Z3 // 1
+	VBROADCASTSD 8(AX), Z4 // cutoff²
+	MOVQ b+8(FP), AX
+	MOVQ 0(AX), R8  // bx
+	MOVQ 8(AX), R9  // by
+	MOVQ 16(AX), R10 // bz
+	MOVQ start+16(FP), CX
+	MOVQ end+24(FP), BX
+	MOVQ sel+32(FP), AX
+	MOVQ 0(AX), R11 // sx
+	MOVQ 8(AX), R12 // sy
+	MOVQ 16(AX), R13 // sz
+	MOVQ 24(AX), R14 // j
+	MOVQ n+40(FP), DX
+	LEAQ maskOfCount<>(SB), DI
+	VMOVDQU32 laneOffsets<>(SB), Y20
+
+selectLoop:
+	MOVQ BX, AX
+	SUBQ CX, AX
+	JLE selectDone
+	CMPQ AX, $8
+	JLE selectCount
+	MOVQ $8, AX
+
+selectCount:
+	MOVBLZX (DI)(AX*1), SI
+	KMOVW SI, K3
+	VMOVUPD.Z (R8)(CX*8), K3, Z5
+	VMOVUPD.Z (R9)(CX*8), K3, Z6
+	VMOVUPD.Z (R10)(CX*8), K3, Z7
+	VSUBPD Z5, Z0, Z5 // sx = ax − bx
+	VSUBPD Z6, Z1, Z6
+	VSUBPD Z7, Z2, Z7
+	VMULPD Z5, Z5, Z8
+	VMULPD Z6, Z6, Z9
+	VADDPD Z9, Z8, Z8
+	VMULPD Z7, Z7, Z9
+	VADDPD Z9, Z8, Z8 // r²
+	VCMPPD $0x1e, Z3, Z8, K3, K1 // r² > 1 (ordered)
+	VCMPPD $0x11, Z4, Z8, K1, K1 // r² < cutoff² (ordered)
+	VCOMPRESSPD Z5, K1, Z10
+	VMOVUPD Z10, (R11)(DX*8)
+	VCOMPRESSPD Z6, K1, Z11
+	VMOVUPD Z11, (R12)(DX*8)
+	VCOMPRESSPD Z7, K1, Z12
+	VMOVUPD Z12, (R13)(DX*8)
+	VPBROADCASTD CX, Y21
+	VPADDD Y20, Y21, Y21
+	VPCOMPRESSD Y21, K1, Y22
+	VMOVDQU32 Y22, (R14)(DX*4)
+	KMOVW K1, SI
+	POPCNTL SI, SI
+	ADDQ SI, DX
+	ADDQ $8, CX
+	JMP selectLoop
+
+selectDone:
+	MOVQ DX, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func termsAVX512(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
+//
+// For each selected pair: r² as above, r² ·= 1e-20, r⁶ = (r²·r²)·r²,
+// r¹² = r⁶·r⁶, f = 12A/r¹² − 6B/r⁶, scale = (f/r²)·1e-10, p = s·scale,
+// and with energy e = A/r¹² − B/r⁶. Works on whole vectors: sel and out
+// need up to 7 entries past n.
+TEXT ·termsAVX512(SB), NOSPLIT, $0-40
+	MOVQ sel+0(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), DI
+	MOVQ 16(AX), R8
+	MOVQ n+8(FP), CX
+	MOVQ out+16(FP), AX
+	MOVQ 0(AX), R9
+	MOVQ 8(AX), R10
+	MOVQ 16(AX), R11
+	MOVQ 24(AX), R12
+	MOVBLZX withEnergy+24(FP), DX
+	MOVQ k+32(FP), AX
+	VBROADCASTSD 16(AX), Z24 // 12A
+	VBROADCASTSD 24(AX), Z25 // 6B
+	VBROADCASTSD 32(AX), Z26 // A
+	VBROADCASTSD 40(AX), Z27 // B
+	VBROADCASTSD 48(AX), Z28 // 1e-20
+	VBROADCASTSD 56(AX), Z29 // 1e-10
+	XORQ BX, BX
+
+termsLoop:
+	CMPQ BX, CX
+	JGE termsDone
+	VMOVUPD (SI)(BX*8), Z0
+	VMOVUPD (DI)(BX*8), Z1
+	VMOVUPD (R8)(BX*8), Z2
+	VMULPD Z0, Z0, Z3
+	VMULPD Z1, Z1, Z4
+	VADDPD Z4, Z3, Z3
+	VMULPD Z2, Z2, Z4
+	VADDPD Z4, Z3, Z3 // r²
+	VMULPD Z28, Z3, Z3 // r² · 1e-20
+	VMULPD Z3, Z3, Z4
+	VMULPD Z3, Z4, Z4 // r⁶
+	VMULPD Z4, Z4, Z5 // r¹²
+	VDIVPD Z5, Z24, Z6 // 12A/r¹²
+	VDIVPD Z4, Z25, Z7 // 6B/r⁶
+	VSUBPD Z7, Z6, Z6 // f
+	VDIVPD Z3, Z6, Z6 // f/r²
+	VMULPD Z29, Z6, Z6 // scale
+	VMULPD Z6, Z0, Z0
+	VMULPD Z6, Z1, Z1
+	VMULPD Z6, Z2, Z2
+	VMOVUPD Z0, (R9)(BX*8)
+	VMOVUPD Z1, (R10)(BX*8)
+	VMOVUPD Z2, (R11)(BX*8)
+	TESTQ DX, DX
+	JZ termsNext
+	VDIVPD Z5, Z26, Z8 // A/r¹²
+	VDIVPD Z4, Z27, Z9 // B/r⁶
+	VSUBPD Z9, Z8, Z8
+	VMOVUPD Z8, (R12)(BX*8)
+
+termsNext:
+	ADDQ $8, BX
+	JMP termsLoop
+
+termsDone:
+	VZEROUPPER
+	RET
+
+// func cullAVX512(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
+//
+// Bit c of the result is set when box c (of n ≤ 64) is within reach of
+// pos: with d the distance to the box per axis as outside computes it
+// (x − lo below, x − hi above, 0 between), not (dx·dx + dy·dy) + dz·dz ≥
+// cutoff², as the Go loop decides.
+TEXT ·cullAVX512(SB), NOSPLIT, $0-40
+	MOVQ pos+0(FP), AX
+	VBROADCASTSD 0(AX), Z0
+	VBROADCASTSD 8(AX), Z1
+	VBROADCASTSD 16(AX), Z2
+	MOVQ k+24(FP), AX
+	VBROADCASTSD 8(AX), Z4 // cutoff²
+	MOVQ boxes+8(FP), AX
+	MOVQ 0(AX), R8 // lo x
+	MOVQ 8(AX), R9 // lo y
+	MOVQ 16(AX), R10 // lo z
+	MOVQ 24(AX), R11 // hi x
+	MOVQ 32(AX), R12 // hi y
+	MOVQ 40(AX), R13 // hi z
+	MOVQ n+16(FP), BX
+	XORQ CX, CX
+	XORQ DX, DX
+	LEAQ maskOfCount<>(SB), DI
+	VXORPD Z31, Z31, Z31
+
+cullLoop:
+	MOVQ BX, AX
+	SUBQ CX, AX
+	JLE cullDone
+	CMPQ AX, $8
+	JLE cullCount
+	MOVQ $8, AX
+
+cullCount:
+	MOVBLZX (DI)(AX*1), SI
+	KMOVW SI, K3
+
+	VMOVUPD.Z (R8)(CX*8), K3, Z5
+	VMOVUPD.Z (R11)(CX*8), K3, Z6
+	VSUBPD Z5, Z0, Z7 // x − lo
+	VSUBPD Z6, Z0, Z8 // x − hi
+	VCMPPD $0x11, Z5, Z0, K1 // x < lo
+	VCMPPD $0x1e, Z6, Z0, K2 // x > hi
+	VMOVAPD Z31, Z10
+	VMOVAPD Z8, K2, Z10
+	VMOVAPD Z7, K1, Z10
+	VMULPD Z10, Z10, Z10 // dx·dx
+
+	VMOVUPD.Z (R9)(CX*8), K3, Z5
+	VMOVUPD.Z (R12)(CX*8), K3, Z6
+	VSUBPD Z5, Z1, Z7
+	VSUBPD Z6, Z1, Z8
+	VCMPPD $0x11, Z5, Z1, K1
+	VCMPPD $0x1e, Z6, Z1, K2
+	VMOVAPD Z31, Z11
+	VMOVAPD Z8, K2, Z11
+	VMOVAPD Z7, K1, Z11
+	VMULPD Z11, Z11, Z11 // dy·dy
+
+	VMOVUPD.Z (R10)(CX*8), K3, Z5
+	VMOVUPD.Z (R13)(CX*8), K3, Z6
+	VSUBPD Z5, Z2, Z7
+	VSUBPD Z6, Z2, Z8
+	VCMPPD $0x11, Z5, Z2, K1
+	VCMPPD $0x1e, Z6, Z2, K2
+	VMOVAPD Z31, Z12
+	VMOVAPD Z8, K2, Z12
+	VMOVAPD Z7, K1, Z12
+	VMULPD Z12, Z12, Z12 // dz·dz
+
+	VADDPD Z11, Z10, Z10
+	VADDPD Z12, Z10, Z10
+	VCMPPD $0x19, Z4, Z10, K3, K1 // not (d² ≥ cutoff²), unordered true
+	KMOVW K1, SI
+	SHLQ CX, SI
+	ORQ SI, DX
+	ADDQ $8, CX
+	JMP cullLoop
+
+cullDone:
+	MOVQ DX, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func accumulateAVX512(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
+//
+// For each selected pair m in order, with j its atom of b: f += p[m] and
+// g[j] −= p[m], one rounding each, in the Go loop's order. The indices
+// are selectAVX512's, within b.
+TEXT ·accumulateAVX512(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), AX
+	MOVQ 0(AX), R9
+	MOVQ 8(AX), R10
+	MOVQ 16(AX), R11
+	MOVQ sel+8(FP), AX
+	MOVQ 24(AX), R14
+	MOVQ n+16(FP), CX
+	MOVQ forces+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R12
+	MOVQ 16(AX), R13
+	MOVQ f+32(FP), DI
+	VMOVSD 0(DI), X4
+	VMOVSD 8(DI), X5
+	VMOVSD 16(DI), X6
+	XORQ BX, BX
+
+accumulateLoop:
+	CMPQ BX, CX
+	JGE accumulateDone
+	MOVLQSX (R14)(BX*4), AX
+	VMOVSD (R9)(BX*8), X0
+	VMOVSD (R10)(BX*8), X1
+	VMOVSD (R11)(BX*8), X2
+	VADDSD X0, X4, X4
+	VADDSD X1, X5, X5
+	VADDSD X2, X6, X6
+	VMOVSD (R8)(AX*8), X3
+	VSUBSD X0, X3, X3
+	VMOVSD X3, (R8)(AX*8)
+	VMOVSD (R12)(AX*8), X7
+	VSUBSD X1, X7, X7
+	VMOVSD X7, (R12)(AX*8)
+	VMOVSD (R13)(AX*8), X8
+	VSUBSD X2, X8, X8
+	VMOVSD X8, (R13)(AX*8)
+	INCQ BX
+	JMP accumulateLoop
+
+accumulateDone:
+	VMOVSD X4, 0(DI)
+	VMOVSD X5, 8(DI)
+	VMOVSD X6, 16(DI)
+	RET
