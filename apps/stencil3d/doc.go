@@ -80,7 +80,9 @@
 //
 // # Files
 //
-// kernel.go holds the numerics, chunk.go the Chunk task and its packed
+// kernel.go holds the numerics (on amd64 the row of a sweep runs in
+// kernel_amd64.s, 4 points per instruction with AVX2 or 2 with SSE2, bit
+// for bit the Go row it replaces), chunk.go the Chunk task and its packed
 // form, config.go the flags, app.go the declarations, handlers and output
 // (the main element is appkit.Main's, packed by appkit), serial.go the
 // reference solver, reference.go the reference table, and stencil3d.proto

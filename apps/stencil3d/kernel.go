@@ -132,12 +132,15 @@ func Sweep(b Block, t, next []float64) {
 	}
 }
 
-// sweepRow computes one row of a sweep: out[i] is the average of centre
+// sweepRowGo computes one row of a sweep: out[i] is the average of centre
 // row c (which holds one point on either side: c[i+1] is the centre of
 // out[i]) and the rows ym, yp, zm, zp, summed as in Sweep. All rows are
 // resliced to len(out) so that the compiler drops the bounds checks of
-// the loop.
-func sweepRow(out, c, ym, yp, zm, zp []float64) {
+// the loop. It is the definition of a row: sweepRow, which the sweeps
+// call, is this function on architectures without a vector version
+// (kernel_other.go) and must equal it bit for bit on the others
+// (kernel_amd64.go, which also runs it on the tail of a row).
+func sweepRowGo(out, c, ym, yp, zm, zp []float64) {
 	n := len(out)
 	c = c[:n+2]
 	ym, yp, zm, zp = ym[:n], yp[:n], zm[:n], zp[:n]
