@@ -24,4 +24,7 @@ type IdleStatus struct {
 	// AtSync is the number of local tasks waiting at a sync point, of
 	// SyncTasks local tasks of collections that use sync points.
 	AtSync, SyncTasks int
+	// LogBytes is the size of the PE's sender log (logging.Stats.LogBytes):
+	// with Config.LogLimit, what decides whether a sync point checkpoints.
+	LogBytes int
 }

@@ -53,8 +53,10 @@ type coordinatorConfig struct {
 	// Layout is the initial place of every task (scheduler.Layout).
 	Layout          [][]int
 	CheckpointEvery uint64
-	CheckpointDir   string
-	Spread          int
+	// LogLimit is coord.Config.LogLimit (0: every sync point checkpoints).
+	LogLimit      int
+	CheckpointDir string
+	Spread        int
 	// Kills are the failures to inject (--kill).
 	Kills []kill
 	// Restart, if set, holds per PE the task records of a disk checkpoint
@@ -786,7 +788,7 @@ func (c *coordinator) newCore() *coord.Coordinator {
 		Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
 		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
 		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > coord.InitialEpoch,
-		Balancer: c.cfg.Balancer,
+		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit,
 	})
 }
 
@@ -921,7 +923,7 @@ func (c *coordinator) handleReport(rank int, msg *controlpb.ToCoordinator) []coo
 		return core.OnExit(rank, int(m.Exit.Status))
 	case *controlpb.ToCoordinator_Idle:
 		i := m.Idle
-		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks)})
+		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks), LogBytes: int(i.LogBytes)})
 	case *controlpb.ToCoordinator_Quiescence:
 		core.OnQuiescenceRequest(rank)
 	case *controlpb.ToCoordinator_Staged:

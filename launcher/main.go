@@ -52,8 +52,15 @@ const usageHead = `usage:
         --ft PROTOCOL           fault tolerance: none (checkpoint/restart),
                                 fulldet or partialdet (default partialdet)
         --checkpoint-every K    checkpoint at every K-th sync point (step) of
-                                the application (default 0: only the
-                                initial checkpoint)
+                                the application (0: only the initial
+                                checkpoint). Default with fulldet and
+                                partialdet: a sync point every 10 steps,
+                                which checkpoints once a PE's sender log
+                                holds --log-limit; with none: 0
+        --log-limit MIB         without --checkpoint-every, the sender log
+                                size (MiB, on any PE) that makes the next
+                                sync point checkpoint (default 256; 0:
+                                only the initial checkpoint)
         --checkpoint-dir DIR    also write every checkpoint to DIR
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
@@ -269,6 +276,8 @@ type runOptions struct {
 	joinTimeout      time.Duration
 	protocol         logging.Kind
 	checkpointEvery  uint64
+	checkpointSet    bool
+	logLimitMiB      int
 	checkpointDir    string
 	restartDir       string
 	balancer         string
@@ -292,7 +301,7 @@ func protocolName(k logging.Kind) string {
 
 // splitRunArgs separates the launcher's flags from the application's.
 func splitRunArgs(args []string) (runOptions, []string, error) {
-	o := runOptions{listen: "127.0.0.1:0", transport: DefaultTransport, heartbeatTimeout: 5 * time.Second, stallTimeout: coord.DefaultStallTimeout, protocol: logging.KindPartialDet}
+	o := runOptions{listen: "127.0.0.1:0", transport: DefaultTransport, heartbeatTimeout: 5 * time.Second, stallTimeout: coord.DefaultStallTimeout, protocol: logging.KindPartialDet, logLimitMiB: coord.DefaultLogLimit >> 20}
 	var appArgs []string
 	valueOf := func(i *int, name string) (string, error) {
 		a := args[*i]
@@ -333,7 +342,7 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			o.listen = v
 		case "external":
 			o.external = true
-		case "checkpoint-every", "restore-spread":
+		case "checkpoint-every", "restore-spread", "log-limit":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
 				return o, nil, err
@@ -342,9 +351,12 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			if err != nil || n < 0 {
 				return o, nil, fmt.Errorf("%w: --%s %q: want a number >= 0", errUsage, name, v)
 			}
-			if name == "checkpoint-every" {
-				o.checkpointEvery = uint64(n)
-			} else {
+			switch name {
+			case "checkpoint-every":
+				o.checkpointEvery, o.checkpointSet = uint64(n), true
+			case "log-limit":
+				o.logLimitMiB = n
+			default:
 				o.spread = n
 			}
 		case "checkpoint-dir", "restart":
@@ -482,11 +494,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	if err != nil {
 		return 1, fmt.Errorf("launcher: listen: %w", err)
 	}
+	// Without --checkpoint-every, a job that logs messages offers a sync
+	// point every coord.DefaultSyncEvery steps and checkpoints at one
+	// once a PE's sender log reaches --log-limit (coord.Config.LogLimit).
+	syncEvery, logLimit := o.checkpointEvery, 0
+	if !o.checkpointSet && o.protocol != logging.KindNone && o.logLimitMiB > 0 {
+		syncEvery, logLimit = coord.DefaultSyncEvery, o.logLimitMiB<<20
+	}
 	cfg := coordinatorConfig{
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout, StallTimeout: o.stallTimeout, JoinTimeout: o.joinTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
-		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
+		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 		Transport: o.transport,
 	}

@@ -181,6 +181,14 @@ type PE struct {
 	colls  []*collectionState
 	log    *slog.Logger
 	proto  logging.Protocol
+	// postBuf is where post encodes a message for a logging protocol.
+	postBuf []byte
+	// resumedBelow is one past the highest step of a sync point the
+	// coordinator resumed; autoResume are tasks that reached such a sync
+	// point again and resume once the handler that reached it returns
+	// (syncpoint.go).
+	resumedBelow uint64
+	autoResume   []*element
 
 	// system is the task id of this PE's runtime, the sender of Start and
 	// quiescence notices.
@@ -654,6 +662,7 @@ func (pe *PE) runSlice() {
 			continue
 		}
 		pe.invoke(el, d)
+		pe.runAutoResumes()
 		if pe.halted != nil {
 			return
 		}
@@ -707,7 +716,7 @@ func (pe *PE) answerProbe() {
 		return
 	}
 	pe.flushAll()
-	st := job.IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks()}
+	st := job.IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks(), LogBytes: pe.proto.Stats().LogBytes}
 	for p, ok := range pe.live {
 		if ok {
 			st.Sent += pe.sentTo[p]
@@ -909,7 +918,17 @@ func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender commutati
 	if int(t.Handler) >= len(cs.def.Handlers) {
 		panic(fmt.Sprintf("scheduler: post to unknown handler %d of %q", t.Handler, cs.def.Name))
 	}
-	payload, err := proto.Marshal(m)
+	// With a logging protocol Send copies the payload into the sender
+	// log, so one buffer serves every send; with None the envelope keeps
+	// the payload itself, which must then be its own.
+	var payload []byte
+	var err error
+	if pe.cfg.Protocol != logging.KindNone {
+		payload, err = proto.MarshalOptions{}.MarshalAppend(pe.postBuf[:0], m)
+		pe.postBuf = payload
+	} else {
+		payload, err = proto.Marshal(m)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("scheduler: marshal %T: %v", m, err))
 	}

@@ -35,7 +35,38 @@ func (pe *PE) atSync(el *element, step uint64) bool {
 		return false
 	}
 	el.atSync = true
+	if step < pe.resumedBelow {
+		// A task re-executing (restored, or rolled back) reaches a sync
+		// point the job already passed: the coordinator resumed it then
+		// (without a checkpoint, job.Config.LogLimit), so it resumes
+		// again, at once, as the first time.
+		pe.autoResume = append(pe.autoResume, el)
+	}
 	return true
+}
+
+// noteResume records, before a Resume, the sync point the waiting tasks
+// are resumed from: a task that reaches it again resumes by itself.
+func (pe *PE) noteResume() {
+	for _, cs := range pe.colls {
+		for _, lin := range cs.sorted {
+			if el := cs.local[lin]; el.atSync && el.progress.Offered {
+				pe.resumedBelow = max(pe.resumedBelow, el.progress.Step+1)
+			}
+		}
+	}
+}
+
+// runAutoResumes resumes the tasks that reached a sync point already
+// passed (atSync), once the code that reached it has returned.
+func (pe *PE) runAutoResumes() {
+	for len(pe.autoResume) > 0 {
+		el := pe.autoResume[0]
+		pe.autoResume = pe.autoResume[1:]
+		if el.atSync && el.coll.local[el.lin] == el {
+			pe.resumeTask(el)
+		}
+	}
 }
 
 func (pe *PE) waitingAtSync() int {
@@ -52,6 +83,7 @@ func (pe *PE) waitingAtSync() int {
 
 // resume calls ResumeFromSync on every task waiting at a sync point.
 func (pe *PE) resume() {
+	pe.noteResume()
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
 			if el := cs.local[lin]; el.atSync {
@@ -59,6 +91,7 @@ func (pe *PE) resume() {
 			}
 		}
 	}
+	pe.runAutoResumes()
 	pe.transmit()
 	pe.schedule()
 }

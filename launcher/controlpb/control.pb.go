@@ -1895,12 +1895,15 @@ func (x *Probe) GetRound() uint64 {
 }
 
 type Idle struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Round         uint64                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
-	Sent          uint64                 `protobuf:"varint,2,opt,name=sent,proto3" json:"sent,omitempty"`
-	Received      uint64                 `protobuf:"varint,3,opt,name=received,proto3" json:"received,omitempty"`
-	AtSync        int32                  `protobuf:"varint,4,opt,name=at_sync,json=atSync,proto3" json:"at_sync,omitempty"`
-	SyncTasks     int32                  `protobuf:"varint,5,opt,name=sync_tasks,json=syncTasks,proto3" json:"sync_tasks,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Round     uint64                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	Sent      uint64                 `protobuf:"varint,2,opt,name=sent,proto3" json:"sent,omitempty"`
+	Received  uint64                 `protobuf:"varint,3,opt,name=received,proto3" json:"received,omitempty"`
+	AtSync    int32                  `protobuf:"varint,4,opt,name=at_sync,json=atSync,proto3" json:"at_sync,omitempty"`
+	SyncTasks int32                  `protobuf:"varint,5,opt,name=sync_tasks,json=syncTasks,proto3" json:"sync_tasks,omitempty"`
+	// log_bytes is the size of the PE's sender log (the default checkpoint
+	// policy checkpoints at a sync point once one is large enough).
+	LogBytes      int64 `protobuf:"varint,6,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1966,6 +1969,13 @@ func (x *Idle) GetAtSync() int32 {
 func (x *Idle) GetSyncTasks() int32 {
 	if x != nil {
 		return x.SyncTasks
+	}
+	return 0
+}
+
+func (x *Idle) GetLogBytes() int64 {
+	if x != nil {
+		return x.LogBytes
 	}
 	return 0
 }
@@ -3405,14 +3415,15 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\vExitRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\"\x1d\n" +
 	"\x05Probe\x12\x14\n" +
-	"\x05round\x18\x01 \x01(\x04R\x05round\"\x84\x01\n" +
+	"\x05round\x18\x01 \x01(\x04R\x05round\"\xa1\x01\n" +
 	"\x04Idle\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x12\n" +
 	"\x04sent\x18\x02 \x01(\x04R\x04sent\x12\x1a\n" +
 	"\breceived\x18\x03 \x01(\x04R\breceived\x12\x17\n" +
 	"\aat_sync\x18\x04 \x01(\x05R\x06atSync\x12\x1d\n" +
 	"\n" +
-	"sync_tasks\x18\x05 \x01(\x05R\tsyncTasks\"\x13\n" +
+	"sync_tasks\x18\x05 \x01(\x05R\tsyncTasks\x12\x1b\n" +
+	"\tlog_bytes\x18\x06 \x01(\x03R\blogBytes\"\x13\n" +
 	"\x11QuiescenceRequest\",\n" +
 	"\x12QuiescenceDetected\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\"\v\n" +
