@@ -84,6 +84,11 @@ type Coordinator struct {
 	migrated   []bool
 	movedTotal int
 
+	// passed is one past the step of the latest sync point the tasks were
+	// resumed from without a checkpoint (Config.LogLimit), 0 if none:
+	// every Resume carries it (Resume.Passed).
+	passed uint64
+
 	done    bool
 	outcome Outcome
 	notes   []string
@@ -355,7 +360,7 @@ func (c *Coordinator) resumeAfterCheckpoint() []Command {
 	c.phase = phaseRunning
 	c.qd.Reset()
 	c.roundOpen = false
-	cmds := []Command{toEvery(Resume{})}
+	cmds := []Command{toEvery(Resume{Passed: c.passed})}
 	if c.committed == c.createdEpoch && !c.cfg.Resumed {
 		cmds = []Command{toEvery(Begin{})}
 	}
@@ -411,20 +416,36 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 		// way (their records are not envelopes the counters count).
 		return nil
 	}
-	atSync, syncTasks, maxLog := 0, 0, 0
+	atSync, syncTasks, maxLog, maxLogPE := 0, 0, 0, -1
+	var syncStep uint64
 	for p, ok := range c.live {
 		if ok {
 			atSync += c.idle[p].AtSync
 			syncTasks += c.idle[p].SyncTasks
-			maxLog = max(maxLog, c.idle[p].LogBytes)
+			if maxLogPE < 0 || c.idle[p].LogBytes > maxLog {
+				maxLog, maxLogPE = c.idle[p].LogBytes, p
+			}
+			if c.idle[p].AtSync > 0 {
+				syncStep = max(syncStep, c.idle[p].SyncStep)
+			}
 		}
 	}
+	if atSync > 0 && atSync == syncTasks && c.cfg.LogLimit > 0 && len(c.moves) == 0 {
+		if maxLog < c.cfg.LogLimit {
+			// An optional sync point, and no log is large enough to need
+			// a checkpoint yet: the tasks go on, without balancing
+			// either. A task that reaches this sync point again,
+			// restored from the checkpoint before it, goes on by itself
+			// (Resume.Passed). (A sync point whose migration is not
+			// committed yet checkpoints whatever the logs: see below.)
+			c.passed = max(c.passed, syncStep+1)
+			c.qd.Reset()
+			c.note("sync point of step %d passed without a checkpoint: the largest sender log holds %d bytes (PE %d), under the limit of %d", syncStep, maxLog, maxLogPE, c.cfg.LogLimit)
+			return []Command{toEvery(Resume{Passed: c.passed})}
+		}
+		c.note("sync point of step %d checkpoints: PE %d's sender log holds %d bytes, the limit is %d", syncStep, maxLogPE, maxLog, c.cfg.LogLimit)
+	}
 	switch {
-	case atSync > 0 && atSync == syncTasks && c.cfg.LogLimit > 0 && len(c.moves) == 0 && maxLog < c.cfg.LogLimit:
-		// An optional sync point, and no log is large enough to need a
-		// checkpoint yet: the tasks go on.
-		c.qd.Reset()
-		return []Command{toEvery(Resume{})}
 	case atSync > 0 && atSync == syncTasks && c.cfg.Balancer != "" && len(c.moves) > 0:
 		// This sync point balanced already: a failure abandoned its
 		// migration or the checkpoint after it, and the tasks came back
@@ -535,8 +556,8 @@ func (c *Coordinator) OnError(pe int, err error) []Command {
 
 // DebugString summarises the coordinator's state.
 func (c *Coordinator) DebugString() string {
-	return fmt.Sprintf("coordinator phase %d live %v committed %d staging %d roundOpen %v qd round %d idle %+v pendingRestored %v atFailure %+v regaining %v",
-		c.phase, c.live, c.committed, c.staging, c.roundOpen, c.qd.round, c.idle, c.pendingRestored, c.atFailure, c.regaining)
+	return fmt.Sprintf("coordinator phase %d live %v committed %d staging %d passed %d roundOpen %v qd round %d idle %+v pendingRestored %v atFailure %+v regaining %v",
+		c.phase, c.live, c.committed, c.staging, c.passed, c.roundOpen, c.qd.round, c.idle, c.pendingRestored, c.atFailure, c.regaining)
 }
 
 func firstLine(s string) string {

@@ -24,6 +24,9 @@ type IdleStatus struct {
 	// AtSync is the number of local tasks waiting at a sync point, of
 	// SyncTasks local tasks of collections that use sync points.
 	AtSync, SyncTasks int
+	// SyncStep is the step of the sync point the waiting tasks offer (the
+	// highest, should they wait at different ones), when AtSync > 0.
+	SyncStep uint64
 	// LogBytes is the size of the PE's sender log (logging.Stats.LogBytes):
 	// with Config.LogLimit, what decides whether a sync point checkpoints.
 	LogBytes int

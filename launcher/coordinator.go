@@ -900,17 +900,18 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 		c.cfg.Log.Info("PE stats", "pe", r, "handled", st.Delivered, "envelopes_sent", st.EnvelopesSent, "batches_sent", st.BatchesSent, "bytes_sent", st.BytesSent,
 			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "determinants", st.Determinants,
 			"piggybacked_bytes", st.PiggybackedBytes, "duplicates_dropped", st.Duplicates,
-			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped)
+			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped, "sync_points_passed_again", st.PassedAgain)
 		total.Delivered += st.Delivered
 		total.Determinants += st.Determinants
 		total.PiggybackedBytes += st.PiggybackedBytes
 		total.LoggedBytes += st.LoggedBytes
 		total.Restored += st.Restored
 		total.RolledBack += st.RolledBack
+		total.PassedAgain += st.PassedAgain
 	}
 	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
 		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes,
-		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack)
+		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack, "sync_points_passed_again", total.PassedAgain)
 	c.timeline.report()
 }
 
@@ -923,7 +924,7 @@ func (c *coordinator) handleReport(rank int, msg *controlpb.ToCoordinator) []coo
 		return core.OnExit(rank, int(m.Exit.Status))
 	case *controlpb.ToCoordinator_Idle:
 		i := m.Idle
-		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks), LogBytes: int(i.LogBytes)})
+		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks), SyncStep: i.SyncStep, LogBytes: int(i.LogBytes)})
 	case *controlpb.ToCoordinator_Quiescence:
 		core.OnQuiescenceRequest(rank)
 	case *controlpb.ToCoordinator_Staged:

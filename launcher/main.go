@@ -57,10 +57,12 @@ const usageHead = `usage:
                                 partialdet: a sync point every 10 steps,
                                 which checkpoints once a PE's sender log
                                 holds --log-limit; with none: 0
-        --log-limit MIB         without --checkpoint-every, the sender log
-                                size (MiB, on any PE) that makes the next
-                                sync point checkpoint (default 256; 0:
-                                only the initial checkpoint)
+        --log-limit MIB         without --checkpoint-every, under fulldet
+                                or partialdet: the sender log size (MiB,
+                                on any PE) at which a sync point
+                                checkpoints; the others pass without one
+                                (default 256; 0: only the initial
+                                checkpoint)
         --checkpoint-dir DIR    also write every checkpoint to DIR
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
@@ -277,14 +279,16 @@ type runOptions struct {
 	protocol         logging.Kind
 	checkpointEvery  uint64
 	checkpointSet    bool
-	logLimitMiB      int
-	checkpointDir    string
-	restartDir       string
-	balancer         string
-	traceFile        string
-	spread           int
-	kills            []string
-	transport        string
+	// logLimitMiB is --log-limit (logLimitSet: given).
+	logLimitMiB   int
+	logLimitSet   bool
+	checkpointDir string
+	restartDir    string
+	balancer      string
+	traceFile     string
+	spread        int
+	kills         []string
+	transport     string
 }
 
 // protocolNames are the --ft values.
@@ -355,7 +359,10 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			case "checkpoint-every":
 				o.checkpointEvery, o.checkpointSet = uint64(n), true
 			case "log-limit":
-				o.logLimitMiB = n
+				if n > maxLogLimitMiB {
+					return o, nil, fmt.Errorf("%w: --log-limit %q: at most %d (MiB)", errUsage, v, maxLogLimitMiB)
+				}
+				o.logLimitMiB, o.logLimitSet = n, true
 			default:
 				o.spread = n
 			}
@@ -435,7 +442,31 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	if o.pes == 0 {
 		return o, nil, fmt.Errorf("%w: --pes N is required", errUsage)
 	}
+	if o.logLimitSet && o.logLimitMiB > 0 && o.checkpointSet {
+		return o, nil, fmt.Errorf("%w: --log-limit is for a job without --checkpoint-every (which checkpoints at every K-th step whatever the logs hold): give one of them", errUsage)
+	}
+	if o.logLimitSet && o.logLimitMiB > 0 && o.protocol == logging.KindNone {
+		return o, nil, fmt.Errorf("%w: --log-limit with --ft none: checkpoint/restart keeps no sender log", errUsage)
+	}
 	return o, appArgs, nil
+}
+
+// maxLogLimitMiB bounds --log-limit: 1 PiB, far above any memory, and
+// far from overflowing the byte count.
+const maxLogLimitMiB = 1 << 30
+
+// syncPolicy is the sync period the PEs get and the coordinator's log
+// limit (coord.Config.LogLimit): --checkpoint-every K checkpoints at every
+// K-th step's sync point (no limit); without it, a job that logs messages
+// offers a sync point every coord.DefaultSyncEvery steps, which
+// checkpoints once a PE's sender log holds --log-limit MiB (default
+// coord.DefaultLogLimit); --log-limit 0 and --ft none take only the
+// initial checkpoint.
+func (o runOptions) syncPolicy() (syncEvery uint64, logLimit int) {
+	if o.checkpointSet || o.protocol == logging.KindNone || o.logLimitMiB == 0 {
+		return o.checkpointEvery, 0
+	}
+	return coord.DefaultSyncEvery, o.logLimitMiB << 20
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, apps map[string]actor.App, transports map[string]Transport) (int, error) {
@@ -459,7 +490,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	if err != nil {
 		return 2, err
 	}
-	lim := killLimits{PEs: o.pes, App: app.Name, CheckpointEvery: o.checkpointEvery}
+	syncEvery, logLimit := o.syncPolicy()
+	lim := killLimits{PEs: o.pes, App: app.Name, CheckpointEvery: syncEvery, LogLimit: logLimit > 0}
 	if app.LastStep != nil {
 		lim.LastStep, lim.KnowLastStep = app.LastStep(appArgs)
 	}
@@ -493,13 +525,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return 1, fmt.Errorf("launcher: listen: %w", err)
-	}
-	// Without --checkpoint-every, a job that logs messages offers a sync
-	// point every coord.DefaultSyncEvery steps and checkpoints at one
-	// once a PE's sender log reaches --log-limit (coord.Config.LogLimit).
-	syncEvery, logLimit := o.checkpointEvery, 0
-	if !o.checkpointSet && o.protocol != logging.KindNone && o.logLimitMiB > 0 {
-		syncEvery, logLimit = coord.DefaultSyncEvery, o.logLimitMiB<<20
 	}
 	cfg := coordinatorConfig{
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,

@@ -160,6 +160,10 @@ type Stats struct {
 	MigratedIn      int    // tasks moved here by load balancing
 	MigratedOut     int    // tasks moved away
 	Forwarded       uint64 // envelopes passed on to a task's new PE
+	// PassedAgain counts the sync points a re-executing task passed by
+	// itself, the job having passed them without a checkpoint
+	// (job.Resume.Passed).
+	PassedAgain int
 	// Protocol is the fault-tolerance protocol's own counters.
 	Protocol logging.Stats
 }
@@ -183,10 +187,10 @@ type PE struct {
 	proto  logging.Protocol
 	// postBuf is where post encodes a message for a logging protocol.
 	postBuf []byte
-	// resumedBelow is one past the highest step of a sync point the
-	// coordinator resumed; autoResume are tasks that reached such a sync
-	// point again and resume once the handler that reached it returns
-	// (syncpoint.go).
+	// resumedBelow is the last Resume's Passed: one past the step of the
+	// latest sync point the job passed without a checkpoint. autoResume
+	// are tasks that reached such a sync point again and resume once the
+	// code that reached it returns (syncpoint.go).
 	resumedBelow uint64
 	autoResume   []*element
 
@@ -645,6 +649,9 @@ func (pe *PE) begin() {
 }
 
 func (pe *PE) runSlice() {
+	// Every caller of task code resumes the tasks that reached a passed
+	// sync point (runAutoResumes) before it returns; this is a guard.
+	pe.runAutoResumes()
 	budget := pe.cfg.SliceBudget
 	for budget > 0 && pe.runAt < len(pe.runnable) {
 		if pe.cfg.Net.Backlog() > pe.cfg.MaxBacklog {
@@ -716,7 +723,8 @@ func (pe *PE) answerProbe() {
 		return
 	}
 	pe.flushAll()
-	st := job.IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks(), LogBytes: pe.proto.Stats().LogBytes}
+	st := job.IdleStatus{Round: *pe.probe, SyncTasks: pe.syncTasks(), LogBytes: pe.proto.Stats().LogBytes}
+	st.AtSync, st.SyncStep = pe.waitingAtSync()
 	for p, ok := range pe.live {
 		if ok {
 			st.Sent += pe.sentTo[p]

@@ -38,52 +38,51 @@ func (pe *PE) atSync(el *element, step uint64) bool {
 	if step < pe.resumedBelow {
 		// A task re-executing (restored, or rolled back) reaches a sync
 		// point the job already passed: the coordinator resumed it then
-		// (without a checkpoint, job.Config.LogLimit), so it resumes
-		// again, at once, as the first time.
+		// without a checkpoint (job.Config.LogLimit, job.Resume.Passed),
+		// so it goes on again, as the first time, once the handler that
+		// reached it returns (runAutoResumes).
 		pe.autoResume = append(pe.autoResume, el)
 	}
 	return true
 }
 
-// noteResume records, before a Resume, the sync point the waiting tasks
-// are resumed from: a task that reaches it again resumes by itself.
-func (pe *PE) noteResume() {
-	for _, cs := range pe.colls {
-		for _, lin := range cs.sorted {
-			if el := cs.local[lin]; el.atSync && el.progress.Offered {
-				pe.resumedBelow = max(pe.resumedBelow, el.progress.Step+1)
-			}
-		}
-	}
-}
-
 // runAutoResumes resumes the tasks that reached a sync point already
-// passed (atSync), once the code that reached it has returned.
+// passed (atSync), once the code that reached it has returned. Every
+// caller of task code runs it after (runSlice after each handler, resume
+// and noticeFailure after ResumeFromSync), so no such task is left
+// waiting when the PE answers a probe.
 func (pe *PE) runAutoResumes() {
 	for len(pe.autoResume) > 0 {
 		el := pe.autoResume[0]
 		pe.autoResume = pe.autoResume[1:]
 		if el.atSync && el.coll.local[el.lin] == el {
+			pe.stats.PassedAgain++
 			pe.resumeTask(el)
 		}
 	}
 }
 
-func (pe *PE) waitingAtSync() int {
-	n := 0
+// waitingAtSync counts the local tasks waiting at a sync point, and
+// returns the highest step they offered there.
+func (pe *PE) waitingAtSync() (n int, step uint64) {
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
-			if cs.local[lin].atSync {
+			if el := cs.local[lin]; el.atSync {
 				n++
+				if el.progress.Offered {
+					step = max(step, el.progress.Step)
+				}
 			}
 		}
 	}
-	return n
+	return n, step
 }
 
 // resume calls ResumeFromSync on every task waiting at a sync point.
-func (pe *PE) resume() {
-	pe.noteResume()
+// passed is the coordinator's Resume.Passed: from now on a task that
+// reaches a sync point of a lower step goes on by itself.
+func (pe *PE) resume(passed uint64) {
+	pe.resumedBelow = passed
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
 			if el := cs.local[lin]; el.atSync {

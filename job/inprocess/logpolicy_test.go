@@ -71,3 +71,27 @@ func TestLogLimitRecoveryCrossesResumedSyncPoints(t *testing.T) {
 		}
 	}
 }
+
+// A task restored on a PE that had no task at the sync points the job
+// passed without a checkpoint (here PE 2 of 3, as the job has 2 tasks):
+// that PE learnt the steps passed from the coordinator's Resume, not from
+// tasks of its own, and the restored task passes them by itself while it
+// re-executes. (When each PE took the step from its own waiting tasks,
+// the task waited there alone and the job stopped with ErrNotAllAtSync.)
+func TestLogLimitRestoreOnAPEWithoutSyncTasks(t *testing.T) {
+	args := []string{"--grid", "32,16,16", "--chunk", "16,16,16", "--iterations", "100"}
+	restoredOn2 := false
+	for _, failed := range []int{0, 1} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		var debug strings.Builder
+		opts := []inprocess.Option{inprocess.WithProtocol(logging.KindFullDet), inprocess.WithLogLimit(1 << 30), inprocess.WithDebug(&debug), inprocess.WithKill(failed, 75)}
+		res, err := inprocess.Run(ctx, stencil3d.App, args, 3, nil, opts...)
+		cancel()
+		require.NoError(t, err, "PE %d killed:\n%s", failed, debug.String())
+		require.Equal(t, 0, res.Status)
+		require.Contains(t, res.Output, "reference: match", "PE %d killed", failed)
+		require.Equal(t, 1, strings.Count(debug.String(), "staged and copied to buddies"), "only the initial checkpoint: every sync point passed without one")
+		restoredOn2 = restoredOn2 || res.Stats[2].Restored > 0
+	}
+	require.True(t, restoredOn2, "a task was restored on PE 2, which had none")
+}
