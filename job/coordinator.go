@@ -161,6 +161,14 @@ type Outcome struct {
 // sync point.
 var ErrNotAllAtSync = errors.New("job: quiescent with only some tasks at a sync point")
 
+// ErrSyncStepsDiffer reports a job under a log limit (Config.LogLimit)
+// found with its tasks waiting at sync points of different steps: the
+// coordinator could not tell which ones it passes without a checkpoint
+// (the tasks of every collection with sync points must offer them at the
+// same steps, and a task that re-executes must pass by itself those the
+// job passed).
+var ErrSyncStepsDiffer = errors.New("job: tasks wait at sync points of different steps")
+
 type phase uint8
 
 const (
@@ -417,21 +425,36 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 		return nil
 	}
 	atSync, syncTasks, maxLog, maxLogPE := 0, 0, 0, -1
-	var syncStep uint64
+	// syncStep and lowStep: the highest and lowest step the waiting tasks
+	// offer (known: of those whose PE knows it).
+	var syncStep, lowStep uint64
+	known := false
 	for p, ok := range c.live {
 		if ok {
-			atSync += c.idle[p].AtSync
-			syncTasks += c.idle[p].SyncTasks
-			if maxLogPE < 0 || c.idle[p].LogBytes > maxLog {
-				maxLog, maxLogPE = c.idle[p].LogBytes, p
+			st := c.idle[p]
+			if st.AtSync > 0 && st.SyncStepsKnown {
+				if !known {
+					syncStep, lowStep, known = st.SyncStep, st.LowSyncStep, true
+				}
+				syncStep, lowStep = max(syncStep, st.SyncStep), min(lowStep, st.LowSyncStep)
 			}
-			if c.idle[p].AtSync > 0 {
-				syncStep = max(syncStep, c.idle[p].SyncStep)
+			atSync += st.AtSync
+			syncTasks += st.SyncTasks
+			if maxLogPE < 0 || st.LogBytes > maxLog {
+				maxLog, maxLogPE = st.LogBytes, p
 			}
 		}
 	}
+	if atSync > 0 && atSync == syncTasks && c.cfg.LogLimit > 0 && lowStep != syncStep {
+		return c.diagnose(fmt.Errorf("%w (%d to %d)", ErrSyncStepsDiffer, lowStep, syncStep))
+	}
 	if atSync > 0 && atSync == syncTasks && c.cfg.LogLimit > 0 && len(c.moves) == 0 {
-		if maxLog < c.cfg.LogLimit {
+		if !known {
+			// Not seen: only tasks moved by load balancing wait at a step
+			// their PE does not know, and their moves are not committed.
+			// A checkpoint is always right.
+			c.note("sync point checkpoints: no PE knows the step its waiting tasks offer")
+		} else if maxLog < c.cfg.LogLimit {
 			// An optional sync point, and no log is large enough to need
 			// a checkpoint yet: the tasks go on, without balancing
 			// either. A task that reaches this sync point again,
@@ -442,8 +465,9 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 			c.qd.Reset()
 			c.note("sync point of step %d passed without a checkpoint: the largest sender log holds %d bytes (PE %d), under the limit of %d", syncStep, maxLog, maxLogPE, c.cfg.LogLimit)
 			return []Command{toEvery(Resume{Passed: c.passed})}
+		} else {
+			c.note("sync point of step %d checkpoints: PE %d's sender log holds %d bytes, the limit is %d", syncStep, maxLogPE, maxLog, c.cfg.LogLimit)
 		}
-		c.note("sync point of step %d checkpoints: PE %d's sender log holds %d bytes, the limit is %d", syncStep, maxLogPE, maxLog, c.cfg.LogLimit)
 	}
 	switch {
 	case atSync > 0 && atSync == syncTasks && c.cfg.Balancer != "" && len(c.moves) > 0:

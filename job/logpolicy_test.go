@@ -20,10 +20,10 @@ func syncPoint(t *testing.T, c *Coordinator, step uint64, logs map[int]int, noTa
 	for range 2 {
 		probe, _ := eventOf[Probe](t, c.Tick())
 		for pe, n := range logs {
-			st := IdleStatus{Round: probe.Round, Sent: 4 * step, Received: 4 * step, AtSync: 2, SyncTasks: 2, SyncStep: step, LogBytes: n}
+			st := IdleStatus{Round: probe.Round, Sent: 4 * step, Received: 4 * step, AtSync: 2, SyncTasks: 2, SyncStep: step, LowSyncStep: step, SyncStepsKnown: true, LogBytes: n}
 			for _, p := range noTasks {
 				if p == pe {
-					st.AtSync, st.SyncTasks, st.SyncStep = 0, 0, 0
+					st = IdleStatus{Round: probe.Round, Sent: 4 * step, Received: 4 * step, LogBytes: n}
 				}
 			}
 			cmds = append(cmds, c.OnIdle(pe, st)...)
@@ -65,8 +65,10 @@ func TestCoordinatorCheckpointsWhenALogReachesTheLimit(t *testing.T) {
 	const limit = 1000
 	c := runningCoordinatorWith(t, Config{Size: 3, Protocol: logging.KindPartialDet, LogLimit: limit})
 	require.Equal(t, []any{Resume{Passed: 10}}, events(syncPoint(t, c, 9, map[int]int{0: 10, 1: limit - 1, 2: 0})))
+	require.Contains(t, c.Notes(), "sync point of step 9 passed without a checkpoint: the largest sender log holds 999 bytes (PE 1), under the limit of 1000")
 	require.Equal(t, []any{Resume{Passed: 20}}, events(syncPoint(t, c, 19, map[int]int{0: 500, 1: 999, 2: 20})))
 	cp, _ := eventOf[TakeCheckpoint](t, syncPoint(t, c, 29, map[int]int{0: 10, 1: limit, 2: 0}))
+	require.Contains(t, c.Notes(), "sync point of step 29 checkpoints: PE 1's sender log holds 1000 bytes, the limit is 1000")
 	require.Equal(t, uint64(InitialEpoch+1), cp.Epoch)
 	require.Equal(t, []any{Resume{Passed: 20}}, events(commit(t, c, cp.Epoch)),
 		"a sync point that checkpointed is never reached again (tasks restore from its checkpoint or a later one): Passed stays")
@@ -137,7 +139,7 @@ func TestFailureBeforeASyncPointIsDecided(t *testing.T) {
 	// One round of the sync point of step 19, then PE 2 fails.
 	probe, _ := eventOf[Probe](t, c.Tick())
 	for pe := range 3 {
-		require.Empty(t, c.OnIdle(pe, IdleStatus{Round: probe.Round, Sent: 80, Received: 80, AtSync: 2, SyncTasks: 2, SyncStep: 19, LogBytes: 1}))
+		require.Empty(t, c.OnIdle(pe, IdleStatus{Round: probe.Round, Sent: 80, Received: 80, AtSync: 2, SyncTasks: 2, SyncStep: 19, LowSyncStep: 19, SyncStepsKnown: true, LogBytes: 1}))
 	}
 	eventOf[Recover](t, c.OnFailure(2))
 	cmds := restoreAndNotice(t, c, 1)
@@ -181,6 +183,57 @@ func TestLogLimitWithABalancer(t *testing.T) {
 	require.Len(t, cmds, 1)
 	cp, _ := eventOf[TakeCheckpoint](t, cmds)
 	require.Equal(t, []any{Resume{Passed: 10}}, events(commit(t, c, cp.Epoch)))
+}
+
+// Under a log limit, tasks found waiting at sync points of different
+// steps (here a task of PE 1 at step 9, the others at 19) stop the job
+// with ErrSyncStepsDiffer and a diagnosis: the coordinator cannot tell
+// which sync point it would pass. (A task restored on a PE that did not
+// know the job had passed step 9 waited there while the others went on
+// to step 19; the coordinator then checkpointed with that task's
+// messages buffered.) Without a limit such a job checkpoints as before.
+func TestSyncStepsDifferUnderALogLimit(t *testing.T) {
+	for _, limit := range []int{1000, 0} {
+		c := runningCoordinatorWith(t, Config{Size: 3, Protocol: logging.KindPartialDet, LogLimit: limit})
+		var cmds []Command
+		for range 2 {
+			probe, _ := eventOf[Probe](t, c.Tick())
+			for pe := range 3 {
+				st := IdleStatus{Round: probe.Round, Sent: 80, Received: 80, AtSync: 2, SyncTasks: 2, SyncStep: 19, LowSyncStep: 19, SyncStepsKnown: true, LogBytes: 1}
+				if pe == 1 {
+					st.LowSyncStep = 9
+				}
+				cmds = append(cmds, c.OnIdle(pe, st)...)
+			}
+		}
+		if limit == 0 {
+			eventOf[TakeCheckpoint](t, cmds)
+			// A PE that does not know the step of its waiting tasks (moved
+			// to it) counts for neither bound.
+			c = runningCoordinatorWith(t, Config{Size: 3, Protocol: logging.KindPartialDet, LogLimit: 1000})
+			cmds = nil
+			for range 2 {
+				probe, _ := eventOf[Probe](t, c.Tick())
+				for pe := range 3 {
+					st := IdleStatus{Round: probe.Round, Sent: 80, Received: 80, AtSync: 2, SyncTasks: 2, SyncStep: 19, LowSyncStep: 19, SyncStepsKnown: pe != 1, LogBytes: 1}
+					if pe == 1 {
+						st.SyncStep, st.LowSyncStep = 0, 0
+					}
+					cmds = append(cmds, c.OnIdle(pe, st)...)
+				}
+			}
+			require.Equal(t, []any{Resume{Passed: 20}}, events(cmds))
+			continue
+		}
+		require.Equal(t, []any{Diagnose{}}, events(cmds))
+		for pe := range 3 {
+			cmds = c.OnDiagnosis(pe, "report")
+		}
+		out, done := c.Done()
+		require.True(t, done)
+		require.ErrorIs(t, out.Err, ErrSyncStepsDiffer)
+		require.ErrorContains(t, out.Err, "(9 to 19)")
+	}
 }
 
 func must[E any](e E, _ Destination) E { return e }

@@ -924,7 +924,7 @@ func (c *coordinator) handleReport(rank int, msg *controlpb.ToCoordinator) []coo
 		return core.OnExit(rank, int(m.Exit.Status))
 	case *controlpb.ToCoordinator_Idle:
 		i := m.Idle
-		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks), SyncStep: i.SyncStep, LogBytes: int(i.LogBytes)})
+		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks), SyncStep: i.SyncStep, LowSyncStep: i.LowSyncStep, SyncStepsKnown: i.SyncStepsKnown, LogBytes: int(i.LogBytes)})
 	case *controlpb.ToCoordinator_Quiescence:
 		core.OnQuiescenceRequest(rank)
 	case *controlpb.ToCoordinator_Staged:

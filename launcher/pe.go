@@ -102,7 +102,7 @@ func (c peControl) Exit(status int) {
 }
 func (c peControl) Idle(st coord.IdleStatus) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Idle{Idle: &controlpb.Idle{
-		Round: st.Round, Sent: st.Sent, Received: st.Received, AtSync: int32(st.AtSync), SyncTasks: int32(st.SyncTasks), SyncStep: st.SyncStep, LogBytes: int64(st.LogBytes)}}})
+		Round: st.Round, Sent: st.Sent, Received: st.Received, AtSync: int32(st.AtSync), SyncTasks: int32(st.SyncTasks), SyncStep: st.SyncStep, LowSyncStep: st.LowSyncStep, SyncStepsKnown: st.SyncStepsKnown, LogBytes: int64(st.LogBytes)}}})
 }
 func (c peControl) CheckpointStaged(epoch uint64, tasks, bytes int) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Staged{Staged: &controlpb.CheckpointStaged{Epoch: epoch, Tasks: int32(tasks), Bytes: int64(bytes)}}})

@@ -724,7 +724,7 @@ func (pe *PE) answerProbe() {
 	}
 	pe.flushAll()
 	st := job.IdleStatus{Round: *pe.probe, SyncTasks: pe.syncTasks(), LogBytes: pe.proto.Stats().LogBytes}
-	st.AtSync, st.SyncStep = pe.waitingAtSync()
+	st.AtSync, st.SyncStep, st.LowSyncStep, st.SyncStepsKnown = pe.waitingAtSync()
 	for p, ok := range pe.live {
 		if ok {
 			st.Sent += pe.sentTo[p]

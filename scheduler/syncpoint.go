@@ -63,19 +63,24 @@ func (pe *PE) runAutoResumes() {
 }
 
 // waitingAtSync counts the local tasks waiting at a sync point, and
-// returns the highest step they offered there.
-func (pe *PE) waitingAtSync() (n int, step uint64) {
+// returns the highest and the lowest step they offered there, of those
+// that offered it here (known: one did; a task moved here waits at a
+// step this PE was not told).
+func (pe *PE) waitingAtSync() (n int, high, low uint64, known bool) {
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
 			if el := cs.local[lin]; el.atSync {
 				n++
 				if el.progress.Offered {
-					step = max(step, el.progress.Step)
+					if !known {
+						high, low, known = el.progress.Step, el.progress.Step, true
+					}
+					high, low = max(high, el.progress.Step), min(low, el.progress.Step)
 				}
 			}
 		}
 	}
-	return n, step
+	return n, high, low, known
 }
 
 // resume calls ResumeFromSync on every task waiting at a sync point.

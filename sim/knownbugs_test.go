@@ -91,6 +91,8 @@ var regressionSeeds = []struct {
 		[]uint64{10859}, false, false, true},
 	{"failure during a migration, then a second one: the job went quiet with only some tasks at a sync point (the next sync point balanced again before the first migration's checkpoint committed, and its moves replaced the first ones, which the second failure then did not settle; now the job takes that checkpoint first)",
 		[]uint64{200590, 16463}, false, false, true},
+	{"default checkpoint policy (LogLimit), few tasks: a task restored on a PE that had no sync task when the job passed a sync point without a checkpoint waited there alone (ErrNotAllAtSync), or while the others went on to the next one (a checkpoint with its messages buffered, now ErrSyncStepsDiffer): each PE guessed the passed steps from its own waiting tasks; now the coordinator sends them (Resume.Passed)",
+		[]uint64{300564, 300678, 300897, 301474, 301873, 302195}, false, false, false},
 }
 
 func TestRegressionSeeds(t *testing.T) {

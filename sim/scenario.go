@@ -71,7 +71,7 @@ func genScenario(seed uint64, logLimit bool) Config {
 		}
 	}
 	if logLimit {
-		drawLogLimit(&cfg, GenWorkload)
+		setLogLimit(&cfg, GenWorkload, drawLogLimit(&cfg))
 	}
 	return cfg
 }
@@ -83,9 +83,27 @@ func genScenario(seed uint64, logLimit bool) Config {
 // (LogLimit). Trace is left for the caller.
 func Scenario(seed uint64) Config {
 	cfg, wl := scenario(seed)
-	drawLogLimit(&cfg, wl)
+	scale := drawLogLimit(&cfg)
+	if scale > 0 && cfg.PEs > 2 && newRand(seed, 8).IntN(3) == 0 {
+		// Some PEs host no sync task: they must learn from the
+		// coordinator which sync points the job passed, for the tasks
+		// that may be restored on them.
+		cfg.App, cfg.Args = FewTasks.App, FewTasks.Args
+		for i, f := range cfg.Faults {
+			if f.AtStep > FewTasks.Steps {
+				cfg.Faults[i].AtStep = 1 + (f.AtStep-1)%FewTasks.Steps
+			}
+		}
+		wl = FewTasks
+	}
+	setLogLimit(&cfg, wl, scale)
 	return cfg
 }
+
+// FewTasks is the workload a third of the runs of 3 or 4 PEs with a log
+// limit take instead of theirs (Scenario): stencil3d with 2 chunks, so
+// that some PEs host no task of a collection with sync points.
+var FewTasks = Workload{Name: "stencil3d-2", App: stencil3d.App, Args: []string{"--grid", "8,4,4", "--chunk", "4,4,4", "--iterations", "12"}, Steps: 12, StepLog: 2100}
 
 // ScenarioBeforeLogLimit is Scenario as it was drawn before LogLimit was
 // (the seeds of the bugs found before, regressionSeeds).
@@ -115,25 +133,34 @@ func scenario(seed uint64) (Config, Workload) {
 // launcher's default checkpoint policy (job.Config.LogLimit): their sync
 // points (every CheckpointEvery steps, 1 to 3 if the run had none)
 // checkpoint only once a PE's sender log reached the limit, and pass
-// without a checkpoint otherwise. The limit is a multiple (1/2 to 6,
-// log-uniform) of what a PE logs in one sync period of the workload
-// (Workload.StepLog), so that in most runs some sync points checkpoint
-// and others do not, the first checkpoint comes after one to several
-// passed ones, and a failure restores tasks from a checkpoint older than
-// sync points the job passed. A run given a sync period here also writes
-// its checkpoints to disk one time in six, as those with one of their
-// own do. The draws come from a source of their own (see scenario).
-func drawLogLimit(cfg *Config, wl Workload) {
+// without a checkpoint otherwise. It returns the limit's scale (0: no
+// limit), 1/2 to 6 (log-uniform), for setLogLimit: in most runs some sync
+// points checkpoint and others do not, the first checkpoint comes after
+// one to several passed ones, and a failure restores tasks from a
+// checkpoint older than sync points the job passed. A run given a sync
+// period here also writes its checkpoints to disk one time in six, as
+// those with one of their own do. The draws come from a source of their
+// own (see scenario).
+func drawLogLimit(cfg *Config) (scale float64) {
 	rng := newRand(cfg.Seed, 7)
 	if cfg.Protocol == logging.KindNone || rng.IntN(2) == 0 {
-		return
+		return 0
 	}
 	if cfg.CheckpointEvery == 0 {
 		cfg.CheckpointEvery = 1 + uint64(rng.IntN(3))
 		cfg.Disk = rng.IntN(6) == 0
 	}
+	return math.Exp(math.Log(0.5) + rng.Float64()*math.Log(12))
+}
+
+// setLogLimit sets the log limit of a run of workload wl to scale times
+// what a PE logs in one sync period (Workload.StepLog).
+func setLogLimit(cfg *Config, wl Workload, scale float64) {
+	if scale <= 0 {
+		return
+	}
 	perPeriod := float64(wl.StepLog) / float64(cfg.PEs) * float64(cfg.CheckpointEvery)
-	cfg.LogLimit = max(1, int(perPeriod*math.Exp(math.Log(0.5)+rng.Float64()*math.Log(12))))
+	cfg.LogLimit = max(1, int(perPeriod*scale))
 }
 
 // BaseScenario is Scenario as the simulator first drew it: no connection

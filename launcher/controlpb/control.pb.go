@@ -1904,11 +1904,15 @@ type Idle struct {
 	// log_bytes is the size of the PE's sender log (the default checkpoint
 	// policy checkpoints at a sync point once one is large enough).
 	LogBytes int64 `protobuf:"varint,6,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
-	// sync_step is the step of the sync point the waiting tasks offer (the
-	// highest), when at_sync > 0.
-	SyncStep      uint64 `protobuf:"varint,7,opt,name=sync_step,json=syncStep,proto3" json:"sync_step,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// sync_step and low_sync_step are the highest and lowest step of the
+	// sync points the waiting tasks offer, when at_sync > 0.
+	SyncStep    uint64 `protobuf:"varint,7,opt,name=sync_step,json=syncStep,proto3" json:"sync_step,omitempty"`
+	LowSyncStep uint64 `protobuf:"varint,8,opt,name=low_sync_step,json=lowSyncStep,proto3" json:"low_sync_step,omitempty"`
+	// sync_steps_known: the PE knows the step of one of its waiting tasks
+	// (a task moved to it waits at a step it was not told).
+	SyncStepsKnown bool `protobuf:"varint,9,opt,name=sync_steps_known,json=syncStepsKnown,proto3" json:"sync_steps_known,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Idle) Reset() {
@@ -1988,6 +1992,20 @@ func (x *Idle) GetSyncStep() uint64 {
 		return x.SyncStep
 	}
 	return 0
+}
+
+func (x *Idle) GetLowSyncStep() uint64 {
+	if x != nil {
+		return x.LowSyncStep
+	}
+	return 0
+}
+
+func (x *Idle) GetSyncStepsKnown() bool {
+	if x != nil {
+		return x.SyncStepsKnown
+	}
+	return false
 }
 
 type QuiescenceRequest struct {
@@ -3446,7 +3464,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\vExitRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\"\x1d\n" +
 	"\x05Probe\x12\x14\n" +
-	"\x05round\x18\x01 \x01(\x04R\x05round\"\xbe\x01\n" +
+	"\x05round\x18\x01 \x01(\x04R\x05round\"\x8c\x02\n" +
 	"\x04Idle\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x12\n" +
 	"\x04sent\x18\x02 \x01(\x04R\x04sent\x12\x1a\n" +
@@ -3455,7 +3473,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
 	"sync_tasks\x18\x05 \x01(\x05R\tsyncTasks\x12\x1b\n" +
 	"\tlog_bytes\x18\x06 \x01(\x03R\blogBytes\x12\x1b\n" +
-	"\tsync_step\x18\a \x01(\x04R\bsyncStep\"\x13\n" +
+	"\tsync_step\x18\a \x01(\x04R\bsyncStep\x12\"\n" +
+	"\rlow_sync_step\x18\b \x01(\x04R\vlowSyncStep\x12(\n" +
+	"\x10sync_steps_known\x18\t \x01(\bR\x0esyncStepsKnown\"\x13\n" +
 	"\x11QuiescenceRequest\",\n" +
 	"\x12QuiescenceDetected\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\"\v\n" +
