@@ -84,6 +84,11 @@ type Coordinator struct {
 	migrated   []bool
 	movedTotal int
 
+	// passed is one past the step of the latest sync point the tasks were
+	// resumed from without a checkpoint (Config.LogLimit), 0 if none:
+	// every Resume carries it (Resume.Passed).
+	passed uint64
+
 	done    bool
 	outcome Outcome
 	notes   []string
@@ -118,7 +123,33 @@ type Config struct {
 	// Balancer is the load balancer run at every sync point before its
 	// checkpoint: "" (none), "greedy" or "refine".
 	Balancer string
+	// LogLimit, when > 0, makes sync points optional: at one, the
+	// coordinator checkpoints (and balances) only once some PE's sender
+	// log holds LogLimit bytes or more, and otherwise resumes the tasks
+	// at once. 0: every sync point checkpoints (--checkpoint-every K).
+	LogLimit int
 }
+
+// The default checkpoint policy of a job that logs messages and was given
+// no checkpoint period: its tasks offer a sync point every DefaultSyncEvery
+// steps, and the coordinator checkpoints at the first one where a PE's
+// sender log holds DefaultLogLimit bytes or more. The log, and the memory
+// and replay time it costs, thus stays below DefaultLogLimit plus what a PE
+// sends in DefaultSyncEvery steps, and a job whose log stays small pays a
+// barrier every DefaultSyncEvery steps and no checkpoint.
+//
+// 256 MiB: a sender log is kept in memory until the next checkpoint (a
+// growing log is what makes logging cost: every byte of it is memory new
+// to the process), and the checkpoint that empties it copies the PE's
+// state to its buddy; the limit lets a PE log a few hundred steps of the
+// mini-apps' default sizes between checkpoints (stencil3d 256³ in 64³
+// blocks on 2 PEs logs 6.3 MB per step per PE: a checkpoint every 40 or
+// 50 steps), while a machine of several PEs with a few GiB each keeps it
+// well within its memory.
+const (
+	DefaultLogLimit  = 256 << 20
+	DefaultSyncEvery = 10
+)
 
 // Outcome is how a job ended.
 type Outcome struct {
@@ -129,6 +160,14 @@ type Outcome struct {
 // ErrNotAllAtSync reports a job that went quiet with only some tasks at a
 // sync point.
 var ErrNotAllAtSync = errors.New("job: quiescent with only some tasks at a sync point")
+
+// ErrSyncStepsDiffer reports a job under a log limit (Config.LogLimit)
+// found with its tasks waiting at sync points of different steps: the
+// coordinator could not tell which ones it passes without a checkpoint
+// (the tasks of every collection with sync points must offer them at the
+// same steps, and a task that re-executes must pass by itself those the
+// job passed).
+var ErrSyncStepsDiffer = errors.New("job: tasks wait at sync points of different steps")
 
 type phase uint8
 
@@ -329,7 +368,7 @@ func (c *Coordinator) resumeAfterCheckpoint() []Command {
 	c.phase = phaseRunning
 	c.qd.Reset()
 	c.roundOpen = false
-	cmds := []Command{toEvery(Resume{})}
+	cmds := []Command{toEvery(Resume{Passed: c.passed})}
 	if c.committed == c.createdEpoch && !c.cfg.Resumed {
 		cmds = []Command{toEvery(Begin{})}
 	}
@@ -385,11 +424,49 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 		// way (their records are not envelopes the counters count).
 		return nil
 	}
-	atSync, syncTasks := 0, 0
+	atSync, syncTasks, maxLog, maxLogPE := 0, 0, 0, -1
+	// syncStep and lowStep: the highest and lowest step the waiting tasks
+	// offer (known: of those whose PE knows it).
+	var syncStep, lowStep uint64
+	known := false
 	for p, ok := range c.live {
 		if ok {
-			atSync += c.idle[p].AtSync
-			syncTasks += c.idle[p].SyncTasks
+			st := c.idle[p]
+			if st.AtSync > 0 && st.SyncStepsKnown {
+				if !known {
+					syncStep, lowStep, known = st.SyncStep, st.LowSyncStep, true
+				}
+				syncStep, lowStep = max(syncStep, st.SyncStep), min(lowStep, st.LowSyncStep)
+			}
+			atSync += st.AtSync
+			syncTasks += st.SyncTasks
+			if maxLogPE < 0 || st.LogBytes > maxLog {
+				maxLog, maxLogPE = st.LogBytes, p
+			}
+		}
+	}
+	if atSync > 0 && atSync == syncTasks && c.cfg.LogLimit > 0 && lowStep != syncStep {
+		return c.diagnose(fmt.Errorf("%w (%d to %d)", ErrSyncStepsDiffer, lowStep, syncStep))
+	}
+	if atSync > 0 && atSync == syncTasks && c.cfg.LogLimit > 0 && len(c.moves) == 0 {
+		if !known {
+			// Not seen: only tasks moved by load balancing wait at a step
+			// their PE does not know, and their moves are not committed.
+			// A checkpoint is always right.
+			c.note("sync point checkpoints: no PE knows the step its waiting tasks offer")
+		} else if maxLog < c.cfg.LogLimit {
+			// An optional sync point, and no log is large enough to need
+			// a checkpoint yet: the tasks go on, without balancing
+			// either. A task that reaches this sync point again,
+			// restored from the checkpoint before it, goes on by itself
+			// (Resume.Passed). (A sync point whose migration is not
+			// committed yet checkpoints whatever the logs: see below.)
+			c.passed = max(c.passed, syncStep+1)
+			c.qd.Reset()
+			c.note("sync point of step %d passed without a checkpoint: the largest sender log holds %d bytes (PE %d), under the limit of %d", syncStep, maxLog, maxLogPE, c.cfg.LogLimit)
+			return []Command{toEvery(Resume{Passed: c.passed})}
+		} else {
+			c.note("sync point of step %d checkpoints: PE %d's sender log holds %d bytes, the limit is %d", syncStep, maxLogPE, maxLog, c.cfg.LogLimit)
 		}
 	}
 	switch {
@@ -503,8 +580,8 @@ func (c *Coordinator) OnError(pe int, err error) []Command {
 
 // DebugString summarises the coordinator's state.
 func (c *Coordinator) DebugString() string {
-	return fmt.Sprintf("coordinator phase %d live %v committed %d staging %d roundOpen %v qd round %d idle %+v pendingRestored %v atFailure %+v regaining %v",
-		c.phase, c.live, c.committed, c.staging, c.roundOpen, c.qd.round, c.idle, c.pendingRestored, c.atFailure, c.regaining)
+	return fmt.Sprintf("coordinator phase %d live %v committed %d staging %d passed %d roundOpen %v qd round %d idle %+v pendingRestored %v atFailure %+v regaining %v",
+		c.phase, c.live, c.committed, c.staging, c.passed, c.roundOpen, c.qd.round, c.idle, c.pendingRestored, c.atFailure, c.regaining)
 }
 
 func firstLine(s string) string {

@@ -41,8 +41,13 @@ type (
 	// Start.
 	Begin struct{}
 	// Resume ends a sync point: the tasks waiting there go on
-	// (ResumeFromSync).
-	Resume struct{}
+	// (ResumeFromSync). Passed is one past the step of the latest sync
+	// point the job passed without a checkpoint (Config.LogLimit), 0 if
+	// none: a task that reaches a sync point of a lower step again (it
+	// re-executes, restored from an earlier checkpoint) goes on by itself,
+	// as it did the first time. Every Resume carries it, so every live PE
+	// holds the coordinator's value whatever tasks it had then.
+	Resume struct{ Passed uint64 }
 	// Stop ends the job with Status. The process that hosts a PE acts
 	// on it (the PE itself has nothing left to do).
 	Stop struct{ Status int }

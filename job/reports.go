@@ -24,4 +24,15 @@ type IdleStatus struct {
 	// AtSync is the number of local tasks waiting at a sync point, of
 	// SyncTasks local tasks of collections that use sync points.
 	AtSync, SyncTasks int
+	// SyncStep is the step of the sync point the waiting tasks offer: the
+	// highest, and LowSyncStep the lowest, should they wait at different
+	// ones (which Config.LogLimit does not accept), of the waiting tasks
+	// whose step the PE knows; SyncStepsKnown says it knows one. (A task
+	// moved to the PE by load balancing waits at the sync point it left,
+	// at a step the PE was not told.)
+	SyncStep, LowSyncStep uint64
+	SyncStepsKnown        bool
+	// LogBytes is the size of the PE's sender log (logging.Stats.LogBytes):
+	// with Config.LogLimit, what decides whether a sync point checkpoints.
+	LogBytes int
 }

@@ -73,8 +73,8 @@ var _ coord.PEHandler = (*pbEncoder)(nil)
 func (e *pbEncoder) Begin(coord.Begin) {
 	e.msg = &controlpb.ToPE{Msg: &controlpb.ToPE_Begin{Begin: &controlpb.Begin{}}}
 }
-func (e *pbEncoder) Resume(coord.Resume) {
-	e.msg = &controlpb.ToPE{Msg: &controlpb.ToPE_Resume{Resume: &controlpb.Resume{}}}
+func (e *pbEncoder) Resume(ev coord.Resume) {
+	e.msg = &controlpb.ToPE{Msg: &controlpb.ToPE_Resume{Resume: &controlpb.Resume{Passed: ev.Passed}}}
 }
 func (e *pbEncoder) Stop(ev coord.Stop) {
 	e.msg = &controlpb.ToPE{Msg: &controlpb.ToPE_Stop{Stop: &controlpb.Stop{Status: int32(ev.Status)}}}
@@ -139,7 +139,7 @@ func eventFromPB(m *controlpb.ToPE, size int) (ev coord.Event, stop bool, err er
 	case *controlpb.ToPE_CommitCheckpoint:
 		return coord.CommitCheckpoint{Epoch: m.CommitCheckpoint.Epoch, Dir: m.CommitCheckpoint.Dir}, false, nil
 	case *controlpb.ToPE_Resume:
-		return coord.Resume{}, false, nil
+		return coord.Resume{Passed: m.Resume.Passed}, false, nil
 	case *controlpb.ToPE_Recover:
 		rs, err := relocationsFromPB(m.Recover.Relocations, size)
 		return coord.Recover{Generation: m.Recover.Generation, Failed: intsFromPB(m.Recover.Failed), Relocations: rs, UndoMoves: m.Recover.UndoMoves}, false, err

@@ -53,8 +53,10 @@ type coordinatorConfig struct {
 	// Layout is the initial place of every task (scheduler.Layout).
 	Layout          [][]int
 	CheckpointEvery uint64
-	CheckpointDir   string
-	Spread          int
+	// LogLimit is coord.Config.LogLimit (0: every sync point checkpoints).
+	LogLimit      int
+	CheckpointDir string
+	Spread        int
 	// Kills are the failures to inject (--kill).
 	Kills []kill
 	// Restart, if set, holds per PE the task records of a disk checkpoint
@@ -786,7 +788,7 @@ func (c *coordinator) newCore() *coord.Coordinator {
 		Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
 		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
 		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > coord.InitialEpoch,
-		Balancer: c.cfg.Balancer,
+		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit,
 	})
 }
 
@@ -898,17 +900,18 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 		c.cfg.Log.Info("PE stats", "pe", r, "handled", st.Delivered, "envelopes_sent", st.EnvelopesSent, "batches_sent", st.BatchesSent, "bytes_sent", st.BytesSent,
 			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "determinants", st.Determinants,
 			"piggybacked_bytes", st.PiggybackedBytes, "duplicates_dropped", st.Duplicates,
-			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped)
+			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped, "sync_points_passed_again", st.PassedAgain)
 		total.Delivered += st.Delivered
 		total.Determinants += st.Determinants
 		total.PiggybackedBytes += st.PiggybackedBytes
 		total.LoggedBytes += st.LoggedBytes
 		total.Restored += st.Restored
 		total.RolledBack += st.RolledBack
+		total.PassedAgain += st.PassedAgain
 	}
 	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
 		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes,
-		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack)
+		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack, "sync_points_passed_again", total.PassedAgain)
 	c.timeline.report()
 }
 
@@ -921,7 +924,7 @@ func (c *coordinator) handleReport(rank int, msg *controlpb.ToCoordinator) []coo
 		return core.OnExit(rank, int(m.Exit.Status))
 	case *controlpb.ToCoordinator_Idle:
 		i := m.Idle
-		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks)})
+		return core.OnIdle(rank, coord.IdleStatus{Round: i.Round, Sent: i.Sent, Received: i.Received, AtSync: int(i.AtSync), SyncTasks: int(i.SyncTasks), SyncStep: i.SyncStep, LowSyncStep: i.LowSyncStep, SyncStepsKnown: i.SyncStepsKnown, LogBytes: int(i.LogBytes)})
 	case *controlpb.ToCoordinator_Quiescence:
 		core.OnQuiescenceRequest(rank)
 	case *controlpb.ToCoordinator_Staged:

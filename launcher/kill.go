@@ -85,12 +85,16 @@ type killLimits struct {
 	// KnowLastStep (actor.App.LastStep).
 	LastStep     uint64
 	KnowLastStep bool
-	// CheckpointEvery is --checkpoint-every.
+	// CheckpointEvery is the sync period: --checkpoint-every, or the
+	// default policy's (LogLimit: the sync points checkpoint only once a
+	// sender log is large enough, so lastEpoch is a bound).
 	CheckpointEvery uint64
+	LogLimit        bool
 }
 
 // lastEpoch is the highest checkpoint epoch a job can take: the initial
-// checkpoint, then one at every CheckpointEvery-th step up to the last.
+// checkpoint, then one at every CheckpointEvery-th step up to the last
+// (with LogLimit, at most).
 func (l killLimits) lastEpoch() (uint64, bool) {
 	if l.CheckpointEvery == 0 {
 		return 1, true
@@ -229,6 +233,9 @@ func parseKill(v string, lim killLimits, seed uint64) (k kill, note string, err 
 			return never("checkpoint epochs count from 1 (the checkpoint of the tasks as created)")
 		}
 		if last, ok := lim.lastEpoch(); ok && k.N > last {
+			if lim.LogLimit {
+				return never("this job takes checkpoints 1 to %d at most (a sync point every %d steps, which checkpoints once a sender log holds --log-limit)", last, lim.CheckpointEvery)
+			}
 			return never("this job takes checkpoints 1 to %d (--checkpoint-every %d)", last, lim.CheckpointEvery)
 		}
 	}

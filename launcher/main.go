@@ -52,8 +52,17 @@ const usageHead = `usage:
         --ft PROTOCOL           fault tolerance: none (checkpoint/restart),
                                 fulldet or partialdet (default partialdet)
         --checkpoint-every K    checkpoint at every K-th sync point (step) of
-                                the application (default 0: only the
-                                initial checkpoint)
+                                the application (0: only the initial
+                                checkpoint). Default with fulldet and
+                                partialdet: a sync point every 10 steps,
+                                which checkpoints once a PE's sender log
+                                holds --log-limit; with none: 0
+        --log-limit MIB         without --checkpoint-every, under fulldet
+                                or partialdet: the sender log size (MiB,
+                                on any PE) at which a sync point
+                                checkpoints; the others pass without one
+                                (default 256; 0: only the initial
+                                checkpoint)
         --checkpoint-dir DIR    also write every checkpoint to DIR
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
@@ -269,13 +278,17 @@ type runOptions struct {
 	joinTimeout      time.Duration
 	protocol         logging.Kind
 	checkpointEvery  uint64
-	checkpointDir    string
-	restartDir       string
-	balancer         string
-	traceFile        string
-	spread           int
-	kills            []string
-	transport        string
+	checkpointSet    bool
+	// logLimitMiB is --log-limit (logLimitSet: given).
+	logLimitMiB   int
+	logLimitSet   bool
+	checkpointDir string
+	restartDir    string
+	balancer      string
+	traceFile     string
+	spread        int
+	kills         []string
+	transport     string
 }
 
 // protocolNames are the --ft values.
@@ -292,7 +305,7 @@ func protocolName(k logging.Kind) string {
 
 // splitRunArgs separates the launcher's flags from the application's.
 func splitRunArgs(args []string) (runOptions, []string, error) {
-	o := runOptions{listen: "127.0.0.1:0", transport: DefaultTransport, heartbeatTimeout: 5 * time.Second, stallTimeout: coord.DefaultStallTimeout, protocol: logging.KindPartialDet}
+	o := runOptions{listen: "127.0.0.1:0", transport: DefaultTransport, heartbeatTimeout: 5 * time.Second, stallTimeout: coord.DefaultStallTimeout, protocol: logging.KindPartialDet, logLimitMiB: coord.DefaultLogLimit >> 20}
 	var appArgs []string
 	valueOf := func(i *int, name string) (string, error) {
 		a := args[*i]
@@ -333,7 +346,7 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			o.listen = v
 		case "external":
 			o.external = true
-		case "checkpoint-every", "restore-spread":
+		case "checkpoint-every", "restore-spread", "log-limit":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
 				return o, nil, err
@@ -342,9 +355,15 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			if err != nil || n < 0 {
 				return o, nil, fmt.Errorf("%w: --%s %q: want a number >= 0", errUsage, name, v)
 			}
-			if name == "checkpoint-every" {
-				o.checkpointEvery = uint64(n)
-			} else {
+			switch name {
+			case "checkpoint-every":
+				o.checkpointEvery, o.checkpointSet = uint64(n), true
+			case "log-limit":
+				if n > maxLogLimitMiB {
+					return o, nil, fmt.Errorf("%w: --log-limit %q: at most %d (MiB)", errUsage, v, maxLogLimitMiB)
+				}
+				o.logLimitMiB, o.logLimitSet = n, true
+			default:
 				o.spread = n
 			}
 		case "checkpoint-dir", "restart":
@@ -423,7 +442,31 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	if o.pes == 0 {
 		return o, nil, fmt.Errorf("%w: --pes N is required", errUsage)
 	}
+	if o.logLimitSet && o.logLimitMiB > 0 && o.checkpointSet {
+		return o, nil, fmt.Errorf("%w: --log-limit is for a job without --checkpoint-every (which checkpoints at every K-th step whatever the logs hold): give one of them", errUsage)
+	}
+	if o.logLimitSet && o.logLimitMiB > 0 && o.protocol == logging.KindNone {
+		return o, nil, fmt.Errorf("%w: --log-limit with --ft none: checkpoint/restart keeps no sender log", errUsage)
+	}
 	return o, appArgs, nil
+}
+
+// maxLogLimitMiB bounds --log-limit: 1 PiB, far above any memory, and
+// far from overflowing the byte count.
+const maxLogLimitMiB = 1 << 30
+
+// syncPolicy is the sync period the PEs get and the coordinator's log
+// limit (coord.Config.LogLimit): --checkpoint-every K checkpoints at every
+// K-th step's sync point (no limit); without it, a job that logs messages
+// offers a sync point every coord.DefaultSyncEvery steps, which
+// checkpoints once a PE's sender log holds --log-limit MiB (default
+// coord.DefaultLogLimit); --log-limit 0 and --ft none take only the
+// initial checkpoint.
+func (o runOptions) syncPolicy() (syncEvery uint64, logLimit int) {
+	if o.checkpointSet || o.protocol == logging.KindNone || o.logLimitMiB == 0 {
+		return o.checkpointEvery, 0
+	}
+	return coord.DefaultSyncEvery, o.logLimitMiB << 20
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, apps map[string]actor.App, transports map[string]Transport) (int, error) {
@@ -447,7 +490,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	if err != nil {
 		return 2, err
 	}
-	lim := killLimits{PEs: o.pes, App: app.Name, CheckpointEvery: o.checkpointEvery}
+	syncEvery, logLimit := o.syncPolicy()
+	lim := killLimits{PEs: o.pes, App: app.Name, CheckpointEvery: syncEvery, LogLimit: logLimit > 0}
 	if app.LastStep != nil {
 		lim.LastStep, lim.KnowLastStep = app.LastStep(appArgs)
 	}
@@ -486,7 +530,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout, StallTimeout: o.stallTimeout, JoinTimeout: o.joinTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
-		Layout: layout, CheckpointEvery: o.checkpointEvery, CheckpointDir: o.checkpointDir,
+		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 		Transport: o.transport,
 	}

@@ -102,7 +102,7 @@ func (c peControl) Exit(status int) {
 }
 func (c peControl) Idle(st coord.IdleStatus) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Idle{Idle: &controlpb.Idle{
-		Round: st.Round, Sent: st.Sent, Received: st.Received, AtSync: int32(st.AtSync), SyncTasks: int32(st.SyncTasks)}}})
+		Round: st.Round, Sent: st.Sent, Received: st.Received, AtSync: int32(st.AtSync), SyncTasks: int32(st.SyncTasks), SyncStep: st.SyncStep, LowSyncStep: st.LowSyncStep, SyncStepsKnown: st.SyncStepsKnown, LogBytes: int64(st.LogBytes)}}})
 }
 func (c peControl) CheckpointStaged(epoch uint64, tasks, bytes int) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Staged{Staged: &controlpb.CheckpointStaged{Epoch: epoch, Tasks: int32(tasks), Bytes: int64(bytes)}}})
@@ -370,7 +370,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 					Delivered: st.Delivered, EnvelopesSent: st.Sent, BytesSent: st.BytesSent, BatchesSent: st.BatchesSent,
 					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
-					LoggedMessages: logged, LongestSilenceMs: longest.Milliseconds(),
+					LoggedMessages: logged, LongestSilenceMs: longest.Milliseconds(), PassedAgain: int32(st.PassedAgain),
 				}}})
 			case <-time.After(2 * time.Second):
 			}

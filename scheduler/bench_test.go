@@ -3,10 +3,13 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/gochare/gochare/apps/stencil3d"
 	"github.com/gochare/gochare/job/inprocess"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
 )
 
@@ -30,5 +33,35 @@ func BenchmarkMessageRate(b *testing.B) {
 				b.ReportMetric(msgs/total.Seconds()/1e6, "Mmsg/s")
 			})
 		}
+	}
+}
+
+// BenchmarkAllocsPerMessage reports the heap allocations and bytes per
+// delivered message of a whole in-process stencil3d job on two PEs (send,
+// log, transport, receive, and the application's own encoding, decoding
+// and computing), per protocol: what the forward path costs the garbage
+// collector beyond checkpoint/restart.
+func BenchmarkAllocsPerMessage(b *testing.B) {
+	args := []string{"--grid", "64,64,64", "--chunk", "16,16,16", "--iterations", "40"}
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
+		b.Run(kind.String(), func(b *testing.B) {
+			var before, after runtime.MemStats
+			var mallocs, bytes, msgs uint64
+			for i := 0; i < b.N; i++ {
+				runtime.ReadMemStats(&before)
+				res, err := inprocess.Run(context.Background(), stencil3d.App, args, 2, nil, inprocess.WithProtocol(kind))
+				runtime.ReadMemStats(&after)
+				if err != nil || res.Status != 0 {
+					b.Fatal(err, res.Status)
+				}
+				mallocs += after.Mallocs - before.Mallocs
+				bytes += after.TotalAlloc - before.TotalAlloc
+				for _, s := range res.Stats {
+					msgs += s.Delivered
+				}
+			}
+			b.ReportMetric(float64(mallocs)/float64(msgs), "allocs/msg")
+			b.ReportMetric(float64(bytes)/float64(msgs), "B/msg")
+		})
 	}
 }

@@ -38,8 +38,15 @@ func (pe *PE) Diagnosis() string {
 	if len(pe.early) > 0 {
 		state = append(state, fmt.Sprintf("holds %d batches of a later recovery it was not told of", len(pe.early)))
 	}
-	if n := pe.waitingAtSync(); n > 0 {
-		state = append(state, fmt.Sprintf("%d of %d sync tasks wait at a sync point", n, pe.syncTasks()))
+	if n, high, low, known := pe.waitingAtSync(); n > 0 {
+		steps := fmt.Sprint(high)
+		switch {
+		case !known:
+			steps = "not known here"
+		case low != high:
+			steps = fmt.Sprintf("%d to %d", low, high)
+		}
+		state = append(state, fmt.Sprintf("%d of %d sync tasks wait at a sync point (step %s; the job passed those below step %d without a checkpoint)", n, pe.syncTasks(), steps, pe.resumedBelow))
 	}
 	var unbalanced []string
 	for p := range pe.live {

@@ -18,9 +18,9 @@ func (h *eventHandler) Begin(job.Begin) {
 	h.pe.begin()
 }
 
-func (h *eventHandler) Resume(job.Resume) {
+func (h *eventHandler) Resume(ev job.Resume) {
 	h.pe.rollingBack = false
-	h.pe.resume()
+	h.pe.resume(ev.Passed)
 }
 
 // Stop is for the process that hosts the PE (it reports the PE's counters

@@ -160,6 +160,10 @@ type Stats struct {
 	MigratedIn      int    // tasks moved here by load balancing
 	MigratedOut     int    // tasks moved away
 	Forwarded       uint64 // envelopes passed on to a task's new PE
+	// PassedAgain counts the sync points a re-executing task passed by
+	// itself, the job having passed them without a checkpoint
+	// (job.Resume.Passed).
+	PassedAgain int
 	// Protocol is the fault-tolerance protocol's own counters.
 	Protocol logging.Stats
 }
@@ -181,6 +185,14 @@ type PE struct {
 	colls  []*collectionState
 	log    *slog.Logger
 	proto  logging.Protocol
+	// postBuf is where post encodes a message for a logging protocol.
+	postBuf []byte
+	// resumedBelow is the last Resume's Passed: one past the step of the
+	// latest sync point the job passed without a checkpoint. autoResume
+	// are tasks that reached such a sync point again and resume once the
+	// code that reached it returns (syncpoint.go).
+	resumedBelow uint64
+	autoResume   []*element
 
 	// system is the task id of this PE's runtime, the sender of Start and
 	// quiescence notices.
@@ -692,6 +704,9 @@ func (pe *PE) begin() {
 }
 
 func (pe *PE) runSlice() {
+	// Every caller of task code resumes the tasks that reached a passed
+	// sync point (runAutoResumes) before it returns; this is a guard.
+	pe.runAutoResumes()
 	budget := pe.cfg.SliceBudget
 	for budget > 0 && pe.runAt < len(pe.runnable) {
 		if pe.cfg.Net.Backlog() > pe.cfg.MaxBacklog {
@@ -709,6 +724,7 @@ func (pe *PE) runSlice() {
 			continue
 		}
 		pe.invoke(el, d)
+		pe.runAutoResumes()
 		if pe.halted != nil {
 			return
 		}
@@ -762,7 +778,8 @@ func (pe *PE) answerProbe() {
 		return
 	}
 	pe.flushAll()
-	st := job.IdleStatus{Round: *pe.probe, AtSync: pe.waitingAtSync(), SyncTasks: pe.syncTasks()}
+	st := job.IdleStatus{Round: *pe.probe, SyncTasks: pe.syncTasks(), LogBytes: pe.proto.Stats().LogBytes}
+	st.AtSync, st.SyncStep, st.LowSyncStep, st.SyncStepsKnown = pe.waitingAtSync()
 	for p, ok := range pe.live {
 		if ok {
 			st.Sent += pe.sentTo[p]
@@ -964,7 +981,17 @@ func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender commutati
 	if int(t.Handler) >= len(cs.def.Handlers) {
 		panic(fmt.Sprintf("scheduler: post to unknown handler %d of %q", t.Handler, cs.def.Name))
 	}
-	payload, err := proto.Marshal(m)
+	// With a logging protocol Send copies the payload into the sender
+	// log, so one buffer serves every send; with None the envelope keeps
+	// the payload itself, which must then be its own.
+	var payload []byte
+	var err error
+	if pe.cfg.Protocol != logging.KindNone {
+		payload, err = proto.MarshalOptions{}.MarshalAppend(pe.postBuf[:0], m)
+		pe.postBuf = payload
+	} else {
+		payload, err = proto.Marshal(m)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("scheduler: marshal %T: %v", m, err))
 	}

@@ -196,6 +196,7 @@ func (pe *PE) noticeFailure(ev job.NoticeFailure) {
 	for _, el := range restored {
 		pe.resumeRestored(el)
 	}
+	pe.runAutoResumes()
 	pe.transmit()
 	pe.schedule()
 }

@@ -28,6 +28,7 @@ func (pe *PE) rollback(ev job.Rollback) {
 	}
 	clear(pe.runnable)
 	pe.runnable, pe.runAt = pe.runnable[:0], 0
+	pe.autoResume = nil
 	for to := range pe.out {
 		pe.out[to].reset()
 	}

@@ -35,23 +35,59 @@ func (pe *PE) atSync(el *element, step uint64) bool {
 		return false
 	}
 	el.atSync = true
+	if step < pe.resumedBelow {
+		// A task re-executing (restored, or rolled back) reaches a sync
+		// point the job already passed: the coordinator resumed it then
+		// without a checkpoint (job.Config.LogLimit, job.Resume.Passed),
+		// so it goes on again, as the first time, once the handler that
+		// reached it returns (runAutoResumes).
+		pe.autoResume = append(pe.autoResume, el)
+	}
 	return true
 }
 
-func (pe *PE) waitingAtSync() int {
-	n := 0
+// runAutoResumes resumes the tasks that reached a sync point already
+// passed (atSync), once the code that reached it has returned. Every
+// caller of task code runs it after (runSlice after each handler, resume
+// and noticeFailure after ResumeFromSync), so no such task is left
+// waiting when the PE answers a probe.
+func (pe *PE) runAutoResumes() {
+	for len(pe.autoResume) > 0 {
+		el := pe.autoResume[0]
+		pe.autoResume = pe.autoResume[1:]
+		if el.atSync && el.coll.local[el.lin] == el {
+			pe.stats.PassedAgain++
+			pe.resumeTask(el)
+		}
+	}
+}
+
+// waitingAtSync counts the local tasks waiting at a sync point, and
+// returns the highest and the lowest step they offered there, of those
+// that offered it here (known: one did; a task moved here waits at a
+// step this PE was not told).
+func (pe *PE) waitingAtSync() (n int, high, low uint64, known bool) {
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
-			if cs.local[lin].atSync {
+			if el := cs.local[lin]; el.atSync {
 				n++
+				if el.progress.Offered {
+					if !known {
+						high, low, known = el.progress.Step, el.progress.Step, true
+					}
+					high, low = max(high, el.progress.Step), min(low, el.progress.Step)
+				}
 			}
 		}
 	}
-	return n
+	return n, high, low, known
 }
 
 // resume calls ResumeFromSync on every task waiting at a sync point.
-func (pe *PE) resume() {
+// passed is the coordinator's Resume.Passed: from now on a task that
+// reaches a sync point of a lower step goes on by itself.
+func (pe *PE) resume(passed uint64) {
+	pe.resumedBelow = passed
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
 			if el := cs.local[lin]; el.atSync {
@@ -59,6 +95,7 @@ func (pe *PE) resume() {
 			}
 		}
 	}
+	pe.runAutoResumes()
 	pe.transmit()
 	pe.schedule()
 }

@@ -25,9 +25,13 @@
 //
 // Scenario derives a whole run from a seed: a workload (Workloads: the
 // mini-apps in small configurations; a new program is a new row), the PE
-// count, the protocol, the checkpoint period, the balancer, the network
-// and zero to three faults. Check compares a run with the failure-free
-// run of the same program, and fails unless:
+// count, the protocol, the checkpoint period (under a logging protocol,
+// half the time with a log limit: the launcher's default policy, where a
+// sync point checkpoints only once a sender log is large enough, and the
+// tasks pass the others; on 3 or 4 PEs, a third of those runs take a
+// workload of 2 tasks instead, FewTasks), the balancer, the network and
+// zero to three faults. Check compares a run with the failure-free run of
+// the same program, and fails unless:
 //
 //   - the job ends (no hang), with the same results and status; or it
 //     stops with the documented error of an unrecoverable failure;

@@ -21,8 +21,9 @@ var strictFlag = flag.Bool("strict", false, "fail on the known bugs too")
 type knownBug struct {
 	name  string
 	seeds []uint64
-	// base: the seeds are of BaseScenario; gen: of GenScenario
-	base, gen bool
+	// base: the seeds are of BaseScenario; gen: of GenScenario;
+	// beforeLogLimit: of the scenarios as drawn before LogLimit was
+	base, gen, beforeLogLimit bool
 	// signature: the error holds all of these strings, and when (if
 	// set) accepts the run.
 	signature []string
@@ -63,30 +64,35 @@ func knownBugOf(cfg Config, res Result, err error) (knownBug, bool) {
 var regressionSeeds = []struct {
 	bug   string
 	seeds []uint64
-	// base: the seeds are of BaseScenario; gen: of GenScenario
-	base, gen bool
+	// base: the seeds are of BaseScenario; gen: of GenScenario;
+	// beforeLogLimit: of Scenario (or GenScenario) as drawn before
+	// LogLimit was (every seed found before it, so that it still runs
+	// the scenario that found the bug)
+	base, gen, beforeLogLimit bool
 }{
 	{"failure around a migration: restored tasks wait for messages that never arrive (a task's record reached its new PE before that PE handled Migrate; moves were settled only while the coordinator was still migrating)",
-		[]uint64{25, 71, 179, 257, 380, 10064, 10549, 10854}, false, false},
-	{"failure during a migration: a later migration imports a task already there", []uint64{12490, 55104}, false, false},
-	{"failure during a migration: two messages for one reception position", []uint64{64932}, false, false},
-	{"rollback to disk after a migration: a record given to a PE that does not host the task", []uint64{24852}, false, false},
-	{"rollback after too many failures needs a lost checkpoint copy", []uint64{11635}, false, false},
-	{"rollback after too many failures needs a lost checkpoint copy", []uint64{179}, true, false},
-	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false, false},
+		[]uint64{25, 71, 179, 257, 380, 10064, 10549, 10854}, false, false, true},
+	{"failure during a migration: a later migration imports a task already there", []uint64{12490, 55104}, false, false, true},
+	{"failure during a migration: two messages for one reception position", []uint64{64932}, false, false, true},
+	{"rollback to disk after a migration: a record given to a PE that does not host the task", []uint64{24852}, false, false, true},
+	{"rollback after too many failures needs a lost checkpoint copy", []uint64{11635}, false, false, true},
+	{"rollback after too many failures needs a lost checkpoint copy", []uint64{179}, true, false, true},
+	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false, false, true},
 	{"two migrations before a commit: a failure interrupted a sync point's migration or the checkpoint after it, the tasks came back there and the coordinator balanced again, so a later failure settled only the second migration's moves and tasks restored from the failed PE waited for what tasks that had left it in the first one sent there (fixed: a sync point balances once)",
-		[]uint64{1870, 5261}, false, true},
+		[]uint64{1870, 5261}, false, true, true},
 	{"two migrations before a commit (as above), in the mini-apps",
-		[]uint64{4022, 5261}, false, false},
-	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{10365}, false, false},
-	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{6251}, false, true},
-	{"failure after the tasks were created again: the main task, created again on another PE and restored from that checkpoint, got Start again with the identity of the PE the mapping gives, not of the PE that sent it, and its recorded reception never came", []uint64{2877, 2905, 5030}, false, true},
+		[]uint64{4022, 5261}, false, false, true},
+	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{10365}, false, false, true},
+	{"failure after the tasks were created again, then two more: a task restored at the first waited at the second for the recovery envelopes of a PE dead since the tasks were created again (the protocol made afresh at a rollback did not know the PEs already dead)", []uint64{6251}, false, true, true},
+	{"failure after the tasks were created again: the main task, created again on another PE and restored from that checkpoint, got Start again with the identity of the PE the mapping gives, not of the PE that sent it, and its recorded reception never came", []uint64{2877, 2905, 5030}, false, true, true},
 	{"rollback to disk after a migration: a record given to a PE that does not host the task (each PE sent a task that had left a PE failed since back to that PE, where a recovery had placed it elsewhere; moves a failure settled now stay settled in PE.rollback)",
-		[]uint64{23383, 16001}, false, false},
+		[]uint64{23383, 16001}, false, false, true},
 	{"failure during a migration: quiescence counters never balance, the job stalls (a restored task's replay sent a message to a task still on its way between two survivors; its new PE dropped it uncounted; now the PE keeps it until the task arrives, counts every envelope it drops as received, and the coordinator takes no checkpoint before the moved tasks arrived)",
-		[]uint64{10859}, false, false},
+		[]uint64{10859}, false, false, true},
 	{"failure during a migration, then a second one: the job went quiet with only some tasks at a sync point (the next sync point balanced again before the first migration's checkpoint committed, and its moves replaced the first ones, which the second failure then did not settle; now the job takes that checkpoint first)",
-		[]uint64{200590, 16463}, false, false},
+		[]uint64{200590, 16463}, false, false, true},
+	{"default checkpoint policy (LogLimit), few tasks: a task restored on a PE that had no sync task when the job passed a sync point without a checkpoint waited there alone (ErrNotAllAtSync), or while the others went on to the next one (a checkpoint with its messages buffered, now ErrSyncStepsDiffer): each PE guessed the passed steps from its own waiting tasks; now the coordinator sends them (Resume.Passed)",
+		[]uint64{300564, 300678, 300897, 301474, 301873, 302195}, false, false, false},
 }
 
 func TestRegressionSeeds(t *testing.T) {
@@ -97,7 +103,7 @@ func TestRegressionSeeds(t *testing.T) {
 				name = "gen/" + name
 			}
 			t.Run(name, func(t *testing.T) {
-				_, _, err := runSeed(t, seed, r.base, r.gen, false)
+				_, _, err := runSeed(t, seed, scenarioKind{base: r.base, gen: r.gen, beforeLogLimit: r.beforeLogLimit}, false)
 				require.NoError(t, err, "seed %d found %q", seed, r.bug)
 			})
 		}
@@ -110,7 +116,7 @@ func TestKnownBugSeeds(t *testing.T) {
 	for _, b := range knownBugs {
 		for _, seed := range b.seeds {
 			t.Run(fmt.Sprintf("%d", seed), func(t *testing.T) {
-				cfg, res, err := runSeed(t, seed, b.base, b.gen, false)
+				cfg, res, err := runSeed(t, seed, scenarioKind{base: b.base, gen: b.gen, beforeLogLimit: b.beforeLogLimit}, false)
 				if err == nil {
 					t.Logf("seed %d passes: is %q fixed? drop it from knownBugs", seed, b.name)
 					return

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
@@ -31,6 +32,11 @@ type Workload struct {
 	// on the order its order-dependent receptions took, which two
 	// failure-free runs may take differently (see Config).
 	OrderDependentStates bool
+	// StepLog is about how much the sender logs of all PEs together grow
+	// by in one step under fulldet or partialdet (measured: a PE's log at
+	// successive sync points, times the PE count): the scale of the log
+	// limits Scenario draws.
+	StepLog int
 }
 
 // Workloads are the programs scenarios choose from. A new one is a new
@@ -38,10 +44,10 @@ type Workload struct {
 // seeds again). The generated programs of sim/gen are not a row but
 // GenWorkload, which GenScenario puts in the seed's scenario instead.
 var Workloads = []Workload{
-	{Name: "stencil3d", App: stencil3d.App, Args: []string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "6"}, Steps: 6},
-	{Name: "stencil3d-long", App: stencil3d.App, Args: []string{"--grid", "8,8,4", "--chunk", "4,4,4", "--iterations", "12"}, Steps: 12},
-	{Name: "leanmd", App: leanmd.App, Args: []string{"--cells", "2,2,2", "--kaway", "1,1,1", "--atoms", "4", "--steps", "6", "--migrate-every", "3"}, Steps: 6},
-	{Name: "lulesh", App: lulesh.App, Args: []string{"--size", "6", "--chunk", "3,3,3", "--iterations", "6"}, Steps: 6},
+	{Name: "stencil3d", App: stencil3d.App, Args: []string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "6"}, Steps: 6, StepLog: 8500},
+	{Name: "stencil3d-long", App: stencil3d.App, Args: []string{"--grid", "8,8,4", "--chunk", "4,4,4", "--iterations", "12"}, Steps: 12, StepLog: 4250},
+	{Name: "leanmd", App: leanmd.App, Args: []string{"--cells", "2,2,2", "--kaway", "1,1,1", "--atoms", "4", "--steps", "6", "--migrate-every", "3"}, Steps: 6, StepLog: 62000},
+	{Name: "lulesh", App: lulesh.App, Args: []string{"--size", "6", "--chunk", "3,3,3", "--iterations", "6"}, Steps: 6, StepLog: 19500},
 }
 
 // GenWorkload is the family of generated programs of sim/gen: the seed
@@ -49,12 +55,14 @@ var Workloads = []Workload{
 // and multicasts) as well as the rest of the scenario.
 var GenWorkload = Workload{Name: "gen", App: gen.App, Steps: 6, Vary: func(r *rand.Rand) []string {
 	return []string{"--seed", strconv.Itoa(1 + r.IntN(100000)), "--steps", "6"}
-}, OrderDependentStates: true}
+}, OrderDependentStates: true, StepLog: 6000}
 
 // GenScenario is Scenario(seed) with a generated program (GenWorkload)
 // as the workload.
-func GenScenario(seed uint64) Config {
-	cfg := Scenario(seed)
+func GenScenario(seed uint64) Config { return genScenario(seed, true) }
+
+func genScenario(seed uint64, logLimit bool) Config {
+	cfg, _ := scenario(seed)
 	cfg.App, cfg.Args = GenWorkload.App, GenWorkload.Vary(newRand(seed, 6))
 	cfg.OrderDependentStates = GenWorkload.OrderDependentStates
 	for i, f := range cfg.Faults {
@@ -62,15 +70,54 @@ func GenScenario(seed uint64) Config {
 			cfg.Faults[i].AtStep = 1 + (f.AtStep-1)%GenWorkload.Steps
 		}
 	}
+	if logLimit {
+		setLogLimit(&cfg, GenWorkload, drawLogLimit(&cfg))
+	}
 	return cfg
 }
 
 // Scenario derives a run's Config from its seed: the workload, the PE
 // count, the protocol, checkpoints and balancing, the network (with
-// connection breaks) and the faults, and whether checkpoints go to disk.
-// Trace is left for the caller.
+// connection breaks) and the faults, whether checkpoints go to disk, and
+// whether sync points checkpoint only once a sender log is large enough
+// (LogLimit). Trace is left for the caller.
 func Scenario(seed uint64) Config {
-	cfg := BaseScenario(seed)
+	cfg, wl := scenario(seed)
+	scale := drawLogLimit(&cfg)
+	if scale > 0 && cfg.PEs > 2 && newRand(seed, 8).IntN(3) == 0 {
+		// Some PEs host no sync task: they must learn from the
+		// coordinator which sync points the job passed, for the tasks
+		// that may be restored on them.
+		cfg.App, cfg.Args = FewTasks.App, FewTasks.Args
+		for i, f := range cfg.Faults {
+			if f.AtStep > FewTasks.Steps {
+				cfg.Faults[i].AtStep = 1 + (f.AtStep-1)%FewTasks.Steps
+			}
+		}
+		wl = FewTasks
+	}
+	setLogLimit(&cfg, wl, scale)
+	return cfg
+}
+
+// FewTasks is the workload a third of the runs of 3 or 4 PEs with a log
+// limit take instead of theirs (Scenario): stencil3d with 2 chunks, so
+// that some PEs host no task of a collection with sync points.
+var FewTasks = Workload{Name: "stencil3d-2", App: stencil3d.App, Args: []string{"--grid", "8,4,4", "--chunk", "4,4,4", "--iterations", "12"}, Steps: 12, StepLog: 2100}
+
+// ScenarioBeforeLogLimit is Scenario as it was drawn before LogLimit was
+// (the seeds of the bugs found before, regressionSeeds).
+func ScenarioBeforeLogLimit(seed uint64) Config {
+	cfg, _ := scenario(seed)
+	return cfg
+}
+
+// GenScenarioBeforeLogLimit is GenScenario as it was drawn before
+// LogLimit was.
+func GenScenarioBeforeLogLimit(seed uint64) Config { return genScenario(seed, false) }
+
+func scenario(seed uint64) (Config, Workload) {
+	cfg, wl := baseScenario(seed)
 	// Later additions draw from sources of their own, so that a seed
 	// keeps the rest of the scenario it had: add, never change the order
 	// of the draws of BaseScenario.
@@ -79,12 +126,51 @@ func Scenario(seed uint64) Config {
 		cfg.Net.Flaps = 1 + extra.IntN(5)
 	}
 	cfg.Disk = cfg.CheckpointEvery > 0 && extra.IntN(6) == 0
-	return cfg
+	return cfg, wl
+}
+
+// drawLogLimit gives half the runs under a logging protocol the
+// launcher's default checkpoint policy (job.Config.LogLimit): their sync
+// points (every CheckpointEvery steps, 1 to 3 if the run had none)
+// checkpoint only once a PE's sender log reached the limit, and pass
+// without a checkpoint otherwise. It returns the limit's scale (0: no
+// limit), 1/2 to 6 (log-uniform), for setLogLimit: in most runs some sync
+// points checkpoint and others do not, the first checkpoint comes after
+// one to several passed ones, and a failure restores tasks from a
+// checkpoint older than sync points the job passed. A run given a sync
+// period here also writes its checkpoints to disk one time in six, as
+// those with one of their own do. The draws come from a source of their
+// own (see scenario).
+func drawLogLimit(cfg *Config) (scale float64) {
+	rng := newRand(cfg.Seed, 7)
+	if cfg.Protocol == logging.KindNone || rng.IntN(2) == 0 {
+		return 0
+	}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = 1 + uint64(rng.IntN(3))
+		cfg.Disk = rng.IntN(6) == 0
+	}
+	return math.Exp(math.Log(0.5) + rng.Float64()*math.Log(12))
+}
+
+// setLogLimit sets the log limit of a run of workload wl to scale times
+// what a PE logs in one sync period (Workload.StepLog).
+func setLogLimit(cfg *Config, wl Workload, scale float64) {
+	if scale <= 0 {
+		return
+	}
+	perPeriod := float64(wl.StepLog) / float64(cfg.PEs) * float64(cfg.CheckpointEvery)
+	cfg.LogLimit = max(1, int(perPeriod*scale))
 }
 
 // BaseScenario is Scenario as the simulator first drew it: no connection
 // breaks, no disk checkpoints (the seeds of the first bugs it found).
 func BaseScenario(seed uint64) Config {
+	cfg, _ := baseScenario(seed)
+	return cfg
+}
+
+func baseScenario(seed uint64) (Config, Workload) {
 	rng := newRand(seed, 0)
 	wl := Workloads[rng.IntN(len(Workloads))]
 	cfg := Config{Seed: seed, App: wl.App, Args: wl.Args, PEs: 2 + rng.IntN(3)}
@@ -113,7 +199,7 @@ func BaseScenario(seed uint64) Config {
 		cfg.Net.Dup = rng.Float64() * 0.03
 	}
 	cfg.Faults = faults(rng, cfg.PEs, wl.Steps)
-	return cfg
+	return cfg, wl
 }
 
 // faults draws 0 to 3 faults on distinct PEs (never all of them).
@@ -149,8 +235,12 @@ func (c Config) Describe() string {
 	for _, f := range c.Faults {
 		faults = append(faults, f.String())
 	}
-	return fmt.Sprintf("%s %q on %d PEs, %v, checkpoint every %d, balancer %q, disk %v, net %+v, faults [%s]",
-		c.App.Name, c.Args, c.PEs, c.Protocol, c.CheckpointEvery, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
+	sync := fmt.Sprintf("checkpoint every %d", c.CheckpointEvery)
+	if c.LogLimit > 0 {
+		sync = fmt.Sprintf("sync point every %d, checkpoint once a log holds %d bytes", c.CheckpointEvery, c.LogLimit)
+	}
+	return fmt.Sprintf("%s %q on %d PEs, %v, %s, balancer %q, disk %v, net %+v, faults [%s]",
+		c.App.Name, c.Args, c.PEs, c.Protocol, sync, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
 }
 
 // timing matches the output lines that report times, which differ

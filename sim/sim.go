@@ -29,6 +29,11 @@ type Config struct {
 	// load balancer run at sync points ("": none).
 	CheckpointEvery uint64
 	Balancer        string
+	// LogLimit, if > 0, makes the sync points optional, as the launcher's
+	// default policy does (job.Config.LogLimit): one checkpoints (and
+	// balances) only once a PE's sender log holds LogLimit bytes, and
+	// the tasks pass the others without a checkpoint.
+	LogLimit int
 	// CheckpointDir, if set, receives every committed checkpoint, and a
 	// failure that loses both in-memory copies falls back to it.
 	CheckpointDir string
@@ -207,7 +212,7 @@ func Run(cfg Config) (Result, error) {
 	mt := jb.MainTarget()
 	w.main = migrate.TaskRef{Collection: int(mt.Collection), Lin: jb.Collections()[mt.Collection].Shape.Linear(mt.Index)}
 	w.coord = job.NewCoordinator(job.Config{Size: cfg.PEs, Protocol: cfg.Protocol, Layout: scheduler.Layout(jb, cfg.PEs),
-		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir})
+		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit})
 	w.pes = make([]*simPE, cfg.PEs)
 	for r := range w.pes {
 		p := &simPE{w: w, rank: r, counts: map[string]int{}, ctlRng: newRand(cfg.Seed, 2, r), links: make([]*rand.Rand, cfg.PEs),

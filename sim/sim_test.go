@@ -6,17 +6,19 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "run this seed only (with -v: print the trace of its events)")
-	seedsFlag = flag.Int("seeds", 0, "number of seeds to run (default: a CI-sized sweep)")
-	firstFlag = flag.Uint64("first", 1, "first seed of the sweep")
-	baseFlag  = flag.Bool("base", false, "with -seed: run the seed's BaseScenario")
-	genFlag   = flag.Bool("gen", false, "run the seeds' GenScenario (a generated program of sim/gen as the workload)")
+	seedFlag           = flag.Uint64("seed", 0, "run this seed only (with -v: print the trace of its events)")
+	seedsFlag          = flag.Int("seeds", 0, "number of seeds to run (default: a CI-sized sweep)")
+	firstFlag          = flag.Uint64("first", 1, "first seed of the sweep")
+	baseFlag           = flag.Bool("base", false, "with -seed: run the seed's BaseScenario")
+	genFlag            = flag.Bool("gen", false, "run the seeds' GenScenario (a generated program of sim/gen as the workload)")
+	beforeLogLimitFlag = flag.Bool("before-log-limit", false, "with -seed: run the seed's scenario as drawn before LogLimit was (ScenarioBeforeLogLimit; with -gen, GenScenarioBeforeLogLimit)")
 )
 
 // cleanRuns caches the failure-free run of each program.
@@ -35,14 +37,25 @@ func cleanRun(t testing.TB, cfg Config) Result {
 	return res
 }
 
+// scenarioKind says which of a seed's scenarios to run.
+type scenarioKind struct {
+	// base: BaseScenario; gen: GenScenario; beforeLogLimit: Scenario or
+	// GenScenario as drawn before LogLimit was.
+	base, gen, beforeLogLimit bool
+}
+
 // runSeed runs one seed and checks it.
-func runSeed(t testing.TB, seed uint64, base, gen, trace bool) (Config, Result, error) {
+func runSeed(t testing.TB, seed uint64, kind scenarioKind, trace bool) (Config, Result, error) {
 	cfg, replay := Scenario(seed), ""
 	switch {
-	case base:
+	case kind.base:
 		cfg, replay = BaseScenario(seed), " -base"
-	case gen:
+	case kind.gen && kind.beforeLogLimit:
+		cfg, replay = GenScenarioBeforeLogLimit(seed), " -gen -before-log-limit"
+	case kind.gen:
 		cfg, replay = GenScenario(seed), " -gen"
+	case kind.beforeLogLimit:
+		cfg, replay = ScenarioBeforeLogLimit(seed), " -before-log-limit"
 	}
 	if trace {
 		cfg.Trace = os.Stdout
@@ -67,7 +80,7 @@ func runSeed(t testing.TB, seed uint64, base, gen, trace bool) (Config, Result, 
 // failure).
 func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
-		cfg, res, err := runSeed(t, *seedFlag, *baseFlag, *genFlag, testing.Verbose())
+		cfg, res, err := runSeed(t, *seedFlag, scenarioKind{base: *baseFlag, gen: *genFlag, beforeLogLimit: *beforeLogLimitFlag}, testing.Verbose())
 		if kb, ok := knownBugOf(cfg, res, err); ok && !*strictFlag {
 			t.Skipf("known bug %q:\n%v", kb.name, err)
 		}
@@ -98,7 +111,7 @@ func TestSim(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				cfg, res, err := runSeed(t, s, false, *genFlag, false)
+				cfg, res, err := runSeed(t, s, scenarioKind{gen: *genFlag}, false)
 				results <- result{s, cfg, res, err}
 			}
 		}()
@@ -113,11 +126,28 @@ func TestSim(t *testing.T) {
 	}()
 	start := time.Now()
 	var failed, unrecoverable, faults, recoveries int
+	// Runs with a log limit, the sync points they passed without a
+	// checkpoint and those that checkpointed as a log reached it.
+	var limited, passed, checkpointed, passedAgain int
 	known := map[string][]uint64{}
 	var events uint64
 	for r := range results {
 		events += r.res.Steps
 		recoveries += r.res.Recoveries
+		if r.cfg.LogLimit > 0 {
+			limited++
+			for _, st := range r.res.Stats {
+				passedAgain += st.PassedAgain
+			}
+			for _, n := range r.res.Notes {
+				switch {
+				case strings.Contains(n, "passed without a checkpoint"):
+					passed++
+				case strings.Contains(n, "checkpoints: PE"):
+					checkpointed++
+				}
+			}
+		}
 		for _, d := range r.res.Dead {
 			if d {
 				faults++
@@ -142,6 +172,8 @@ func TestSim(t *testing.T) {
 	}
 	t.Logf("%d seeds from %d in %v: %d failed, %d stopped as unrecoverable, %d PEs killed, %d recoveries, %d events",
 		n, *firstFlag, time.Since(start).Round(time.Millisecond), failed, unrecoverable, faults, recoveries, events)
+	t.Logf("%d runs with a log limit: %d sync points passed without a checkpoint, %d checkpointed as a log reached the limit; re-executing tasks passed %d sync points again by themselves (on the PEs alive at the end)",
+		limited, passed, checkpointed, passedAgain)
 	for name, seeds := range known {
 		slices.Sort(seeds)
 		t.Logf("known bug %q: %d seeds, e.g. %v", name, len(seeds), seeds[:min(len(seeds), 10)])

@@ -40,7 +40,12 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 	if err != nil {
 		return Result{}, err
 	}
-	core := job.NewCoordinator(job.Config{Size: pes, Protocol: o.protocol, Layout: scheduler.Layout(jb, pes), Balancer: o.balancer})
+	syncEvery, logLimit := o.checkpointEvery, 0
+	if o.logLimit > 0 && o.checkpointEvery == 0 && o.protocol != logging.KindNone {
+		// The launcher's default policy (see job.DefaultLogLimit).
+		syncEvery, logLimit = job.DefaultSyncEvery, o.logLimit
+	}
+	core := job.NewCoordinator(job.Config{Size: pes, Protocol: o.protocol, Layout: scheduler.Layout(jb, pes), Balancer: o.balancer, LogLimit: logLimit})
 	drv := &driver{events: make(chan any, 1024), debug: o.debug, core: core, firstPE: -1}
 	if o.first != nil {
 		drv.firstPE, drv.first = o.firstPE, o.first
@@ -63,7 +68,7 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 		}
 		pe, err := scheduler.New(scheduler.Config{
 			OnStep: onStep, MeasureLoad: o.balancer != "",
-			Rank: r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol, CheckpointEvery: o.checkpointEvery,
+			Rank: r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol, CheckpointEvery: syncEvery,
 			Net: nets[r], Control: control{rank: r, events: drv.events, done: done}, Stderr: stderr,
 		})
 		if err != nil {
@@ -131,6 +136,7 @@ type options struct {
 	protocol        logging.Kind
 	balancer        string
 	checkpointEvery uint64
+	logLimit        int
 	kills           map[int]uint64
 	eventKills      map[int]func(ev job.Event) bool
 	stallTimeout    time.Duration
@@ -181,6 +187,13 @@ func WithBalancer(name string) Option { return func(o *options) { o.balancer = n
 
 // WithCheckpointEvery sets the sync period in steps (see Config).
 func WithCheckpointEvery(k uint64) Option { return func(o *options) { o.checkpointEvery = k } }
+
+// WithLogLimit runs a job without WithCheckpointEvery under a logging
+// protocol as the launcher does by default: a sync point every
+// job.DefaultSyncEvery steps, which checkpoints once a PE's sender log
+// holds bytes or more (job.Config.LogLimit; the launcher's default is
+// job.DefaultLogLimit).
+func WithLogLimit(bytes int) Option { return func(o *options) { o.logLimit = bytes } }
 
 // WithDebug writes to w the coordinator's notes as they come and, if the
 // job ends with an error, the state of every PE and of the coordinator.

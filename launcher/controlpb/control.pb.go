@@ -1895,14 +1895,24 @@ func (x *Probe) GetRound() uint64 {
 }
 
 type Idle struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Round         uint64                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
-	Sent          uint64                 `protobuf:"varint,2,opt,name=sent,proto3" json:"sent,omitempty"`
-	Received      uint64                 `protobuf:"varint,3,opt,name=received,proto3" json:"received,omitempty"`
-	AtSync        int32                  `protobuf:"varint,4,opt,name=at_sync,json=atSync,proto3" json:"at_sync,omitempty"`
-	SyncTasks     int32                  `protobuf:"varint,5,opt,name=sync_tasks,json=syncTasks,proto3" json:"sync_tasks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Round     uint64                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	Sent      uint64                 `protobuf:"varint,2,opt,name=sent,proto3" json:"sent,omitempty"`
+	Received  uint64                 `protobuf:"varint,3,opt,name=received,proto3" json:"received,omitempty"`
+	AtSync    int32                  `protobuf:"varint,4,opt,name=at_sync,json=atSync,proto3" json:"at_sync,omitempty"`
+	SyncTasks int32                  `protobuf:"varint,5,opt,name=sync_tasks,json=syncTasks,proto3" json:"sync_tasks,omitempty"`
+	// log_bytes is the size of the PE's sender log (the default checkpoint
+	// policy checkpoints at a sync point once one is large enough).
+	LogBytes int64 `protobuf:"varint,6,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	// sync_step and low_sync_step are the highest and lowest step of the
+	// sync points the waiting tasks offer, when at_sync > 0.
+	SyncStep    uint64 `protobuf:"varint,7,opt,name=sync_step,json=syncStep,proto3" json:"sync_step,omitempty"`
+	LowSyncStep uint64 `protobuf:"varint,8,opt,name=low_sync_step,json=lowSyncStep,proto3" json:"low_sync_step,omitempty"`
+	// sync_steps_known: the PE knows the step of one of its waiting tasks
+	// (a task moved to it waits at a step it was not told).
+	SyncStepsKnown bool `protobuf:"varint,9,opt,name=sync_steps_known,json=syncStepsKnown,proto3" json:"sync_steps_known,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Idle) Reset() {
@@ -1968,6 +1978,34 @@ func (x *Idle) GetSyncTasks() int32 {
 		return x.SyncTasks
 	}
 	return 0
+}
+
+func (x *Idle) GetLogBytes() int64 {
+	if x != nil {
+		return x.LogBytes
+	}
+	return 0
+}
+
+func (x *Idle) GetSyncStep() uint64 {
+	if x != nil {
+		return x.SyncStep
+	}
+	return 0
+}
+
+func (x *Idle) GetLowSyncStep() uint64 {
+	if x != nil {
+		return x.LowSyncStep
+	}
+	return 0
+}
+
+func (x *Idle) GetSyncStepsKnown() bool {
+	if x != nil {
+		return x.SyncStepsKnown
+	}
+	return false
 }
 
 type QuiescenceRequest struct {
@@ -2365,8 +2403,12 @@ func (x *CommitCheckpoint) GetDir() string {
 	return ""
 }
 
+// Resume: passed is one past the step of the latest sync point the job
+// passed without a checkpoint (a task that reaches a lower one again goes
+// on by itself).
 type Resume struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Passed        uint64                 `protobuf:"varint,1,opt,name=passed,proto3" json:"passed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2399,6 +2441,13 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
 	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *Resume) GetPassed() uint64 {
+	if x != nil {
+		return x.Passed
+	}
+	return 0
 }
 
 // Committed reports that a PE committed a checkpoint (and discarded what
@@ -3150,8 +3199,11 @@ type PEStats struct {
 	// LongestSilenceMs is the longest time the PE went without a message
 	// from the coordinator (heartbeats included), in milliseconds.
 	LongestSilenceMs int64 `protobuf:"varint,13,opt,name=longest_silence_ms,json=longestSilenceMs,proto3" json:"longest_silence_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// passed_again counts the sync points a re-executing task passed by
+	// itself (the job had passed them without a checkpoint).
+	PassedAgain   int32 `protobuf:"varint,14,opt,name=passed_again,json=passedAgain,proto3" json:"passed_again,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PEStats) Reset() {
@@ -3271,6 +3323,13 @@ func (x *PEStats) GetBatchesSent() uint64 {
 func (x *PEStats) GetLongestSilenceMs() int64 {
 	if x != nil {
 		return x.LongestSilenceMs
+	}
+	return 0
+}
+
+func (x *PEStats) GetPassedAgain() int32 {
+	if x != nil {
+		return x.PassedAgain
 	}
 	return 0
 }
@@ -3405,14 +3464,18 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\vExitRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\"\x1d\n" +
 	"\x05Probe\x12\x14\n" +
-	"\x05round\x18\x01 \x01(\x04R\x05round\"\x84\x01\n" +
+	"\x05round\x18\x01 \x01(\x04R\x05round\"\x8c\x02\n" +
 	"\x04Idle\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x12\n" +
 	"\x04sent\x18\x02 \x01(\x04R\x04sent\x12\x1a\n" +
 	"\breceived\x18\x03 \x01(\x04R\breceived\x12\x17\n" +
 	"\aat_sync\x18\x04 \x01(\x05R\x06atSync\x12\x1d\n" +
 	"\n" +
-	"sync_tasks\x18\x05 \x01(\x05R\tsyncTasks\"\x13\n" +
+	"sync_tasks\x18\x05 \x01(\x05R\tsyncTasks\x12\x1b\n" +
+	"\tlog_bytes\x18\x06 \x01(\x03R\blogBytes\x12\x1b\n" +
+	"\tsync_step\x18\a \x01(\x04R\bsyncStep\x12\"\n" +
+	"\rlow_sync_step\x18\b \x01(\x04R\vlowSyncStep\x12(\n" +
+	"\x10sync_steps_known\x18\t \x01(\bR\x0esyncStepsKnown\"\x13\n" +
 	"\x11QuiescenceRequest\",\n" +
 	"\x12QuiescenceDetected\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\x04R\x06number\"\v\n" +
@@ -3429,8 +3492,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\":\n" +
 	"\x10CommitCheckpoint\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x10\n" +
-	"\x03dir\x18\x02 \x01(\tR\x03dir\"\b\n" +
-	"\x06Resume\"!\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\" \n" +
+	"\x06Resume\x12\x16\n" +
+	"\x06passed\x18\x01 \x01(\x04R\x06passed\"!\n" +
 	"\tCommitted\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"T\n" +
 	"\x10CheckpointStaged\x12\x14\n" +
@@ -3499,7 +3563,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
 	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\x12\x1a\n" +
-	"\brecreate\x18\x06 \x01(\bR\brecreate\"\xd2\x03\n" +
+	"\brecreate\x18\x06 \x01(\bR\brecreate\"\xf5\x03\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3518,7 +3582,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"rolledBack\x12'\n" +
 	"\x0flogged_messages\x18\v \x01(\x03R\x0eloggedMessages\x12!\n" +
 	"\fbatches_sent\x18\f \x01(\x04R\vbatchesSent\x12,\n" +
-	"\x12longest_silence_ms\x18\r \x01(\x03R\x10longestSilenceMsB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\x12longest_silence_ms\x18\r \x01(\x03R\x10longestSilenceMs\x12!\n" +
+	"\fpassed_again\x18\x0e \x01(\x05R\vpassedAgainB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_launcher_controlpb_control_proto_rawDescOnce sync.Once

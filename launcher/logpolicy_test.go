@@ -1,0 +1,129 @@
+package launcher
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	coord "github.com/gochare/gochare/job"
+	"github.com/gochare/gochare/logging"
+)
+
+// The checkpoint policy of `gochare run`: without --checkpoint-every, a
+// job under fulldet or partialdet offers a sync point every
+// coord.DefaultSyncEvery steps, which checkpoints once a PE's sender log
+// holds --log-limit MiB (default 256); --log-limit 0, --ft none and
+// --checkpoint-every K keep a fixed schedule. Wrong values are usage
+// errors that say why.
+func TestLogLimitFlag(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		syncEvery uint64
+		logLimit  int
+	}{
+		{nil, coord.DefaultSyncEvery, coord.DefaultLogLimit},
+		{[]string{"--ft", "fulldet"}, coord.DefaultSyncEvery, 256 << 20},
+		{[]string{"--log-limit", "3"}, coord.DefaultSyncEvery, 3 << 20},
+		{[]string{"--log-limit=1", "--ft", "fulldet"}, coord.DefaultSyncEvery, 1 << 20},
+		{[]string{"--log-limit", "0"}, 0, 0},
+		{[]string{"--checkpoint-every", "5"}, 5, 0},
+		{[]string{"--checkpoint-every", "0"}, 0, 0},
+		{[]string{"--checkpoint-every", "5", "--log-limit", "0"}, 5, 0},
+		{[]string{"--ft", "none"}, 0, 0},
+		{[]string{"--ft", "none", "--checkpoint-every", "4"}, 4, 0},
+	} {
+		o, _, err := splitRunArgs(append([]string{"--pes", "2"}, c.args...))
+		require.NoError(t, err, "%v", c.args)
+		syncEvery, logLimit := o.syncPolicy()
+		require.Equal(t, c.syncEvery, syncEvery, "%v", c.args)
+		require.Equal(t, c.logLimit, logLimit, "%v", c.args)
+	}
+	for args, why := range map[string]string{
+		"--log-limit -1":                     "want a number >= 0",
+		"--log-limit lots":                   "want a number >= 0",
+		"--log-limit 1.5":                    "want a number >= 0",
+		"--log-limit":                        "needs a value",
+		"--log-limit 2000000000":             "at most",
+		"--log-limit 3 --checkpoint-every 5": "give one of them",
+		"--ft none --log-limit 3":            "keeps no sender log",
+	} {
+		_, _, err := splitRunArgs(append([]string{"--pes", "2"}, strings.Fields(args)...))
+		require.ErrorIs(t, err, errUsage, args)
+		require.ErrorContains(t, err, why, args)
+	}
+	// A kill at a checkpoint the default policy may take is accepted; one
+	// past every sync point is not.
+	lim := killLimits{PEs: 3, App: "stencil3d", LastStep: 98, KnowLastStep: true, CheckpointEvery: coord.DefaultSyncEvery, LogLimit: true}
+	_, _, err := parseKill("pe=1,at=checkpoint:3", lim, 0)
+	require.NoError(t, err)
+	_, _, err = parseKill("pe=1,at=checkpoint:12", lim, 0)
+	require.ErrorContains(t, err, "this job takes checkpoints 1 to 10 at most")
+}
+
+var (
+	passedLine     = regexp.MustCompile(`sync point of step (\d+) passed without a checkpoint: the largest sender log holds (\d+) bytes \(PE \d+\), under the limit of (\d+)`)
+	checkpointLine = regexp.MustCompile(`sync point of step (\d+) checkpoints: PE \d+'s sender log holds (\d+) bytes, the limit is (\d+)`)
+	committedLine  = regexp.MustCompile(`checkpoint (\d+) staged and copied to buddies`)
+)
+
+// The default policy on real PE processes with a small --log-limit and a
+// SIGKILL: the sync points where every sender log is under the limit pass
+// without a checkpoint, the job checkpoints only at those where a log
+// reached it, the killed PE's tasks, restored from a checkpoint older
+// than sync points the job passed, pass those by themselves, and the
+// result is the reference one.
+func TestLogLimitOnRealPEs(t *testing.T) {
+	const limit = 1 << 20
+	for _, ft := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet} {
+		t.Run(protocolName(ft), func(t *testing.T) {
+			j := startJob(t, "run", "stencil3d", "--pes", "3", "--grid", "48,48,32", "--chunk", "16,16,16", "--iterations", "100",
+				"--ft", protocolName(ft), "--log-limit", "1", "--kill", "pe=1,at=step:55")
+			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+			j.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9`), time.Second)
+			j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
+
+			var passed, decided, committed int
+			decidedSinceCommit := false
+			for _, l := range strings.Split(j.output(), "\n") {
+				if m := passedLine.FindStringSubmatch(l); m != nil {
+					passed++
+					log, _ := strconv.Atoi(m[2])
+					require.Less(t, log, limit, l)
+					require.Equal(t, strconv.Itoa(limit), m[3], l)
+				}
+				if m := checkpointLine.FindStringSubmatch(l); m != nil {
+					decided++
+					decidedSinceCommit = true
+					log, _ := strconv.Atoi(m[2])
+					require.GreaterOrEqual(t, log, limit, l)
+				}
+				if m := committedLine.FindStringSubmatch(l); m != nil {
+					committed++
+					if m[1] != "1" {
+						require.True(t, decidedSinceCommit, "checkpoint %s without a log at the limit:\n%s", m[1], j.output())
+					}
+					decidedSinceCommit = false
+				}
+			}
+			t.Logf("%d sync points passed without a checkpoint, %d decided to checkpoint, %d checkpoints committed (the initial one included)", passed, decided, committed)
+			require.GreaterOrEqual(t, passed, 2, "sync points passed without a checkpoint:\n%s", j.output())
+			require.GreaterOrEqual(t, committed, 3, "the initial checkpoint and two at a log limit:\n%s", j.output())
+			require.Less(t, committed-1, 100/coord.DefaultSyncEvery, "not every sync point checkpointed")
+			require.GreaterOrEqual(t, decided, committed-1)
+			job := j.waitLine(t, jobStatsLine, 5*time.Second)
+			require.NotEqual(t, "0", job[3], "tasks were restored")
+			require.Equal(t, "0", job[4], "no task rolled back")
+			// PE 1 died at step 55, after the sync point of step 49 passed
+			// without a checkpoint (its log grows by less than the limit
+			// in 10 steps): each of its 6 chunks (18 on 3 PEs), restored
+			// from the checkpoint of step 39, passed that sync point
+			// again by itself, once.
+			again := j.waitLine(t, regexp.MustCompile(`msg="job stats" .*sync_points_passed_again=(\d+)`), time.Second)
+			require.Equal(t, "6", again[1])
+		})
+	}
+}
