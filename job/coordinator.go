@@ -52,6 +52,10 @@ type Coordinator struct {
 	createdEpoch uint64
 	// committedBy marks the PEs that committed the last committed epoch.
 	committedBy []bool
+	// failedAtCommit lists the PEs that failed after the last checkpoint
+	// was committed, before every live PE reported it committed: their
+	// recovery waits for those reports (recoverAfterCommit).
+	failedAtCommit []int
 	// adopted is, per PE, the buddy that confirmed storing the copy of
 	// the committed epoch that PE re-sent in the current recovery.
 	adopted map[int]adoption
@@ -320,10 +324,11 @@ func (c *Coordinator) OnCommitted(pe int, epoch uint64) []Command {
 // maybeResume ends a checkpoint once every live PE committed it and, with
 // a checkpoint directory, wrote its file.
 func (c *Coordinator) maybeResume() []Command {
-	for p, ok := range c.live {
-		if ok && !c.committedBy[p] {
-			return nil
-		}
+	if !c.everyLiveCommitted() {
+		return nil
+	}
+	if len(c.failedAtCommit) > 0 {
+		return c.recoverAfterCommit()
 	}
 	if c.cfg.CheckpointDir == "" {
 		return c.resumeAfterCheckpoint()
@@ -337,6 +342,17 @@ func (c *Coordinator) maybeResume() []Command {
 		m.Collections = append(m.Collections, migrate.CollectionInfo{ID: id, Size: len(homes)})
 	}
 	return append([]Command{WriteManifest{Dir: c.cfg.CheckpointDir, Manifest: m}}, c.resumeAfterCheckpoint()...)
+}
+
+// everyLiveCommitted says whether every live PE reported the last
+// committed checkpoint committed.
+func (c *Coordinator) everyLiveCommitted() bool {
+	for p, ok := range c.live {
+		if ok && (c.committedBy == nil || !c.committedBy[p]) {
+			return false
+		}
+	}
+	return true
 }
 
 // OnManifestWritten takes the outcome of a WriteManifest: written, the

@@ -300,3 +300,71 @@ func TestRecoveredTasksAreProtectedOnceTheBuddyConfirms(t *testing.T) {
 		require.Equal(t, buddy, r.CopyPE, "the confirmed buddy gives the copies")
 	}
 }
+
+// A PE that fails after the coordinator committed a checkpoint, before
+// every live PE reported it committed: nothing starts until the last of
+// them did (a PE that has not committed must get no message of the next
+// period, replayed or new), then the job resumes (under message logging)
+// and recovers, from every PE that failed in the meantime. A failure
+// once every live PE committed, while only files are written, recovers
+// at once.
+func TestFailureBeforeEveryPECommittedWaitsForTheCommits(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
+		t.Run(kind.String(), func(t *testing.T) {
+			c := runningCoordinator(t, 5, kind)
+			epoch := c.nextEpoch()
+			cmds := c.startCheckpoint(epoch)
+			live := c.Live()
+			for p := range 5 {
+				cmds = append(cmds, c.OnStaged(p, epoch, 10)...)
+				cmds = append(cmds, c.OnBuddyStored(migrate.Buddy(p, live), epoch, p, 0)...)
+			}
+			eventOf[CommitCheckpoint](t, cmds)
+			require.Empty(t, c.OnCommitted(0, epoch))
+			require.Empty(t, c.OnFailure(1), "PEs 2, 3 and 4 have not committed yet")
+			require.Empty(t, c.OnCommitted(2, epoch))
+			require.Empty(t, c.OnFailure(3), "PE 4 has not committed yet")
+			require.Empty(t, c.OnCommitted(1, epoch), "a failed PE's report counts for nothing")
+			cmds = c.OnCommitted(4, epoch)
+			evs := events(cmds)
+			if kind == logging.KindNone {
+				rb, _ := eventOf[Rollback](t, cmds)
+				require.Equal(t, epoch, rb.Epoch)
+				require.NotContains(t, evs, Resume{}, "every task rolls back: nothing resumes")
+			} else {
+				require.Equal(t, Resume{}, evs[0], "the PEs wait for Resume: they get it first")
+				var recs []Recover
+				for _, ev := range evs {
+					if r, ok := ev.(Recover); ok {
+						recs = append(recs, r)
+					}
+				}
+				require.Len(t, recs, 2, "one recovery per failed PE: %v", evs)
+				require.Equal(t, []int{1}, recs[0].Failed)
+				require.Equal(t, []int{3}, recs[1].Failed)
+			}
+			require.Empty(t, c.OnCommitted(4, epoch), "the commit is over")
+		})
+	}
+
+	// Every live PE committed; only the files are being written.
+	c := onDiskUnconfirmed(t)
+	require.Empty(t, c.OnManifestWritten(InitialEpoch, nil))
+	epoch := c.nextEpoch()
+	cmds := c.startCheckpoint(epoch)
+	live := c.Live()
+	for p := range 4 {
+		cmds = append(cmds, c.OnStaged(p, epoch, 10)...)
+		cmds = append(cmds, c.OnBuddyStored(migrate.Buddy(p, live), epoch, p, 0)...)
+	}
+	eventOf[CommitCheckpoint](t, cmds)
+	for p := range 4 {
+		require.Empty(t, c.OnCommitted(p, epoch), "PE %d's file is not written", p)
+	}
+	require.Empty(t, c.OnDiskWritten(0, epoch, migrate.FileEntry{PE: 0}, nil))
+	cmds = c.OnFailure(2)
+	require.Equal(t, Resume{}, events(cmds)[0])
+	rec, _ := eventOf[Recover](t, cmds)
+	require.Equal(t, []int{2}, rec.Failed)
+	require.Empty(t, c.OnDiskWritten(1, epoch, migrate.FileEntry{PE: 1}, nil), "the checkpoint is over: no manifest")
+}

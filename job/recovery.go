@@ -73,7 +73,6 @@ func (c *Coordinator) OnFailure(pe int) []Command {
 	// starts from the last committed checkpoint, and the tasks that wait
 	// at the sync point take the next one once the restored tasks are
 	// back there (with a new epoch number: see nextEpoch).
-	var cmds []Command
 	// Tasks moved since the last commit, during a migration or after it
 	// (the checkpoint that records the moves was not committed): the
 	// moves that involve the failed PE are settled (settleMoves), and
@@ -90,18 +89,42 @@ func (c *Coordinator) OnFailure(pe int) []Command {
 		}
 		// Committed: only its files were being written, and without PE
 		// pe's there is no complete disk copy of it (--restart takes the
-		// one before). The PEs wait for Resume: they get it first.
+		// one before). Recovery waits until every live PE has committed
+		// (recoverAfterCommit).
 		c.note("checkpoint %d has no complete disk copy: PE %d failed while it was written", c.committed, pe)
-		if c.cfg.Protocol != logging.KindNone {
-			cmds = c.resumeAfterCheckpoint()
+		c.failedAtCommit = append(c.failedAtCommit, pe)
+		if !c.everyLiveCommitted() {
+			return nil
 		}
+		return c.recoverAfterCommit()
 	case phaseBalancing:
 		c.note("load balancing abandoned: PE %d failed", pe)
 	case phaseMigrating:
 		c.note("migration interrupted: PE %d failed while tasks moved; moves to it are undone, its own tasks are recovered", pe)
 	}
 	c.phase = phaseRunning
-	return append(cmds, c.recoverFrom(pe)...)
+	return c.recoverFrom(pe)
+}
+
+// recoverAfterCommit starts the recovery from the PEs that failed after
+// the coordinator committed a checkpoint, once every live PE has
+// committed it. Not before: a PE discards its logs and checkpoints its
+// protocol state when it commits, with no message buffered, and a
+// recovery would have the others send it messages of the next period
+// (replayed or new) that could arrive first. The PEs wait for Resume:
+// under message logging they get it first.
+func (c *Coordinator) recoverAfterCommit() []Command {
+	failed := c.failedAtCommit
+	c.failedAtCommit = nil
+	var cmds []Command
+	if c.cfg.Protocol != logging.KindNone {
+		cmds = c.resumeAfterCheckpoint()
+	}
+	c.phase = phaseRunning
+	for _, pe := range failed {
+		cmds = append(cmds, c.recoverFrom(pe)...)
+	}
+	return cmds
 }
 
 // settleMoves settles the moves of the last migration on the failure of
