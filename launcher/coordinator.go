@@ -79,6 +79,9 @@ type coordinator struct {
 	ln     net.Listener
 	events chan any
 	peers  []*peer
+	// printed writes each line of the job's output once (tasks that
+	// re-execute print theirs again).
+	printed coord.OutputFilter
 	// failure is the error that ends the job, if a PE's failure does.
 	failure error
 	// stopping is set once the job exits normally: PEs ending then are no
@@ -516,7 +519,9 @@ func (c *coordinator) receive(ev evMessage) {
 		}
 		c.report(ev.rank, ev.msg)
 	case *controlpb.ToCoordinator_Output:
-		fmt.Fprintln(c.cfg.Output, m.Output.Line)
+		if c.printed.Admit(m.Output.Task, m.Output.Seq) {
+			fmt.Fprintln(c.cfg.Output, m.Output.Line)
+		}
 	case *controlpb.ToCoordinator_KillDue:
 		c.onKillDue(ev.rank, m.KillDue.Step, c.timeline.began)
 	case *controlpb.ToCoordinator_Stats:

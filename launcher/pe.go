@@ -94,8 +94,8 @@ const (
 type peControl struct{ conn *conn }
 
 func (c peControl) to(m *controlpb.ToCoordinator) { c.conn.send(m) }
-func (c peControl) Output(line string) {
-	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Output{Output: &controlpb.Output{Line: line}}})
+func (c peControl) Output(task, seq uint64, line string) {
+	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Output{Output: &controlpb.Output{Line: line, Task: task, Seq: seq}}})
 }
 func (c peControl) Exit(status int) {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Exit{Exit: &controlpb.ExitRequest{Status: int32(status)}}})

@@ -46,7 +46,9 @@ func (c *taskContext) Exit(status int) {
 }
 
 func (c *taskContext) Printf(format string, args ...any) {
-	c.pe.cfg.Control.Output(fmt.Sprintf(format, args...))
+	seq := c.el.printed
+	c.el.printed++
+	c.pe.cfg.Control.Output(uint64(c.el.id), seq, fmt.Sprintf(format, args...))
 }
 
 func (c *taskContext) Logf(format string, args ...any) {

@@ -40,4 +40,4 @@
 // and the launcher import this package, not the reverse.
 package scheduler
 
-//go:generate protoc -I ../.. --go_out=../.. --go_opt=module=github.com/gochare/gochare scheduler/wire/wire.proto
+//go:generate protoc -I .. --go_out=.. --go_opt=module=github.com/gochare/gochare scheduler/wire/wire.proto

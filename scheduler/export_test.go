@@ -9,6 +9,7 @@ var (
 	Contribution  = contribution
 	StepApp       = stepApp
 	UnevenStepApp = unevenStepApp
+	StepAppWith   = stepAppWith
 	RateApp       = rateApp
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,4 +249,35 @@ func TestStallIsDiagnosed(t *testing.T) {
 	require.ErrorIs(t, err, job.ErrStalled)
 	require.ErrorContains(t, err, "PE 1 did not answer: it is running w(3) in handler work")
 	require.ErrorContains(t, err, "PE 0 (generation 0")
+}
+
+// A line a task printed is written once, even when the task prints it
+// again as it re-executes after a failure: the job's output is that of
+// the failure-free run, under each protocol (every task rolled back under
+// none, the failed PE's tasks replayed under the others).
+func TestOutputIsWrittenOnceAfterAFailure(t *testing.T) {
+	const workers, rounds = 8, 12
+	app := scheduler.StepAppWith(workers, rounds, func(ctx actor.Context, me int, round uint64) {
+		ctx.Printf("worker %d round %d", me, round)
+	})
+	run := func(kind logging.Kind, opts ...inprocess.Option) inprocess.Result {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := inprocess.Run(ctx, app, nil, 3, nil, append(opts, inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(4))...)
+		require.NoError(t, err, "%v", kind)
+		require.Equal(t, 0, res.Status)
+		slices.Sort(res.Output)
+		return res
+	}
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
+		clean := run(kind)
+		require.Len(t, clean.Output, workers*rounds+1, "%v: a line per worker and round, and the digest", kind)
+		killed := run(kind, inprocess.WithKill(1, 6))
+		var again uint64
+		for _, s := range killed.Stats {
+			again += uint64(s.Restored + s.RolledBack)
+		}
+		require.Positive(t, again, "%v: tasks re-executed", kind)
+		require.Equal(t, clean.Output, killed.Output, "%v", kind)
+	}
 }

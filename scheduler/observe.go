@@ -115,7 +115,7 @@ func packState(el *element) (migrate.TaskRecord, error) {
 	if err != nil {
 		return migrate.TaskRecord{}, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
 	}
-	runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync})
+	runtime, err := proto.Marshal(&wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync, Printed: el.printed})
 	if err != nil {
 		return migrate.TaskRecord{}, err
 	}

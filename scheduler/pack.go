@@ -68,7 +68,7 @@ func (pe *PE) unpackRecord(rec migrate.TaskRecord) (*element, logging.TaskCheckp
 		return nil, cp, err
 	}
 	el := pe.placeElement(cs, lin, task)
-	el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
+	el.expected, el.nextRed, el.atSync, el.printed = rt.Expected, rt.NextReduction, rt.AtSync, rt.Printed
 	cs.homeOf[lin] = int32(pe.cfg.Rank)
 	if pe.cfg.Observe != nil {
 		pe.observe(Observation{Kind: ObserveUnpack, Task: uint64(el.id), Record: rec})

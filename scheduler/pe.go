@@ -38,8 +38,12 @@ type Net interface {
 // Control is how a PE reports to the job's coordinator, through the process
 // that hosts it (the launcher's control connection, or job/inprocess).
 type Control interface {
-	// Output writes a line of job output.
-	Output(line string)
+	// Output writes a line of job output: the seq-th line (from 0) that
+	// task printed since it was created. A task that re-executes after a
+	// failure prints the same lines again with the same numbers (the
+	// count is part of its checkpoint), and the receiver writes each
+	// (task, seq) once (job.OutputFilter).
+	Output(task, seq uint64, line string)
 	// Exit asks the launcher to end the job with status.
 	Exit(status int)
 	// Idle answers a quiescence probe: this PE has no work.
@@ -303,6 +307,9 @@ type element struct {
 	admits   func(logging.Message) bool
 	// progress is the last step this task offered since it was placed here.
 	progress job.Progress
+	// printed counts the lines the task printed since it was created
+	// (checkpointed with it: see Control.Output).
+	printed uint64
 }
 
 // systemCollection is the collection number of the runtime's own tasks.

@@ -31,7 +31,7 @@ func (n *recordingNet) Backlog() int { return 0 }
 
 type nopControl struct{}
 
-func (nopControl) Output(string) {}
+func (nopControl) Output(uint64, uint64, string) {}
 
 func (nopControl) Exit(int) {}
 

@@ -212,7 +212,7 @@ func stepApp(n, rounds int) actor.App { return stepAppWith(n, rounds, nil) }
 // unevenStepApp is stepApp in which the workers on the first PEs of a
 // block map work longer each round, so that load balancing moves tasks.
 func unevenStepApp(n, rounds int) actor.App {
-	return stepAppWith(n, rounds, func(me int) {
+	return stepAppWith(n, rounds, func(_ actor.Context, me int, _ uint64) {
 		if me < n/4 {
 			deadline := time.Now().Add(200 * time.Microsecond)
 			for time.Now().Before(deadline) {
@@ -221,8 +221,9 @@ func unevenStepApp(n, rounds int) actor.App {
 	})
 }
 
-// stepAppWith is stepApp whose workers call burn(index) every round.
-func stepAppWith(n, rounds int, burn func(me int)) actor.App {
+// stepAppWith is stepApp whose workers call each(ctx, index, round) as
+// they complete a round.
+func stepAppWith(n, rounds int, each func(ctx actor.Context, me int, round uint64)) actor.App {
 	return actor.App{Name: "steps", Define: func(j *actor.Job, args []string) error {
 		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
 		var neighbour, begin *actor.Proxy[*testmsg.Num]
@@ -249,8 +250,8 @@ func stepAppWith(n, rounds int, burn func(me int)) actor.App {
 			func(w *stepWorker, ctx actor.Context, m *testmsg.Num) { w.got[m.From] = m.Value },
 			actor.KeyBy(func(m *testmsg.Num) uint64 { return m.Key }),
 			actor.WhenComplete(func(w *stepWorker, ctx actor.Context, key uint64) {
-				if burn != nil {
-					burn(int(ctx.Index()[0]))
+				if each != nil {
+					each(ctx, int(ctx.Index()[0]), key-1)
 				}
 				h := fnv.New64a()
 				fmt.Fprintf(h, "%d %x %x %x", key-1, math.Float64bits(w.got[0]), math.Float64bits(w.got[1]), w.history)

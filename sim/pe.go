@@ -243,12 +243,16 @@ func (c *simControl) p() *simPE            { return (*simPE)(c) }
 func (c *simControl) wd() *world           { return c.p().w }
 func (c *simControl) co() *job.Coordinator { return c.p().w.coord }
 
-func (c *simControl) Output(line string) {
+func (c *simControl) Output(task, seq uint64, line string) {
 	what := "output " + line
 	if timing.MatchString(line) {
 		what = "output (a time)" // differs between runs of a seed
 	}
-	c.p().report(what, func() { c.wd().res.Output = append(c.wd().res.Output, line) })
+	c.p().report(what, func() {
+		if w := c.wd(); w.printed.Admit(task, seq) {
+			w.res.Output = append(w.res.Output, line)
+		}
+	})
 }
 
 func (c *simControl) Exit(status int) {

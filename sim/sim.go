@@ -250,6 +250,8 @@ type world struct {
 	*clock
 	pes   []*simPE
 	coord *job.Coordinator
+	// printed writes each line of output once, as the launcher does.
+	printed job.OutputFilter
 	// loads draws the handler loads the PEs report (the simulator's
 	// clock has no CPU time of its own).
 	loads *rand.Rand

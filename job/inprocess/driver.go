@@ -17,8 +17,8 @@ import (
 
 type (
 	ctlOutput struct {
-		rank int
-		line string
+		task, seq uint64
+		line      string
 	}
 	ctlExit struct {
 		rank, status int
@@ -91,7 +91,7 @@ func (c control) send(ev any) {
 	}
 }
 
-func (c control) Output(line string) { c.send(ctlOutput{c.rank, line}) }
+func (c control) Output(task, seq uint64, line string) { c.send(ctlOutput{task, seq, line}) }
 
 func (c control) Exit(status int) { c.send(ctlExit{c.rank, status}) }
 
@@ -134,6 +134,9 @@ type driver struct {
 	core   *job.Coordinator
 	nets   []*memNet
 	res    Result
+	// printed writes each line of output once (tasks that re-execute
+	// print theirs again).
+	printed job.OutputFilter
 	// pending are the commands not yet carried out (see perform).
 	pending    []job.Command
 	performing bool
@@ -241,7 +244,9 @@ func (c *driver) run(ctx context.Context, nets []*memNet) (Result, error) {
 		case ev := <-c.events:
 			switch ev := ev.(type) {
 			case ctlOutput:
-				c.res.Output = append(c.res.Output, ev.line)
+				if c.printed.Admit(ev.task, ev.seq) {
+					c.res.Output = append(c.res.Output, ev.line)
+				}
 			case ctlExit:
 				deliver(c.core.OnExit(ev.rank, ev.status))
 			case ctlQuiescence:

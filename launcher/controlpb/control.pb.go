@@ -1762,9 +1762,13 @@ func (*Begin) Descriptor() ([]byte, []int) {
 	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
 }
 
+// Output is the seq-th line (from 0) task printed; re-executed, a task
+// prints it again with the same numbers, and the launcher writes it once.
 type Output struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Line          string                 `protobuf:"bytes,1,opt,name=line,proto3" json:"line,omitempty"`
+	Task          uint64                 `protobuf:"varint,2,opt,name=task,proto3" json:"task,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1804,6 +1808,20 @@ func (x *Output) GetLine() string {
 		return x.Line
 	}
 	return ""
+}
+
+func (x *Output) GetTask() uint64 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *Output) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 type ExitRequest struct {
@@ -3458,9 +3476,11 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\tDiagnosis\x12\x16\n" +
 	"\x06report\x18\x01 \x01(\tR\x06report\"\a\n" +
 	"\x05Ready\"\a\n" +
-	"\x05Begin\"\x1c\n" +
+	"\x05Begin\"B\n" +
 	"\x06Output\x12\x12\n" +
-	"\x04line\x18\x01 \x01(\tR\x04line\"%\n" +
+	"\x04line\x18\x01 \x01(\tR\x04line\x12\x12\n" +
+	"\x04task\x18\x02 \x01(\x04R\x04task\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"%\n" +
 	"\vExitRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\"\x1d\n" +
 	"\x05Probe\x12\x14\n" +

@@ -165,6 +165,8 @@ type TaskRuntime struct {
 	Expected      uint64                 `protobuf:"varint,1,opt,name=expected,proto3" json:"expected,omitempty"`
 	NextReduction uint64                 `protobuf:"varint,2,opt,name=next_reduction,json=nextReduction,proto3" json:"next_reduction,omitempty"`
 	AtSync        bool                   `protobuf:"varint,3,opt,name=at_sync,json=atSync,proto3" json:"at_sync,omitempty"`
+	// printed counts the lines the task printed (Control.Output).
+	Printed       uint64 `protobuf:"varint,4,opt,name=printed,proto3" json:"printed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -218,6 +220,13 @@ func (x *TaskRuntime) GetAtSync() bool {
 		return x.AtSync
 	}
 	return false
+}
+
+func (x *TaskRuntime) GetPrinted() uint64 {
+	if x != nil {
+		return x.Printed
+	}
+	return 0
 }
 
 // TaskCheckpoint is the protocol's part of a task checkpoint.
@@ -1041,11 +1050,12 @@ const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\x0fcheckpoint_kind\x18\x04 \x01(\x0e2\x1c.gochare.wire.CheckpointKindR\x0echeckpointKind\x12\x1e\n" +
 	"\n" +
 	"checkpoint\x18\x05 \x01(\fR\n" +
-	"checkpoint\"i\n" +
+	"checkpoint\"\x83\x01\n" +
 	"\vTaskRuntime\x12\x1a\n" +
 	"\bexpected\x18\x01 \x01(\x04R\bexpected\x12%\n" +
 	"\x0enext_reduction\x18\x02 \x01(\x04R\rnextReduction\x12\x17\n" +
-	"\aat_sync\x18\x03 \x01(\bR\x06atSync\"\x83\x03\n" +
+	"\aat_sync\x18\x03 \x01(\bR\x06atSync\x12\x18\n" +
+	"\aprinted\x18\x04 \x01(\x04R\aprinted\"\x83\x03\n" +
 	"\x0eTaskCheckpoint\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\x04R\x04task\x12\x10\n" +
 	"\x03srn\x18\x02 \x01(\x04R\x03srn\x12\x10\n" +
