@@ -31,6 +31,11 @@ type simPE struct {
 	// own posts; links[to] those of the frames to PE to.
 	ctlRng *rand.Rand
 	links  []*rand.Rand
+	// slowCtl, if > 0, delays each command to this PE by up to that much
+	// more (slowRng draws it): a PE descheduled on a loaded machine, while
+	// the others, and the launcher's failure detection, move on.
+	slowCtl time.Duration
+	slowRng *rand.Rand
 	// linkEpoch counts, per peer, the breaks of the connection to it: a
 	// frame sent before a break is lost.
 	linkEpoch []int
@@ -102,7 +107,11 @@ func (p *simPE) post(ev any) {
 		return
 	}
 	w := p.w
-	arrive := max(w.now+p.ctlDelay(), p.cmdLast)
+	d := p.ctlDelay()
+	if p.slowCtl > 0 {
+		d += time.Duration(p.slowRng.Int64N(int64(p.slowCtl)))
+	}
+	arrive := max(w.now+d, p.cmdLast)
 	p.cmdLast = arrive
 	name := eventName(ev)
 	what := fmt.Sprintf("launcher -> PE %d: %s %v", p.rank, name, ev)

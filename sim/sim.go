@@ -220,6 +220,10 @@ func Run(cfg Config) (Result, error) {
 		for to := range p.links {
 			p.links[to] = newRand(cfg.Seed, 3, r, to)
 		}
+		if slow := newRand(cfg.Seed, 9, r); slow.IntN(8) == 0 {
+			p.slowCtl, p.slowRng = time.Millisecond+time.Duration(slow.Int64N(int64(30*time.Millisecond))), slow
+			w.note("PE %d is slow: each command reaches it up to %v late", r, p.slowCtl)
+		}
 		for _, f := range cfg.Faults {
 			if f.PE == r {
 				p.faults = append(p.faults, f)
