@@ -78,6 +78,8 @@ var regressionSeeds = []struct {
 	{"rollback after too many failures needs a lost checkpoint copy", []uint64{11635}, false, false, true},
 	{"rollback after too many failures needs a lost checkpoint copy", []uint64{179}, true, false, true},
 	{"failure after the tasks were created again: the main task restored from the checkpoint of the recreated tasks was not given Start again", []uint64{152, 1022}, false, false, true},
+	{"a PE failed after the coordinator committed a checkpoint, before a slow PE had: the others resumed and recovered at once, and the slow PE got messages of the next period before its commit ('checkpoint with N messages buffered'); recovery now waits for every live PE's commit",
+		[]uint64{301759, 304661, 305496}, false, false, false},
 	{"the main task's PE failed while its last lines of output were on their way to the launcher: the restored main task printed them all again (output is now numbered per task, checkpointed, and written once)", []uint64{303606}, false, false, false},
 	{"two migrations before a commit: a failure interrupted a sync point's migration or the checkpoint after it, the tasks came back there and the coordinator balanced again, so a later failure settled only the second migration's moves and tasks restored from the failed PE waited for what tasks that had left it in the first one sent there (fixed: a sync point balances once)",
 		[]uint64{1870, 5261}, false, true, true},
