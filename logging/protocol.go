@@ -1046,8 +1046,12 @@ func (e *engine) Advance() {
 	// The Ready just advanced past may still be read by the caller until
 	// the next Advance; the one before it is done with and its arrays
 	// (cleared of their references) serve the next Ready.
+	// Only the used part holds references: past it, every entry was
+	// cleared when its Ready was recycled before (clearing the whole
+	// capacity, which one large Ready leaves for the rest of the run, made
+	// every Advance cost as much as the largest Ready ever was).
+	clear(e.spare.Envelopes)
 	next := Ready{Envelopes: e.spare.Envelopes[:0], Determinants: e.spare.Determinants[:0]}
-	clear(next.Envelopes[:cap(next.Envelopes)])
 	e.spare = e.ready
 	e.ready = next
 	e.forgetCarried()
