@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/internal/testbin"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
+
+// skipStatus is the exit status with which a harness says it cannot run
+// here (not root, no network namespaces, no Slurm), with a message.
+const skipStatus = 77
+
+// needRoot skips t unless the test runs as root: both harnesses change
+// the machine (network namespaces; Slurm's daemons).
+func needRoot(t *testing.T, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("cluster: %s needs root (run go test as root); skipped", what)
+	}
+}
+
+// runScript runs a harness script with args in its own process group, its
+// output logged line by line as it comes, and returns the output and exit
+// status. Past timeout the group gets SIGTERM (the scripts clean up on
+// it), and SIGKILL 30 s later. A script that says it cannot run here
+// (status 77) skips t with its message.
+func runScript(t *testing.T, timeout time.Duration, script string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var (
+		mu  sync.Mutex
+		out strings.Builder
+	)
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			t.Log(sc.Text())
+			mu.Lock()
+			out.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	require.NoError(t, cmd.Start())
+	// Whatever the script left behind in its group goes with the test.
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	err := cmd.Wait()
+	pw.Close()
+	<-read
+	mu.Lock()
+	text := out.String()
+	mu.Unlock()
+	require.NoError(t, ctx.Err(), "%s did not end within %v", script, timeout)
+	status := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		status = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	if status == skipStatus {
+		t.Skipf("cluster: %s cannot run here: %s", script, lastLine(text))
+	}
+	return text, status
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// netnsList returns the network namespaces whose name starts with prefix.
+func netnsList(t *testing.T, prefix string) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	require.NoError(t, err, "ip netns list")
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
+			names = append(names, f[0])
+		}
+	}
+	return names
+}
+
+// TestNetnsHarness runs cluster/netns.sh: four hosts as network
+// namespaces, the coordinator on one and six PEs on the three others;
+// each mini-app with a PE SIGKILLed on another host, then a host whose
+// link goes down, each ending with the failure-free digest. The script
+// checks each outcome (status, digest, reference, which PEs failed and
+// how, how the others ended); this test checks that every scenario said
+// so and that no namespace is left. About 30 s on an idle 2-core machine,
+// 1 to 2 minutes under load.
+func TestNetnsHarness(t *testing.T) {
+	needRoot(t, "the network-namespace harness")
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("cluster: the network-namespace harness needs the ip command (iproute2); skipped")
+	}
+	prefix := fmt.Sprintf("gct%d", os.Getpid())
+	t.Cleanup(func() {
+		// The script removes its namespaces; if it could not, they go here
+		// and the test has failed below.
+		for _, n := range netnsList(t, prefix+"-") {
+			exec.Command("ip", "netns", "del", n).Run()
+		}
+	})
+	out, status := runScript(t, 10*time.Minute, "./netns.sh", "--bin", testbin.Gochare(t), "--prefix", prefix, "--timeout", "240")
+	require.Equal(t, 0, status, "netns.sh failed")
+	for _, re := range []string{
+		`(?m)^netns\.sh: stencil3d: ok: recovered across hosts, digest [0-9a-f]{16} = failure-free, reference: match`,
+		`(?m)^netns\.sh: leanmd: ok: recovered across hosts, digest [0-9a-f]{16} = failure-free`,
+		`(?m)^netns\.sh: lulesh: ok: recovered across hosts, digest [0-9a-f]{16} = failure-free, reference: match`,
+		`(?m)^netns\.sh: linkdown: ok: PEs 0 3 declared dead for missed heartbeats, recovered, digest [0-9a-f]{16} = failure-free, reference: match`,
+		`(?m)^netns\.sh: PASS: stencil3d,leanmd,lulesh,linkdown$`,
+	} {
+		require.Regexp(t, regexp.MustCompile(re), out)
+	}
+	require.Empty(t, netnsList(t, prefix+"-"), "netns.sh left network namespaces behind")
+}
