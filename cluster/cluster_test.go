@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,4 +143,48 @@ func TestNetnsHarness(t *testing.T) {
 		require.Regexp(t, regexp.MustCompile(re), out)
 	}
 	require.Empty(t, netnsList(t, prefix+"-"), "netns.sh left network namespaces behind")
+}
+
+// freePort returns a TCP port nobody listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// TestSlurm runs cluster/slurm.sh on a Slurm installed beforehand
+// (cluster/slurm.sh install; this test installs nothing): a private
+// single-node instance (munged, slurmctld, slurmd) on free ports, then
+// stencil3d with its coordinator started as README.md says and its PEs
+// by srun -n 4, one task's PE SIGKILLed; then the same through
+// cluster/sbatch-example.sh. The script checks each outcome (statuses,
+// digest, reference, how the failure was detected, what srun reported);
+// this test checks that both runs said so and that the instance is gone.
+// About 30 s on an idle 2-core machine.
+func TestSlurm(t *testing.T) {
+	needRoot(t, "the Slurm harness")
+	for _, c := range []string{"slurmctld", "slurmd", "srun", "sbatch", "munged"} {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("cluster: Slurm is not installed (no %s; sudo cluster/slurm.sh install installs Debian's slurm-wlm); skipped", c)
+		}
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "gochare-slurm-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	out, status := runScript(t, 10*time.Minute, "./slurm.sh", "start", "check", "stop",
+		"--bin", testbin.Gochare(t), "--dir", dir, "--timeout", "240",
+		"--ctld-port", freePort(t), "--slurmd-port", freePort(t), "--coordinator-port", freePort(t))
+	require.Equal(t, 0, status, "slurm.sh failed")
+	for _, re := range []string{
+		`(?m)^slurm\.sh: srun: ok: job \d+, task 1's PE SIGKILLed, recovered, the other tasks ended with status 0, digest [0-9a-f]{16} = failure-free, reference: match$`,
+		`(?m)^slurm\.sh: sbatch: ok: job \d+ completed, task 1's PE SIGKILLed, recovered, digest [0-9a-f]{16} = failure-free, reference: match$`,
+		`(?m)^slurm\.sh: Slurm instance in \S+ stopped$`,
+		`(?m)^slurm\.sh: PASS: start check stop$`,
+	} {
+		require.Regexp(t, regexp.MustCompile(re), out)
+	}
+	_, err = os.Stat(dir)
+	require.ErrorIs(t, err, os.ErrNotExist, "slurm.sh stop leaves its directory")
 }

@@ -313,7 +313,7 @@ linkdown_scenario() {
     die "the job ended before the link of $(ns h$host) went down (the harness reacts to its second checkpoint): make the job longer"
   fi
   for r in $(seq 0 $((npes - 1))); do
-    [ "$(host_of "$r")" = "$host" ] && cut+=("$r")
+    if [ "$(host_of "$r")" = "$host" ]; then cut+=("$r"); fi
   done
   log "linkdown: link of $(ns h$host) ($(addr $host), PEs ${cut[*]}) down after checkpoint $at; its PEs keep running"
   for r in "${cut[@]}"; do
