@@ -44,6 +44,11 @@ func needRoot(t *testing.T, what string) {
 // (status 77) skips t with its message.
 func runScript(t *testing.T, timeout time.Duration, script string, args ...string) (string, int) {
 	t.Helper()
+	// Within the test binary's own deadline (go test -timeout), so that
+	// the script is stopped and cleans up before the test binary is.
+	if d, ok := t.Deadline(); ok {
+		timeout = min(timeout, time.Until(d)-45*time.Second)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, script, args...)
@@ -131,7 +136,7 @@ func TestNetnsHarness(t *testing.T) {
 			exec.Command("ip", "netns", "del", n).Run()
 		}
 	})
-	out, status := runScript(t, 10*time.Minute, "./netns.sh", "--bin", testbin.Gochare(t), "--prefix", prefix, "--timeout", "240")
+	out, status := runScript(t, 8*time.Minute, "./netns.sh", "--bin", testbin.Gochare(t), "--prefix", prefix, "--timeout", "120")
 	require.Equal(t, 0, status, "netns.sh failed")
 	for _, re := range []string{
 		`(?m)^netns\.sh: stencil3d: ok: recovered across hosts, digest [0-9a-f]{16} = failure-free, reference: match`,
@@ -173,8 +178,8 @@ func TestSlurm(t *testing.T) {
 	dir, err := os.MkdirTemp("/var/tmp", "gochare-slurm-test-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	out, status := runScript(t, 10*time.Minute, "./slurm.sh", "start", "check", "stop",
-		"--bin", testbin.Gochare(t), "--dir", dir, "--timeout", "240",
+	out, status := runScript(t, 8*time.Minute, "./slurm.sh", "start", "check", "stop",
+		"--bin", testbin.Gochare(t), "--dir", dir, "--timeout", "120",
 		"--ctld-port", freePort(t), "--slurmd-port", freePort(t), "--coordinator-port", freePort(t))
 	require.Equal(t, 0, status, "slurm.sh failed")
 	for _, re := range []string{

@@ -45,7 +45,6 @@ subnet="10.231.7"
 per_host=2
 timeout_s=300
 port=7070
-heartbeat=3s
 keep=no
 
 die() { echo "$me: FAIL: $*" >&2; exit 1; }
@@ -236,7 +235,7 @@ start_job() {
   rm -f "$dir/job.secret"
   on_cmd 0
   "${on_words[@]}" timeout -k 5 "$timeout_s" "$bin" run "$@" --pes "$npes" --external \
-    --listen "$coordinator" --secret-file "$dir/job.secret" --heartbeat-timeout "$heartbeat" \
+    --listen "$coordinator" --secret-file "$dir/job.secret" \
     >"$dir/coord.log" 2>&1 &
   coord_pid=$!
   pids+=("$coord_pid")
