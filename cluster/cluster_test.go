@@ -121,8 +121,8 @@ func netnsList(t *testing.T, prefix string) []string {
 // link goes down, each ending with the failure-free digest. The script
 // checks each outcome (status, digest, reference, which PEs failed and
 // how, how the others ended); this test checks that every scenario said
-// so and that no namespace is left. 26 s on the project's 2-core machine
-// at load 8, 4.6 min at load 41.
+// so and that no namespace is left. On the project's shared 2-core
+// machine: 26 s at a quiet moment, 4.6 min at load 41.
 func TestNetnsHarness(t *testing.T) {
 	needRoot(t, "the network-namespace harness")
 	if _, err := exec.LookPath("ip"); err != nil {
