@@ -167,7 +167,7 @@ func freePort(t *testing.T) string {
 // cluster/sbatch-example.sh. The script checks each outcome (statuses,
 // digest, reference, how the failure was detected, what srun reported);
 // this test checks that both runs said so and that the instance is gone.
-// 30 s on the project's 2-core machine at load 8, 78 s at load 41.
+// On the project's shared 2-core machine: 30 s, and 78 s at load 41.
 func TestSlurm(t *testing.T) {
 	needRoot(t, "the Slurm harness")
 	for _, c := range []string{"slurmctld", "slurmd", "srun", "sbatch", "munged"} {
