@@ -29,6 +29,10 @@
 #       dead for missed heartbeats, recover their tasks on the other hosts
 #       and end with the failure-free digest and "reference: match"; h1's
 #       PEs, cut off, stop themselves.
+#   loopback
+#       a PE on the coordinator's host h0 that dials it at 127.0.0.1, so
+#       that it listens for the other PEs on loopback, and a PE on h1: the
+#       job must stop at once with an error naming both (not stall).
 #
 # Exit status: 0 when every scenario passed, 1 when one failed (its logs
 # are kept and their directory printed, as with --keep), 2 on a usage error, 77 when the
@@ -39,7 +43,7 @@ set -euo pipefail
 SKIP=77
 me=netns.sh
 bin=""
-only="stencil3d,leanmd,lulesh,linkdown"
+only="stencil3d,leanmd,lulesh,linkdown,loopback"
 prefix="gcns$$"
 subnet="10.231.7"
 per_host=2
@@ -69,7 +73,7 @@ done
 [[ "$per_host" =~ ^[1-9][0-9]*$ ]] || { echo "$me: --pes-per-host wants a positive number" >&2; exit 2; }
 [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || { echo "$me: --timeout wants seconds" >&2; exit 2; }
 for s in ${only//,/ }; do
-  case "$s" in stencil3d|leanmd|lulesh|linkdown) ;; *) echo "$me: unknown scenario $s" >&2; exit 2 ;; esac
+  case "$s" in stencil3d|leanmd|lulesh|linkdown|loopback) ;; *) echo "$me: unknown scenario $s" >&2; exit 2 ;; esac
 done
 
 # --- can we run here? -------------------------------------------------------
@@ -332,8 +336,40 @@ linkdown_scenario() {
   log "linkdown: ok: PEs ${cut[*]} declared dead for missed heartbeats, recovered, digest $want = failure-free, reference: match ($((SECONDS - start))s)"
 }
 
+# loopback_scenario: PE 0 on h0 reaches the coordinator over loopback, PE
+# 1 on h1 over the network.
+loopback_scenario() {
+  local dir="$work/loopback" start p0 p1
+  mkdir -p "$dir"
+  start=$SECONDS
+  on_cmd 0
+  "${on_words[@]}" timeout -k 5 "$timeout_s" "$bin" run stencil3d --pes 2 --external \
+    --listen "0.0.0.0:$port" --secret-file "$dir/job.secret" >"$dir/coord.log" 2>&1 &
+  coord_pid=$!
+  pids+=("$coord_pid")
+  wait_line "$dir/coord.log" "waiting for 2 PEs" 60 "$coord_pid"
+  "${on_words[@]}" "$bin" pe --coordinator "127.0.0.1:$port" --rank 0 --size 2 --secret-file "$dir/job.secret" >"$dir/pe0.log" 2>&1 &
+  p0=$!
+  pids+=("$p0")
+  on_cmd 1
+  "${on_words[@]}" "$bin" pe --coordinator "$coordinator" --rank 1 --size 2 --secret-file "$dir/job.secret" >"$dir/pe1.log" 2>&1 &
+  p1=$!
+  pids+=("$p1")
+  wait_exit "$coord_pid" 60
+  [ "$st" = 1 ] || die "loopback: the job ended with status $st, want 1; its end:
+$(tail -n 20 "$dir/coord.log")"
+  grep -q "PE 0 listens on 127.0.0.1:[0-9]*, a loopback address, and PE 1 joined from $(addr 1):[0-9]*, another host" "$dir/coord.log" ||
+    die "loopback: the coordinator did not name the PE on loopback: $(tail -n 20 "$dir/coord.log")"
+  for p in "$p0" "$p1"; do
+    wait_exit "$p" 60
+    [ "$st" != timeout ] || die "loopback: a PE (pid $p) still runs 60 s after the job stopped"
+  done
+  log "loopback: ok: the job stopped at once, naming PE 0 on loopback and PE 1 on $(ns h1) ($((SECONDS - start))s)"
+}
+
 for s in ${only//,/ }; do
   case "$s" in
+    loopback) loopback_scenario ;;
     stencil3d) kill_scenario stencil3d 1 15 yes --grid 48,48,32 --chunk 16,8,4 --iterations 30 --checkpoint-every 10 ;;
     leanmd) kill_scenario leanmd 4 15 no --cells 3,3,3 --kaway 1,1,1 --atoms 10 --steps 30 --migrate-every 10 --checkpoint-every 10 ;;
     lulesh) kill_scenario lulesh 2 23 yes --size 10 --chunk 5,5,5 --iterations 50 --checkpoint-every 10 ;;
