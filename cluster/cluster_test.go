@@ -119,8 +119,8 @@ func netnsList(t *testing.T, prefix string) []string {
 // namespaces, the coordinator on one and six PEs on the three others;
 // each mini-app with a PE SIGKILLed on another host, then a host whose
 // link goes down, each ending with the failure-free digest; and a PE that
-// listens on loopback while another is on another host, which stops the
-// job at once with an error naming both. The script
+// listens on loopback where a PE on another host must dial it, which
+// stops the job at once with an error naming both. The script
 // checks each outcome (status, digest, reference, which PEs failed and
 // how, how the others ended); this test checks that every scenario said
 // so and that no namespace is left. On the project's shared 2-core
@@ -145,7 +145,7 @@ func TestNetnsHarness(t *testing.T) {
 		`(?m)^netns\.sh: leanmd: ok: recovered across hosts, digest [0-9a-f]{16} = failure-free`,
 		`(?m)^netns\.sh: lulesh: ok: recovered across hosts, digest [0-9a-f]{16} = failure-free, reference: match`,
 		`(?m)^netns\.sh: linkdown: ok: PEs 0 3 declared dead for missed heartbeats, recovered, digest [0-9a-f]{16} = failure-free, reference: match`,
-		`(?m)^netns\.sh: loopback: ok: the job stopped at once, naming PE 0 on loopback and PE 1 on \S+`,
+		`(?m)^netns\.sh: loopback: ok: PE 0 on loopback runs \(nobody dials it\); PE 1 on loopback, to be dialed from \S+, stops the job at once, naming both`,
 		`(?m)^netns\.sh: PASS: stencil3d,leanmd,lulesh,linkdown,loopback$`,
 	} {
 		require.Regexp(t, regexp.MustCompile(re), out)

@@ -30,9 +30,12 @@
 #       and end with the failure-free digest and "reference: match"; h1's
 #       PEs, cut off, stop themselves.
 #   loopback
-#       a PE on the coordinator's host h0 that dials it at 127.0.0.1, so
-#       that it listens for the other PEs on loopback, and a PE on h1: the
-#       job must stop at once with an error naming both (not stall).
+#       2 PEs, one on the coordinator's host h0 that dials it at
+#       127.0.0.1 (so it listens for the other PE on loopback), one on h1.
+#       With PE 0 on loopback the job runs (of two PEs the lower rank
+#       dials: nobody dials PE 0); with PE 1 there, PE 0 on h1 would have
+#       to dial it: the job must stop at once with an error naming both
+#       (not stall).
 #
 # Exit status: 0 when every scenario passed, 1 when one failed (its logs
 # are kept and their directory printed, as with --keep), 2 on a usage error, 77 when the
@@ -336,35 +339,50 @@ linkdown_scenario() {
   log "linkdown: ok: PEs ${cut[*]} declared dead for missed heartbeats, recovered, digest $want = failure-free, reference: match ($((SECONDS - start))s)"
 }
 
-# loopback_scenario: PE 0 on h0 reaches the coordinator over loopback, PE
-# 1 on h1 over the network.
-loopback_scenario() {
-  local dir="$work/loopback" start p0 p1
+# loopback_job DIR LOOPRANK: a 2-PE job, PE LOOPRANK on h0 reaching the
+# coordinator over loopback (so listening there), the other on h1.
+loopback_job() {
+  local dir=$1 lr=$2 r
   mkdir -p "$dir"
-  start=$SECONDS
   on_cmd 0
-  "${on_words[@]}" timeout -k 5 "$timeout_s" "$bin" run stencil3d --pes 2 --external \
-    --listen "0.0.0.0:$port" --secret-file "$dir/job.secret" >"$dir/coord.log" 2>&1 &
+  "${on_words[@]}" timeout -k 5 "$timeout_s" "$bin" run stencil3d --pes 2 --grid 16,16,16 --chunk 8,8,8 --iterations 10 \
+    --external --listen "0.0.0.0:$port" --secret-file "$dir/job.secret" >"$dir/coord.log" 2>&1 &
   coord_pid=$!
   pids+=("$coord_pid")
   wait_line "$dir/coord.log" "waiting for 2 PEs" 60 "$coord_pid"
-  "${on_words[@]}" "$bin" pe --coordinator "127.0.0.1:$port" --rank 0 --size 2 --secret-file "$dir/job.secret" >"$dir/pe0.log" 2>&1 &
-  p0=$!
-  pids+=("$p0")
-  on_cmd 1
-  "${on_words[@]}" "$bin" pe --coordinator "$coordinator" --rank 1 --size 2 --secret-file "$dir/job.secret" >"$dir/pe1.log" 2>&1 &
-  p1=$!
-  pids+=("$p1")
-  wait_exit "$coord_pid" 60
-  [ "$st" = 1 ] || die "loopback: the job ended with status $st, want 1; its end:
-$(tail -n 20 "$dir/coord.log")"
-  grep -q "PE 0 listens on 127.0.0.1:[0-9]*, a loopback address, and PE 1 joined from $(addr 1):[0-9]*, another host" "$dir/coord.log" ||
-    die "loopback: the coordinator did not name the PE on loopback: $(tail -n 20 "$dir/coord.log")"
-  for p in "$p0" "$p1"; do
+  pe_pids=()
+  for r in 0 1; do
+    if [ "$r" = "$lr" ]; then
+      on_cmd 0
+      "${on_words[@]}" "$bin" pe --coordinator "127.0.0.1:$port" --rank "$r" --size 2 --secret-file "$dir/job.secret" >"$dir/pe$r.log" 2>&1 &
+    else
+      on_cmd 1
+      "${on_words[@]}" "$bin" pe --coordinator "$coordinator" --rank "$r" --size 2 --secret-file "$dir/job.secret" >"$dir/pe$r.log" 2>&1 &
+    fi
+    pe_pids+=("$!")
+    pids+=("$!")
+  done
+  wait_exit "$coord_pid" "$timeout_s"
+}
+
+# loopback_scenario: PE 0 on loopback is only dialed by nobody (the lower
+# rank of a pair dials): the job runs. PE 1 on loopback must be dialed by
+# PE 0 on h1: the job stops at once, naming both.
+loopback_scenario() {
+  local start=$SECONDS p
+  loopback_job "$work/loopback0" 0
+  [ "$st" = 0 ] || die "loopback: PE 0 on loopback: the job ended with status $st; its end:
+$(tail -n 20 "$work/loopback0/coord.log")"
+  loopback_job "$work/loopback1" 1
+  [ "$st" = 1 ] || die "loopback: PE 1 on loopback: the job ended with status $st, want 1; its end:
+$(tail -n 20 "$work/loopback1/coord.log")"
+  grep -q "PE 1 listens on 127.0.0.1:[0-9]*, a loopback address, and PE 0, which dials it, joined from $(addr 1):[0-9]*, another host" "$work/loopback1/coord.log" ||
+    die "loopback: the coordinator did not name the PE on loopback: $(tail -n 20 "$work/loopback1/coord.log")"
+  for p in "${pe_pids[@]}"; do
     wait_exit "$p" 60
     [ "$st" != timeout ] || die "loopback: a PE (pid $p) still runs 60 s after the job stopped"
   done
-  log "loopback: ok: the job stopped at once, naming PE 0 on loopback and PE 1 on $(ns h1) ($((SECONDS - start))s)"
+  log "loopback: ok: PE 0 on loopback runs (nobody dials it); PE 1 on loopback, to be dialed from $(ns h1), stops the job at once, naming both ($((SECONDS - start))s)"
 }
 
 for s in ${only//,/ }; do

@@ -457,7 +457,7 @@ func (c *coordinator) join(ctx context.Context, ev evJoined) {
 	if c.joined < c.cfg.Size {
 		return
 	}
-	if err := unreachablePE(c.peers, localIP); err != nil {
+	if err := unreachablePE(c.peers, c.cfg.Transport == "" || c.cfg.Transport == "tcp", localIP); err != nil {
 		c.failure = err
 		return
 	}

@@ -24,21 +24,23 @@ func TestUnreachablePE(t *testing.T) {
 			hello: &controlpb.Hello{TransportAddr: listens}}
 	}
 	for _, tc := range []struct {
-		name  string
-		peers []*peer
-		err   string
+		name       string
+		lowerDials bool
+		peers      []*peer
+		err        string
 	}{
-		{"all on this host, on loopback", []*peer{pe(0, "127.0.0.1", "127.0.0.1:1"), pe(1, "127.0.0.1", "127.0.0.1:2")}, ""},
-		{"all on other hosts", []*peer{pe(0, "10.0.0.1", "10.0.0.1:1"), pe(1, "10.0.0.2", "10.0.0.2:2")}, ""},
-		{"this host by its own address, and loopback", []*peer{pe(0, "127.0.0.1", "127.0.0.1:1"), pe(1, "192.0.2.2", "192.0.2.2:2")}, ""},
-		{"not joined yet", []*peer{pe(0, "127.0.0.1", "127.0.0.1:1"), nil}, ""},
-		{"loopback and another host", []*peer{pe(0, "10.0.0.1", "10.0.0.1:1"), pe(1, "127.0.1.1", "127.0.1.1:2"), pe(2, "10.0.0.3", "10.0.0.3:3")},
-			"PE 1 listens on 127.0.1.1:2, a loopback address, and PE 0 joined from 10.0.0.1:40000, another host"},
-		{"IPv6 loopback", []*peer{pe(0, "::1", "[::1]:1"), pe(1, "2001:db8::5", "[2001:db8::5]:2")},
-			"PE 0 listens on [::1]:1, a loopback address, and PE 1 joined from [2001:db8::5]:40000, another host"},
+		{"all on this host, on loopback", true, []*peer{pe(0, "127.0.0.1", "127.0.0.1:1"), pe(1, "127.0.0.1", "127.0.0.1:2")}, ""},
+		{"all on other hosts", true, []*peer{pe(0, "10.0.0.1", "10.0.0.1:1"), pe(1, "10.0.0.2", "10.0.0.2:2")}, ""},
+		{"this host by its own address, and loopback", true, []*peer{pe(0, "127.0.0.1", "127.0.0.1:1"), pe(1, "192.0.2.2", "192.0.2.2:2")}, ""},
+		{"not joined yet", true, []*peer{pe(0, "127.0.0.1", "127.0.0.1:1"), nil}, ""},
+		{"loopback, dialed only from this host", true, []*peer{pe(0, "127.0.1.1", "127.0.1.1:1"), pe(1, "127.0.1.1", "127.0.1.1:2"), pe(2, "10.0.0.3", "10.0.0.3:3")}, ""},
+		{"loopback, dialed from another host", true, []*peer{pe(0, "10.0.0.1", "10.0.0.1:1"), pe(1, "127.0.1.1", "127.0.1.1:2"), pe(2, "10.0.0.3", "10.0.0.3:3")},
+			"PE 1 listens on 127.0.1.1:2, a loopback address, and PE 0, which dials it, joined from 10.0.0.1:40000, another host"},
+		{"loopback, any PE dials", false, []*peer{pe(0, "::1", "[::1]:1"), pe(1, "2001:db8::5", "[2001:db8::5]:2")},
+			"PE 0 listens on [::1]:1, a loopback address, and PE 1, which dials it, joined from [2001:db8::5]:40000, another host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := unreachablePE(tc.peers, local)
+			err := unreachablePE(tc.peers, tc.lowerDials, local)
 			if tc.err == "" {
 				require.NoError(t, err)
 				return
