@@ -37,9 +37,14 @@
 #       to dial it: the job must stop at once with an error naming both
 #       (not stall).
 #
+# The namespaces are named P-h0..P-h3 and P-sw (--prefix P, default
+# gcns followed by this script's pid); at the end every namespace named
+# P-* is removed.
+#
 # Exit status: 0 when every scenario passed, 1 when one failed (its logs
-# are kept and their directory printed, as with --keep), 2 on a usage error, 77 when the
-# harness cannot run here (not root, no `ip netns`): a message says why.
+# are kept and their directory printed, as with --keep), 2 on a usage
+# error, 77 when the harness cannot run here (not root, no `ip netns`): a
+# message says why.
 # Every wait has a deadline (--timeout S per job, default 300).
 set -euo pipefail
 
@@ -63,7 +68,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
-    --prefix) prefix="$2"; shift 2 ;;
+    --prefix) prefix="$2"; shift 2
+      [[ "$prefix" =~ ^[A-Za-z0-9_.]+$ ]] || { echo "$me: --prefix wants letters, digits, _ or ." >&2; exit 2; } ;;
     --subnet) subnet="$2"; shift 2 ;;
     --pes-per-host) per_host="$2"; shift 2 ;;
     --timeout) timeout_s="$2"; shift 2 ;;
@@ -105,7 +111,7 @@ cleanup() {
   for n in $(ip netns list 2>/dev/null | awk '{print $1}'); do
     case "$n" in "$prefix"-*) ip netns del "$n" 2>/dev/null ;; esac
   done
-  if [ "$failed" = 0 ] && [ "$keep" = no ]; then
+  if [ "$st" = "$SKIP" ] || [ "$failed" = 0 ] && [ "$keep" = no ]; then
     rm -rf "$work"
   else
     echo "$me: logs kept in $work" >&2
