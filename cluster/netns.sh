@@ -342,6 +342,8 @@ linkdown_scenario() {
     wait_exit "${pe_pids[$r]}" 60
     [ "$st" = 0 ] || die "PE $r ended with status $st: $(tail -n 20 "$dir/pe$r.log")"
   done
+  # The link comes back for the scenarios that follow.
+  ip -n "$(ns h$host)" link set eth0 up
   log "linkdown: ok: PEs ${cut[*]} declared dead for missed heartbeats, recovered, digest $want = failure-free, reference: match ($((SECONDS - start))s)"
 }
 
