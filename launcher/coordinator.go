@@ -460,6 +460,10 @@ func (c *coordinator) join(ctx context.Context, ev evJoined) {
 	if c.joined < c.cfg.Size {
 		return
 	}
+	if err := unreachablePE(c.peers, c.cfg.Transport == "" || c.cfg.Transport == "tcp", localIP); err != nil {
+		c.failure = err
+		return
+	}
 	c.setupSent = true
 	addrs := make([]string, c.cfg.Size)
 	for i, p := range c.peers {

@@ -535,13 +535,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Transport: o.transport,
 	}
 	if o.external {
+		addr := reachableAddr(ln.Addr().(*net.TCPAddr))
 		if o.secretFile != "" {
 			if err := os.WriteFile(o.secretFile, []byte(hex.EncodeToString(secret)+"\n"), 0o600); err != nil {
 				return 1, fmt.Errorf("launcher: %w", err)
 			}
-			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --secret-file %s --transport %s\n", o.pes, ln.Addr(), o.pes, o.secretFile, o.transport)
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --secret-file %s --transport %s\n", o.pes, addr, o.pes, o.secretFile, o.transport)
 		} else {
-			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  %s=%s gochare pe --coordinator %s --rank R --size %d --transport %s\n", o.pes, secretEnv, hex.EncodeToString(secret), ln.Addr(), o.pes, o.transport)
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  %s=%s gochare pe --coordinator %s --rank R --size %d --transport %s\n", o.pes, secretEnv, hex.EncodeToString(secret), addr, o.pes, o.transport)
 		}
 		return newCoordinator(cfg, ln).run(ctx)
 	}
@@ -603,6 +604,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		}
 	}
 	return status, err
+}
+
+// reachableAddr is the address PEs on other hosts use to reach a
+// coordinator listening on a: a itself, or this host's name and a's port
+// when a is a wildcard address (--listen 0.0.0.0:P or :P), which names no
+// host another machine could dial.
+func reachableAddr(a *net.TCPAddr) string {
+	if a.IP.IsUnspecified() {
+		if host, err := os.Hostname(); err == nil && host != "" {
+			return net.JoinHostPort(host, strconv.Itoa(a.Port))
+		}
+	}
+	return a.String()
 }
 
 func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logger, apps map[string]actor.App, transports map[string]Transport) (int, error) {
