@@ -28,8 +28,10 @@ type Task = any
 
 // App is a program the runtime can run. Define is called on every PE (and
 // once by the launcher, to check the arguments) with the application's
-// arguments; it must declare the same collections and handlers in the same
-// order every time.
+// arguments; it must declare the same collections, in the same order (a
+// collection's ID is its position), and the same handlers (their IDs come
+// from their names) every time. PEs whose declarations differ are refused
+// when they join (Job.Digest).
 type App struct {
 	Name    string
 	Summary string
