@@ -35,9 +35,24 @@ func (o Order) String() string {
 type Annotation struct {
 	Order Order
 	// RegionSize is the number of messages of a commutative region
-	// (Commutative only).
+	// (Commutative only), unless the region sizes are told at run time
+	// (AnnotateCommutativeBy): see RegionSizeAt.
 	RegionSize int
+	// regionSizeAt, if set, tells the size of each region.
+	regionSizeAt func(at Index, key uint64) int
 }
+
+// RegionSizeAt returns the number of messages of the commutative region of
+// key key at the task at index at.
+func (a Annotation) RegionSizeAt(at Index, key uint64) int {
+	if a.regionSizeAt != nil {
+		return a.regionSizeAt(at, key)
+	}
+	return a.RegionSize
+}
+
+// SizedAtRunTime reports whether the region sizes are told at run time.
+func (a Annotation) SizedAtRunTime() bool { return a.regionSizeAt != nil }
 
 // AnnotateOrdered declares a handler whose messages are consumed in an order
 // fixed by the program.
@@ -58,11 +73,29 @@ func AnnotateCommutative(n int) Annotation {
 	return Annotation{Order: Commutative, RegionSize: n}
 }
 
+// AnnotateCommutativeBy is AnnotateCommutative with region sizes told at
+// run time, per task and per key, as the counts of a when clause are:
+// size(at, key) is the number of messages of the region of key key at the
+// task at index at (a task on the boundary of a grid has fewer
+// neighbours, a region's key may say how many parts it has). The sender
+// evaluates it for each message it sends, so it must be a pure function of
+// its arguments (and of the job's declaration), at least 1 wherever a
+// message is sent; a size below 1 stops the job.
+func AnnotateCommutativeBy(size func(at Index, key uint64) int) Annotation {
+	if size == nil {
+		panic("actor: AnnotateCommutativeBy(nil)")
+	}
+	return Annotation{Order: Commutative, regionSizeAt: size}
+}
+
 // NeedsDeterminant reports whether a reception under this annotation must
 // be recorded by a protocol that logs only order-dependent receptions.
 func (a Annotation) NeedsDeterminant() bool { return a.Order == OrderDependent }
 
 func (a Annotation) String() string {
+	if a.Order == Commutative && a.regionSizeAt != nil {
+		return "commutative(sized at run time)"
+	}
 	if a.Order == Commutative {
 		return fmt.Sprintf("commutative(%d)", a.RegionSize)
 	}

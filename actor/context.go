@@ -1,7 +1,5 @@
 package actor
 
-import "google.golang.org/protobuf/proto"
-
 // Context is what a handler may do. The runtime implements it; one Context
 // is valid only during the handler call it was given to.
 type Context interface {
@@ -11,10 +9,11 @@ type Context interface {
 	PE() int
 	NumPEs() int
 
-	// Post hands a message to the runtime, which encodes it before Post
-	// returns (m is the caller's again afterwards). Proxies call it;
+	// Post hands a message to the runtime, which encodes it with the
+	// target handler's codec before Post returns (m is the caller's again
+	// afterwards). Proxies call it, with a message of the handler's type;
 	// applications use Proxy.Send, Broadcast and Multicast.
-	Post(to Target, key uint64, m proto.Message)
+	Post(to Target, key uint64, m any)
 
 	// Expect states the key of the keyed messages the task accepts next.
 	// Keyed messages with another key wait until the task expects theirs.
@@ -31,7 +30,7 @@ type Context interface {
 
 	// StartQuiescence asks for a *Quiescence message at cb once no
 	// application message is in flight or being handled anywhere.
-	StartQuiescence(cb Callback)
+	StartQuiescence(cb CallbackTo[*Quiescence])
 
 	// AtSync offers a sync point at the end of step (a collection declared
 	// with UsesAtSync must offer one every step). It returns true when the

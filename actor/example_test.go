@@ -151,3 +151,68 @@ func ExampleContext_StartQuiescence() {
 	// quiescent
 	// exit status 0
 }
+
+// neighbourValue is a plain Go message: no protobuf, no generated code.
+type neighbourValue struct {
+	From  int
+	Value float64
+}
+
+// point is a task whose state is its exported fields, packed by the
+// runtime: no Marshal methods.
+type point struct {
+	Left, Right float64
+}
+
+// A commutative region sized at run time: on a line of 5 points, each
+// point sends its value to the neighbours it has, so the two end points
+// wait for one message and the others for two, with no dummy messages.
+// Messages and states are plain Go structs, and the reduction's callback
+// is typed (a callback to a handler of another message would not compile).
+func ExampleAnnotateCommutativeBy() {
+	runExample(actor.App{Name: "line", Define: func(j *actor.Job, args []string) error {
+		const n = 5
+		mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *struct{} { return &struct{}{} })
+		points := actor.NewCollection(j, "points", actor.Shape{n}, actor.BlockMap, func(actor.Index) *point { return &point{} })
+		neighbours := func(at actor.Index, _ uint64) int {
+			if at[0] == 0 || at[0] == n-1 {
+				return 1
+			}
+			return 2
+		}
+		var total actor.Callback
+		value := actor.Handle(points, "value", actor.AnnotateCommutativeBy(neighbours),
+			func(p *point, ctx actor.Context, m neighbourValue) {
+				if m.From < int(ctx.Index()[0]) {
+					p.Left = m.Value
+				} else {
+					p.Right = m.Value
+				}
+			},
+			actor.WhenComplete(func(p *point, ctx actor.Context, _ uint64) {
+				ctx.Contribute(actor.Sum, actor.Value{Floats: []float64{p.Left + p.Right}}, total)
+			}))
+		send := actor.Handle(points, "send", actor.AnnotateOrderDependent(), func(_ *point, ctx actor.Context, _ struct{}) {
+			me := int(ctx.Index()[0])
+			for _, to := range []int{me - 1, me + 1} {
+				if to >= 0 && to < n {
+					value.Send(ctx, actor.Idx(to), neighbourValue{From: me, Value: float64(me)})
+				}
+			}
+		})
+		start := actor.Handle(mains, "start", actor.AnnotateOrdered(), func(_ *struct{}, ctx actor.Context, _ *actor.Start) {
+			ctx.Expect(1)
+			send.Broadcast(ctx, struct{}{})
+		}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
+		done := actor.Handle(mains, "done", actor.AnnotateOrdered(), func(_ *struct{}, ctx actor.Context, r *actor.ReductionResult) {
+			ctx.Printf("sum of the neighbours' values over %d points: %v", r.Contributors, r.Floats[0])
+			ctx.Exit(0)
+		}, actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
+		total = done.At(actor.Idx(0))
+		actor.Main(j, start, actor.Idx(0))
+		return nil
+	}})
+	// Output:
+	// sum of the neighbours' values over 5 points: 16
+	// exit status 0
+}

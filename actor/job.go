@@ -1,28 +1,37 @@
 package actor
 
 import (
-	"encoding"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
-
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
+	"strings"
 )
 
-// Task is the state of one element of a collection. It must serialise its
-// whole state: the runtime packs tasks to checkpoint and migrate them, and
-// unpacks them into a fresh value made by the collection's constructor.
-type Task interface {
-	encoding.BinaryMarshaler
-	encoding.BinaryUnmarshaler
-}
+// Task is the state of one element of a collection: the runtime packs
+// tasks to checkpoint and migrate them, and unpacks them into a fresh
+// value made by the collection's constructor. A task type is either
+//
+//   - a pointer to a struct whose exported fields are its whole state
+//     (numbers, strings, slices, maps, arrays, nested structs of these):
+//     the runtime packs them itself (CBOR, see Codec), and a stateless
+//     task (a pointer to an empty struct) needs nothing; unexported fields
+//     are refused, unless tagged actor:"transient" (set by the constructor,
+//     no part of the state: a restored task keeps the constructor's); or
+//   - a type that implements encoding.BinaryMarshaler and
+//     BinaryUnmarshaler and packs itself: the fast path for states that
+//     are mostly large arrays (a []float64 grid written with one copy,
+//     where CBOR writes each float with its own header).
+type Task = any
 
 // App is a program the runtime can run. Define is called on every PE (and
 // once by the launcher, to check the arguments) with the application's
-// arguments; it must declare the same collections and handlers in the same
-// order every time.
+// arguments; it must declare the same collections, in the same order (a
+// collection's ID is its position), and the same handlers (their IDs come
+// from their names) every time. PEs whose declarations differ are refused
+// when they join (Job.Digest).
 type App struct {
 	Name    string
 	Summary string
@@ -42,7 +51,7 @@ type App struct {
 type Job struct {
 	collections []*CollectionDef
 	reducers    map[string]Reducer
-	main        *Target
+	main        *mainElement
 	errs        []error
 }
 
@@ -124,7 +133,7 @@ func orderWord(a Annotation) string {
 func (j *Job) Collections() []*CollectionDef { return j.collections }
 
 // MainTarget returns the element that receives the Start message.
-func (j *Job) MainTarget() Target { return *j.main }
+func (j *Job) MainTarget() Target { return j.main.proxy.target(ScopeOne, j.main.at, nil) }
 
 // Reducer returns the reducer registered under name.
 func (j *Job) Reducer(name string) (Reducer, bool) {
@@ -155,6 +164,79 @@ type CollectionDef struct {
 	// AtSync reports that the elements offer sync points (UsesAtSync).
 	AtSync   bool
 	taskType reflect.Type
+	// pack and unpack are the task type's packing (nil: the task's own
+	// MarshalBinary and UnmarshalBinary); layout describes a plain task.
+	pack   func(Task) ([]byte, error)
+	unpack func(Task, []byte) error
+	layout string
+}
+
+// ErrBinaryTask reports a task that cannot be packed: a task type that
+// implements only one of MarshalBinary and UnmarshalBinary, or a runtime
+// collection whose task has neither.
+var ErrBinaryTask = errors.New("actor: task cannot be packed")
+
+// PackTask returns the packed state of t, a task of the collection.
+func (c *CollectionDef) PackTask(t Task) ([]byte, error) {
+	if c.pack != nil {
+		return c.pack(t)
+	}
+	if m, ok := t.(interface{ MarshalBinary() ([]byte, error) }); ok {
+		return m.MarshalBinary()
+	}
+	return nil, fmt.Errorf("%w: %T of collection %q has no MarshalBinary", ErrBinaryTask, t, c.Name)
+}
+
+// UnpackTask restores into t, a task fresh from the collection's
+// constructor, the state PackTask returned.
+func (c *CollectionDef) UnpackTask(t Task, data []byte) error {
+	if c.unpack != nil {
+		return c.unpack(t, data)
+	}
+	if u, ok := t.(interface{ UnmarshalBinary([]byte) error }); ok {
+		return u.UnmarshalBinary(data)
+	}
+	return fmt.Errorf("%w: %T of collection %q has no UnmarshalBinary", ErrBinaryTask, t, c.Name)
+}
+
+// taskPacking returns how tasks of type t are packed: nil functions for a
+// type that packs itself, the plain codec for a pointer to a struct.
+func taskPacking(t reflect.Type) (pack func(Task) ([]byte, error), unpack func(Task, []byte) error, layout string, err error) {
+	marshals, unmarshals := t.Implements(binaryMarshaler), t.Implements(binaryUnmarshaler)
+	switch {
+	case marshals && unmarshals:
+		return nil, nil, "binary", nil
+	case marshals || unmarshals:
+		return nil, nil, "", fmt.Errorf("%w: %v has only one of MarshalBinary and UnmarshalBinary", ErrBinaryTask, t)
+	case t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct:
+		return nil, nil, "", fmt.Errorf("%w: task type %v is not a pointer to a struct (handlers must change the task itself, not a copy), "+
+			"and has no MarshalBinary and UnmarshalBinary", ErrNotPlain, t)
+	}
+	layout, err = plainLayout(t, true)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	elem := t.Elem()
+	var state []int // the exported fields
+	for i := range elem.NumField() {
+		if elem.Field(i).IsExported() {
+			state = append(state, i)
+		}
+	}
+	pack = func(task Task) ([]byte, error) { return plainEnc.Marshal(task) }
+	unpack = func(task Task, data []byte) error {
+		// Decoding merges into what is there (a map keeps its entries):
+		// the state starts from zero, the transient fields stay.
+		v := reflect.ValueOf(task).Elem()
+		for _, i := range state {
+			v.Field(i).SetZero()
+		}
+		if err := plainDec.Unmarshal(data, task); err != nil {
+			return fmt.Errorf("actor: unpack %v: %w", t, err)
+		}
+		return nil
+	}
+	return pack, unpack, layout, nil
 }
 
 // Resumer is implemented by tasks of collections that use sync points: the
@@ -177,26 +259,27 @@ func (c *Collection[T]) UsesAtSync() {
 
 // HandlerDef is the runtime's view of a declared handler.
 type HandlerDef struct {
+	// ID is the handler's position in its collection's handlers, which
+	// are sorted by name: it depends on the names declared, not on the
+	// order of the declarations.
 	ID         int32
 	Name       string
 	Annotation Annotation
-	// MessageName is the protobuf full name of the handler's message type.
-	MessageName protoreflect.FullName
-	// NewMessage returns an empty message to decode into.
-	NewMessage func() proto.Message
+	// Message encodes and decodes the handler's messages.
+	Message Codec
 	// Invoke runs the handler on a task.
-	Invoke func(t Task, ctx Context, m proto.Message)
+	Invoke func(t Task, ctx Context, m any)
 	// Keyed reports whether messages carry a key (see KeyBy); keyed messages
 	// are delivered only when the task expects their key. Key reads it.
 	Keyed bool
-	Key   func(proto.Message) uint64
+	Key   func(any) uint64
 	// Complete runs when a commutative region of this handler is complete
 	// (nil if none was given).
 	Complete func(t Task, ctx Context, key uint64)
 }
 
-// Collection is a declared collection of tasks of type T.
-type Collection[T Task] struct {
+// Collection is a declared collection of tasks of type T (see Task).
+type Collection[T any] struct {
 	job *Job
 	def *CollectionDef
 }
@@ -204,7 +287,7 @@ type Collection[T Task] struct {
 // NewCollection declares a collection named name over the index space
 // shape, whose elements start on the PEs given by m and are built by
 // newTask on their first PE.
-func NewCollection[T Task](j *Job, name string, shape Shape, m Map, newTask func(Index) T) *Collection[T] {
+func NewCollection[T any](j *Job, name string, shape Shape, m Map, newTask func(Index) T) *Collection[T] {
 	def := &CollectionDef{
 		ID:       int32(len(j.collections)),
 		Name:     name,
@@ -212,6 +295,10 @@ func NewCollection[T Task](j *Job, name string, shape Shape, m Map, newTask func
 		Map:      m,
 		New:      func(i Index) Task { return newTask(i) },
 		taskType: reflect.TypeFor[T](),
+	}
+	var err error
+	if def.pack, def.unpack, def.layout, err = taskPacking(def.taskType); err != nil {
+		j.fail("collection %q: %v", name, err)
 	}
 	if err := shape.Validate(); err != nil {
 		j.fail("collection %q: %v", name, err)
@@ -238,7 +325,7 @@ func (c *Collection[T]) Shape() Shape { return c.def.Shape }
 type HandlerOption interface{ apply(*handlerOptions) }
 
 type handlerOptions struct {
-	key      func(proto.Message) uint64
+	key      func(any) uint64
 	keyType  reflect.Type
 	complete func(Task, Context, uint64)
 	taskType reflect.Type
@@ -251,9 +338,9 @@ func (f optionFunc) apply(o *handlerOptions) { f(o) }
 // KeyBy gives the key of a handler's messages, read by the sender. A task
 // states the key it expects next with Context.Expect; keyed messages with
 // another key wait in the runtime until the task expects theirs.
-func KeyBy[M proto.Message](key func(M) uint64) HandlerOption {
+func KeyBy[M any](key func(M) uint64) HandlerOption {
 	return optionFunc(func(o *handlerOptions) {
-		o.key = func(m proto.Message) uint64 { return key(m.(M)) }
+		o.key = func(m any) uint64 { return key(m.(M)) }
 		o.keyType = reflect.TypeFor[M]()
 	})
 }
@@ -261,7 +348,7 @@ func KeyBy[M proto.Message](key func(M) uint64) HandlerOption {
 // WhenComplete gives the completion step of a commutative handler: it runs
 // once all messages of a region (same key) have been handled. Sends made in
 // it are ordinary sends of the task.
-func WhenComplete[T Task](complete func(t T, ctx Context, key uint64)) HandlerOption {
+func WhenComplete[T any](complete func(t T, ctx Context, key uint64)) HandlerOption {
 	return optionFunc(func(o *handlerOptions) {
 		o.complete = func(t Task, ctx Context, key uint64) { complete(t.(T), ctx, key) }
 		o.taskType = reflect.TypeFor[T]()
@@ -269,26 +356,29 @@ func WhenComplete[T Task](complete func(t T, ctx Context, key uint64)) HandlerOp
 }
 
 // Handle declares a handler of collection c for messages of type M, with
-// its annotation, and returns the proxy used to send to it.
-func Handle[T Task, M proto.Message](c *Collection[T], name string, a Annotation, fn func(t T, ctx Context, m M), opts ...HandlerOption) *Proxy[M] {
+// its annotation, and returns the proxy used to send to it. M is a
+// protobuf message, or any plain Go type (a struct with exported fields,
+// say: see Codec), encoded without generated code.
+func Handle[T any, M any](c *Collection[T], name string, a Annotation, fn func(t T, ctx Context, m M), opts ...HandlerOption) *Proxy[M] {
 	var o handlerOptions
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	var zero M
-	def := &HandlerDef{
-		ID:          int32(len(c.def.Handlers)),
-		Name:        name,
-		Annotation:  a,
-		MessageName: zero.ProtoReflect().Descriptor().FullName(),
-		NewMessage:  func() proto.Message { return zero.ProtoReflect().Type().New().Interface() },
-		Invoke:      func(t Task, ctx Context, m proto.Message) { fn(t.(T), ctx, m.(M)) },
-		Keyed:       o.key != nil,
-		Key:         o.key,
-		Complete:    o.complete,
-	}
 	j := c.job
 	where := fmt.Sprintf("handler %s.%s", c.def.Name, name)
+	codec, err := CodecOf[M]()
+	if err != nil {
+		j.fail("%s: message: %v", where, err)
+	}
+	def := &HandlerDef{
+		Name:       name,
+		Annotation: a,
+		Message:    codec,
+		Invoke:     func(t Task, ctx Context, m any) { fn(t.(T), ctx, m.(M)) },
+		Keyed:      o.key != nil,
+		Key:        o.key,
+		Complete:   o.complete,
+	}
 	if o.key != nil && o.keyType != reflect.TypeFor[M]() {
 		j.fail("%s: KeyBy for %v, handler takes %v", where, o.keyType, reflect.TypeFor[M]())
 	}
@@ -298,15 +388,22 @@ func Handle[T Task, M proto.Message](c *Collection[T], name string, a Annotation
 	if o.complete != nil && a.Order != Commutative {
 		j.fail("%s: WhenComplete given to a %v handler", where, a)
 	}
-	if a.Order == Commutative && a.RegionSize < 1 {
+	if a.Order == Commutative && a.RegionSize < 1 && a.regionSizeAt == nil {
 		j.fail("%s: commutative region of %d messages", where, a.RegionSize)
 	}
-	for _, h := range c.def.Handlers {
-		if h.Name == name {
-			j.fail("%s declared twice", where)
+	// Handlers are kept sorted by name, and a handler's ID is its
+	// position: two binaries that declare the same handlers in another
+	// order agree on them. (A proxy or callback reads the ID when it is
+	// used, after the declarations.)
+	at, dup := slices.BinarySearchFunc(c.def.Handlers, name, func(h *HandlerDef, n string) int { return strings.Compare(h.Name, n) })
+	if dup {
+		j.fail("%s declared twice", where)
+	} else {
+		c.def.Handlers = slices.Insert(c.def.Handlers, at, def)
+		for i, h := range c.def.Handlers {
+			h.ID = int32(i)
 		}
 	}
-	c.def.Handlers = append(c.def.Handlers, def)
 	return &Proxy[M]{coll: c.def, handler: def, key: o.key}
 }
 
@@ -318,6 +415,44 @@ func Main(j *Job, p *Proxy[*Start], at Index) {
 	if !p.coll.Shape.Contains(at) {
 		j.fail("main element %v outside collection %q", at, p.coll.Name)
 	}
-	t := p.target(ScopeOne, at, nil)
-	j.main = &t
+	j.main = &mainElement{proxy: p, at: at}
+}
+
+// mainElement is the element Main named.
+type mainElement struct {
+	proxy *Proxy[*Start]
+	at    Index
+}
+
+// HandlerTable describes what the PEs of one job must agree on: the
+// collections (in declaration order, which is their ID), each one's shape
+// and task layout, its handlers (by name) with their annotations, message
+// types and layouts, the reducers and the main element. Two binaries whose
+// tables differ cannot run one job: the launcher compares their Digest at
+// join.
+func (j *Job) HandlerTable() string {
+	var b strings.Builder
+	for _, c := range j.collections {
+		fmt.Fprintf(&b, "collection %d %q shape %v atsync %t task %s\n", c.ID, c.Name, c.Shape, c.AtSync, c.layout)
+		for _, h := range c.Handlers {
+			fmt.Fprintf(&b, "  handler %d %q %v message %s %s keyed %t complete %t\n",
+				h.ID, h.Name, h.Annotation, h.Message.Name, h.Message.Layout, h.Keyed, h.Complete != nil)
+		}
+	}
+	names := make([]string, 0, len(j.reducers))
+	for name := range j.reducers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	fmt.Fprintf(&b, "reducers %q\n", names)
+	if j.main != nil {
+		fmt.Fprintf(&b, "main %s.%s%v\n", j.main.proxy.coll.Name, j.main.proxy.handler.Name, j.main.at)
+	}
+	return b.String()
+}
+
+// Digest is a short fingerprint of HandlerTable (hex).
+func (j *Job) Digest() string {
+	sum := sha256.Sum256([]byte(j.HandlerTable()))
+	return hex.EncodeToString(sum[:12])
 }

@@ -2,8 +2,6 @@ package actor
 
 import (
 	"fmt"
-
-	"google.golang.org/protobuf/proto"
 )
 
 // Scope says which elements a Target addresses.
@@ -32,10 +30,10 @@ type Target struct {
 type Section []Index
 
 // Proxy sends messages of type M to one handler of a collection.
-type Proxy[M proto.Message] struct {
+type Proxy[M any] struct {
 	coll    *CollectionDef
 	handler *HandlerDef
-	key     func(proto.Message) uint64
+	key     func(any) uint64
 }
 
 func (p *Proxy[M]) target(s Scope, at Index, sec Section) Target {
@@ -77,34 +75,57 @@ func (p *Proxy[M]) Multicast(ctx Context, s Section, m M) {
 	ctx.Post(p.target(ScopeSection, Index{}, append(Section(nil), s...)), p.keyOf(m), m)
 }
 
-// At returns a callback that delivers to the element at index to. The
-// handler's message type must be the one the callback produces
-// (*ReductionResult for reductions, *Quiescence for quiescence detection).
-func (p *Proxy[M]) At(to Index) Callback {
-	return Callback{Target: p.target(ScopeOne, to, nil), message: string(p.handler.MessageName)}
+// At returns a callback that delivers to the element at index to. Its
+// type says what the handler takes: Context.Contribute accepts only a
+// CallbackTo[*ReductionResult] (a Callback), StartQuiescence only a
+// CallbackTo[*Quiescence], so a callback to a handler of another message
+// does not compile.
+func (p *Proxy[M]) At(to Index) CallbackTo[M] {
+	return CallbackTo[M]{target: p.target(ScopeOne, to, nil), handler: p.handler}
 }
 
 // All returns a callback that broadcasts to every element.
-func (p *Proxy[M]) All() Callback {
-	return Callback{Target: p.target(ScopeAll, Index{}, nil), message: string(p.handler.MessageName)}
+func (p *Proxy[M]) All() CallbackTo[M] {
+	return CallbackTo[M]{target: p.target(ScopeAll, Index{}, nil), handler: p.handler}
 }
 
 // Handler returns the runtime's view of the proxy's handler.
 func (p *Proxy[M]) Handler() *HandlerDef { return p.handler }
 
-// Callback is where the runtime delivers the result of a reduction or a
-// quiescence detection.
-type Callback struct {
-	Target  Target
+// CallbackTo is where the runtime delivers a message of type M: the
+// result of a reduction (M is *ReductionResult, see Callback) or of a
+// quiescence detection (*Quiescence).
+type CallbackTo[M any] struct {
+	target Target
+	// handler, for a callback made by a proxy, gives the handler's ID
+	// when the callback is used (IDs are final once the job is declared).
+	handler *HandlerDef
 	message string
 }
 
-// MessageName returns the protobuf full name of the message the callback's
-// handler takes ("" for the zero Callback).
-func (c Callback) MessageName() string { return c.message }
+// Callback is a reduction's callback.
+type Callback = CallbackTo[*ReductionResult]
 
-// NewCallback rebuilds a callback from its parts (used by the runtime to
-// decode callbacks carried in messages).
+// Target returns the element or elements the callback delivers to.
+func (c CallbackTo[M]) Target() Target {
+	t := c.target
+	if c.handler != nil {
+		t.Handler = c.handler.ID
+	}
+	return t
+}
+
+// MessageName returns the name of the message the callback's handler
+// takes ("" for the zero callback).
+func (c CallbackTo[M]) MessageName() string {
+	if c.handler != nil {
+		return c.handler.Message.Name
+	}
+	return c.message
+}
+
+// NewCallback rebuilds a reduction callback from its parts (used by the
+// runtime to decode callbacks carried in messages).
 func NewCallback(t Target, messageName string) Callback {
-	return Callback{Target: t, message: messageName}
+	return Callback{target: t, message: messageName}
 }

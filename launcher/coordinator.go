@@ -26,6 +26,11 @@ import (
 // ErrPEFailed reports that a PE of the job died; the job was stopped.
 var ErrPEFailed = errors.New("launcher: a PE failed")
 
+// ErrHandlersDiffer reports a PE whose program declares other collections
+// or handlers than the launcher's: their binaries were built from other
+// sources, and could not exchange messages.
+var ErrHandlersDiffer = errors.New("launcher: PEs declare different handlers")
+
 // coordinatorConfig describes the job a coordinator runs.
 type coordinatorConfig struct {
 	App              string
@@ -44,6 +49,10 @@ type coordinatorConfig struct {
 	// Transport is the name of the PE-to-PE transport every PE must run
 	// (--transport); a PE that runs another is refused at join.
 	Transport string
+	// HandlerDigest is the digest of the job's declarations in the
+	// launcher (actor.Job.Digest); a PE whose own differs stops the job
+	// before it begins ("": not checked).
+	HandlerDigest string
 	// Output receives the job's output lines; Log the launcher's reports.
 	Output io.Writer
 	Log    *slog.Logger
@@ -500,6 +509,12 @@ func (c *coordinator) receive(ev evMessage) {
 	}
 	switch m := ev.msg.Msg.(type) {
 	case *controlpb.ToCoordinator_Ready:
+		if got := m.Ready.GetHandlerDigest(); c.cfg.HandlerDigest != "" && got != c.cfg.HandlerDigest {
+			c.failure = fmt.Errorf("%w: PE %d (pid %d on %s) declares other collections or handlers than the launcher for %s %q "+
+				"(declaration digest %s, the launcher's %s): every PE of a job must run the same program, built from the same sources",
+				ErrHandlersDiffer, ev.rank, p.hello.GetPid(), p.hello.GetHost(), c.cfg.App, c.cfg.Args, got, c.cfg.HandlerDigest)
+			return
+		}
 		if !p.ready {
 			p.ready = true
 			c.ready++

@@ -532,7 +532,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
-		Transport: o.transport,
+		Transport: o.transport, HandlerDigest: job.Digest(),
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))

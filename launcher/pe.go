@@ -301,7 +301,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if err := ep.Start(setup.TransportAddrs, pe); err != nil {
 		return 1, fmt.Errorf("launcher: PE %d: start transport: %w", o.Rank, err)
 	}
-	if err := cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Ready{Ready: &controlpb.Ready{}}}); err != nil {
+	if err := cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Ready{Ready: &controlpb.Ready{HandlerDigest: pe.HandlerDigest()}}}); err != nil {
 		return fail(err)
 	}
 	var restart []migrate.TaskRecord

@@ -3,8 +3,6 @@ package scheduler
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/gochare/gochare/actor"
 )
 
@@ -20,7 +18,7 @@ func (c *taskContext) Index() actor.Index { return c.el.index }
 func (c *taskContext) PE() int            { return c.pe.cfg.Rank }
 func (c *taskContext) NumPEs() int        { return c.pe.cfg.Size }
 
-func (c *taskContext) Post(t actor.Target, key uint64, m proto.Message) {
+func (c *taskContext) Post(t actor.Target, key uint64, m any) {
 	c.pe.post(t, key, m, c.el.id)
 }
 
@@ -30,10 +28,7 @@ func (c *taskContext) Contribute(r actor.Reducer, v actor.Value, cb actor.Callba
 	c.pe.contribute(c.el, r, v, cb)
 }
 
-func (c *taskContext) StartQuiescence(cb actor.Callback) {
-	if cb.MessageName() != string((&actor.Quiescence{}).ProtoReflect().Descriptor().FullName()) {
-		panic(fmt.Sprintf("scheduler: quiescence callback to a handler of %s", cb.MessageName()))
-	}
+func (c *taskContext) StartQuiescence(cb actor.CallbackTo[*actor.Quiescence]) {
 	c.pe.qdCallbacks = append(c.pe.qdCallbacks, cb)
 	c.pe.cfg.Control.RequestQuiescence()
 }

@@ -38,7 +38,7 @@ func (h *eventHandler) QuiescenceDetected(ev job.QuiescenceDetected) {
 	cbs := pe.qdCallbacks
 	pe.qdCallbacks = nil
 	for _, cb := range cbs {
-		pe.deliverToCallback(pe.system, cb, &actor.Quiescence{Number: ev.Number})
+		pe.deliverToCallback(pe.system, cb.Target(), cb.MessageName(), &actor.Quiescence{Number: ev.Number})
 	}
 	pe.transmit()
 	pe.schedule()

@@ -44,7 +44,7 @@ func (pe *PE) restartFrom(recs []migrate.TaskRecord) error {
 			return fmt.Errorf("scheduler: restart record of %s[%d], which is not on PE %d", cs.def.Name, rec.Lin, pe.cfg.Rank)
 		}
 		el := cs.local[rec.Lin]
-		if err := el.task.UnmarshalBinary(rec.Task); err != nil {
+		if err := cs.def.UnpackTask(el.task, rec.Task); err != nil {
 			return fmt.Errorf("scheduler: restart %s[%d]: %w", cs.def.Name, rec.Lin, err)
 		}
 		var rt wire.TaskRuntime

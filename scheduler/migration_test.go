@@ -264,7 +264,7 @@ func TestMessageForATaskOnItsWayAfterAFailure(t *testing.T) {
 			msg, err := proto.Marshal(&wire.Batch{Job: 42, Generation: 1, Envelopes: []*wire.Envelope{{
 				Kind: uint32(logging.EnvelopeMessage), From: 1, To: 2, Message: &wire.Message{
 					Id: &wire.MessageID{Sender: TaskID(workers.def.ID, 1), Srn: 1}, To: TaskID(workers.def.ID, 6),
-					Handler: handlerID(workers.def.ID, 1), Order: uint32(commutative.Ordered), Payload: payload,
+					Handler: handlerID(workers.def.ID, 0), Order: uint32(commutative.Ordered), Payload: payload, // begin
 				},
 			}}})
 			require.NoError(t, err)

@@ -111,7 +111,7 @@ func (pe *PE) PackTasks() ([]migrate.TaskRecord, error) {
 // packState packs a task's own state and the runtime's state of it.
 func packState(el *element) (migrate.TaskRecord, error) {
 	cs := el.coll
-	task, err := el.task.MarshalBinary()
+	task, err := cs.def.PackTask(el.task)
 	if err != nil {
 		return migrate.TaskRecord{}, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
 	}

@@ -52,7 +52,7 @@ func (pe *PE) unpackRecord(rec migrate.TaskRecord) (*element, logging.TaskCheckp
 		return nil, cp, fmt.Errorf("scheduler: record of task %d[%d], which is not of this job", rec.Collection, rec.Lin)
 	}
 	task := cs.def.New(cs.def.Shape.At(lin))
-	if err := task.UnmarshalBinary(rec.Task); err != nil {
+	if err := cs.def.UnpackTask(task, rec.Task); err != nil {
 		return nil, cp, fmt.Errorf("scheduler: unpack %s[%d]: %w", cs.def.Name, lin, err)
 	}
 	var rt wire.TaskRuntime

@@ -217,7 +217,7 @@ type PE struct {
 	// ctx is the Context of the running handler (valid during the call only).
 	ctx taskContext
 
-	qdCallbacks []actor.Callback
+	qdCallbacks []actor.CallbackTo[*actor.Quiescence]
 	probe       *uint64
 	// sentTo and receivedFrom count envelopes per PE, for quiescence
 	// detection over the live PEs.
@@ -448,6 +448,10 @@ func Layout(j *actor.Job, numPEs int) [][]int {
 	}
 	return layout
 }
+
+// HandlerDigest is the digest of the job's declarations on this PE
+// (actor.Job.Digest), which the launcher compares across PEs.
+func (pe *PE) HandlerDigest() string { return pe.job.Digest() }
 
 // Stats returns a copy of the PE's counters.
 func (pe *PE) Stats() Stats {
@@ -879,8 +883,8 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 	}
 	ctx := &pe.ctx
 	ctx.el = el
-	m := h.NewMessage()
-	if err := proto.Unmarshal(d.Message.Payload, m); err != nil {
+	m, err := h.Message.Decode(d.Message.Payload)
+	if err != nil {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
 		pe.stats.Delivered++
@@ -980,7 +984,7 @@ func (pe *PE) ambiguity(el *element, d logging.Delivery) error {
 }
 
 // post sends a message to a target on behalf of task sender.
-func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender commutative.TaskID) {
+func (pe *PE) post(t actor.Target, key uint64, m any, sender commutative.TaskID) {
 	if int(t.Collection) >= len(pe.colls) {
 		panic(fmt.Sprintf("scheduler: post to unknown collection %d", t.Collection))
 	}
@@ -991,21 +995,25 @@ func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender commutati
 	// With a logging protocol Send copies the payload into the sender
 	// log, so one buffer serves every send; with None the envelope keeps
 	// the payload itself, which must then be its own.
+	h := cs.def.Handlers[t.Handler]
 	var payload []byte
 	var err error
 	if pe.cfg.Protocol != logging.KindNone {
-		payload, err = proto.MarshalOptions{}.MarshalAppend(pe.postBuf[:0], m)
+		payload, err = h.Message.Append(pe.postBuf[:0], m)
 		pe.postBuf = payload
 	} else {
-		payload, err = proto.Marshal(m)
+		payload, err = h.Message.Append(nil, m)
 	}
 	if err != nil {
-		panic(fmt.Sprintf("scheduler: marshal %T: %v", m, err))
+		panic(fmt.Sprintf("scheduler: marshal %T for %s.%s: %v", m, cs.def.Name, h.Name, err))
 	}
-	h := cs.def.Handlers[t.Handler]
 	msg := logging.Message{Handler: handlerID(t.Collection, t.Handler), Annotation: annotationOf(h.Annotation), Key: key, Payload: payload}
+	sizedAtRunTime := h.Annotation.Order == actor.Commutative && h.Annotation.SizedAtRunTime()
 	send := func(lin int) {
 		msg.To = commutative.TaskID(TaskID(cs.def.ID, lin))
+		if sizedAtRunTime {
+			msg.Annotation.RegionSize = regionSizeAt(cs, h, lin, key)
+		}
 		pe.send(sender, cs.homeOf[lin], msg)
 	}
 	switch t.Scope {
@@ -1041,15 +1049,30 @@ func annotationOf(a actor.Annotation) commutative.Annotation {
 	return commutative.Annotation{Order: commutative.OrderDependent}
 }
 
-func (pe *PE) deliverToCallback(sender commutative.TaskID, cb actor.Callback, m proto.Message) {
-	if got, want := string(m.ProtoReflect().Descriptor().FullName()), cb.MessageName(); got != want {
-		panic(fmt.Sprintf("scheduler: callback handler takes %s, runtime delivers %s", want, got))
+// regionSizeAt is the size of the commutative region of key key at task
+// lin of cs, for a handler whose sizes are told at run time. A size below
+// 1 for a task a message goes to is the program's error: it panics, in
+// the sender's handler.
+func regionSizeAt(cs *collectionState, h *actor.HandlerDef, lin int, key uint64) int {
+	at := cs.def.Shape.At(lin)
+	n := h.Annotation.RegionSizeAt(at, key)
+	if n < 1 {
+		panic(fmt.Sprintf("scheduler: %s.%s: a message of key %d goes to %s%v, whose region size is %d (AnnotateCommutativeBy must give at least 1 where a message is sent)",
+			cs.def.Name, h.Name, key, cs.def.Name, at, n))
+	}
+	return n
+}
+
+func (pe *PE) deliverToCallback(sender commutative.TaskID, t actor.Target, message string, m proto.Message) {
+	h := pe.colls[t.Collection].def.Handlers[t.Handler]
+	if got := string(m.ProtoReflect().Descriptor().FullName()); got != message || h.Message.Name != message {
+		panic(fmt.Sprintf("scheduler: callback handler %s takes %s (callback made for %s), runtime delivers %s", h.Name, h.Message.Name, message, got))
 	}
 	// A keyed callback handler gets its result with the key it reads
 	// (e.g. the reduction number), like any other message.
 	var key uint64
-	if h := pe.colls[cb.Target.Collection].def.Handlers[cb.Target.Handler]; h.Keyed {
+	if h.Keyed {
 		key = h.Key(m)
 	}
-	pe.post(cb.Target, key, m, sender)
+	pe.post(t, key, m, sender)
 }

@@ -62,7 +62,7 @@ func goodMessage(t testing.TB) *wire.Envelope {
 	payload, err := proto.Marshal(&testmsg.Num{})
 	require.NoError(t, err)
 	return &wire.Envelope{Kind: uint32(logging.EnvelopeMessage), From: 0, To: 1, Message: &wire.Message{
-		Id: &wire.MessageID{Sender: TaskID(1, 0), Srn: 1}, To: TaskID(1, 3), Handler: handlerID(1, 1),
+		Id: &wire.MessageID{Sender: TaskID(1, 0), Srn: 1}, To: TaskID(1, 3), Handler: handlerID(1, 0), // begin: handlers are numbered in name order
 		Order: uint32(commutative.Ordered), Key: 0, Payload: payload,
 	}}
 }

@@ -35,12 +35,11 @@ func reducerCollection(job *actor.Job) *actor.CollectionDef {
 		New:   func(i actor.Index) actor.Task { return &reducerTask{collection: i[0]} },
 	}
 	def.Handlers = []*actor.HandlerDef{{
-		ID:          0,
-		Name:        "contribute",
-		Annotation:  actor.Annotation{Order: actor.Commutative, RegionSize: 1}, // the size travels in each message
-		MessageName: (&wire.Contribution{}).ProtoReflect().Descriptor().FullName(),
-		NewMessage:  func() proto.Message { return &wire.Contribution{} },
-		Invoke: func(t actor.Task, ctx actor.Context, m proto.Message) {
+		ID:         0,
+		Name:       "contribute",
+		Annotation: actor.Annotation{Order: actor.Commutative, RegionSize: 1}, // the size travels in each message
+		Message:    actor.ProtoCodec[*wire.Contribution](),
+		Invoke: func(t actor.Task, ctx actor.Context, m any) {
 			t.(*reducerTask).add(ctx, m.(*wire.Contribution))
 		},
 		Keyed:    true,
@@ -136,7 +135,8 @@ func (r *reducerTask) complete(ctx actor.Context, number uint64) {
 	}
 	v := fold(0, int64(cs.n))
 	res := &actor.ReductionResult{Reducer: first.Reducer, Floats: v.Floats, Ints: v.Ints, Bytes: v.Bytes, Number: number, Contributors: int64(cs.n)}
-	pe.deliverToCallback(tc.el.id, callbackFromWire(first.Callback), res)
+	cb := callbackFromWire(first.Callback)
+	pe.deliverToCallback(tc.el.id, cb.Target(), cb.MessageName(), res)
 }
 
 // MarshalBinary packs the reducer: its collection and the contributions of
@@ -197,18 +197,19 @@ func (pe *PE) checkCallback(w *wire.Callback) error {
 	if int(w.Handler) >= len(def.Handlers) {
 		return fmt.Errorf("callback to handler %d of %q", w.Handler, def.Name)
 	}
-	if got := string(def.Handlers[w.Handler].MessageName); got != w.Message {
+	if got := def.Handlers[w.Handler].Message.Name; got != w.Message {
 		return fmt.Errorf("callback handler %s.%s takes %s, not %s", def.Name, def.Handlers[w.Handler].Name, got, w.Message)
 	}
-	if !w.All && !def.Shape.Contains(callbackFromWire(w).Target.Index) {
+	if !w.All && !def.Shape.Contains(callbackFromWire(w).Target().Index) {
 		return fmt.Errorf("callback to %v outside %q", w.Index, def.Name)
 	}
 	return nil
 }
 
 func callbackToWire(cb actor.Callback) *wire.Callback {
-	w := &wire.Callback{Collection: uint32(cb.Target.Collection), Handler: uint32(cb.Target.Handler), All: cb.Target.Scope == actor.ScopeAll, Message: cb.MessageName()}
-	for _, c := range cb.Target.Index {
+	t := cb.Target()
+	w := &wire.Callback{Collection: uint32(t.Collection), Handler: uint32(t.Handler), All: t.Scope == actor.ScopeAll, Message: cb.MessageName()}
+	for _, c := range t.Index {
 		w.Index = append(w.Index, c)
 	}
 	return w

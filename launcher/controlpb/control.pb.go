@@ -1690,8 +1690,13 @@ func (x *Diagnosis) GetReport() string {
 	return ""
 }
 
+// Ready says the PE declared the job and can begin. HandlerDigest is the
+// digest of the job's declarations on this PE (actor.Job.Digest): every PE
+// must declare the same collections and handlers, so the coordinator
+// refuses a PE whose digest is not the launcher's.
 type Ready struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	HandlerDigest string                 `protobuf:"bytes,1,opt,name=handler_digest,json=handlerDigest,proto3" json:"handler_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1724,6 +1729,13 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
 	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Ready) GetHandlerDigest() string {
+	if x != nil {
+		return x.HandlerDigest
+	}
+	return ""
 }
 
 type Begin struct {
@@ -3474,8 +3486,9 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\n" +
 	"\bDiagnose\"#\n" +
 	"\tDiagnosis\x12\x16\n" +
-	"\x06report\x18\x01 \x01(\tR\x06report\"\a\n" +
-	"\x05Ready\"\a\n" +
+	"\x06report\x18\x01 \x01(\tR\x06report\".\n" +
+	"\x05Ready\x12%\n" +
+	"\x0ehandler_digest\x18\x01 \x01(\tR\rhandlerDigest\"\a\n" +
 	"\x05Begin\"B\n" +
 	"\x06Output\x12\x12\n" +
 	"\x04line\x18\x01 \x01(\tR\x04line\x12\x12\n" +

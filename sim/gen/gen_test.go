@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/apps/appkit/apptest"
@@ -144,7 +143,7 @@ type contextDouble struct {
 }
 
 func (c *contextDouble) Index() actor.Index                                    { return c.index }
-func (c *contextDouble) Post(actor.Target, uint64, proto.Message)              { c.posted++ }
+func (c *contextDouble) Post(actor.Target, uint64, any)                        { c.posted++ }
 func (c *contextDouble) Expect(key uint64)                                     { c.expect = key }
 func (c *contextDouble) Contribute(actor.Reducer, actor.Value, actor.Callback) {}
 func (c *contextDouble) Printf(format string, args ...any) {

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/gochare/gochare/actor"
 )
 
@@ -163,9 +161,9 @@ func (d *Double) tryDeliver(e envelope) {
 		dt.waiting = append(dt.waiting, e)
 		return
 	}
-	m := h.NewMessage()
-	if err := proto.Unmarshal(e.data, m); err != nil {
-		d.t.Fatalf("unmarshal %s: %v", h.MessageName, err)
+	m, err := h.Message.Decode(e.data)
+	if err != nil {
+		d.t.Fatalf("unmarshal %s: %v", h.Message.Name, err)
 	}
 	d.delivered++
 	d.Deliveries[def.Name+"."+h.Name]++
@@ -176,7 +174,7 @@ func (d *Double) tryDeliver(e envelope) {
 			dt.region = &openRegion{handler: e.handler, key: e.key}
 		}
 		dt.region.received++
-		if dt.region.received == h.Annotation.RegionSize {
+		if dt.region.received == h.Annotation.RegionSizeAt(dt.index, e.key) {
 			dt.region = nil
 			if h.Complete != nil {
 				h.Complete(dt.task, ctx, e.key)
@@ -204,26 +202,31 @@ func (d *Double) tryDeliver(e envelope) {
 // repack replaces a task by a fresh one from its constructor that
 // unpacked its packed state.
 func (d *Double) repack(def *actor.CollectionDef, dt *doubleTask) {
-	data, err := dt.task.MarshalBinary()
+	data, err := def.PackTask(dt.task)
 	if err != nil {
 		d.t.Fatalf("pack %s%v: %v", def.Name, dt.index, err)
 	}
 	fresh := def.New(dt.index)
-	if err := fresh.UnmarshalBinary(data); err != nil {
+	if err := def.UnpackTask(fresh, data); err != nil {
 		d.t.Fatalf("unpack %s%v: %v", def.Name, dt.index, err)
 	}
 	dt.task = fresh
 }
 
-func (d *Double) post(to actor.Target, key uint64, m proto.Message) {
-	data, err := proto.Marshal(m)
+func (d *Double) post(to actor.Target, key uint64, m any) {
+	def := d.job.Collections()[to.Collection]
+	h := def.Handlers[to.Handler]
+	data, err := h.Message.Append(nil, m)
 	if err != nil {
 		d.t.Fatalf("marshal %T: %v", m, err)
 	}
-	def := d.job.Collections()[to.Collection]
+
 	add := func(i actor.Index) {
 		if !def.Shape.Contains(i) {
 			d.t.Fatalf("message to %v outside collection %s of shape %v", i, def.Name, def.Shape)
+		}
+		if h.Annotation.Order == actor.Commutative && h.Annotation.RegionSizeAt(i, key) < 1 {
+			d.t.Fatalf("message to %s%v of handler %s, whose region of key %d has %d messages", def.Name, i, h.Name, key, h.Annotation.RegionSizeAt(i, key))
 		}
 		d.ready = append(d.ready, envelope{collection: to.Collection, handler: to.Handler, lin: def.Shape.Linear(i), key: key, data: data})
 	}
@@ -253,7 +256,7 @@ func (d *Double) contribute(coll int32, lin int, red actor.Reducer, v actor.Valu
 	}
 	if p.reducer.Name() != red.Name() || !sameCallback(p.callback, cb) {
 		d.t.Fatalf("reduction %d of %s: element %d contributes with reducer %s and callback %+v, others with %s and %+v",
-			id.number, def.Name, lin, red.Name(), cb.Target, p.reducer.Name(), p.callback.Target)
+			id.number, def.Name, lin, red.Name(), cb.Target(), p.reducer.Name(), p.callback.Target())
 	}
 	p.values[lin] = &v
 	p.count++
@@ -276,16 +279,17 @@ func (d *Double) contribute(coll int32, lin int, red actor.Reducer, v actor.Valu
 	}
 	// A keyed callback gets the key it reads, as from the runtime.
 	var key uint64
-	if h := d.job.Collections()[cb.Target.Collection].Handlers[cb.Target.Handler]; h.Keyed {
+	if h := d.job.Collections()[cb.Target().Collection].Handlers[cb.Target().Handler]; h.Keyed {
 		key = h.Key(result)
 	}
-	d.post(cb.Target, key, result)
+	d.post(cb.Target(), key, result)
 }
 
 func sameCallback(a, b actor.Callback) bool {
-	return a.MessageName() == b.MessageName() && a.Target.Collection == b.Target.Collection &&
-		a.Target.Handler == b.Target.Handler && a.Target.Scope == b.Target.Scope &&
-		a.Target.Index == b.Target.Index && slices.Equal(a.Target.Section, b.Target.Section)
+	at, bt := a.Target(), b.Target()
+	return a.MessageName() == b.MessageName() && at.Collection == bt.Collection &&
+		at.Handler == bt.Handler && at.Scope == bt.Scope &&
+		at.Index == bt.Index && slices.Equal(at.Section, bt.Section)
 }
 
 // doubleContext is the actor.Context of one delivery.
@@ -303,7 +307,7 @@ func (c *doubleContext) PE() int {
 
 func (c *doubleContext) NumPEs() int { return c.d.numPEs }
 
-func (c *doubleContext) Post(to actor.Target, key uint64, m proto.Message) { c.d.post(to, key, m) }
+func (c *doubleContext) Post(to actor.Target, key uint64, m any) { c.d.post(to, key, m) }
 
 func (c *doubleContext) Expect(key uint64) { c.d.tasks[c.coll][c.lin].expect = key }
 
@@ -311,7 +315,7 @@ func (c *doubleContext) Contribute(r actor.Reducer, v actor.Value, cb actor.Call
 	c.d.contribute(c.coll, c.lin, r, v, cb)
 }
 
-func (c *doubleContext) StartQuiescence(actor.Callback) {
+func (c *doubleContext) StartQuiescence(actor.CallbackTo[*actor.Quiescence]) {
 	c.d.t.Fatal("apptest: the runtime double has no quiescence detection")
 }
 

@@ -4,6 +4,11 @@
 // Exit, so that the tests see how real PE processes report each.
 //
 //	faults run faults --pes 3 [--steps N] [--panic-at S] [--hang-at S] [--no-exit]
+//
+// FAULTS_VARIANT, read by each process, stands for a binary built from
+// other sources: "reordered" declares the same handlers in another order,
+// "renamed" names the ring's handler differently (tests of the check at
+// join that every PE declares the same handlers).
 package main
 
 import (
@@ -57,11 +62,27 @@ var App = actor.App{Name: "faults", Summary: "a ring whose tasks panic, hang or 
 		return err
 	}
 	const n = 8
+	variant := os.Getenv("FAULTS_VARIANT")
+	tokenName := "token"
+	if variant == "renamed" {
+		tokenName = "pass"
+	}
 	mains := actor.NewCollection(j, "main", actor.Shape{1}, actor.BlockMap, func(actor.Index) *mainTask { return &mainTask{} })
 	workers := actor.NewCollection(j, "workers", actor.Shape{n}, actor.RoundRobinMap, func(actor.Index) *worker { return &worker{} })
 	var done *actor.Proxy[*actor.ReductionResult]
 	var token *actor.Proxy[*wrapperspb.UInt64Value]
-	token = actor.Handle(workers, "token", actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *wrapperspb.UInt64Value) {
+	declareDone := func() {
+		done = actor.Handle(mains, "done", actor.AnnotateOrdered(), func(_ *mainTask, ctx actor.Context, r *actor.ReductionResult) {
+			ctx.Printf("steps %d", r.Ints[0])
+			if !*noExit {
+				ctx.Exit(0)
+			}
+		}, actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
+	}
+	if variant == "reordered" {
+		declareDone()
+	}
+	token = actor.Handle(workers, tokenName, actor.AnnotateOrdered(), func(w *worker, ctx actor.Context, m *wrapperspb.UInt64Value) {
 		w.step++
 		me := int(ctx.Index()[0])
 		if me == 5 && w.step == *panicAt {
@@ -85,12 +106,9 @@ var App = actor.App{Name: "faults", Summary: "a ring whose tasks panic, hang or 
 			token.Send(ctx, actor.Idx((i+1)%n), wrapperspb.UInt64(1))
 		}
 	}, actor.KeyBy(func(*actor.Start) uint64 { return 0 }))
-	done = actor.Handle(mains, "done", actor.AnnotateOrdered(), func(_ *mainTask, ctx actor.Context, r *actor.ReductionResult) {
-		ctx.Printf("steps %d", r.Ints[0])
-		if !*noExit {
-			ctx.Exit(0)
-		}
-	}, actor.KeyBy(func(*actor.ReductionResult) uint64 { return 1 }))
+	if variant != "reordered" {
+		declareDone()
+	}
 	actor.Main(j, start, actor.Idx(0))
 	return nil
 }}
