@@ -149,12 +149,15 @@ type Config struct {
 // host) against a fraction of that for a copy into memory already used,
 // while the checkpoint that empties the log lets the next period reuse
 // the same chunks. On stencil3d 128³ in 32³ blocks at 1 PE (3.2 MB logged
-// per step, 20 MB of state) partialdet took 1.02× none's CPU time with
-// 16 MiB, 1.13× with 64 MiB and 1.36× with 256 MiB; on leanmd (7.5 MB per
-// step, 0.1 MB of state) 1.22×, 1.30× and 2.03×. A smaller limit only
-// adds checkpoints where a sync period logs less than it, which costs
-// the state's copy each period. A PE's log and the memory it holds stay
-// below 16 MiB plus what it sends in DefaultSyncEvery steps.
+// per step, 20 MB of state) partialdet took 1.02-1.11× none's CPU time
+// with 16 MiB, 1.13-1.34× with 64 MiB and 1.36× with 256 MiB; on leanmd
+// (7.5 MB per step, 0.1 MB of state) 1.06-1.22×, 0.92-1.30× and
+// 1.29-2.03×, at 2 PEs 0.98× and 1.51×. Where a checkpoint's copy costs
+// more than the log it saves it loses: stencil3d at 2 PEs, whose
+// checkpoints cross the transport, 1.45-1.64× against 1.14-1.20× with
+// 256 MiB (give such a job a higher --log-limit). A PE's log and the
+// memory it holds stay below 16 MiB plus what it sends in
+// DefaultSyncEvery steps.
 const (
 	DefaultLogLimit  = 16 << 20
 	DefaultSyncEvery = 10
