@@ -142,16 +142,24 @@ type Config struct {
 // sends in DefaultSyncEvery steps, and a job whose log stays small pays a
 // barrier every DefaultSyncEvery steps and no checkpoint.
 //
-// 256 MiB: a sender log is kept in memory until the next checkpoint (a
-// growing log is what makes logging cost: every byte of it is memory new
-// to the process), and the checkpoint that empties it copies the PE's
-// state to its buddy; the limit lets a PE log a few hundred steps of the
-// mini-apps' default sizes between checkpoints (stencil3d 256³ in 64³
-// blocks on 2 PEs logs 6.3 MB per step per PE: a checkpoint every 40 or
-// 50 steps), while a machine of several PEs with a few GiB each keeps it
-// well within its memory.
+// 16 MiB, chosen by measurement (docs/benchmarks.md, "Sender log",
+// 2026-11-24 afternoon): every byte of a log longer than any before is
+// memory new to the process, which on the test machine costs about
+// 3 ns a byte of CPU (a page fault and a clear, in the guest and in its
+// host) against a fraction of that for a copy into memory already used,
+// while the checkpoint that empties the log lets the next period reuse
+// the same chunks. On stencil3d 128³ in 32³ blocks at 1 PE (3.2 MB logged
+// per step, 20 MB of state) partialdet took 1.02-1.11× none's CPU time
+// with 16 MiB, 1.13-1.34× with 64 MiB and 1.36× with 256 MiB; on leanmd
+// (7.5 MB per step, 0.1 MB of state) 1.06-1.22×, 0.92-1.30× and
+// 1.29-2.03×, at 2 PEs 0.98× and 1.51×. Where a checkpoint's copy costs
+// more than the log it saves it loses: stencil3d at 2 PEs, whose
+// checkpoints cross the transport, 1.45-1.64× against 1.14-1.20× with
+// 256 MiB (give such a job a higher --log-limit). A PE's log and the
+// memory it holds stay below 16 MiB plus what it sends in
+// DefaultSyncEvery steps.
 const (
-	DefaultLogLimit  = 256 << 20
+	DefaultLogLimit  = 16 << 20
 	DefaultSyncEvery = 10
 )
 

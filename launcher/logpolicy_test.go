@@ -16,7 +16,7 @@ import (
 // The checkpoint policy of `gochare run`: without --checkpoint-every, a
 // job under fulldet or partialdet offers a sync point every
 // coord.DefaultSyncEvery steps, which checkpoints once a PE's sender log
-// holds --log-limit MiB (default 256); --log-limit 0, --ft none and
+// holds --log-limit MiB (default 16); --log-limit 0, --ft none and
 // --checkpoint-every K keep a fixed schedule. Wrong values are usage
 // errors that say why.
 func TestLogLimitFlag(t *testing.T) {
@@ -26,7 +26,7 @@ func TestLogLimitFlag(t *testing.T) {
 		logLimit  int
 	}{
 		{nil, coord.DefaultSyncEvery, coord.DefaultLogLimit},
-		{[]string{"--ft", "fulldet"}, coord.DefaultSyncEvery, 256 << 20},
+		{[]string{"--ft", "fulldet"}, coord.DefaultSyncEvery, coord.DefaultLogLimit},
 		{[]string{"--log-limit", "3"}, coord.DefaultSyncEvery, 3 << 20},
 		{[]string{"--log-limit=1", "--ft", "fulldet"}, coord.DefaultSyncEvery, 1 << 20},
 		{[]string{"--log-limit", "0"}, 0, 0},

@@ -61,7 +61,7 @@ const usageHead = `usage:
                                 or partialdet: the sender log size (MiB,
                                 on any PE) at which a sync point
                                 checkpoints; the others pass without one
-                                (default 256; 0: only the initial
+                                (default 16; 0: only the initial
                                 checkpoint)
         --checkpoint-dir DIR    also write every checkpoint to DIR
         --restart DIR           start from the latest complete checkpoint in

@@ -96,6 +96,16 @@ type Config struct {
 	// the start, as if a FailureNotice had named them, so that a later
 	// failure's recovery neither waits for them nor counts them alive.
 	Failed []PEID
+	// LogOffHeap keeps the sender log's bytes in memory the log maps
+	// itself, outside the Go heap (where the platform allows; see
+	// logmem.go): the collector's pacing then does not grow with the log.
+	// The log unmaps that memory when the Protocol is garbage, so the
+	// caller must keep no slice of a logged payload (Envelope.Message.
+	// Payload of a Ready's envelopes, a Delivery's of a message this PE
+	// sent to itself) beyond its use of the Protocol that returned it, and
+	// as always none beyond the next Checkpoint: copy it (encode it) to
+	// send it elsewhere.
+	LogOffHeap bool
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -299,6 +309,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		recordedAt:   map[receivedMessage]uint64{},
 		progress:     map[TaskID]*storedProgress{},
 	}
+	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	e.updateBound()
 	return e
 }

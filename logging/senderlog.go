@@ -21,25 +21,21 @@ import (
 //
 // The garbage collector scans neither (no pointers inside), so its mark
 // work does not grow with the log, and a message costs one copy of its
-// payload and no allocation. Before, the log was a []Message whose
-// payloads were the caller's own allocations: every logged payload stayed
-// reachable, the heap grew with the log, and the collector let the heap
-// grow to twice that before collecting, so every short-lived allocation of
-// the run (the next message's encoding, the receiver's decoding) landed on
-// memory fresh from the kernel, paying a page fault and a clear for each
-// page (stencil3d, 256³ in 64³ blocks on 2 PEs: 2.06× the time of
-// checkpoint/restart).
+// payload and no allocation. With Config.LogOffHeap (the scheduler's PEs)
+// the chunks are mapped outside the Go heap (logmem.go), so that the
+// collector's goal does not grow with the log either. Before, the log was
+// a []Message whose payloads were the caller's own allocations: every
+// logged payload stayed reachable, the heap grew with the log, and the
+// collector let the heap grow to twice that before collecting, so every
+// short-lived allocation of the run (the next message's encoding, the
+// receiver's decoding) landed on memory fresh from the kernel, paying a
+// page fault and a clear for each page (stencil3d, 256³ in 64³ blocks on
+// 2 PEs: 2.06× the time of checkpoint/restart).
 //
 // A payload returned by the log (Message.Payload of a logged send's
 // envelope, or of a replayed one) points into a chunk: it stays valid until
 // the next Checkpoint, which the caller may only take when no message is in
 // flight or buffered.
-
-// logChunk is the size of a payload chunk: large enough that a chunk
-// holds many messages of the mini-apps (a stencil3d face of 64² doubles
-// is 32 KiB), small enough that the last, partly used one wastes little.
-// A message larger than a chunk gets a chunk of its own size.
-const logChunk = 1 << 20
 
 // logBlock is the number of entries in a block.
 const logBlock = 4096
@@ -63,6 +59,7 @@ type logEntry struct {
 }
 
 type senderLog struct {
+	mem    logMemory
 	chunks [][]byte
 	// cur is the chunk being filled; chunks after it are spare (kept from
 	// an earlier period).
@@ -76,8 +73,17 @@ type senderLog struct {
 // len is the number of messages logged.
 func (l *senderLog) len() int { return l.n }
 
-// reset empties the log, keeping its chunks and blocks for reuse.
+// reset empties the log, keeping its chunks and blocks for reuse. If it
+// logged anything since the previous reset, the chunks it did not need for
+// that go back (the log shrank: a mapped chunk is unmapped).
 func (l *senderLog) reset() {
+	if l.n > 0 || l.cur > 0 || (len(l.chunks) > 0 && len(l.chunks[0]) > 0) {
+		for i := l.cur + 1; i < len(l.chunks); i++ {
+			l.mem.release(l.chunks[i])
+			l.chunks[i] = nil
+		}
+		l.chunks = l.chunks[:l.cur+1]
+	}
 	l.cur, l.n = 0, 0
 	for i := range l.chunks {
 		l.chunks[i] = l.chunks[i][:0]
@@ -91,7 +97,7 @@ func (l *senderLog) reset() {
 // spare chunk or making one.
 func (l *senderLog) space(need int) int {
 	if len(l.chunks) == 0 {
-		l.chunks = append(l.chunks, make([]byte, 0, max(logChunk, need)))
+		l.chunks = append(l.chunks, l.mem.chunk(need))
 		return 0
 	}
 	if c := l.chunks[l.cur]; cap(c)-len(c) >= need {
@@ -103,7 +109,7 @@ func (l *senderLog) space(need int) int {
 	}
 	// No spare chunk, or one too small for this message: a new one takes
 	// its place in the order (spare chunks after it stay spare).
-	c := make([]byte, 0, max(logChunk, need))
+	c := l.mem.chunk(need)
 	if l.cur == len(l.chunks) {
 		l.chunks = append(l.chunks, c)
 	} else {

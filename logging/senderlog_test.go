@@ -2,7 +2,9 @@ package logging
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/stretchr/testify/require"
@@ -11,7 +13,14 @@ import (
 // The sender log gives back every message as it was sent, across chunk
 // boundaries, oversized payloads and a reset that reuses its chunks.
 func TestSenderLogRoundTrip(t *testing.T) {
-	var l senderLog
+	for _, offHeap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("offHeap=%v", offHeap), func(t *testing.T) {
+			testSenderLogRoundTrip(t, senderLog{mem: newLogMemory(offHeap)})
+		})
+	}
+}
+
+func testSenderLogRoundTrip(t *testing.T, l senderLog) {
 	trigger := MessageID{Sender: 3, SRN: 9, CPI: commutative.Child(MessageID{Sender: 1, SRN: 2}, 4)}
 	make1 := func(i int) (Message, PEID) {
 		m := Message{
@@ -24,7 +33,7 @@ func TestSenderLogRoundTrip(t *testing.T) {
 		}
 		size := (i * 977) % 70000
 		if i%50 == 0 {
-			size = 3 * logChunk // a message larger than a chunk
+			size = mappedChunk + hugePage/2 // a message larger than a chunk
 		}
 		if size > 0 {
 			m.Payload = make([]byte, size)
@@ -52,10 +61,68 @@ func TestSenderLogRoundTrip(t *testing.T) {
 			}
 			require.Equal(t, m, got, "message %d of round %d", i, round)
 		}
-		chunks := len(l.chunks)
+		used := l.chunks[:l.cur+1]
 		l.reset()
 		require.Equal(t, 0, l.len())
-		require.Equal(t, chunks, len(l.chunks), "a reset keeps the chunks")
+		require.Equal(t, len(used), len(l.chunks), "a reset keeps the chunks the period used")
+		for i := range used {
+			require.Same(t, &used[i][:1][0], &l.chunks[i][:1][0], "chunk %d is reused", i)
+		}
+	}
+}
+
+// A mapped log keeps its chunks across a period that needs them all,
+// unmaps those a period did not need, gives payloads that survive the
+// unmapping of other chunks, and is unmapped whole once it is garbage.
+func TestSenderLogOffHeap(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapped chunks on this platform")
+	}
+	mem := newLogMemory(true)
+	maps := mem.owner.maps
+	l := &senderLog{mem: mem}
+	payload := make([]byte, 1<<20)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	fill := func(n int) {
+		for i := range n {
+			got := l.add(Message{ID: MessageID{Sender: 1, SRN: uint64(i + 1)}, To: 2, Payload: payload}, 1)
+			require.Equal(t, payload, got.Payload)
+		}
+	}
+	fill(10) // 10 MiB: three chunks of 4 MiB
+	require.Equal(t, 3, maps.count())
+	require.Equal(t, 3*(mappedChunk+hugePage), mem.mappedBytes())
+	for _, c := range l.chunks {
+		require.Zero(t, addrOf(c[:1])%hugePage, "a mapped chunk starts on a huge page")
+	}
+	l.reset()
+	fill(10)
+	require.Equal(t, 3, maps.count(), "a period that needs every chunk reuses them")
+	l.reset()
+	fill(2) // one chunk is enough
+	l.reset()
+	require.Equal(t, 1, maps.count(), "chunks a period did not need are unmapped")
+	require.Len(t, l.chunks, 1)
+	fill(10)
+	for i := range 10 {
+		require.Equal(t, payload, l.message(i).Payload)
+	}
+	l.reset()
+	l.reset() // a period that logged nothing keeps the chunks
+	require.Equal(t, 3, maps.count())
+
+	// Once the log is garbage, a cleanup unmaps everything.
+	l, mem = nil, logMemory{}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		runtime.GC()
+		if maps.count() == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the garbage log's chunks were not unmapped")
+		runtime.Gosched()
 	}
 }
 

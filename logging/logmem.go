@@ -1,0 +1,138 @@
+package logging
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Where the sender log's chunks live. By default they are ordinary Go
+// allocations. With Config.LogOffHeap they are memory mapped by the log
+// itself, outside the Go heap (logmem_linux.go; elsewhere they stay on
+// the heap), for two reasons measured on the mini-apps (docs/benchmarks.md,
+// "Sender log"):
+//
+//   - the collector sets its next goal from the live heap (twice it, with
+//     the default GOGC), and a log of hundreds of MiB on the heap lets the
+//     heap grow by as much again before a collection: every short-lived
+//     allocation of the run (a message's encoding, the receiver's decoding
+//     of a face) then lands on memory fresh from the kernel and pays a page
+//     fault and a clear per page. Off the heap the log does not count, the
+//     goal stays near what the PE really keeps, and the short-lived
+//     allocations are made again and again in the same warm memory;
+//   - a mapped chunk is asked to be backed by huge pages, so writing the
+//     log costs one fault per 2 MiB instead of one per 4 KiB.
+//
+// A mapped chunk is unmapped when a checkpoint finds it unused for a whole
+// period (the log shrank), and every one when the log itself is garbage
+// (its Protocol was dropped, e.g. replaced in a rollback): a runtime
+// cleanup unmaps them. That is safe only if nothing keeps a slice of a
+// logged payload beyond the Protocol that logged it, which is what
+// Config.LogOffHeap asks of the caller (a payload is in any case valid only
+// until the next Checkpoint, which reuses the chunk).
+
+// heapChunk is the size of a chunk on the heap, mappedChunk of a mapped
+// one (a multiple of the 2 MiB huge page): large enough that a chunk holds
+// many messages of the mini-apps (a stencil3d face of 64² doubles is
+// 32 KiB), small enough that the last, partly used one wastes little (a
+// mapped chunk's untouched pages cost no memory). A message larger than a
+// chunk gets a chunk of its own size.
+const (
+	heapChunk   = 1 << 20
+	mappedChunk = 4 << 20
+	hugePage    = 2 << 20
+)
+
+// logMemory hands out the chunks of one log. Its zero value gives heap
+// chunks.
+type logMemory struct {
+	// owner is nil for heap chunks. Only the log refers to it: once the
+	// log is garbage, so is owner, and its cleanup unmaps owner.maps.
+	owner *memOwner
+}
+
+type memOwner struct{ maps *mappings }
+
+// mappings are the mapped regions of one log, by their chunk's first
+// byte (the chunk is a huge-page-aligned part of the region).
+// The log and, once the log is garbage, its cleanup use it, one after
+// the other; mu orders them for the race detector and for tests that
+// watch the cleanup.
+type mappings struct {
+	mu      sync.Mutex
+	regions map[*byte][]byte
+}
+
+// count is the number of regions mapped.
+func (ms *mappings) count() int {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return len(ms.regions)
+}
+
+// newLogMemory returns the memory of a log, mapped if offHeap and the
+// platform supports it.
+func newLogMemory(offHeap bool) logMemory {
+	if !offHeap || !canMap {
+		return logMemory{}
+	}
+	o := &memOwner{&mappings{regions: map[*byte][]byte{}}}
+	runtime.AddCleanup(o, (*mappings).unmapAll, o.maps)
+	return logMemory{o}
+}
+
+// chunk returns an empty chunk of capacity at least need.
+func (m logMemory) chunk(need int) []byte {
+	if m.owner != nil {
+		size := (max(mappedChunk, need) + hugePage - 1) / hugePage * hugePage
+		if c, region, ok := mapChunk(size); ok {
+			ms := m.owner.maps
+			ms.mu.Lock()
+			ms.regions[&c[:1][0]] = region
+			ms.mu.Unlock()
+			return c[:0]
+		}
+		// Mapping failed (e.g. address space exhausted): the heap still
+		// serves.
+	}
+	return make([]byte, 0, max(heapChunk, need))
+}
+
+// release gives back a chunk no slice refers to any more.
+func (m logMemory) release(c []byte) {
+	if m.owner == nil || cap(c) == 0 {
+		return
+	}
+	ms := m.owner.maps
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	key := &c[:1][0]
+	if region, ok := ms.regions[key]; ok {
+		delete(ms.regions, key)
+		unmap(region)
+	}
+}
+
+// mappedBytes is the memory mapped for the log's chunks (address space:
+// only the pages written to cost memory).
+func (m logMemory) mappedBytes() int {
+	if m.owner == nil {
+		return 0
+	}
+	ms := m.owner.maps
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	n := 0
+	for _, r := range ms.regions {
+		n += len(r)
+	}
+	return n
+}
+
+func (ms *mappings) unmapAll() {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for k, r := range ms.regions {
+		unmap(r)
+		delete(ms.regions, k)
+	}
+}

@@ -1,0 +1,38 @@
+//go:build linux
+
+package logging
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+const canMap = true
+
+// mapChunk maps size bytes (a multiple of hugePage) of anonymous memory
+// aligned on a huge page, asks for huge pages, and returns the aligned
+// chunk and the whole region to unmap.
+func mapChunk(size int) (chunk, region []byte, ok bool) {
+	region, err := syscall.Mmap(-1, 0, size+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		return nil, nil, false
+	}
+	off := 0
+	if r := addrOf(region) % hugePage; r != 0 {
+		off = hugePage - int(r)
+	}
+	chunk = region[off : off+size : off+size]
+	// Only advice: without transparent huge pages the chunk works with
+	// small pages.
+	_ = syscall.Madvise(chunk, syscall.MADV_HUGEPAGE)
+	return chunk, region, true
+}
+
+// unmap unmaps a region mapChunk returned.
+func unmap(region []byte) {
+	if err := syscall.Munmap(region); err != nil {
+		panic("logging: sender log: munmap: " + err.Error())
+	}
+}
+
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
