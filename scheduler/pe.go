@@ -187,6 +187,17 @@ type PE struct {
 	proto  logging.Protocol
 	// postBuf is where post encodes a message for a logging protocol.
 	postBuf []byte
+	// headBuf is where flushTo puts a batch's bytes for a partsNet.
+	headBuf []byte
+	// owned are the received payloads the PE owns alone, by their first
+	// byte, with their length and total (unmarshal.go); unmarshalBuf is
+	// unmarshalAliasing's scratch.
+	owned        map[*byte]int
+	ownedBytes   int
+	unmarshalBuf []byte
+	// largePayloads counts the envelopes of the Ready being sent that
+	// share each large payload (transmit).
+	largePayloads map[payloadKey]int
 	// resumedBelow is the last Resume's Passed: one past the step of the
 	// latest sync point the job passed without a checkpoint. autoResume
 	// are tasks that reached such a sync point again and resume once the
@@ -545,6 +556,9 @@ func (pe *PE) Receive(from int, payload []byte) {
 	}
 	for i := range d.envelopes {
 		env, err := d.envelope(i, from, pe.cfg.Rank, pe.cfg.Size)
+		if err == nil && !d.envelopes[i].shared {
+			pe.ownPayload(env.Message.Payload)
+		}
 		pe.receiveEnvelope(from, env, err)
 	}
 	pe.schedule()
@@ -795,6 +809,20 @@ func (pe *PE) answerProbe() {
 func (pe *PE) transmit() {
 	ready := pe.proto.Ready()
 	var local []logging.Envelope
+	// A large payload goes out from its own memory, not copied into its
+	// batch, unless other envelopes share it (a multicast's): they send
+	// it once per batch (outBatch.add). The memory is the protocol's
+	// (None: the message marshalled for this send alone; FullDet and
+	// PartialDet: the sender log's copy), written by no one again while
+	// the transport may read it: the log reuses its memory only after a
+	// checkpoint, taken once every message sent was delivered, so a frame
+	// the transport still holds then, not yet acknowledged, can only go
+	// out again as a duplicate, which the receiver drops by its sequence
+	// number without reading it.
+	_, parts := pe.cfg.Net.(partsNet)
+	if parts {
+		pe.countLargePayloads(ready.Envelopes)
+	}
 	for i, env := range ready.Envelopes {
 		if i > 0 && ready.Envelopes[i-1].Kind == logging.EnvelopeRecovery && env.Kind != logging.EnvelopeRecovery {
 			// Recovery envelopes come first in a failure notice's Ready
@@ -813,11 +841,17 @@ func (pe *PE) transmit() {
 		}
 		to := int(env.To)
 		b := &pe.out[to]
+		if parts && env.Kind == logging.EnvelopeMessage && len(env.Message.Payload) >= detachMin && !pe.shared(env.Message.Payload) {
+			b.addLast(&env)
+			pe.flushTo(to)
+			continue
+		}
 		b.add(&env)
 		if len(b.buf) >= 1<<20 {
 			pe.flushTo(to)
 		}
 	}
+	clear(pe.largePayloads)
 	pe.proto.Advance()
 	for _, env := range local {
 		pe.arrive(env)
@@ -833,16 +867,64 @@ func (pe *PE) transmit() {
 	}
 }
 
+// partsNet is a Net that takes a payload in two parts (transport.TCP):
+// head, which it copies before SendParts returns, then body, which it
+// keeps as its own.
+type partsNet interface {
+	SendParts(to int, head, body []byte)
+}
+
 func (pe *PE) flushTo(to int) {
 	b := &pe.out[to]
-	// A fresh payload: the transport may keep it after Send returns.
-	payload := make([]byte, 0, maxBatchHeader+len(b.buf))
-	payload = batchHeader(payload, pe.cfg.JobID, pe.generation)
-	payload = append(payload, b.buf...)
-	pe.cfg.Net.Send(to, payload)
+	size := 0
+	if net, ok := pe.cfg.Net.(partsNet); ok {
+		// The batch's own bytes are copied by the transport: one reused
+		// buffer serves every batch; the tail is the payload's memory.
+		head := batchHeader(pe.headBuf[:0], pe.cfg.JobID, pe.generation)
+		head = append(head, b.buf...)
+		pe.headBuf = head
+		net.SendParts(to, head, b.tail)
+		size = len(head) + len(b.tail)
+	} else {
+		// A fresh payload: the transport may keep it after Send returns.
+		payload := make([]byte, 0, maxBatchHeader+len(b.buf)+len(b.tail))
+		payload = batchHeader(payload, pe.cfg.JobID, pe.generation)
+		payload = append(append(payload, b.buf...), b.tail...)
+		pe.cfg.Net.Send(to, payload)
+		size = len(payload)
+	}
 	pe.stats.BatchesSent++
-	pe.stats.BytesSent += uint64(len(payload))
+	pe.stats.BytesSent += uint64(size)
 	b.reset()
+}
+
+// countLargePayloads counts, in largePayloads, the envelopes of envs
+// carrying each payload of detachMin bytes or more, when there are two
+// or more such envelopes (with one, none is shared).
+func (pe *PE) countLargePayloads(envs []logging.Envelope) {
+	first := -1
+	for i := range envs {
+		if p := envs[i].Message.Payload; envs[i].Kind == logging.EnvelopeMessage && len(p) >= detachMin {
+			if first < 0 {
+				first = i
+				continue
+			}
+			if pe.largePayloads == nil {
+				pe.largePayloads = map[payloadKey]int{}
+			}
+			if len(pe.largePayloads) == 0 {
+				f := envs[first].Message.Payload
+				pe.largePayloads[payloadKey{&f[0], len(f)}]++
+			}
+			pe.largePayloads[payloadKey{&p[0], len(p)}]++
+		}
+	}
+}
+
+// shared reports whether another envelope of the Ready being sent
+// carries payload p too (countLargePayloads).
+func (pe *PE) shared(p []byte) bool {
+	return pe.largePayloads[payloadKey{&p[0], len(p)}] > 1
 }
 
 func (pe *PE) drop(err error) {
@@ -873,7 +955,13 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 	ctx := &pe.ctx
 	ctx.el = el
 	m := h.NewMessage()
-	if err := proto.Unmarshal(d.Message.Payload, m); err != nil {
+	var err error
+	if pe.takeOwned(d.Message.Payload) {
+		err = unmarshalAliasing(d.Message.Payload, m, &pe.unmarshalBuf)
+	} else {
+		err = proto.Unmarshal(d.Message.Payload, m)
+	}
+	if err != nil {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
 		pe.stats.Delivered++
