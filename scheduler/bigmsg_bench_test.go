@@ -28,6 +28,8 @@ func (n *countingNet) Backlog() int          { return 0 }
 
 type countingPartsNet struct{ countingNet }
 
+func (n *countingPartsNet) Released() bool { return true }
+
 func (n *countingPartsNet) SendParts(to int, head, body []byte) {
 	n.batches++
 	n.bytes += len(head) + len(body)

@@ -22,8 +22,12 @@ import (
 // body kept.
 type partsRecorder struct {
 	recordingNet
-	parts map[int][][2][]byte
+	parts    map[int][][2][]byte
+	released bool
 }
+
+// Released says what the test sets: the recorder keeps the bodies.
+func (n *partsRecorder) Released() bool { return n.released }
 
 func (n *partsRecorder) SendParts(to int, head, body []byte) {
 	n.parts[to] = append(n.parts[to], [2][]byte{bytes.Clone(head), body})
@@ -265,5 +269,51 @@ func TestUnmarshalAliasingMatchesProto(t *testing.T) {
 		} else {
 			require.False(t, overlaps(got.Data, b), "input %d: a small field is copied", i)
 		}
+	}
+}
+
+// Under None, a large message to another PE is marshalled into a buffer
+// reused once the Net released every body it was given, and not before:
+// the bodies it holds keep their bytes.
+func TestMarshalBuffersReusedOnlyOnceReleased(t *testing.T) {
+	const size = 100 << 10
+	var seen []handled
+	net := &partsRecorder{recordingNet: recordingNet{sent: map[int][][]byte{}}, parts: map[int][][2][]byte{}}
+	pe, err := New(Config{Rank: 1, Size: 2, JobID: 42, App: bigApp(size, &seen), Protocol: logging.KindNone, Net: net, Control: nopControl{}})
+	require.NoError(t, err)
+	send := func(srn uint64) []byte {
+		net.parts[0] = nil
+		pe.Receive(0, bigBatch(t, srn, 2, &testmsg.Num{Key: 1, From: 0, Value: 9, Data: bigData(size, 9)}))
+		runPosted(pe, &net.recordingNet)
+		require.Len(t, net.parts[0], 1)
+		return net.parts[0][0][1]
+	}
+	var held [][]byte
+	for srn := uint64(1); srn <= 4; srn++ {
+		held = append(held, send(srn))
+	}
+	for i, a := range held {
+		for _, b := range held[i+1:] {
+			require.False(t, overlaps(a, b), "a body the Net holds is not reused")
+		}
+		var m testmsg.Num
+		require.NoError(t, proto.Unmarshal(a, &m))
+		require.True(t, bytes.Equal(bigData(size, 2), m.Data), "body %d keeps its bytes", i)
+	}
+	net.released = true
+	a := send(5)
+	net.released = false
+	b := send(6)
+	reused := false
+	for _, h := range held {
+		reused = reused || overlaps(a, h)
+	}
+	require.True(t, reused, "once the Net released them, the buffers are reused")
+	require.False(t, overlaps(a, b), "a body the Net holds is not reused")
+	var m testmsg.Num
+	require.NoError(t, proto.Unmarshal(a, &m))
+	require.True(t, bytes.Equal(bigData(size, 2), m.Data), "the body of message 5 keeps its bytes")
+	for _, h := range seen {
+		require.True(t, h.ok, "task %d's bytes", h.task)
 	}
 }

@@ -21,7 +21,8 @@
 // The files, by what they hold: pe.go (the PE and the path of a
 // message), context.go (actor.Context), encode.go, decode.go and
 // envelope.go (batches on the wire), unmarshal.go (handler messages that
-// alias the received batch), reduce.go (reductions), events.go (the
+// alias the received batch), marshal.go (reused buffers of large
+// messages under None), reduce.go (reductions), events.go (the
 // coordinator's events), syncpoint.go (sync points), checkpoint.go
 // (staging, buddy copies, commit), recovery.go (restoring failed PEs'
 // tasks under message logging), rollback.go (every task back to the

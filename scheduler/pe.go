@@ -189,6 +189,10 @@ type PE struct {
 	postBuf []byte
 	// headBuf is where flushTo puts a batch's bytes for a partsNet.
 	headBuf []byte
+	// Buffers of large messages marshalled under None (marshal.go):
+	// lent to messages sent in the current slice, in the Net's hands,
+	// free to reuse.
+	lent, inNet, freeBufs [][]byte
 	// owned are the received payloads the PE owns alone, by their first
 	// byte, with their length and total (unmarshal.go); unmarshalBuf is
 	// unmarshalAliasing's scratch.
@@ -853,6 +857,7 @@ func (pe *PE) transmit() {
 	}
 	clear(pe.largePayloads)
 	pe.proto.Advance()
+	pe.lentToNet()
 	for _, env := range local {
 		pe.arrive(env)
 	}
@@ -869,9 +874,12 @@ func (pe *PE) transmit() {
 
 // partsNet is a Net that takes a payload in two parts (transport.TCP):
 // head, which it copies before SendParts returns, then body, which it
-// keeps as its own.
+// keeps as its own until Released.
 type partsNet interface {
 	SendParts(to int, head, body []byte)
+	// Released reports whether the Net holds none of the bodies given
+	// to it (all acknowledged, none waiting to be written).
+	Released() bool
 }
 
 func (pe *PE) flushTo(to int) {
@@ -1078,7 +1086,7 @@ func (pe *PE) post(t actor.Target, key uint64, m proto.Message, sender commutati
 		payload, err = proto.MarshalOptions{}.MarshalAppend(pe.postBuf[:0], m)
 		pe.postBuf = payload
 	} else {
-		payload, err = proto.Marshal(m)
+		payload, err = pe.marshalOwn(t, cs, m)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("scheduler: marshal %T: %v", m, err))

@@ -34,7 +34,9 @@
 //     the payload's own memory. A payload may also be given in two parts
 //     (SendParts: the scheduler's batch, then a large message payload
 //     from its own memory): the head is copied into the frame, the body,
-//     from 16 KiB, is not. The receiver accepts only the next sequence
+//     from 16 KiB, is not, and the caller may write it again once the
+//     endpoint says it holds none (TCP.Released: all acknowledged and
+//     written). The receiver accepts only the next sequence
 //     number and unpacks whole payloads; one that lies within a frame is
 //     delivered without a copy. Duplicates and frames after a gap are
 //     dropped.

@@ -198,6 +198,12 @@ func (e *TCP) Send(to int, payload []byte) { e.core.send(to, payload) }
 // is. Call it only from Handler callbacks.
 func (e *TCP) SendParts(to int, head, body []byte) { e.core.sendParts(to, head, body) }
 
+// Released reports whether the endpoint holds none of the payloads and
+// bodies given to Send and SendParts: every one acknowledged by its
+// receiver, and no frame waiting to be written. The caller may then
+// write their memory again. Call it only from Handler callbacks.
+func (e *TCP) Released() bool { return e.stats.backlog.Load() == 0 && e.held.Load() == 0 }
+
 // Flush sends the frames being filled and the due acknowledgements. Call it
 // only from Handler callbacks.
 func (e *TCP) Flush() { e.core.flush() }
