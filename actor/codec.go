@@ -71,6 +71,11 @@ type Codec struct {
 	Append func(buf []byte, m any) ([]byte, error)
 	// Decode returns the message encoded in data.
 	Decode func(data []byte) (any, error)
+	// NewProto, for a protobuf message type only, returns a new empty
+	// message: the scheduler decodes into it a payload whose memory it
+	// owns alone, its large bytes fields pointing into the payload
+	// instead of copies.
+	NewProto func() proto.Message
 }
 
 // ProtoCodec returns the codec of protobuf messages of type M.
@@ -94,6 +99,7 @@ func ProtoCodec[M proto.Message]() Codec {
 			}
 			return m, nil
 		},
+		NewProto: func() proto.Message { return typ.New().Interface() },
 	}
 }
 
@@ -176,6 +182,7 @@ func protoCodecOf(t reflect.Type) Codec {
 			}
 			return m, nil
 		},
+		NewProto: func() proto.Message { return typ.New().Interface() },
 	}
 }
 

@@ -310,20 +310,22 @@ func TestLeanMDDigestIndependentOfPECount(t *testing.T) {
 }
 
 // GOCHARE_CPUPROFILE makes every PE write a complete CPU profile (a
-// gzipped protobuf, finished when the PE stops).
+// gzipped protobuf, finished when the PE stops), GOCHARE_MEMPROFILE an
+// allocation profile.
 func TestCPUProfilePerPE(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("GOCHARE_CPUPROFILE", dir)
+	t.Setenv("GOCHARE_MEMPROFILE", dir)
 	j := startJob(t, "run", "stencil3d", "--pes", "2", "--iterations", "5")
 	require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
-	for pe := range 2 {
-		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("pe-%d.prof", pe)))
+	for _, name := range []string{"pe-0.prof", "pe-1.prof", "pe-0.allocs.prof", "pe-1.allocs.prof"} {
+		f, err := os.Open(filepath.Join(dir, name))
 		require.NoError(t, err)
 		zr, err := gzip.NewReader(f)
-		require.NoError(t, err, "pe-%d.prof", pe)
+		require.NoError(t, err, name)
 		n, err := io.Copy(io.Discard, zr)
 		f.Close()
-		require.NoError(t, err, "pe-%d.prof", pe)
-		require.Positive(t, n, "pe-%d.prof", pe)
+		require.NoError(t, err, name)
+		require.Positive(t, n, name)
 	}
 }

@@ -102,6 +102,7 @@ const usageHead = `usage:
       same)
   environment read by gochare pe (set for gochare run, it reaches the PEs):
       GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof
+      GOCHARE_MEMPROFILE=DIR      each PE writes its allocations DIR/pe-R.allocs.prof
       GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
 `
 
@@ -665,7 +666,7 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	return runPE(ctx, peOptions{
 		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host, Transport: transports[*transportName], TransportName: *transportName,
 		Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
-		CPUProfileDir: os.Getenv(cpuProfileEnv), ProtoActorLog: os.Getenv(debugProtoActorEnv) != "",
+		CPUProfileDir: os.Getenv(cpuProfileEnv), MemProfileDir: os.Getenv(memProfileEnv), ProtoActorLog: os.Getenv(debugProtoActorEnv) != "",
 	})
 }
 

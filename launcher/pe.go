@@ -73,6 +73,10 @@ type peOptions struct {
 	// CPUProfileDir, when not empty, gets a CPU profile of the PE,
 	// pe-RANK.prof (GOCHARE_CPUPROFILE).
 	CPUProfileDir string
+	// MemProfileDir, when not empty, gets the PE's allocation profile
+	// (every allocation since the start, sampled as the runtime does),
+	// pe-RANK.allocs.prof, written when the PE stops (GOCHARE_MEMPROFILE).
+	MemProfileDir string
 	// ProtoActorLog passes protoactor's own log lines to Log
 	// (GOCHARE_DEBUG_PROTOACTOR).
 	ProtoActorLog bool
@@ -87,6 +91,7 @@ type peOptions struct {
 // `gochare run`, they reach the PEs it starts.
 const (
 	cpuProfileEnv      = "GOCHARE_CPUPROFILE"
+	memProfileEnv      = "GOCHARE_MEMPROFILE"
 	debugProtoActorEnv = "GOCHARE_DEBUG_PROTOACTOR"
 )
 
@@ -165,6 +170,17 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			return 1, fmt.Errorf("launcher: PE %d: %s: %w", o.Rank, cpuProfileEnv, err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if dir := o.MemProfileDir; dir != "" {
+		// go tool pprof -sample_index=alloc_space DIR/pe-N.allocs.prof.
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("pe-%d.allocs.prof", o.Rank)))
+		if err != nil {
+			return 1, fmt.Errorf("launcher: PE %d: %s: %w", o.Rank, memProfileEnv, err)
+		}
+		defer func() {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}()
 	}
 	dialCtx, cancelDial := context.WithTimeout(ctx, 10*time.Second)
 	raw, err := new(net.Dialer).DialContext(dialCtx, "tcp", o.Coordinator)

@@ -15,9 +15,10 @@ import (
 // values, without the wire objects proto.Unmarshal builds (a dozen per
 // message) and without copying payloads: a message's Payload is a slice
 // of the received buffer, which the transport hands over to the PE
-// (transport.Handler.Receive) and which nothing writes afterwards (the
-// protocol copies a payload it logs; handlers get their message from
-// proto.Unmarshal, which copies).
+// (transport.Handler.Receive) and which nothing writes afterwards but
+// the handler of the one message whose payload it is (the protocol
+// copies a payload it logs; a handler's message aliases the payload it
+// came in, unless other envelopes share it: unmarshal.go).
 //
 // It accepts and rejects what proto.Unmarshal, resolvePayloads and
 // envelopeFromWire accept and reject, with the same envelopes and errors
@@ -86,6 +87,8 @@ type rawEnvelope struct {
 	payload                    []byte
 	payloadFrom                uint32
 	requires                   span
+	// shared: another envelope of the batch has the same payload.
+	shared bool
 }
 
 // batchDecoder decodes one batch at a time; its arrays are reused.
@@ -459,6 +462,7 @@ func (d *batchDecoder) resolvePayloads() error {
 			return fmt.Errorf("envelope %d: payload_from %d names an envelope without a payload", i+1, k)
 		}
 		e.payload, e.payloadFrom = src.payload, 0
+		e.shared, src.shared = true, true
 	}
 	return nil
 }

@@ -19,8 +19,10 @@
 // stops the PE and, through Control.Fail, the job.
 //
 // The files, by what they hold: pe.go (the PE and the path of a
-// message), context.go (actor.Context), encode.go and envelope.go
-// (batches on the wire), reduce.go (reductions), events.go (the
+// message), context.go (actor.Context), encode.go, decode.go and
+// envelope.go (batches on the wire), unmarshal.go (handler messages that
+// alias the received batch), marshal.go (reused buffers of large
+// messages under None), reduce.go (reductions), events.go (the
 // coordinator's events), syncpoint.go (sync points), checkpoint.go
 // (staging, buddy copies, commit), recovery.go (restoring failed PEs'
 // tasks under message logging), rollback.go (every task back to the

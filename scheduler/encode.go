@@ -129,17 +129,25 @@ func sizeMessage(m *logging.Message, from uint32) int {
 }
 
 func appendMessage(b []byte, m *logging.Message, from uint32) []byte {
+	b = appendMessageHead(b, m, from)
+	if len(m.Payload) > 0 && from == 0 {
+		b = protowire.AppendTag(b, msgPayload, protowire.BytesType)
+		b = protowire.AppendBytes(b, m.Payload)
+	}
+	return appendMessageRest(b, m, from)
+}
+
+func appendMessageHead(b []byte, m *logging.Message, from uint32) []byte {
 	b = appendNestedHeader(b, envMessage, sizeMessage(m, from))
 	b = appendID(b, msgID, m.ID)
 	b = appendVarintField(b, msgTo, uint64(m.To))
 	b = appendVarintField(b, msgHandler, uint64(m.Handler))
 	b = appendVarintField(b, msgOrder, uint64(m.Annotation.Order))
 	b = appendVarintField(b, msgRegionSize, uint64(uint32(m.Annotation.RegionSize)))
-	b = appendVarintField(b, msgKey, m.Key)
-	if len(m.Payload) > 0 && from == 0 {
-		b = protowire.AppendTag(b, msgPayload, protowire.BytesType)
-		b = protowire.AppendBytes(b, m.Payload)
-	}
+	return appendVarintField(b, msgKey, m.Key)
+}
+
+func appendMessageRest(b []byte, m *logging.Message, from uint32) []byte {
 	for _, d := range m.Requires {
 		b = appendNestedHeader(b, msgRequires, sizeDependency(d))
 		b = appendVarintField(b, depTask, uint64(d.Task))
@@ -186,6 +194,10 @@ func appendEnvelope(b []byte, e *logging.Envelope, from uint32) []byte {
 	if e.Kind == logging.EnvelopeMessage {
 		b = appendMessage(b, &e.Message, from)
 	}
+	return appendEnvelopeRest(b, e)
+}
+
+func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 	if e.Replayed {
 		b = protowire.AppendTag(b, envReplayed, protowire.VarintType)
 		b = protowire.AppendVarint(b, 1)
@@ -203,6 +215,23 @@ func appendEnvelope(b []byte, e *logging.Envelope, from uint32) []byte {
 	}
 	b = appendVarintField(b, envTask, uint64(e.Task))
 	return appendVarintField(b, envEpoch, uint64(e.Epoch))
+}
+
+// appendEnvelopeLast appends message envelope e like appendEnvelope,
+// except that its payload comes last, after every other field of the
+// envelope and of its message (protobuf takes fields in any order), and
+// is left out: the bytes returned end with the payload's tag and length,
+// and the payload must follow them, as the end of the batch.
+func appendEnvelopeLast(b []byte, e *logging.Envelope) []byte {
+	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelope(e, 0))
+	b = appendVarintField(b, envKind, uint64(e.Kind))
+	b = appendVarintField(b, envFrom, int32Varint(int32(e.From)))
+	b = appendVarintField(b, envTo, int32Varint(int32(e.To)))
+	b = appendEnvelopeRest(b, e)
+	b = appendMessageHead(b, &e.Message, 0)
+	b = appendMessageRest(b, &e.Message, 0)
+	b = protowire.AppendTag(b, msgPayload, protowire.BytesType)
+	return protowire.AppendVarint(b, uint64(len(e.Message.Payload)))
 }
 
 // maxBatchHeader bounds batchHeader's length.
@@ -250,12 +279,21 @@ func resolvePayloads(b *wire.Batch) error {
 	return nil
 }
 
+// detachMin is the smallest payload a batch does not copy, given a Net
+// that takes a payload in parts (partsNet): the payload goes out from its
+// own memory as the batch's tail (outBatch.addLast).
+const detachMin = 16 << 10
+
 // outBatch is a batch of envelopes being built for one PE: the encoded
 // entries of its envelopes field.
 type outBatch struct {
 	buf    []byte
 	n      int  // envelopes
 	nonAck bool // one of them is not an acknowledgement
+	// tail, when not nil, is the payload of the last envelope, written
+	// by addLast: the batch is buf then tail, and nothing more may be
+	// added before it is sent.
+	tail []byte
 	// payloads are the envelopes (from 1) that carry each large payload
 	// in this batch, for the others that share it; the entry keeps the
 	// payload alive, so that its memory cannot be reused for another
@@ -269,7 +307,7 @@ type sharedPayload struct {
 }
 
 func (b *outBatch) reset() {
-	b.buf, b.n, b.nonAck = b.buf[:0], 0, false
+	b.buf, b.n, b.nonAck, b.tail = b.buf[:0], 0, false, nil
 	clear(b.payloads)
 }
 
@@ -289,4 +327,16 @@ func (b *outBatch) add(e *logging.Envelope) {
 	b.buf = appendEnvelope(b.buf, e, from)
 	b.n++
 	b.nonAck = b.nonAck || e.Kind != logging.EnvelopeAck
+}
+
+// addLast appends message envelope e without copying its payload, which
+// becomes the batch's tail (appendEnvelopeLast): the batch must be sent
+// next. The payload's memory goes to the transport as it is, so nothing
+// may write it again (a marshalled message of its own, or the sender
+// log's copy; see PE.transmit).
+func (b *outBatch) addLast(e *logging.Envelope) {
+	b.buf = appendEnvelopeLast(b.buf, e)
+	b.tail = e.Message.Payload
+	b.n++
+	b.nonAck = true
 }

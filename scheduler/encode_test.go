@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 
@@ -182,4 +183,41 @@ func envelopeToWire(e logging.Envelope) *wire.Envelope {
 		w.Progress = append(w.Progress, &wire.Progress{Task: uint64(p.Task), Rsn: p.RSN})
 	}
 	return w
+}
+
+// A batch ending with an envelope written by appendEnvelopeLast, then
+// its payload, decodes (through proto.Unmarshal and through the
+// hand-written decoder) to the batch proto.Marshal would have sent.
+func TestEnvelopeWithPayloadLastDecodes(t *testing.T) {
+	for seed := range uint64(500) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		job, gen := r.Uint64N(2)*r.Uint64(), r.Uint64N(3)
+		want := &wire.Batch{Job: job, Generation: gen}
+		buf := batchHeader(nil, job, gen)
+		for range r.IntN(3) {
+			e := randomEnvelope(r)
+			want.Envelopes = append(want.Envelopes, envelopeToWire(e))
+			buf = appendEnvelope(buf, &e, 0)
+		}
+		var e logging.Envelope
+		for e.Kind != logging.EnvelopeMessage {
+			e = randomEnvelope(r)
+		}
+		e.Message.Payload = make([]byte, 1+r.IntN(3*detachMin))
+		for i := range e.Message.Payload {
+			e.Message.Payload[i] = byte(r.Uint32())
+		}
+		want.Envelopes = append(want.Envelopes, envelopeToWire(e))
+		buf = append(appendEnvelopeLast(buf, &e), e.Message.Payload...)
+
+		got := &wire.Batch{}
+		require.NoError(t, proto.Unmarshal(buf, got), "seed %d", seed)
+		require.True(t, proto.Equal(want, got), "seed %d", seed)
+		d := new(batchDecoder)
+		require.NoError(t, d.decode(buf), "seed %d", seed)
+		require.Len(t, d.envelopes, len(want.Envelopes))
+		last := d.envelopes[len(d.envelopes)-1]
+		require.True(t, bytes.Equal(e.Message.Payload, last.payload), "seed %d", seed)
+		require.Same(t, &buf[len(buf)-len(e.Message.Payload)], &last.payload[0], "seed %d: the payload is the batch's end", seed)
+	}
 }

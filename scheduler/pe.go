@@ -191,6 +191,21 @@ type PE struct {
 	proto  logging.Protocol
 	// postBuf is where post encodes a message for a logging protocol.
 	postBuf []byte
+	// headBuf is where flushTo puts a batch's bytes for a partsNet.
+	headBuf []byte
+	// Buffers of large messages marshalled under None (marshal.go):
+	// lent to messages sent in the current slice, in the Net's hands,
+	// free to reuse.
+	lent, inNet, freeBufs [][]byte
+	// owned are the received payloads the PE owns alone, by their first
+	// byte, with their length and total (unmarshal.go); unmarshalBuf is
+	// unmarshalAliasing's scratch.
+	owned        map[*byte]int
+	ownedBytes   int
+	unmarshalBuf []byte
+	// largePayloads counts the envelopes of the Ready being sent that
+	// share each large payload (transmit).
+	largePayloads map[payloadKey]int
 	// resumedBelow is the last Resume's Passed: one past the step of the
 	// latest sync point the job passed without a checkpoint. autoResume
 	// are tasks that reached such a sync point again and resume once the
@@ -556,6 +571,9 @@ func (pe *PE) Receive(from int, payload []byte) {
 	}
 	for i := range d.envelopes {
 		env, err := d.envelope(i, from, pe.cfg.Rank, pe.cfg.Size)
+		if err == nil && !d.envelopes[i].shared {
+			pe.ownPayload(env.Message.Payload)
+		}
 		pe.receiveEnvelope(from, env, err)
 	}
 	pe.schedule()
@@ -806,6 +824,20 @@ func (pe *PE) answerProbe() {
 func (pe *PE) transmit() {
 	ready := pe.proto.Ready()
 	var local []logging.Envelope
+	// Under None a large payload goes out from its own memory (the
+	// message marshalled for this send alone, reused only once the
+	// transport released it: marshalOwn), not copied into its batch,
+	// unless other envelopes share it (a multicast's): they send it once
+	// per batch (outBatch.add). Under FullDet and PartialDet the payload
+	// is the sender log's copy, which lives outside the Go heap and is
+	// unmapped after a checkpoint that did not need it, or once a
+	// rollback dropped the protocol, while the transport may still hold
+	// an unacknowledged frame to send again: those payloads are copied.
+	_, parts := pe.cfg.Net.(partsNet)
+	parts = parts && pe.cfg.Protocol == logging.KindNone
+	if parts {
+		pe.countLargePayloads(ready.Envelopes)
+	}
 	for i, env := range ready.Envelopes {
 		if i > 0 && ready.Envelopes[i-1].Kind == logging.EnvelopeRecovery && env.Kind != logging.EnvelopeRecovery {
 			// Recovery envelopes come first in a failure notice's Ready
@@ -824,12 +856,19 @@ func (pe *PE) transmit() {
 		}
 		to := int(env.To)
 		b := &pe.out[to]
+		if parts && env.Kind == logging.EnvelopeMessage && len(env.Message.Payload) >= detachMin && !pe.shared(env.Message.Payload) {
+			b.addLast(&env)
+			pe.flushTo(to)
+			continue
+		}
 		b.add(&env)
 		if len(b.buf) >= 1<<20 {
 			pe.flushTo(to)
 		}
 	}
+	clear(pe.largePayloads)
 	pe.proto.Advance()
+	pe.lentToNet()
 	for _, env := range local {
 		pe.arrive(env)
 	}
@@ -844,16 +883,67 @@ func (pe *PE) transmit() {
 	}
 }
 
+// partsNet is a Net that takes a payload in two parts (transport.TCP):
+// head, which it copies before SendParts returns, then body, which it
+// keeps as its own until Released.
+type partsNet interface {
+	SendParts(to int, head, body []byte)
+	// Released reports whether the Net holds none of the bodies given
+	// to it (all acknowledged, none waiting to be written).
+	Released() bool
+}
+
 func (pe *PE) flushTo(to int) {
 	b := &pe.out[to]
-	// A fresh payload: the transport may keep it after Send returns.
-	payload := make([]byte, 0, maxBatchHeader+len(b.buf))
-	payload = batchHeader(payload, pe.cfg.JobID, pe.generation)
-	payload = append(payload, b.buf...)
-	pe.cfg.Net.Send(to, payload)
+	size := 0
+	if net, ok := pe.cfg.Net.(partsNet); ok {
+		// The batch's own bytes are copied by the transport: one reused
+		// buffer serves every batch; the tail is the payload's memory.
+		head := batchHeader(pe.headBuf[:0], pe.cfg.JobID, pe.generation)
+		head = append(head, b.buf...)
+		pe.headBuf = head
+		net.SendParts(to, head, b.tail)
+		size = len(head) + len(b.tail)
+	} else {
+		// A fresh payload: the transport may keep it after Send returns.
+		payload := make([]byte, 0, maxBatchHeader+len(b.buf)+len(b.tail))
+		payload = batchHeader(payload, pe.cfg.JobID, pe.generation)
+		payload = append(append(payload, b.buf...), b.tail...)
+		pe.cfg.Net.Send(to, payload)
+		size = len(payload)
+	}
 	pe.stats.BatchesSent++
-	pe.stats.BytesSent += uint64(len(payload))
+	pe.stats.BytesSent += uint64(size)
 	b.reset()
+}
+
+// countLargePayloads counts, in largePayloads, the envelopes of envs
+// carrying each payload of detachMin bytes or more, when there are two
+// or more such envelopes (with one, none is shared).
+func (pe *PE) countLargePayloads(envs []logging.Envelope) {
+	first := -1
+	for i := range envs {
+		if p := envs[i].Message.Payload; envs[i].Kind == logging.EnvelopeMessage && len(p) >= detachMin {
+			if first < 0 {
+				first = i
+				continue
+			}
+			if pe.largePayloads == nil {
+				pe.largePayloads = map[payloadKey]int{}
+			}
+			if len(pe.largePayloads) == 0 {
+				f := envs[first].Message.Payload
+				pe.largePayloads[payloadKey{&f[0], len(f)}]++
+			}
+			pe.largePayloads[payloadKey{&p[0], len(p)}]++
+		}
+	}
+}
+
+// shared reports whether another envelope of the Ready being sent
+// carries payload p too (countLargePayloads).
+func (pe *PE) shared(p []byte) bool {
+	return pe.largePayloads[payloadKey{&p[0], len(p)}] > 1
 }
 
 func (pe *PE) drop(err error) {
@@ -883,7 +973,15 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 	}
 	ctx := &pe.ctx
 	ctx.el = el
-	m, err := h.Message.Decode(d.Message.Payload)
+	var m any
+	var err error
+	if owned := pe.takeOwned(d.Message.Payload); owned && h.Message.NewProto != nil {
+		pm := h.Message.NewProto()
+		err = unmarshalAliasing(d.Message.Payload, pm, &pe.unmarshalBuf)
+		m = pm
+	} else {
+		m, err = h.Message.Decode(d.Message.Payload)
+	}
 	if err != nil {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
@@ -1002,7 +1100,7 @@ func (pe *PE) post(t actor.Target, key uint64, m any, sender commutative.TaskID)
 		payload, err = h.Message.Append(pe.postBuf[:0], m)
 		pe.postBuf = payload
 	} else {
-		payload, err = h.Message.Append(nil, m)
+		payload, err = pe.marshalOwn(t, cs, h.Message, m)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("scheduler: marshal %T for %s.%s: %v", m, cs.def.Name, h.Name, err))

@@ -147,7 +147,14 @@ const largePayload = 16 << 10
 
 // send appends payload to the stream to PE to. Full frames go out at once
 // (window permitting); the last, partly filled one waits for flush or tick.
-func (c *core) send(to int, payload []byte) {
+func (c *core) send(to int, payload []byte) { c.sendParts(to, nil, payload) }
+
+// sendParts appends the payload head then body to the stream to PE to:
+// one payload, delivered as one. head is copied into frames before it
+// returns; body too when it is small, and otherwise goes out from its own
+// memory, which the core keeps (for resends) until the frames holding it
+// are acknowledged: the caller must not write it again.
+func (c *core) sendParts(to int, head, body []byte) {
 	if to < 0 || to >= c.size {
 		panic(fmt.Sprintf("transport: send to rank %d of %d", to, c.size))
 	}
@@ -155,46 +162,57 @@ func (c *core) send(to int, payload []byte) {
 	if o.dead {
 		return
 	}
+	n := len(head) + len(body)
 	c.stats.payloadsSent.Add(1)
-	c.stats.backlog.Add(int64(len(payload)))
+	c.stats.backlog.Add(int64(n))
 	var header [binary.MaxVarintLen64]byte
-	h := binary.PutUvarint(header[:], uint64(len(payload)))
+	h := binary.PutUvarint(header[:], uint64(n))
 	if len(o.open)+h > c.maxFrame {
-		c.seal(to)
+		c.seal(to) // a record header lies whole within one frame
 	}
-	if len(payload) >= min(largePayload, c.maxFrame/4) {
-		// Large: the payload's bytes go out as they are, not copied.
-		c.grow(o, h)
-		o.open = append(o.open, header[:h]...)
-		rest := payload
-		for len(rest) >= largePayload || len(rest) > c.maxFrame-len(o.open) {
-			n := min(len(rest), c.maxFrame-len(o.open))
-			o.queued = append(o.queued, sentFrame{head: o.open, data: rest[:n:n], buf: o.open, payloadBytes: o.openPayload + n})
-			o.open, o.openPayload = nil, 0
-			rest = rest[n:]
-			c.pump(to)
-		}
-		if len(rest) > 0 { // a short tail shares a frame with what follows
-			c.grow(o, len(rest))
-			o.open = append(o.open, rest...)
-			o.openPayload += len(rest)
+	large := len(body) >= min(largePayload, c.maxFrame/4)
+	want := h + len(head)
+	if !large {
+		want += len(body)
+	}
+	c.grow(o, want)
+	o.open = append(o.open, header[:h]...)
+	c.appendCopy(to, head)
+	if !large {
+		c.appendCopy(to, body)
+		if len(o.open) == c.maxFrame {
+			c.seal(to)
 		}
 		return
 	}
-	c.grow(o, h+len(payload))
-	o.open = append(o.open, header[:h]...)
-	for rest := payload; len(rest) > 0; {
+	// Large: the body's bytes go out as they are, not copied; each frame
+	// of it has what was open before it as its head.
+	rest := body
+	for len(rest) >= largePayload || len(rest) > c.maxFrame-len(o.open) {
+		n := min(len(rest), c.maxFrame-len(o.open))
+		o.queued = append(o.queued, sentFrame{head: o.open, data: rest[:n:n], buf: o.open, payloadBytes: o.openPayload + n})
+		o.open, o.openPayload = nil, 0
+		rest = rest[n:]
+		c.pump(to)
+	}
+	if len(rest) > 0 { // a short tail shares a frame with what follows
+		c.appendCopy(to, rest)
+	}
+}
+
+// appendCopy copies payload bytes b into the open frames to PE to,
+// sealing each one it fills but the last.
+func (c *core) appendCopy(to int, b []byte) {
+	o := &c.out[to]
+	for len(b) > 0 {
 		if len(o.open) == c.maxFrame {
 			c.seal(to)
-			c.grow(o, len(rest))
 		}
-		n := min(c.maxFrame-len(o.open), len(rest))
-		o.open = append(o.open, rest[:n]...)
+		c.grow(o, len(b))
+		n := min(c.maxFrame-len(o.open), len(b))
+		o.open = append(o.open, b[:n]...)
 		o.openPayload += n
-		rest = rest[n:]
-	}
-	if len(o.open) == c.maxFrame {
-		c.seal(to)
+		b = b[n:]
 	}
 }
 

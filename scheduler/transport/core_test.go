@@ -65,7 +65,19 @@ func (s *simNet) step() {
 	case x < 15: // a PE sends
 		from, to := s.rng.IntN(n), s.rng.IntN(n)
 		size := []int{0, 1, 50, 300, 1000, 2500}[s.rng.IntN(6)]
-		s.cores[from].send(to, makePayload(from, s.sent[from][to], size))
+		p := makePayload(from, s.sent[from][to], size)
+		if s.rng.IntN(2) == 0 {
+			s.cores[from].send(to, p)
+		} else {
+			// In two parts: the head is copied before sendParts returns,
+			// so writing it afterwards changes nothing.
+			k := s.rng.IntN(len(p) + 1)
+			head := append([]byte(nil), p[:k]...)
+			s.cores[from].sendParts(to, head, p[k:])
+			for i := range head {
+				head[i] = 0xAA
+			}
+		}
 		s.sent[from][to]++
 	case x < 20:
 		s.cores[s.rng.IntN(n)].tick()

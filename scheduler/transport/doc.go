@@ -31,7 +31,12 @@
 //     several. The frame being filled goes out on Flush, at the next tick,
 //     or when full. Payloads from 16 KiB are not copied: a frame's head
 //     holds the record header (and smaller records before it), its data
-//     the payload's own memory. The receiver accepts only the next sequence
+//     the payload's own memory. A payload may also be given in two parts
+//     (SendParts: the scheduler's batch, then a large message payload
+//     from its own memory): the head is copied into the frame, the body,
+//     from 16 KiB, is not, and the caller may write it again once the
+//     endpoint says it holds none (TCP.Released: all acknowledged and
+//     written). The receiver accepts only the next sequence
 //     number and unpacks whole payloads; one that lies within a frame is
 //     delivered without a copy. Duplicates and frames after a gap are
 //     dropped.
@@ -81,7 +86,9 @@
 // are slices of the chunk, which is therefore never written again once it
 // gave one out (the handler owns the payloads), and reading goes on in a
 // new chunk. A frame above 16 KiB is read straight into a buffer of its
-// own. Acknowledged frames' buffers are reused for new frames while no
+// own. A frame's head and data, contiguous in that memory, are one piece
+// of the stream to the receiver, so a payload sent in parts that fits in
+// a frame arrives as one slice of it, not joined in a copy. Acknowledged frames' buffers are reused for new frames while no
 // writer holds a frame. TCP_NODELAY is on. So a small payload's round
 // trip crosses one goroutine hand-off per side (reader to loop) and, in
 // steady state, allocates nothing; a large payload is copied once per

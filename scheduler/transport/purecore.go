@@ -83,6 +83,11 @@ func NewCore(cfg CoreConfig, transmit func(to int, f *Frame), deliver func(from 
 // rank outside the job panics: it is a bug of the caller.
 func (c *Core) Send(to int, payload []byte) { c.c.send(to, payload) }
 
+// SendParts appends the payload head then body to the stream to PE to,
+// as one payload (see TCP.SendParts): head is copied before it returns,
+// body is the core's from now on.
+func (c *Core) SendParts(to int, head, body []byte) { c.c.sendParts(to, head, body) }
+
 // Receive handles a frame that arrived from the network, delivering the
 // payloads it completes. It returns an error (wrapping ErrMalformed or
 // ErrUnknownRank) for a frame dropped as invalid; duplicates and frames

@@ -191,6 +191,19 @@ type startTCP struct {
 // Send queues payload for PE to. Call it only from Handler callbacks.
 func (e *TCP) Send(to int, payload []byte) { e.core.send(to, payload) }
 
+// SendParts queues the payload head then body for PE to, as one payload
+// (the receiver gets them joined, without a copy when the payload fits a
+// frame). head is copied before SendParts returns, so the caller may
+// reuse it at once; body is the endpoint's from now on, as Send's payload
+// is. Call it only from Handler callbacks.
+func (e *TCP) SendParts(to int, head, body []byte) { e.core.sendParts(to, head, body) }
+
+// Released reports whether the endpoint holds none of the payloads and
+// bodies given to Send and SendParts: every one acknowledged by its
+// receiver, and no frame waiting to be written. The caller may then
+// write their memory again. Call it only from Handler callbacks.
+func (e *TCP) Released() bool { return e.stats.backlog.Load() == 0 && e.held.Load() == 0 }
+
 // Flush sends the frames being filled and the due acknowledgements. Call it
 // only from Handler callbacks.
 func (e *TCP) Flush() { e.core.flush() }
@@ -577,7 +590,7 @@ func (e *TCP) transmit(to int, f frame) {
 		// read from a socket would be.
 		buf := make([]byte, len(f.Head)+len(f.Data))
 		copy(buf[copy(buf, f.Head):], f.Data)
-		f.Head, f.Data = buf[:len(f.Head):len(f.Head)], buf[len(f.Head):]
+		f.Head, f.Data = nil, buf
 		e.box.put(item{kind: itemFrame, f: f})
 		return
 	}
@@ -912,7 +925,7 @@ func (c *tcpConn) readLoop() {
 			}
 			if n > 0 {
 				body := buf[r+frameHeaderSize : r+frameHeaderSize+n : r+frameHeaderSize+n]
-				f.Head, f.Data = body[:headLen:headLen], body[headLen:]
+				f.Head, f.Data = nil, body // one piece of the stream
 				pinned = true
 			}
 			batch = append(batch, item{kind: itemFrame, f: f, conn: c})
@@ -934,8 +947,11 @@ func (c *tcpConn) readLoop() {
 					c.fail(err)
 					return
 				}
-				f.Head, f.Data = body[:headLen:headLen], body[headLen:]
-				c.e.runInline([]item{{kind: itemFrame, f: f, conn: c}})
+				f.Head, f.Data = nil, body // one piece of the stream
+				batch = append(batch, item{kind: itemFrame, f: f, conn: c})
+				c.e.runInline(batch)
+				clear(batch)
+				batch = batch[:0]
 				continue
 			}
 		}

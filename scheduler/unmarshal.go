@@ -1,0 +1,154 @@
+package scheduler
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Handler messages without a copy of their large bytes fields.
+//
+// proto.Unmarshal copies every bytes field out of its input (it has no
+// option to alias it). For a large message received from another PE, that
+// is a copy of the whole payload into fresh memory, although the payload
+// is a slice of a buffer the transport gave this PE for good. So a
+// message whose payload the PE owns alone (ownPayload) is decoded by
+// unmarshalAliasing: its large bytes fields are slices of the payload.
+//
+// A payload is owned alone when it came from another PE in a batch
+// decoded here (its memory is the transport's receive buffer, which
+// nothing writes again) and no other envelope of the batch shares it (a
+// multicast's payload_from). Payloads of messages sent on this PE to
+// its own tasks are never owned: they are the sender's memory (the
+// sender log's copy under a logging protocol, which it reuses after a
+// checkpoint), so their handler messages get copies. Once delivered, a
+// message's payload is read by nothing else (the protocol keeps no
+// delivered message), so its handler may keep and write its message as
+// it likes.
+
+// aliasMin is the smallest bytes field a handler message aliases.
+const aliasMin = 4 << 10
+
+// maxOwnedBytes bounds the payload bytes ownPayload keeps track of: a
+// payload recorded and never delivered (dropped as a duplicate by the
+// protocol, forwarded, discarded by a rollback) stays in owned, and keeps
+// its buffer alive, until delivered or forgotten; above the bound the
+// record is forgotten whole, which only costs those messages a copy.
+const maxOwnedBytes = 256 << 20
+
+// ownPayload records that the PE owns payload p alone (see above).
+func (pe *PE) ownPayload(p []byte) {
+	if len(p) < aliasMin {
+		return
+	}
+	if pe.ownedBytes+len(p) > maxOwnedBytes {
+		clear(pe.owned)
+		pe.ownedBytes = 0
+	}
+	if pe.owned == nil {
+		pe.owned = map[*byte]int{}
+	}
+	k := &p[0]
+	if _, dup := pe.owned[k]; dup {
+		return
+	}
+	pe.owned[k] = len(p)
+	pe.ownedBytes += len(p)
+}
+
+// takeOwned reports whether p is a payload recorded by ownPayload, and
+// forgets it: it is delivered once.
+func (pe *PE) takeOwned(p []byte) bool {
+	if len(p) < aliasMin {
+		return false
+	}
+	n, ok := pe.owned[&p[0]]
+	if !ok {
+		return false
+	}
+	delete(pe.owned, &p[0])
+	pe.ownedBytes -= n
+	return n == len(p)
+}
+
+// aliasable reports whether unmarshalAliasing may set field fd to a
+// slice of its input: a singular bytes field without presence (proto3's
+// `bytes x = N;`) outside any oneof, whose value is the last one on the
+// wire, whatever the others.
+func aliasable(fd protoreflect.FieldDescriptor) bool {
+	return fd.Kind() == protoreflect.BytesKind && fd.Cardinality() != protoreflect.Repeated &&
+		!fd.HasPresence() && fd.ContainingOneof() == nil && !fd.IsExtension()
+}
+
+// aliasField is an aliasable field found on the wire and its last value.
+type aliasField struct {
+	fd protoreflect.FieldDescriptor
+	v  []byte
+}
+
+// unmarshalAliasing is proto.Unmarshal(b, m), except that m's aliasable
+// top-level fields of aliasMin bytes or more are slices of b: the caller
+// must own b and never write it again. The other fields go through
+// proto.Unmarshal, in a copy of b without the aliasable ones made in
+// *scratch; input proto.Unmarshal rejects goes to it whole, for its
+// error.
+func unmarshalAliasing(b []byte, m proto.Message, scratch *[]byte) error {
+	if len(b) < aliasMin {
+		return proto.Unmarshal(b, m)
+	}
+	fields := m.ProtoReflect().Descriptor().Fields()
+	var found [2]aliasField
+	aliased := found[:0]
+	large := false
+	rest := (*scratch)[:0]
+	for in := b; len(in) > 0; {
+		num, typ, n := protowire.ConsumeTag(in)
+		if n < 0 {
+			return proto.Unmarshal(b, m)
+		}
+		l := protowire.ConsumeFieldValue(num, typ, in[n:])
+		if l < 0 {
+			return proto.Unmarshal(b, m)
+		}
+		if typ == protowire.BytesType {
+			if fd := fields.ByNumber(num); fd != nil && aliasable(fd) {
+				v, _ := protowire.ConsumeBytes(in[n:])
+				i := 0
+				for i < len(aliased) && aliased[i].fd != fd {
+					i++
+				}
+				if i == len(aliased) {
+					aliased = append(aliased, aliasField{fd: fd})
+				}
+				aliased[i].v = v
+				large = large || len(v) >= aliasMin
+				in = in[n+l:]
+				continue
+			}
+		}
+		rest = append(rest, in[:n+l]...)
+		in = in[n+l:]
+	}
+	*scratch = rest
+	if !large {
+		return proto.Unmarshal(b, m)
+	}
+	if err := proto.Unmarshal(rest, m); err != nil {
+		return proto.Unmarshal(b, m)
+	}
+	r := m.ProtoReflect()
+	for _, a := range aliased {
+		switch {
+		case len(a.v) >= aliasMin:
+			if bv, ok := m.(*wrapperspb.BytesValue); ok {
+				bv.Value = a.v[:len(a.v):len(a.v)] // without reflection's allocation
+				continue
+			}
+			r.Set(a.fd, protoreflect.ValueOfBytes(a.v[:len(a.v):len(a.v)]))
+		case len(a.v) > 0:
+			r.Set(a.fd, protoreflect.ValueOfBytes(append([]byte(nil), a.v...)))
+		}
+	}
+	return nil
+}
