@@ -324,30 +324,36 @@ func (j *jobRun) signalPE(rank int, sig syscall.Signal) error {
 		return fmt.Errorf("chaos: no PE %d (the launcher listed %d)", rank, len(j.res.PIDs))
 	}
 	pid := j.res.PIDs[rank]
-	ppid, err := parentPID(pid)
+	state, ppid, err := procStat(pid)
 	if err != nil || ppid != j.cmd.Process.Pid {
 		return fmt.Errorf("%w: pid %d", errNotOurs, pid)
+	}
+	if state == "Z" || state == "X" {
+		// Ended by itself and not yet reaped: a signal would succeed and
+		// change nothing, and the launcher announces no failure.
+		return fmt.Errorf("%w: pid %d had exited: the job ended first", errNotOurs, pid)
 	}
 	return syscall.Kill(pid, sig)
 }
 
-// parentPID reads the parent of process pid from /proc.
-func parentPID(pid int) (int, error) {
+// procStat reads the state and the parent of process pid from /proc.
+func procStat(pid int) (state string, ppid int, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("chaos: /proc/%d/stat: %q", pid, s)
+		return "", 0, fmt.Errorf("chaos: /proc/%d/stat: %q", pid, s)
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 2 {
-		return 0, fmt.Errorf("chaos: /proc/%d/stat: %q", pid, s)
+		return "", 0, fmt.Errorf("chaos: /proc/%d/stat: %q", pid, s)
 	}
-	return strconv.Atoi(f[1])
+	ppid, err = strconv.Atoi(f[1])
+	return f[0], ppid, err
 }
 
 // stop ends a job that overran its deadline: with dump, the PEs get
