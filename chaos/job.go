@@ -182,7 +182,38 @@ func runJob(ctx context.Context, spec jobSpec) (jobResult, error) {
 	for _, f := range j.pendingFailures() {
 		res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first", f))
 	}
+	if res.Wall > 0 {
+		j.endedFirst(start.Add(res.Wall))
+	}
 	return res, nil
+}
+
+type signalled struct {
+	f  Failure
+	at time.Time
+}
+
+// endGrace is how close to the launcher's exit a kill that no notice
+// answered counts as coming after the job's end was decided.
+const endGrace = time.Second
+
+// endedFirst counts as missed the kills that the launcher announced in no
+// way (no failure notice at all, no late-failure line) and that came
+// within endGrace of its exit: the job's end was decided, and the PE was
+// ending by itself or being stopped by the launcher, whose own stop
+// takes the death as its own. A failure missed earlier in a job shows as
+// a stall or a wrong result, not as a quiet right end.
+func (j *jobRun) endedFirst(exited time.Time) {
+	res := j.res
+	if res.FailureNotices+res.EarlyFailureNotices > 0 {
+		return
+	}
+	for _, s := range j.signalled {
+		if exited.Sub(s.at) >= endGrace || slices.ContainsFunc(res.Missed, func(m string) bool { return strings.HasPrefix(m, s.f.String()+":") }) {
+			continue
+		}
+		res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first (the launcher exited %v after the kill and announced no failure)", s.f, exited.Sub(s.at).Round(time.Millisecond)))
+	}
 }
 
 // jobRun is the state of a running job, owned by runJob's loop.
@@ -195,8 +226,10 @@ type jobRun struct {
 	res     *jobResult
 	pending []action
 	// planned are the campaign's failures not yet scheduled or done.
-	planned  []Failure
-	stopping bool
+	planned []Failure
+	// signalled are the failures the campaign carried out, with when.
+	signalled []signalled
+	stopping  bool
 }
 
 func (j *jobRun) schedule(at time.Time, what string, do func()) {
@@ -299,6 +332,7 @@ func (j *jobRun) scheduleFailure(at time.Time, f Failure) {
 			return
 		}
 		j.note("%s (pid %d)", f, j.res.PIDs[f.PE])
+		j.signalled = append(j.signalled, signalled{f, time.Now()})
 		if !j.began {
 			j.res.EarlyInjection = true
 		}

@@ -141,7 +141,9 @@ func TestRecoveryFromTwoFailures(t *testing.T) {
 // ends with the same digest.
 func TestRestartFromDiskOnAnotherPECount(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"run", "stencil3d", "--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "60", "--checkpoint-every", "25"}
+	// The restarted jobs resume at iteration 50 and have 24 to go, time
+	// enough for the kill 5 ms after the resumption to fire.
+	args := []string{"run", "stencil3d", "--grid", "32,32,32", "--chunk", "8,8,8", "--iterations", "74", "--checkpoint-every", "25"}
 	first := startJob(t, append(args, "--pes", "4", "--checkpoint-dir", dir)...)
 	require.Equal(t, 0, first.wait(t, 2*time.Minute), first.output())
 	want := first.waitLine(t, digestLine, time.Second)[1]
@@ -153,7 +155,7 @@ func TestRestartFromDiskOnAnotherPECount(t *testing.T) {
 
 	// A restarted job resumes rather than begins: times after its start
 	// count from then, and a time-based kill fires.
-	killed := startJob(t, append(args, "--pes", "3", "--restart", dir, "--kill", "pe=1,after=50ms")...)
+	killed := startJob(t, append(args, "--pes", "3", "--restart", dir, "--kill", "pe=1,after=5ms")...)
 	require.Equal(t, 0, killed.wait(t, 2*time.Minute), killed.output())
 	killed.waitLine(t, regexp.MustCompile(`job resumes from the disk checkpoint`), time.Second)
 	m := killed.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9.* after_begin_ms=(\d+)`), time.Second)
