@@ -192,6 +192,8 @@ type engine struct {
 	logBytes     int
 	loggedCount  int
 	determinants map[determinantKey]*storedDeterminant
+	// stored allocates determinants' records, reused after a checkpoint.
+	stored detSlab
 	// lastRecorded is the highest RSN of each task's stored determinants,
 	// and recordedAt the (highest) RSN recorded for each message a task
 	// received: indexes of determinants, so that the replay bound and the
@@ -240,8 +242,51 @@ type receivedMessage struct {
 type storedDeterminant struct {
 	determinant Determinant
 	createdHere bool
-	// holders are the PEs known to store it, this one included.
+	// holders are the PEs known to store it, this one included. They
+	// start in inline, which holds as many as a determinant needs to be
+	// stable while at most len(inline)-1 PEs fail at once; more spill to
+	// the heap.
 	holders []PEID
+	inline  [4]PEID
+}
+
+// detSlab hands out storedDeterminants from chunks of detSlabChunk, so
+// that storing a determinant allocates nothing in steady state: the
+// records, and their holders, are reused once a checkpoint has forgotten
+// them all (reset). Only the determinants map points into the chunks.
+type detSlab struct {
+	chunks [][]storedDeterminant
+	chunk  int // the chunk next hands out from
+	next   int // its next free record
+}
+
+const detSlabChunk = 1024
+
+// get returns a zeroed record holding d, with holders as its holders.
+func (s *detSlab) get(d Determinant, createdHere bool, holders ...PEID) *storedDeterminant {
+	if s.chunk < len(s.chunks) && s.next == detSlabChunk {
+		s.chunk, s.next = s.chunk+1, 0
+	}
+	if s.chunk == len(s.chunks) {
+		s.chunks = append(s.chunks, make([]storedDeterminant, detSlabChunk))
+	}
+	r := &s.chunks[s.chunk][s.next]
+	s.next++
+	r.determinant, r.createdHere = d, createdHere
+	r.holders = append(r.inline[:0], holders...)
+	return r
+}
+
+// reset takes back every record handed out; the caller has forgotten
+// them. Used records are zeroed so that no spilled holders stay reachable.
+func (s *detSlab) reset() {
+	for i := 0; i < s.chunk && i < len(s.chunks); i++ {
+		clear(s.chunks[i])
+	}
+	if s.chunk < len(s.chunks) {
+		clear(s.chunks[s.chunk][:s.next])
+	}
+	s.chunk, s.next = 0, 0
 }
 
 type recoveryMark struct {
@@ -671,7 +716,11 @@ func (e *engine) storeReceived(ds []Determinant, from PEID) {
 			}
 			continue
 		}
-		stored = &storedDeterminant{determinant: d, holders: holdersOf(e.pe, from)}
+		if from == e.pe {
+			stored = e.stored.get(d, false, e.pe)
+		} else {
+			stored = e.stored.get(d, false, from, e.pe)
+		}
 		e.store(stored)
 		if !e.isStable(stored) {
 			e.markUnstable(k)
@@ -828,7 +877,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 		}
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
-		e.store(&storedDeterminant{determinant: d, createdHere: true, holders: []PEID{e.pe}})
+		e.store(e.stored.get(d, true, e.pe))
 		e.markUnstable(k)
 		e.stats.Determinants++
 		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
@@ -857,6 +906,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	e.log.reset()
 	e.logBytes, e.loggedCount = 0, 0
 	clear(e.determinants)
+	e.stored.reset()
 	clear(e.lastRecorded)
 	clear(e.recordedAt)
 	clear(e.progress)
