@@ -248,6 +248,12 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if r := setupMsg.GetRefused(); r != nil {
 		return 1, fmt.Errorf("launcher: PE %d: the coordinator refused it: %s", o.Rank, r.Reason)
 	}
+	if st := setupMsg.GetStop(); st != nil {
+		// The job ended (or failed) before it began, e.g. another PE
+		// could not start: this PE leaves as a PE stopped later does.
+		o.Log.Info("the job stopped before this PE was set up", "rank", o.Rank, "status", st.Status)
+		return 0, nil
+	}
 	setup := setupMsg.GetSetup()
 	if setup == nil || int(setup.Rank) != o.Rank || int(setup.Size) != o.Size || len(setup.TransportAddrs) != o.Size {
 		return 1, fmt.Errorf("launcher: PE %d: bad setup from coordinator: %v", o.Rank, setupMsg.String())
