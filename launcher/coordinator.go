@@ -908,10 +908,27 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 		case <-ctx.Done():
 			want = 0
 		case ev := <-c.events:
-			if m, ok := ev.(evMessage); ok {
-				if st := m.msg.GetStats(); st != nil {
-					c.stats[m.rank] = st
+			switch ev := ev.(type) {
+			case evMessage:
+				if st := ev.msg.GetStats(); st != nil {
+					c.stats[ev.rank] = st
 				}
+			case processExited:
+				// A PE that ends now sends no stats if it has not yet:
+				// stop waiting for it. One killed now is said, as
+				// exited says it once the job's end is decided.
+				if c.currentPID != nil && ev.pid != c.currentPID(ev.rank) {
+					continue
+				}
+				p := c.peers[ev.rank]
+				if p == nil || p.gone || p.exited {
+					continue
+				}
+				p.exited = true
+				if _, ok := c.stats[ev.rank]; !ok && live[ev.rank] {
+					want--
+				}
+				c.lateExit(ev)
 			}
 		}
 	}

@@ -1,0 +1,54 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/gochare/gochare/launcher/controlpb"
+	"github.com/stretchr/testify/require"
+)
+
+// A PE killed while the launcher collects the PEs' stats at the job's end
+// is said (the late-failure line), and the launcher stops waiting for
+// its stats. Before, collectStats read the process's report and
+// dropped it: the kill went unannounced and the launcher waited out its
+// 3 s deadline (the chaos campaign's "kill with no failure announced").
+func TestPEKilledWhileStatsAreCollectedIsSaid(t *testing.T) {
+	var logs bytes.Buffer
+	c := newCoordinator(coordinatorConfig{Size: 3, Spawned: []bool{true, true, true}, Log: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	for r := range 3 {
+		c.peers[r] = &peer{rank: r}
+	}
+	// A process killed by SIGKILL, for its exit state.
+	cmd := exec.Command("sleep", "60")
+	require.NoError(t, cmd.Start())
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	killed := cmd.ProcessState
+	// An ended one, for a PE that leaves normally after its stats.
+	ok := exec.Command("true")
+	require.NoError(t, ok.Run())
+
+	c.events <- evMessage{rank: 0, msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 5}}}}
+	c.events <- processExited{rank: 0, pid: 100, state: ok.ProcessState}
+	c.events <- processExited{rank: 2, pid: 102, state: killed}
+	c.events <- evMessage{rank: 1, msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 7}}}}
+
+	done := make(chan struct{})
+	go func() {
+		c.collectStats(context.Background(), []bool{true, true, true})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("collectStats did not return")
+	}
+	require.Contains(t, logs.String(), `msg="PE failed after the job's exit was requested; the job ends as decided" pe=2`)
+	require.NotContains(t, logs.String(), "pe=0 detail", "a PE that ended by itself is no failure")
+	require.Contains(t, logs.String(), `msg="job stats"`)
+}
