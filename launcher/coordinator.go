@@ -976,7 +976,7 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 			continue
 		}
 		c.cfg.Log.Info("PE stats", "pe", r, "handled", st.Delivered, "envelopes_sent", st.EnvelopesSent, "batches_sent", st.BatchesSent, "bytes_sent", st.BytesSent,
-			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "determinants", st.Determinants,
+			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "log_peak_bytes", st.LogPeakBytes, "determinants", st.Determinants,
 			"piggybacked_bytes", st.PiggybackedBytes, "duplicates_dropped", st.Duplicates,
 			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped, "sync_points_passed_again", st.PassedAgain)
 		total.Delivered += st.Delivered
@@ -986,9 +986,10 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 		total.Restored += st.Restored
 		total.RolledBack += st.RolledBack
 		total.PassedAgain += st.PassedAgain
+		total.LogPeakBytes = max(total.LogPeakBytes, st.LogPeakBytes)
 	}
 	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
-		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes,
+		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes, "largest_log_peak_bytes", total.LogPeakBytes,
 		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack, "sync_points_passed_again", total.PassedAgain)
 	c.timeline.report()
 }

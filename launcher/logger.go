@@ -27,8 +27,10 @@ import (
 // reported in the launcher's log, and handed to the job's coordinator
 // (OnLoggerFailure), which decides what it costs (job/loggers.go). The
 // job goes on: a logger's death never stops it by itself. A logger that
-// fails or does not join before the job begins is left out (the job
-// begins without it); loggers are never started again.
+// fails before the job begins, or that the launcher started and that does
+// not join within --join-timeout, is left out (the job begins without
+// it); loggers are never started again. One started by hand is waited
+// for, as a PE started by hand is.
 //
 // The PEs do not dump log entries to loggers yet: the loggers' data
 // stream and the log quota are the next step (docs/design.md, "Loggers").
@@ -184,7 +186,8 @@ func (c *coordinator) loggerTick(now time.Time) {
 	}
 	if c.core == nil && c.failure == nil && now.Sub(c.startedAt) > c.cfg.JoinTimeout {
 		for l, p := range c.loggers {
-			if p == nil && !slices.Contains(c.deadLoggers, l) {
+			// A logger started by hand is waited for, as a PE is.
+			if p == nil && c.cfg.LoggerSpawned[l] && !slices.Contains(c.deadLoggers, l) {
 				// The PEs that waited for it get their setup now, and a
 				// whole join timeout to get ready.
 				c.startedAt = now

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,5 +123,47 @@ func TestLoggerRole(t *testing.T) {
 		}
 		require.NoError(t, err, "%+v", tc)
 		require.Equal(t, []any{tc.wantLogger, tc.wantRank, tc.wantN}, []any{isLogger, r, n}, "%+v", tc)
+	}
+}
+
+var peLogLine = regexp.MustCompile(`msg="PE stats" pe=(\d+) .*log_bytes=(\d+) log_peak_bytes=(\d+) `)
+
+// Every PE reports its sender log's high-water mark: with only the
+// initial checkpoint (--log-limit 0) the log never shrinks, and its peak
+// is all it logged; with checkpoints that trim it, less.
+func TestLogPeakBytesMetric(t *testing.T) {
+	peaks := func(args ...string) (logged, peak []int) {
+		j := startJob(t, append([]string{"run", "leanmd", "--pes", "2", "--cells", "3,3,3", "--steps", "10"}, args...)...)
+		require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+		for _, l := range strings.Split(j.output(), "\n") {
+			if m := peLogLine.FindStringSubmatch(l); m != nil {
+				a, _ := strconv.Atoi(m[2])
+				b, _ := strconv.Atoi(m[3])
+				logged, peak = append(logged, a), append(peak, b)
+			}
+		}
+		require.Len(t, peak, 2, j.output())
+		return logged, peak
+	}
+	logged, peak := peaks("--log-limit", "0")
+	for pe := range peak {
+		require.Positive(t, peak[pe])
+		require.Equal(t, logged[pe], peak[pe], "PE %d: one period, the log never shrinks", pe)
+	}
+	logged, peak = peaks("--checkpoint-every", "2")
+	for pe := range peak {
+		require.Positive(t, peak[pe])
+		require.Less(t, peak[pe], logged[pe]/2, "PE %d: checkpoints every 2 of 10 steps trim the log", pe)
+	}
+}
+
+func TestLoggersFlag(t *testing.T) {
+	o, app, err := splitRunArgs([]string{"--pes", "2", "--loggers", "3", "--steps", "4"})
+	require.NoError(t, err)
+	require.Equal(t, 3, o.loggers)
+	require.Equal(t, []string{"--steps", "4"}, app)
+	for _, bad := range []string{"-1", "x"} {
+		_, _, err = splitRunArgs([]string{"--pes", "2", "--loggers", bad})
+		require.ErrorIs(t, err, errUsage, bad)
 	}
 }

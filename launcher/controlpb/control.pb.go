@@ -3320,7 +3320,10 @@ type PEStats struct {
 	LongestSilenceMs int64 `protobuf:"varint,13,opt,name=longest_silence_ms,json=longestSilenceMs,proto3" json:"longest_silence_ms,omitempty"`
 	// passed_again counts the sync points a re-executing task passed by
 	// itself (the job had passed them without a checkpoint).
-	PassedAgain   int32 `protobuf:"varint,14,opt,name=passed_again,json=passedAgain,proto3" json:"passed_again,omitempty"`
+	PassedAgain int32 `protobuf:"varint,14,opt,name=passed_again,json=passedAgain,proto3" json:"passed_again,omitempty"`
+	// LogPeakBytes is the high-water mark of the PE's sender log, in
+	// bytes (the accounting of --log-limit: the messages' sizes).
+	LogPeakBytes  int64 `protobuf:"varint,15,opt,name=log_peak_bytes,json=logPeakBytes,proto3" json:"log_peak_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3449,6 +3452,13 @@ func (x *PEStats) GetLongestSilenceMs() int64 {
 func (x *PEStats) GetPassedAgain() int32 {
 	if x != nil {
 		return x.PassedAgain
+	}
+	return 0
+}
+
+func (x *PEStats) GetLogPeakBytes() int64 {
+	if x != nil {
+		return x.LogPeakBytes
 	}
 	return 0
 }
@@ -3691,7 +3701,7 @@ const file_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
 	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\x12\x1a\n" +
-	"\brecreate\x18\x06 \x01(\bR\brecreate\"\xf5\x03\n" +
+	"\brecreate\x18\x06 \x01(\bR\brecreate\"\x9b\x04\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3711,7 +3721,8 @@ const file_control_proto_rawDesc = "" +
 	"\x0flogged_messages\x18\v \x01(\x03R\x0eloggedMessages\x12!\n" +
 	"\fbatches_sent\x18\f \x01(\x04R\vbatchesSent\x12,\n" +
 	"\x12longest_silence_ms\x18\r \x01(\x03R\x10longestSilenceMs\x12!\n" +
-	"\fpassed_again\x18\x0e \x01(\x05R\vpassedAgainB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\fpassed_again\x18\x0e \x01(\x05R\vpassedAgain\x12$\n" +
+	"\x0elog_peak_bytes\x18\x0f \x01(\x03R\flogPeakBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
