@@ -24,10 +24,10 @@ import (
 //     ErrDumpedEntriesLost rather than replay without it. A PE failure
 //     after the commit is recovered as usual.
 //
-// The PEs stop dumping to a dead logger (they dump to another, or, with
-// none left, keep their entries and block their sends at the quota until
-// a checkpoint trims their logs): that is theirs to do, from the failure
-// notice of the driver.
+// The PEs stop dumping to a dead logger: they dump to another, or, with
+// none left, let their logs grow past the quota until the checkpoint
+// forced here trims them (logging.Dumper: blocking their sends would hang
+// the job, since that checkpoint needs every task at a sync point).
 
 // ErrDumpedEntriesLost reports a PE failure that recovery cannot replay:
 // a logger failed since the last committed checkpoint, and the logged

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,12 +22,22 @@ var loggerPidsLine = regexp.MustCompile(`msg="started loggers" loggers=\d+ pids=
 // leanmdLoggerArgs is a LeanMD run of some seconds on 3 PEs.
 var leanmdDigest = regexp.MustCompile(`^digest: ([0-9a-f]{16})$`)
 
-// leanmdDigestOf runs args and returns the digest LeanMD prints.
+// leanmdDigests caches the failure-free digest of each LeanMD command.
+var leanmdDigests sync.Map // strings.Join(args, " ") -> string
+
+// leanmdDigestOf runs args (once per test process) and returns the
+// digest LeanMD prints.
 func leanmdDigestOf(t *testing.T, args []string) string {
 	t.Helper()
+	key := strings.Join(args, " ")
+	if d, ok := leanmdDigests.Load(key); ok {
+		return d.(string)
+	}
 	j := startJob(t, args...)
 	require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
-	return j.waitLine(t, leanmdDigest, time.Second)[1]
+	d := j.waitLine(t, leanmdDigest, time.Second)[1]
+	leanmdDigests.Store(key, d)
+	return d
 }
 
 var leanmdLoggerArgs = []string{"run", "leanmd", "--pes", "3", "--cells", "3,3,3", "--steps", "100"}

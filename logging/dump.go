@@ -28,10 +28,13 @@ import (
 // A logger's death: the entries it had stored are lost (Sources marks
 // them; a recovery that needs one must stop, see job.ErrDumpedEntriesLost),
 // those dumped to it and not yet acknowledged are still in memory and go
-// to the next live logger. With no live logger left, nothing is dumped any
-// more: the log grows to the quota, and then Fits refuses every entry (the
-// caller blocks the send) and the dumper asks once for a checkpoint
-// (NeedCheckpoint), which empties the log. Nothing is ever dropped.
+// to the next live logger. With no live logger left (or none at all),
+// nothing is dumped any more and the quota cannot hold: Fits admits every
+// entry, the log grows past the quota (DumpStats.OverQuota says by how
+// much), and the dumper asks once for a checkpoint (NeedCheckpoint), which
+// empties the log. Blocking the sends instead would hang the job: the
+// checkpoint that could free them is taken at a sync point, which a task
+// whose sends wait cannot reach. Nothing is ever dropped.
 type Dumper struct {
 	cfg DumpConfig
 	// dead marks the dead loggers; target is the logger dumps go to now
@@ -93,9 +96,9 @@ type Release struct {
 	Bytes int
 }
 
-// NeedCheckpoint tells the caller that the log is at its quota and no
-// logger is left to dump to: sends wait until a checkpoint empties the
-// log, which the caller should ask for.
+// NeedCheckpoint tells the caller that the log went past its quota with
+// no logger left to dump to: the next sync point should checkpoint, to
+// empty the log.
 type NeedCheckpoint struct{}
 
 func (Dump) dumpAction()           {}
@@ -111,12 +114,14 @@ type Source struct {
 }
 
 // DumpStats are a Dumper's metrics: the high-water mark of the log's
-// memory, bytes dumped (acknowledged), and how often an entry did not fit
-// (the caller times how long its sends waited).
+// memory, bytes dumped (acknowledged), how often an entry did not fit
+// (the caller times how long its sends waited), and the most the memory
+// went past the quota with no logger left.
 type DumpStats struct {
 	HighWater  int
 	Dumped     int
 	Refused    int
+	OverQuota  int
 	InMemory   int
 	LostBytes  int
 	Checkpoint int
@@ -170,20 +175,26 @@ func (d *Dumper) inMemory() int { return int(d.offset(len(d.end)) - d.offset(d.r
 
 // Fits reports whether an entry of size bytes can be logged now without
 // the log's memory exceeding the quota; if not, the caller holds the send
-// back until an action (a Release, a checkpoint) makes room, and counts
-// the wait. An entry larger than the quota never fits: ErrEntryOverQuota.
+// back until an action (a Release) makes room, and counts the wait. With
+// no live logger every entry fits (see Dumper). An entry larger than the
+// quota never fits: ErrEntryOverQuota.
 func (d *Dumper) Fits(size int) (bool, error) {
 	if size > d.cfg.Quota {
 		return false, fmt.Errorf("%w: %d bytes, quota %d", ErrEntryOverQuota, size, d.cfg.Quota)
 	}
-	if d.inMemory()+size <= d.cfg.Quota {
+	over := d.inMemory() + size - d.cfg.Quota
+	if over <= 0 {
+		return true, nil
+	}
+	if d.target < 0 {
+		d.stats.OverQuota = max(d.stats.OverQuota, over)
+		if !d.askedCheckpoint {
+			d.askedCheckpoint = true
+			d.actions = append(d.actions, NeedCheckpoint{})
+		}
 		return true, nil
 	}
 	d.stats.Refused++
-	if d.target < 0 && !d.askedCheckpoint {
-		d.askedCheckpoint = true
-		d.actions = append(d.actions, NeedCheckpoint{})
-	}
 	return false, nil
 }
 
