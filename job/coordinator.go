@@ -107,6 +107,14 @@ type Coordinator struct {
 	delivered              []uint64
 	diagnosing             *diagnosis
 	busy                   func(pe int) string
+
+	// Loggers (loggers.go): loggerLive marks the live ones (nil until
+	// first asked: all); lostLoggers are those that died, with entries
+	// dumped to them, since the last commit; forceCheckpoint makes the
+	// next sync point checkpoint whatever the logs hold.
+	loggerLive      []bool
+	lostLoggers     []int
+	forceCheckpoint bool
 }
 
 // Config describes a job to coordinate.
@@ -132,6 +140,10 @@ type Config struct {
 	// log holds LogLimit bytes or more, and otherwise resumes the tasks
 	// at once. 0: every sync point checkpoints (--checkpoint-every K).
 	LogLimit int
+	// Loggers is the number of logger processes of the job (loggers.go),
+	// Dumping whether the PEs dump log entries to them (a log quota).
+	Loggers int
+	Dumping bool
 }
 
 // The default checkpoint policy of a job that logs messages and was given
@@ -303,6 +315,7 @@ func (c *Coordinator) maybeCommit() []Command {
 	}
 	c.committed, c.haveCommit = c.staging, true
 	c.failuresSinceCommit = 0
+	c.loggersCommitted()
 	c.moves = nil // the checkpoint records the placement they made
 	c.adopted = map[int]adoption{}
 	for _, hs := range c.hosts {
@@ -478,6 +491,8 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 			// their PE does not know, and their moves are not committed.
 			// A checkpoint is always right.
 			c.note("sync point checkpoints: no PE knows the step its waiting tasks offer")
+		} else if c.forceCheckpoint {
+			c.note("sync point of step %d checkpoints: a logger failed with log entries dumped to it", syncStep)
 		} else if maxLog < c.cfg.LogLimit {
 			// An optional sync point, and no log is large enough to need
 			// a checkpoint yet: the tasks go on, without balancing

@@ -68,6 +68,9 @@ func (c *Coordinator) OnFailure(pe int) []Command {
 		}
 		return c.recreate(pe)
 	}
+	if err := c.lostEntries(pe); err != nil {
+		return c.finish(1, err)
+	}
 
 	// A checkpoint or a balancing round under way is abandoned: recovery
 	// starts from the last committed checkpoint, and the tasks that wait

@@ -77,6 +77,10 @@ type coordinatorConfig struct {
 	// TraceFile, if set, is where the job's trace goes (see trace.go).
 	TraceFile string
 	trace     *tracer
+	// Loggers is the number of logger processes (logger.go);
+	// LoggerSpawned tells, per logger, whether the launcher started it.
+	Loggers       int
+	LoggerSpawned []bool
 }
 
 // coordinator is the launcher's process side of one job: it admits the
@@ -130,6 +134,15 @@ type coordinator struct {
 	// timeline follows the job's milestones for the log, the trace and
 	// the recovery reports.
 	timeline timeline
+
+	// Loggers (logger.go): loggers by number (nil until joined);
+	// deadLoggers those declared dead; loggerLostAt and loggerLostErr as
+	// lostAt and lostErr; killLogger signals a spawned logger.
+	loggers       []*peer
+	deadLoggers   []int
+	loggerLostAt  map[int]time.Time
+	loggerLostErr map[int]error
+	killLogger    func(l int, sig syscall.Signal) (pid int, err error)
 }
 
 // maxRestarts bounds how often a spawned PE that fails before every PE
@@ -138,11 +151,13 @@ type coordinator struct {
 const maxRestarts = 3
 
 type peer struct {
-	rank  int
-	conn  *conn
-	out   *outbox
-	hello *controlpb.Hello
-	ready bool
+	rank int
+	// logger: the peer is logger number rank, not a PE.
+	logger bool
+	conn   *conn
+	out    *outbox
+	hello  *controlpb.Hello
+	ready  bool
 	// gone: declared dead, for good; ignored: its late messages were
 	// logged once; exited: its process ended (spawned PEs).
 	gone, ignored, exited bool
@@ -198,7 +213,11 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 	if cfg.Spawned == nil {
 		cfg.Spawned = make([]bool, cfg.Size)
 	}
-	return &coordinator{cfg: cfg, ln: ln, restarts: map[int]int{}, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{},
+	if cfg.LoggerSpawned == nil {
+		cfg.LoggerSpawned = make([]bool, cfg.Loggers)
+	}
+	return &coordinator{loggers: make([]*peer, cfg.Loggers), loggerLostAt: map[int]time.Time{}, loggerLostErr: map[int]error{},
+		cfg: cfg, ln: ln, restarts: map[int]int{}, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{},
 		judge: silenceJudge{bound: cfg.HeartbeatTimeout}, lostAt: map[int]time.Time{}, lostErr: map[int]error{}}
 }
 
@@ -253,6 +272,15 @@ func (c *coordinator) admit(ctx context.Context, raw net.Conn) {
 	tell := func(why string) {
 		cn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Refused{Refused: &controlpb.Refused{Reason: why}}})
 		refuse(why)
+	}
+	if hello.Logger {
+		if hello.Rank < 0 || int(hello.Rank) >= c.cfg.Loggers || (hello.Size != 0 && int(hello.Size) != c.cfg.Size) {
+			tell(fmt.Sprintf("logger %d of a job of %d PEs, the job has %d loggers and %d PEs (--loggers, --pes)", hello.Rank, hello.Size, c.cfg.Loggers, c.cfg.Size))
+			return
+		}
+		raw.SetDeadline(time.Time{})
+		c.post(ctx, evJoined{conn: cn, hello: hello})
+		return
 	}
 	if hello.Rank < 0 || int(hello.Rank) >= c.cfg.Size || (hello.Size != 0 && int(hello.Size) != c.cfg.Size) {
 		tell(fmt.Sprintf("rank %d of %d, job has %d PEs", hello.Rank, hello.Size, c.cfg.Size))
@@ -338,7 +366,8 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	defer func() {
 		// The last messages (Stop) go out first, if the PE still reads.
 		deadline := time.Now().Add(time.Second)
-		for _, p := range c.peers {
+		c.stopLoggers()
+		for _, p := range append(c.peers, c.loggers...) {
 			if p != nil {
 				p.out.close(deadline)
 			}
@@ -382,13 +411,27 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 		case ev := <-c.events:
 			switch ev := ev.(type) {
 			case evJoined:
-				c.join(ctx, ev)
+				if ev.hello.Logger {
+					c.joinLogger(ctx, ev)
+				} else {
+					c.join(ctx, ev)
+				}
 			case evMessage:
-				c.receive(ev)
+				if ev.peer.logger {
+					c.receiveLogger(ev)
+				} else {
+					c.receive(ev)
+				}
 			case evLost:
-				c.lost(ev)
+				if ev.peer.logger {
+					c.lostLogger(ev)
+				} else {
+					c.lost(ev)
+				}
 			case processExited:
 				c.exited(ev)
+			case loggerExited:
+				c.loggerEnded(ev)
 			}
 		}
 	}
@@ -409,6 +452,7 @@ func (c *coordinator) tick(now time.Time) {
 		}
 		c.fail(p.rank, how)
 	})
+	c.loggerTick(now)
 	if c.core != nil {
 		c.perform(c.core.Tick())
 	} else if c.failure == nil && now.Sub(c.startedAt) > c.cfg.JoinTimeout {
@@ -466,7 +510,13 @@ func (c *coordinator) join(ctx context.Context, ev evJoined) {
 	c.peers[r] = p
 	go c.readLoop(ctx, p)
 	c.joined++
-	if c.joined < c.cfg.Size {
+	c.maybeSetup()
+}
+
+// maybeSetup gives every PE its setup once every PE has joined and every
+// logger has joined or was declared dead.
+func (c *coordinator) maybeSetup() {
+	if c.setupSent || c.failure != nil || c.joined < c.cfg.Size || !c.loggersSettled() {
 		return
 	}
 	if err := unreachablePE(c.peers, c.cfg.Transport == "" || c.cfg.Transport == "tcp", localIP); err != nil {
@@ -808,12 +858,16 @@ func (c *coordinator) ProgressRegained(r coord.ProgressRegained) {
 }
 
 func (c *coordinator) newCore() *coord.Coordinator {
-	return coord.NewCoordinator(coord.Config{
+	core := coord.NewCoordinator(coord.Config{
 		Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
 		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
 		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > coord.InitialEpoch,
-		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit,
+		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit, Loggers: c.cfg.Loggers,
 	})
+	for _, l := range c.deadLoggers {
+		core.OnLoggerFailure(l)
+	}
+	return core
 }
 
 // sendRestart gives every PE its tasks' states from the disk checkpoint,
@@ -939,7 +993,7 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 			continue
 		}
 		c.cfg.Log.Info("PE stats", "pe", r, "handled", st.Delivered, "envelopes_sent", st.EnvelopesSent, "batches_sent", st.BatchesSent, "bytes_sent", st.BytesSent,
-			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "determinants", st.Determinants,
+			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "log_peak_bytes", st.LogPeakBytes, "determinants", st.Determinants,
 			"piggybacked_bytes", st.PiggybackedBytes, "duplicates_dropped", st.Duplicates,
 			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped, "sync_points_passed_again", st.PassedAgain)
 		total.Delivered += st.Delivered
@@ -949,9 +1003,10 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 		total.Restored += st.Restored
 		total.RolledBack += st.RolledBack
 		total.PassedAgain += st.PassedAgain
+		total.LogPeakBytes = max(total.LogPeakBytes, st.LogPeakBytes)
 	}
 	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
-		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes,
+		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes, "largest_log_peak_bytes", total.LogPeakBytes,
 		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack, "sync_points_passed_again", total.PassedAgain)
 	c.timeline.report()
 }

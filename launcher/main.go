@@ -63,6 +63,9 @@ const usageHead = `usage:
                                 checkpoints; the others pass without one
                                 (default 16; 0: only the initial
                                 checkpoint)
+        --loggers K             also start K logger processes, which hold
+                                no task; they are watched like PEs, and
+                                the job goes on when one fails (default 0)
         --checkpoint-dir DIR    also write every checkpoint to DIR
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
@@ -100,6 +103,10 @@ const usageHead = `usage:
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET;
       --transport as for run (default tcp; every PE of a job must use the
       same)
+  gochare pe --logger --coordinator HOST:PORT --rank L --size N [--secret-file FILE]
+      run logger L (from 0) of a job of N PEs started with --loggers K.
+      Under srun, 'gochare pe --loggers K' run as N+K tasks makes the last
+      K tasks the loggers
   environment read by gochare pe (set for gochare run, it reaches the PEs):
       GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof
       GOCHARE_MEMPROFILE=DIR      each PE writes its allocations DIR/pe-R.allocs.prof
@@ -290,6 +297,7 @@ type runOptions struct {
 	spread        int
 	kills         []string
 	transport     string
+	loggers       int
 }
 
 // protocolNames are the --ft values.
@@ -347,7 +355,7 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			o.listen = v
 		case "external":
 			o.external = true
-		case "checkpoint-every", "restore-spread", "log-limit":
+		case "checkpoint-every", "restore-spread", "log-limit", "loggers":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
 				return o, nil, err
@@ -364,6 +372,8 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 					return o, nil, fmt.Errorf("%w: --log-limit %q: at most %d (MiB)", errUsage, v, maxLogLimitMiB)
 				}
 				o.logLimitMiB, o.logLimitSet = n, true
+			case "loggers":
+				o.loggers = n
 			default:
 				o.spread = n
 			}
@@ -533,7 +543,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
-		Transport: o.transport, HandlerDigest: job.Digest(),
+		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers),
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))
@@ -542,8 +552,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 				return 1, fmt.Errorf("launcher: %w", err)
 			}
 			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --secret-file %s --transport %s\n", o.pes, addr, o.pes, o.secretFile, o.transport)
+			if o.loggers > 0 {
+				fmt.Fprintf(stderr, "gochare: and for %d loggers: start each with\n  gochare pe --logger --coordinator %s --rank L --size %d --secret-file %s\n", o.loggers, addr, o.pes, o.secretFile)
+			}
 		} else {
 			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  %s=%s gochare pe --coordinator %s --rank R --size %d --transport %s\n", o.pes, secretEnv, hex.EncodeToString(secret), addr, o.pes, o.transport)
+			if o.loggers > 0 {
+				fmt.Fprintf(stderr, "gochare: and for %d loggers: start each with\n  %s=%s gochare pe --logger --coordinator %s --rank L --size %d\n", o.loggers, secretEnv, hex.EncodeToString(secret), addr, o.pes)
+			}
 		}
 		return newCoordinator(cfg, ln).run(ctx)
 	}
@@ -584,6 +600,38 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		}
 	}
 	log.Info("started PEs", "app", app.Name, "pes", o.pes, "pids", fmt.Sprint(sp.pids()), "coordinator", ln.Addr().String())
+	// The loggers: a spawner of their own, whose reports say which
+	// logger ended.
+	lsp := &spawner{exe: exe, secret: sp.secret, stdout: stdout, stderr: stderr, logger: true}
+	co.killLogger = lsp.kill
+	reportLogger := func(ev processExited) {
+		reportMu.Lock()
+		defer reportMu.Unlock()
+		if runOver.Load() {
+			if !lsp.killedByStop(ev.pid) && (ev.state == nil || !ev.state.Exited()) {
+				log.Warn("logger failed after the job's end", "logger", ev.rank, "detail", describeExit(ev))
+			}
+			return
+		}
+		select {
+		case co.events <- loggerExited(ev):
+		default:
+			reportMu.Unlock()
+			co.post(ctx, loggerExited(ev))
+			reportMu.Lock()
+		}
+	}
+	for l := 0; l < o.loggers; l++ {
+		cfg.LoggerSpawned[l] = true
+		if err := lsp.start(l, o.pes, ln.Addr().String(), reportLogger); err != nil {
+			sp.stop(0)
+			lsp.stop(0)
+			return 1, err
+		}
+	}
+	if o.loggers > 0 {
+		log.Info("started loggers", "loggers", o.loggers, "pids", fmt.Sprint(lsp.pids()))
+	}
 	if o.traceFile != "" {
 		co.cfg.trace = &tracer{pid: -1}
 	}
@@ -597,6 +645,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		grace = 500 * time.Millisecond
 	}
 	sp.stop(grace)
+	lsp.stop(grace)
 	if o.traceFile != "" {
 		if terr := co.cfg.trace.merge(o.traceFile, o.pes); terr != nil {
 			log.Warn("trace not written", "err", terr)
@@ -629,6 +678,8 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	secretFile := fs.String("secret-file", "", "file holding the job secret (default $"+secretEnv+")")
 	host := fs.String("host", "", "address to listen on for other PEs (default: the one that reaches the coordinator)")
 	transportName := fs.String("transport", DefaultTransport, "PE-to-PE transport: "+transportNames(transports))
+	logger := fs.Bool("logger", false, "run a logger of the job, number --rank, not a PE")
+	loggers := fs.Int("loggers", 0, "under srun: the last K tasks of the step are the job's loggers")
 	if err := fs.Parse(args); err != nil {
 		return 2, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -638,30 +689,17 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	if *coordinator == "" {
 		return 2, fmt.Errorf("%w: pe needs --coordinator HOST:PORT", errUsage)
 	}
-	if *rank < 0 {
-		if v, ok := os.LookupEnv("SLURM_PROCID"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return 2, fmt.Errorf("%w: SLURM_PROCID=%q", errUsage, v)
-			}
-			*rank = n
-		}
+	isLogger, r, n, err := loggerRole(*rank, *size, *logger, *loggers, os.Getenv("SLURM_PROCID"), os.Getenv("SLURM_NTASKS"))
+	if err != nil {
+		return 2, err
 	}
-	if *size == 0 {
-		if v, ok := os.LookupEnv("SLURM_NTASKS"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return 2, fmt.Errorf("%w: SLURM_NTASKS=%q", errUsage, v)
-			}
-			*size = n
-		}
-	}
-	if *rank < 0 || *size < 1 || *rank >= *size {
-		return 2, fmt.Errorf("%w: pe needs --rank R and --size N with 0 <= R < N (or SLURM_PROCID and SLURM_NTASKS)", errUsage)
-	}
+	*rank, *size = r, n
 	secret, err := readSecret(*secretFile)
 	if err != nil {
 		return 2, err
+	}
+	if isLogger {
+		return runLogger(ctx, *coordinator, *rank, *size, secret, log.With("logger", *rank))
 	}
 	return runPE(ctx, peOptions{
 		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host, Transport: transports[*transportName], TransportName: *transportName,

@@ -393,6 +393,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
 					LoggedMessages: logged, LongestSilenceMs: longest.Milliseconds(), PassedAgain: int32(st.PassedAgain),
+					LogPeakBytes: int64(p.PeakLogBytes),
 				}}})
 			case <-time.After(2 * time.Second):
 			}

@@ -31,6 +31,9 @@ type spawner struct {
 	stderr    io.Writer
 	// extraEnv is added to every PE's environment.
 	extraEnv []string
+	// logger: the processes are the job's loggers (gochare pe --logger),
+	// rank their number.
+	logger bool
 
 	mu sync.Mutex // guards the writers, so prefixed lines do not interleave
 	// procs is, by rank, the PE's current process; all is every process
@@ -52,7 +55,10 @@ type spawner struct {
 // When it ends, report is called with how.
 func (s *spawner) start(rank, size int, addr string, report func(processExited)) error {
 	cmd := exec.Command(s.exe, "pe", "--coordinator", addr, "--rank", strconv.Itoa(rank), "--size", strconv.Itoa(size))
-	if s.transport != "" {
+	if s.logger {
+		cmd.Args = append(cmd.Args, "--logger")
+	}
+	if s.transport != "" && !s.logger {
 		cmd.Args = append(cmd.Args, "--transport", s.transport)
 	}
 	cmd.Env = append(os.Environ(), append([]string{secretEnv + "=" + s.secret}, s.extraEnv...)...)
@@ -67,6 +73,9 @@ func (s *spawner) start(rank, size int, addr string, report func(processExited))
 		return fmt.Errorf("launcher: PE %d stderr: %w", rank, err)
 	}
 	if err := cmd.Start(); err != nil {
+		if s.logger {
+			return fmt.Errorf("launcher: start logger %d: %w", rank, err)
+		}
 		return fmt.Errorf("launcher: start PE %d: %w", rank, err)
 	}
 	done := make(chan struct{})
@@ -101,7 +110,11 @@ func (s *spawner) stream(wg *sync.WaitGroup, rank int, r io.Reader, w io.Writer)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		s.mu.Lock()
-		fmt.Fprintf(w, "[pe %d] %s\n", rank, sc.Bytes())
+		if s.logger {
+			fmt.Fprintf(w, "[logger %d] %s\n", rank, sc.Bytes())
+		} else {
+			fmt.Fprintf(w, "[pe %d] %s\n", rank, sc.Bytes())
+		}
 		s.mu.Unlock()
 	}
 }

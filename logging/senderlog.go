@@ -3,6 +3,7 @@ package logging
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/gochare/gochare/commutative"
 )
@@ -66,6 +67,9 @@ type senderLog struct {
 	cur    int
 	blocks [][]logEntry
 	n      int
+	// released is the number of entries whose chunk memory may have been
+	// given back (release): they are not read again until the reset.
+	released int
 	// scratch encodes Requires before they are copied into a chunk.
 	scratch []byte
 }
@@ -77,6 +81,19 @@ func (l *senderLog) len() int { return l.n }
 // logged anything since the previous reset, the chunks it did not need for
 // that go back (the log shrank: a mapped chunk is unmapped).
 func (l *senderLog) reset() {
+	// The slots of released chunks go: the chunks kept are those still
+	// held, in their order.
+	if l.released > 0 {
+		nilBefore := 0
+		for i := range l.cur {
+			if l.chunks[i] == nil {
+				nilBefore++
+			}
+		}
+		l.cur -= nilBefore
+		l.chunks = slices.DeleteFunc(l.chunks, func(c []byte) bool { return c == nil })
+		l.released = 0
+	}
 	if l.n > 0 || l.cur > 0 || (len(l.chunks) > 0 && len(l.chunks[0]) > 0) {
 		for i := l.cur + 1; i < len(l.chunks); i++ {
 			l.mem.release(l.chunks[i])
@@ -91,6 +108,42 @@ func (l *senderLog) reset() {
 	for i := range l.blocks {
 		l.blocks[i] = l.blocks[i][:0]
 	}
+}
+
+// release gives back the memory of the chunks that hold only entries
+// below to (their bytes are stored elsewhere: on a logger) and returns
+// how many bytes of chunks it gave back. The chunk being filled is kept.
+// A released entry must not be read (message) until the next reset; its
+// fixed part (entry) stays.
+func (l *senderLog) release(to int) int {
+	to = min(to, l.n)
+	if to <= l.released {
+		return 0
+	}
+	l.released = to
+	keep := l.cur
+	if to < l.n {
+		keep = int(l.entry(to).chunk)
+	}
+	freed := 0
+	for i := range keep {
+		if c := l.chunks[i]; c != nil {
+			freed += cap(c)
+			l.mem.release(c)
+			l.chunks[i] = nil
+		}
+	}
+	return freed
+}
+
+// memBytes is the capacity of the chunks the log holds, spare ones
+// included.
+func (l *senderLog) memBytes() int {
+	n := 0
+	for _, c := range l.chunks {
+		n += cap(c)
+	}
+	return n
 }
 
 // space returns the chunk index where need more bytes fit, moving on to a
@@ -163,6 +216,9 @@ func (l *senderLog) entry(i int) *logEntry { return &l.blocks[i/logBlock][i%logB
 // message rebuilds the i-th logged message (for a replay: it allocates
 // its path and requirements; its payload points into the log).
 func (l *senderLog) message(i int) Message {
+	if i < l.released {
+		panic(fmt.Sprintf("logging: sender log entry %d was released (%d are)", i, l.released))
+	}
 	e := l.entry(i)
 	c := l.chunks[e.chunk]
 	at := int(e.off)

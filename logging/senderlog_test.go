@@ -3,6 +3,7 @@ package logging
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -211,6 +212,58 @@ func BenchmarkAdvanceAfterALargeReady(b *testing.B) {
 				if i%4096 == 4095 {
 					p.Checkpoint()
 				}
+			}
+		})
+	}
+}
+
+// Releasing a prefix gives back the chunks that hold only released
+// entries (unmapped, off the heap), keeps the rest readable, and a reset
+// after it reuses the chunks still held.
+func TestSenderLogRelease(t *testing.T) {
+	for _, offHeap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("offHeap=%v", offHeap), func(t *testing.T) {
+			l := senderLog{mem: newLogMemory(offHeap)}
+			const n, size = 2000, 10 << 10
+			msg := func(i int) Message {
+				p := make([]byte, size)
+				for j := range p {
+					p[j] = byte(i * j)
+				}
+				return Message{ID: MessageID{Sender: 1, SRN: uint64(i)}, To: TaskID(i % 3), Payload: p}
+			}
+			for i := range n {
+				l.add(msg(i), 0)
+			}
+			before := l.memBytes()
+			mapped := l.mem.mappedBytes()
+			require.GreaterOrEqual(t, before, n*size)
+			require.Zero(t, l.release(0))
+			freed := l.release(n / 2)
+			require.Positive(t, freed)
+			require.Equal(t, before-freed, l.memBytes())
+			// At most a chunk's worth of the released half stays (the
+			// chunk shared with entry n/2).
+			require.LessOrEqual(t, l.memBytes(), before-n/2*size+max(heapChunk, mappedChunk))
+			if offHeap && canMap {
+				require.Less(t, l.mem.mappedBytes(), mapped, "released chunks are unmapped")
+			}
+			for i := n / 2; i < n; i++ {
+				require.Equal(t, msg(i).Payload, l.message(i).Payload, "entry %d", i)
+				require.Equal(t, TaskID(i%3), l.entry(i).to)
+			}
+			require.Panics(t, func() { l.message(n/2 - 1) })
+			require.Zero(t, l.release(n/2), "nothing more to release")
+			l.release(n)
+			require.Equal(t, l.cur, slices.IndexFunc(l.chunks, func(c []byte) bool { return c != nil }), "only the chunk being filled (and spares) stay")
+			held := l.memBytes()
+			l.reset()
+			require.Equal(t, held, l.memBytes(), "a reset keeps what is held")
+			for i := range 100 {
+				l.add(msg(i), 0)
+			}
+			for i := range 100 {
+				require.Equal(t, msg(i).Payload, l.message(i).Payload)
 			}
 		})
 	}

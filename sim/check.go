@@ -29,7 +29,8 @@ const (
 	// Completed: the job ended with the failure-free results.
 	Completed Outcome = iota
 	// Unrecoverable: the job stopped with the documented error for a
-	// failure that lost both copies of a checkpoint.
+	// failure that lost both copies of a checkpoint, or for a PE failure
+	// that needed log entries dumped to a dead logger.
 	Unrecoverable
 )
 
@@ -57,6 +58,12 @@ func Check(cfg Config, res, clean Result) (Outcome, error) {
 		// with ErrNoDiskCheckpoint otherwise.
 		if errors.Is(res.Err, migrate.ErrUnrecoverable) && errors.Is(res.Err, job.ErrNoDiskCheckpoint) && dead >= 2 &&
 			(!cfg.Disk && cfg.CheckpointDir == "" || strings.Contains(res.Err.Error(), "none is complete yet")) {
+			return Unrecoverable, nil
+		}
+		// A PE failed after a logger that held dumped log entries and
+		// before a checkpoint made them useless: the job stops, it does
+		// not replay without them.
+		if errors.Is(res.Err, job.ErrDumpedEntriesLost) && cfg.Dumping && res.LoggersDead > 0 && dead > 0 {
 			return Unrecoverable, nil
 		}
 		return 0, fmt.Errorf("%w: the job failed (%d PEs dead): %v", ErrCheck, dead, firstLines(res.Err.Error(), 30))

@@ -100,6 +100,19 @@ func Scenario(seed uint64) Config {
 	return cfg
 }
 
+// LoggerScenario is Scenario(seed) with one or two loggers, one of which
+// dies at a random time in the first 400 ms; under a logging protocol,
+// the coordinator reckons that entries were dumped to it (Dumping). The
+// draws come from a source of their own: the rest is the seed's Scenario.
+func LoggerScenario(seed uint64) Config {
+	cfg := Scenario(seed)
+	rng := newRand(seed, 10)
+	cfg.Loggers = 1 + rng.IntN(2)
+	cfg.Dumping = cfg.Protocol != logging.KindNone
+	cfg.LoggerFaults = []LoggerFault{{Logger: rng.IntN(cfg.Loggers), At: time.Duration(rng.Int64N(int64(400 * time.Millisecond)))}}
+	return cfg
+}
+
 // FewTasks is the workload a third of the runs of 3 or 4 PEs with a log
 // limit take instead of theirs (Scenario): stencil3d with 2 chunks, so
 // that some PEs host no task of a collection with sync points.
@@ -239,8 +252,15 @@ func (c Config) Describe() string {
 	if c.LogLimit > 0 {
 		sync = fmt.Sprintf("sync point every %d, checkpoint once a log holds %d bytes", c.CheckpointEvery, c.LogLimit)
 	}
-	return fmt.Sprintf("%s %q on %d PEs, %v, %s, balancer %q, disk %v, net %+v, faults [%s]",
-		c.App.Name, c.Args, c.PEs, c.Protocol, sync, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
+	for _, f := range c.LoggerFaults {
+		faults = append(faults, f.String())
+	}
+	loggers := ""
+	if c.Loggers > 0 {
+		loggers = fmt.Sprintf(", %d loggers (dumping %v)", c.Loggers, c.Dumping)
+	}
+	return fmt.Sprintf("%s %q on %d PEs%s, %v, %s, balancer %q, disk %v, net %+v, faults [%s]",
+		c.App.Name, c.Args, c.PEs, loggers, c.Protocol, sync, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
 }
 
 // timing matches the output lines that report times, which differ

@@ -42,6 +42,15 @@ type Config struct {
 	Disk   bool
 	Net    NetConfig
 	Faults []Fault
+	// Loggers is the number of logger processes of the job
+	// (job.Config.Loggers); Dumping says the PEs dump log entries to them
+	// (job.Config.Dumping: the coordinator then reckons a dead logger's
+	// entries lost). The PEs do not dump yet: what runs is the
+	// coordinator's side of a logger's death. LoggerFaults are the
+	// loggers' deaths, as the launcher detects them.
+	Loggers      int
+	Dumping      bool
+	LoggerFaults []LoggerFault
 	// TimeLimit is the simulated time after which a run that has not
 	// ended is a hang (default 10 minutes).
 	TimeLimit time.Duration
@@ -110,6 +119,15 @@ type Fault struct {
 	AtStep     uint64
 }
 
+// LoggerFault is the death of logger Logger, detected by the launcher at
+// time At.
+type LoggerFault struct {
+	Logger int
+	At     time.Duration
+}
+
+func (f LoggerFault) String() string { return fmt.Sprintf("logger %d dies at %v", f.Logger, f.At) }
+
 func (f Fault) String() string {
 	s := fmt.Sprintf("%v PE %d at %v", f.Kind, f.PE, f.At)
 	if f.AfterEvent != "" {
@@ -167,6 +185,8 @@ type Result struct {
 	Outcome Outcome
 	// Notes are the coordinator's notes.
 	Notes []string
+	// LoggersDead counts the loggers that died before the job ended.
+	LoggersDead int
 }
 
 // Timing of the simulated launcher and transport.
@@ -212,7 +232,7 @@ func Run(cfg Config) (Result, error) {
 	mt := jb.MainTarget()
 	w.main = migrate.TaskRef{Collection: int(mt.Collection), Lin: jb.Collections()[mt.Collection].Shape.Linear(mt.Index)}
 	w.coord = job.NewCoordinator(job.Config{Size: cfg.PEs, Protocol: cfg.Protocol, Layout: scheduler.Layout(jb, cfg.PEs),
-		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit})
+		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit, Loggers: cfg.Loggers, Dumping: cfg.Dumping})
 	w.pes = make([]*simPE, cfg.PEs)
 	for r := range w.pes {
 		p := &simPE{w: w, rank: r, counts: map[string]int{}, ctlRng: newRand(cfg.Seed, 2, r), links: make([]*rand.Rand, cfg.PEs),
@@ -282,6 +302,14 @@ func (w *world) run() Result {
 		phase := time.Duration(p.ctlRng.Int64N(int64(transportTick)))
 		w.at(phase, fmt.Sprintf("tick transport %d", p.rank), p.tick)
 		w.at(phase, fmt.Sprintf("tick heartbeat %d", p.rank), p.heartbeat)
+	}
+	for _, f := range w.cfg.LoggerFaults {
+		w.at(f.At, f.String(), func() {
+			if _, done := w.coord.Done(); !done {
+				w.res.LoggersDead++
+				w.perform(w.coord.OnLoggerFailure(f.Logger))
+			}
+		})
 	}
 	flaps := newRand(w.cfg.Seed, 4)
 	for range w.cfg.Net.Flaps {

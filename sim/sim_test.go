@@ -18,6 +18,7 @@ var (
 	firstFlag          = flag.Uint64("first", 1, "first seed of the sweep")
 	baseFlag           = flag.Bool("base", false, "with -seed: run the seed's BaseScenario")
 	genFlag            = flag.Bool("gen", false, "run the seeds' GenScenario (a generated program of sim/gen as the workload)")
+	loggersFlag        = flag.Bool("loggers", false, "run the seeds' LoggerScenario (loggers, one of which dies)")
 	beforeLogLimitFlag = flag.Bool("before-log-limit", false, "with -seed: run the seed's scenario as drawn before LogLimit was (ScenarioBeforeLogLimit; with -gen, GenScenarioBeforeLogLimit)")
 )
 
@@ -40,8 +41,8 @@ func cleanRun(t testing.TB, cfg Config) Result {
 // scenarioKind says which of a seed's scenarios to run.
 type scenarioKind struct {
 	// base: BaseScenario; gen: GenScenario; beforeLogLimit: Scenario or
-	// GenScenario as drawn before LogLimit was.
-	base, gen, beforeLogLimit bool
+	// GenScenario as drawn before LogLimit was; loggers: LoggerScenario.
+	base, gen, beforeLogLimit, loggers bool
 }
 
 // runSeed runs one seed and checks it.
@@ -56,6 +57,8 @@ func runSeed(t testing.TB, seed uint64, kind scenarioKind, trace bool) (Config, 
 		cfg, replay = GenScenario(seed), " -gen"
 	case kind.beforeLogLimit:
 		cfg, replay = ScenarioBeforeLogLimit(seed), " -before-log-limit"
+	case kind.loggers:
+		cfg, replay = LoggerScenario(seed), " -loggers"
 	}
 	if trace {
 		cfg.Trace = os.Stdout
@@ -80,7 +83,7 @@ func runSeed(t testing.TB, seed uint64, kind scenarioKind, trace bool) (Config, 
 // failure).
 func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
-		cfg, res, err := runSeed(t, *seedFlag, scenarioKind{base: *baseFlag, gen: *genFlag, beforeLogLimit: *beforeLogLimitFlag}, testing.Verbose())
+		cfg, res, err := runSeed(t, *seedFlag, scenarioKind{base: *baseFlag, gen: *genFlag, beforeLogLimit: *beforeLogLimitFlag, loggers: *loggersFlag}, testing.Verbose())
 		if kb, ok := knownBugOf(cfg, res, err); ok && !*strictFlag {
 			t.Skipf("known bug %q:\n%v", kb.name, err)
 		}
@@ -111,7 +114,7 @@ func TestSim(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				cfg, res, err := runSeed(t, s, scenarioKind{gen: *genFlag}, false)
+				cfg, res, err := runSeed(t, s, scenarioKind{gen: *genFlag, loggers: *loggersFlag}, false)
 				results <- result{s, cfg, res, err}
 			}
 		}()
@@ -129,10 +132,21 @@ func TestSim(t *testing.T) {
 	// Runs with a log limit, the sync points they passed without a
 	// checkpoint and those that checkpointed as a log reached it.
 	var limited, passed, checkpointed, passedAgain int
+	// Runs in which a logger died, and the sync points that checkpointed
+	// because one had.
+	var loggersDied, forced int
 	known := map[string][]uint64{}
 	var events uint64
 	for r := range results {
 		events += r.res.Steps
+		if r.res.LoggersDead > 0 {
+			loggersDied++
+			for _, n := range r.res.Notes {
+				if strings.Contains(n, "checkpoints: a logger failed") {
+					forced++
+				}
+			}
+		}
 		recoveries += r.res.Recoveries
 		if r.cfg.LogLimit > 0 {
 			limited++
@@ -174,6 +188,9 @@ func TestSim(t *testing.T) {
 		n, *firstFlag, time.Since(start).Round(time.Millisecond), failed, unrecoverable, faults, recoveries, events)
 	t.Logf("%d runs with a log limit: %d sync points passed without a checkpoint, %d checkpointed as a log reached the limit; re-executing tasks passed %d sync points again by themselves (on the PEs alive at the end)",
 		limited, passed, checkpointed, passedAgain)
+	if loggersDied > 0 {
+		t.Logf("%d runs in which a logger died: %d sync points checkpointed because one had", loggersDied, forced)
+	}
 	for name, seeds := range known {
 		slices.Sort(seeds)
 		t.Logf("known bug %q: %d seeds, e.g. %v", name, len(seeds), seeds[:min(len(seeds), 10)])
@@ -190,6 +207,21 @@ func TestSimGenerated(t *testing.T) {
 	}
 	*genFlag, *seedsFlag = true, defaultSeeds/4
 	defer func() { *genFlag, *seedsFlag = false, 0 }()
+	TestSim(t)
+}
+
+// TestSimLoggers is TestSim with loggers, one of which dies (-loggers,
+// LoggerScenario), over a tenth as many seeds: the job goes on after a
+// logger's death; under a logging protocol the next sync point
+// checkpoints, and a PE that fails before that checkpoint commits stops
+// the job with job.ErrDumpedEntriesLost (an unrecoverable outcome), one
+// that fails after it is recovered.
+func TestSimLoggers(t *testing.T) {
+	if *seedFlag != 0 || *loggersFlag || *seedsFlag != 0 {
+		t.Skip("TestSim runs these flags (-loggers for loggers)")
+	}
+	*loggersFlag, *seedsFlag = true, defaultSeeds/10
+	defer func() { *loggersFlag, *seedsFlag = false, 0 }()
 	TestSim(t)
 }
 

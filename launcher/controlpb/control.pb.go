@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: launcher/controlpb/control.proto
+// source: control.proto
 
 package controlpb
 
@@ -54,7 +54,7 @@ type ToCoordinator struct {
 
 func (x *ToCoordinator) Reset() {
 	*x = ToCoordinator{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[0]
+	mi := &file_control_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -66,7 +66,7 @@ func (x *ToCoordinator) String() string {
 func (*ToCoordinator) ProtoMessage() {}
 
 func (x *ToCoordinator) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[0]
+	mi := &file_control_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -79,7 +79,7 @@ func (x *ToCoordinator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToCoordinator.ProtoReflect.Descriptor instead.
 func (*ToCoordinator) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{0}
+	return file_control_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *ToCoordinator) GetMsg() isToCoordinator_Msg {
@@ -420,7 +420,7 @@ type TaskLoad struct {
 
 func (x *TaskLoad) Reset() {
 	*x = TaskLoad{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +432,7 @@ func (x *TaskLoad) String() string {
 func (*TaskLoad) ProtoMessage() {}
 
 func (x *TaskLoad) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +445,7 @@ func (x *TaskLoad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskLoad.ProtoReflect.Descriptor instead.
 func (*TaskLoad) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *TaskLoad) GetCollection() uint32 {
@@ -478,7 +478,7 @@ type Loads struct {
 
 func (x *Loads) Reset() {
 	*x = Loads{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +490,7 @@ func (x *Loads) String() string {
 func (*Loads) ProtoMessage() {}
 
 func (x *Loads) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +503,7 @@ func (x *Loads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Loads.ProtoReflect.Descriptor instead.
 func (*Loads) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Loads) GetLoads() []*TaskLoad {
@@ -521,7 +521,7 @@ type Migrated struct {
 
 func (x *Migrated) Reset() {
 	*x = Migrated{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +533,7 @@ func (x *Migrated) String() string {
 func (*Migrated) ProtoMessage() {}
 
 func (x *Migrated) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +546,7 @@ func (x *Migrated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Migrated.ProtoReflect.Descriptor instead.
 func (*Migrated) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{3}
 }
 
 type CollectLoads struct {
@@ -557,7 +557,7 @@ type CollectLoads struct {
 
 func (x *CollectLoads) Reset() {
 	*x = CollectLoads{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +569,7 @@ func (x *CollectLoads) String() string {
 func (*CollectLoads) ProtoMessage() {}
 
 func (x *CollectLoads) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +582,7 @@ func (x *CollectLoads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectLoads.ProtoReflect.Descriptor instead.
 func (*CollectLoads) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 type Move struct {
@@ -597,7 +597,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +609,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +622,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Move) GetCollection() uint32 {
@@ -662,7 +662,7 @@ type Migrate struct {
 
 func (x *Migrate) Reset() {
 	*x = Migrate{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +674,7 @@ func (x *Migrate) String() string {
 func (*Migrate) ProtoMessage() {}
 
 func (x *Migrate) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +687,7 @@ func (x *Migrate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Migrate.ProtoReflect.Descriptor instead.
 func (*Migrate) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Migrate) GetMoves() []*Move {
@@ -721,6 +721,7 @@ type ToPE struct {
 	//	*ToPE_Heartbeat
 	//	*ToPE_InjectFailure
 	//	*ToPE_Refused
+	//	*ToPE_LoggerSetup
 	//	*ToPE_ReportProgress
 	//	*ToPE_Diagnose
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
@@ -730,7 +731,7 @@ type ToPE struct {
 
 func (x *ToPE) Reset() {
 	*x = ToPE{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -742,7 +743,7 @@ func (x *ToPE) String() string {
 func (*ToPE) ProtoMessage() {}
 
 func (x *ToPE) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -755,7 +756,7 @@ func (x *ToPE) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToPE.ProtoReflect.Descriptor instead.
 func (*ToPE) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{7}
+	return file_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToPE) GetMsg() isToPE_Msg {
@@ -936,6 +937,15 @@ func (x *ToPE) GetRefused() *Refused {
 	return nil
 }
 
+func (x *ToPE) GetLoggerSetup() *LoggerSetup {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_LoggerSetup); ok {
+			return x.LoggerSetup
+		}
+	}
+	return nil
+}
+
 func (x *ToPE) GetReportProgress() *ReportProgress {
 	if x != nil {
 		if x, ok := x.Msg.(*ToPE_ReportProgress); ok {
@@ -1034,6 +1044,10 @@ type ToPE_Refused struct {
 	Refused *Refused `protobuf:"bytes,19,opt,name=refused,proto3,oneof"`
 }
 
+type ToPE_LoggerSetup struct {
+	LoggerSetup *LoggerSetup `protobuf:"bytes,20,opt,name=logger_setup,json=loggerSetup,proto3,oneof"`
+}
+
 type ToPE_ReportProgress struct {
 	// Stall detection (field numbers from 30).
 	ReportProgress *ReportProgress `protobuf:"bytes,30,opt,name=report_progress,json=reportProgress,proto3,oneof"`
@@ -1081,6 +1095,8 @@ func (*ToPE_InjectFailure) isToPE_Msg() {}
 
 func (*ToPE_Refused) isToPE_Msg() {}
 
+func (*ToPE_LoggerSetup) isToPE_Msg() {}
+
 func (*ToPE_ReportProgress) isToPE_Msg() {}
 
 func (*ToPE_Diagnose) isToPE_Msg() {}
@@ -1100,7 +1116,7 @@ type RestartRecords struct {
 
 func (x *RestartRecords) Reset() {
 	*x = RestartRecords{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1128,7 @@ func (x *RestartRecords) String() string {
 func (*RestartRecords) ProtoMessage() {}
 
 func (x *RestartRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1141,7 @@ func (x *RestartRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRecords.ProtoReflect.Descriptor instead.
 func (*RestartRecords) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RestartRecords) GetCheckpoint() []byte {
@@ -1159,7 +1175,7 @@ type Restarted struct {
 
 func (x *Restarted) Reset() {
 	*x = Restarted{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1187,7 @@ func (x *Restarted) String() string {
 func (*Restarted) ProtoMessage() {}
 
 func (x *Restarted) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1200,7 @@ func (x *Restarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restarted.ProtoReflect.Descriptor instead.
 func (*Restarted) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{9}
+	return file_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Restarted) GetTasks() int32 {
@@ -1205,7 +1221,7 @@ type Challenge struct {
 
 func (x *Challenge) Reset() {
 	*x = Challenge{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1233,7 @@ func (x *Challenge) String() string {
 func (*Challenge) ProtoMessage() {}
 
 func (x *Challenge) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1246,7 @@ func (x *Challenge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Challenge.ProtoReflect.Descriptor instead.
 func (*Challenge) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{10}
+	return file_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Challenge) GetNonce() []byte {
@@ -1254,14 +1270,18 @@ type Hello struct {
 	Host          string `protobuf:"bytes,6,opt,name=host,proto3" json:"host,omitempty"`
 	// Transport is the name of the PE-to-PE transport the PE runs (tcp,
 	// protoactor): every PE of a job must run the coordinator's.
-	Transport     string `protobuf:"bytes,7,opt,name=transport,proto3" json:"transport,omitempty"`
+	Transport string `protobuf:"bytes,7,opt,name=transport,proto3" json:"transport,omitempty"`
+	// Logger: the process is logger number rank of the job, not a PE
+	// (gochare pe --logger). It holds no task; size is the job's PE count
+	// (0: any).
+	Logger        bool `protobuf:"varint,8,opt,name=logger,proto3" json:"logger,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1293,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1306,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{11}
+	return file_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Hello) GetRank() int32 {
@@ -1338,6 +1358,13 @@ func (x *Hello) GetTransport() string {
 	return ""
 }
 
+func (x *Hello) GetLogger() bool {
+	if x != nil {
+		return x.Logger
+	}
+	return false
+}
+
 // Refused tells an authenticated PE why the coordinator does not admit
 // it; the coordinator closes the connection after it.
 type Refused struct {
@@ -1349,7 +1376,7 @@ type Refused struct {
 
 func (x *Refused) Reset() {
 	*x = Refused{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1388,7 @@ func (x *Refused) String() string {
 func (*Refused) ProtoMessage() {}
 
 func (x *Refused) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1401,7 @@ func (x *Refused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refused.ProtoReflect.Descriptor instead.
 func (*Refused) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Refused) GetReason() string {
@@ -1415,7 +1442,7 @@ type Setup struct {
 
 func (x *Setup) Reset() {
 	*x = Setup{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1454,7 @@ func (x *Setup) String() string {
 func (*Setup) ProtoMessage() {}
 
 func (x *Setup) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1467,7 @@ func (x *Setup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Setup.ProtoReflect.Descriptor instead.
 func (*Setup) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Setup) GetRank() int32 {
@@ -1527,6 +1554,68 @@ func (x *Setup) GetHeartbeatTimeoutMs() int64 {
 	return 0
 }
 
+// LoggerSetup admits a logger (the logger's Setup): from it on, both sides
+// send heartbeats within HeartbeatTimeoutMs, as with a PE.
+type LoggerSetup struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Logger             int32                  `protobuf:"varint,1,opt,name=logger,proto3" json:"logger,omitempty"`
+	JobId              uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	HeartbeatTimeoutMs int64                  `protobuf:"varint,3,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *LoggerSetup) Reset() {
+	*x = LoggerSetup{}
+	mi := &file_control_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoggerSetup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoggerSetup) ProtoMessage() {}
+
+func (x *LoggerSetup) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoggerSetup.ProtoReflect.Descriptor instead.
+func (*LoggerSetup) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *LoggerSetup) GetLogger() int32 {
+	if x != nil {
+		return x.Logger
+	}
+	return 0
+}
+
+func (x *LoggerSetup) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *LoggerSetup) GetHeartbeatTimeoutMs() int64 {
+	if x != nil {
+		return x.HeartbeatTimeoutMs
+	}
+	return 0
+}
+
 // ReportProgress asks a PE for its handler count (ProgressReport), and
 // Diagnose for what its tasks wait for (Diagnosis): the coordinator's
 // stall detection.
@@ -1538,7 +1627,7 @@ type ReportProgress struct {
 
 func (x *ReportProgress) Reset() {
 	*x = ReportProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1639,7 @@ func (x *ReportProgress) String() string {
 func (*ReportProgress) ProtoMessage() {}
 
 func (x *ReportProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1652,7 @@ func (x *ReportProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgress.ProtoReflect.Descriptor instead.
 func (*ReportProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 type ProgressReport struct {
@@ -1575,7 +1664,7 @@ type ProgressReport struct {
 
 func (x *ProgressReport) Reset() {
 	*x = ProgressReport{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1676,7 @@ func (x *ProgressReport) String() string {
 func (*ProgressReport) ProtoMessage() {}
 
 func (x *ProgressReport) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1689,7 @@ func (x *ProgressReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressReport.ProtoReflect.Descriptor instead.
 func (*ProgressReport) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
+	return file_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProgressReport) GetDelivered() uint64 {
@@ -1618,7 +1707,7 @@ type Diagnose struct {
 
 func (x *Diagnose) Reset() {
 	*x = Diagnose{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1719,7 @@ func (x *Diagnose) String() string {
 func (*Diagnose) ProtoMessage() {}
 
 func (x *Diagnose) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1732,7 @@ func (x *Diagnose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnose.ProtoReflect.Descriptor instead.
 func (*Diagnose) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
+	return file_control_proto_rawDescGZIP(), []int{17}
 }
 
 type Diagnosis struct {
@@ -1655,7 +1744,7 @@ type Diagnosis struct {
 
 func (x *Diagnosis) Reset() {
 	*x = Diagnosis{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1756,7 @@ func (x *Diagnosis) String() string {
 func (*Diagnosis) ProtoMessage() {}
 
 func (x *Diagnosis) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1769,7 @@ func (x *Diagnosis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnosis.ProtoReflect.Descriptor instead.
 func (*Diagnosis) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
+	return file_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Diagnosis) GetReport() string {
@@ -1703,7 +1792,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1804,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1817,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
+	return file_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Ready) GetHandlerDigest() string {
@@ -1746,7 +1835,7 @@ type Begin struct {
 
 func (x *Begin) Reset() {
 	*x = Begin{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1847,7 @@ func (x *Begin) String() string {
 func (*Begin) ProtoMessage() {}
 
 func (x *Begin) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1860,7 @@ func (x *Begin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Begin.ProtoReflect.Descriptor instead.
 func (*Begin) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
+	return file_control_proto_rawDescGZIP(), []int{20}
 }
 
 // Output is the seq-th line (from 0) task printed; re-executed, a task
@@ -1787,7 +1876,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1888,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +1901,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
+	return file_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Output) GetLine() string {
@@ -1845,7 +1934,7 @@ type ExitRequest struct {
 
 func (x *ExitRequest) Reset() {
 	*x = ExitRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1946,7 @@ func (x *ExitRequest) String() string {
 func (*ExitRequest) ProtoMessage() {}
 
 func (x *ExitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1959,7 @@ func (x *ExitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitRequest.ProtoReflect.Descriptor instead.
 func (*ExitRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
+	return file_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExitRequest) GetStatus() int32 {
@@ -1889,7 +1978,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +1990,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2003,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+	return file_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Probe) GetRound() uint64 {
@@ -1947,7 +2036,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2048,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2061,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+	return file_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Idle) GetRound() uint64 {
@@ -2046,7 +2135,7 @@ type QuiescenceRequest struct {
 
 func (x *QuiescenceRequest) Reset() {
 	*x = QuiescenceRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2147,7 @@ func (x *QuiescenceRequest) String() string {
 func (*QuiescenceRequest) ProtoMessage() {}
 
 func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2160,7 @@ func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceRequest.ProtoReflect.Descriptor instead.
 func (*QuiescenceRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
+	return file_control_proto_rawDescGZIP(), []int{25}
 }
 
 type QuiescenceDetected struct {
@@ -2083,7 +2172,7 @@ type QuiescenceDetected struct {
 
 func (x *QuiescenceDetected) Reset() {
 	*x = QuiescenceDetected{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2095,7 +2184,7 @@ func (x *QuiescenceDetected) String() string {
 func (*QuiescenceDetected) ProtoMessage() {}
 
 func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2108,7 +2197,7 @@ func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceDetected.ProtoReflect.Descriptor instead.
 func (*QuiescenceDetected) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
+	return file_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QuiescenceDetected) GetNumber() uint64 {
@@ -2128,7 +2217,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2229,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2242,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+	return file_control_proto_rawDescGZIP(), []int{27}
 }
 
 // KillDue tells the coordinator that a task of the PE offered step (at or
@@ -2168,7 +2257,7 @@ type KillDue struct {
 
 func (x *KillDue) Reset() {
 	*x = KillDue{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2269,7 @@ func (x *KillDue) String() string {
 func (*KillDue) ProtoMessage() {}
 
 func (x *KillDue) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2282,7 @@ func (x *KillDue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillDue.ProtoReflect.Descriptor instead.
 func (*KillDue) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+	return file_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *KillDue) GetStep() uint64 {
@@ -2214,7 +2303,7 @@ type InjectFailure struct {
 
 func (x *InjectFailure) Reset() {
 	*x = InjectFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2315,7 @@ func (x *InjectFailure) String() string {
 func (*InjectFailure) ProtoMessage() {}
 
 func (x *InjectFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2328,7 @@ func (x *InjectFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectFailure.ProtoReflect.Descriptor instead.
 func (*InjectFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
+	return file_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *InjectFailure) GetSignal() string {
@@ -2258,7 +2347,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2359,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2372,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
+	return file_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -2302,7 +2391,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2403,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2416,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
+	return file_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Failed) GetError() string {
@@ -2346,7 +2435,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2447,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2460,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+	return file_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -2391,7 +2480,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2492,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2505,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+	return file_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -2445,7 +2534,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2546,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2559,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+	return file_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Resume) GetPassed() uint64 {
@@ -2491,7 +2580,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2592,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2605,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Committed) GetEpoch() uint64 {
@@ -2537,7 +2626,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2638,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2651,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -2599,7 +2688,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2700,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2713,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -2662,7 +2751,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2763,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2776,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -2747,7 +2836,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2848,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2861,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -2816,7 +2905,7 @@ type WatchProgress struct {
 
 func (x *WatchProgress) Reset() {
 	*x = WatchProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +2917,7 @@ func (x *WatchProgress) String() string {
 func (*WatchProgress) ProtoMessage() {}
 
 func (x *WatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +2930,7 @@ func (x *WatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
 func (*WatchProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchProgress) GetGeneration() uint64 {
@@ -2868,7 +2957,7 @@ type Reached struct {
 
 func (x *Reached) Reset() {
 	*x = Reached{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2880,7 +2969,7 @@ func (x *Reached) String() string {
 func (*Reached) ProtoMessage() {}
 
 func (x *Reached) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2893,7 +2982,7 @@ func (x *Reached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reached.ProtoReflect.Descriptor instead.
 func (*Reached) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Reached) GetGeneration() uint64 {
@@ -2924,7 +3013,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3025,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3038,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -3007,7 +3096,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3019,7 +3108,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3032,7 +3121,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -3074,7 +3163,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3086,7 +3175,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3099,7 +3188,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -3141,7 +3230,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3153,7 +3242,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3166,7 +3255,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -3231,14 +3320,17 @@ type PEStats struct {
 	LongestSilenceMs int64 `protobuf:"varint,13,opt,name=longest_silence_ms,json=longestSilenceMs,proto3" json:"longest_silence_ms,omitempty"`
 	// passed_again counts the sync points a re-executing task passed by
 	// itself (the job had passed them without a checkpoint).
-	PassedAgain   int32 `protobuf:"varint,14,opt,name=passed_again,json=passedAgain,proto3" json:"passed_again,omitempty"`
+	PassedAgain int32 `protobuf:"varint,14,opt,name=passed_again,json=passedAgain,proto3" json:"passed_again,omitempty"`
+	// LogPeakBytes is the high-water mark of the PE's sender log, in
+	// bytes (the accounting of --log-limit: the messages' sizes).
+	LogPeakBytes  int64 `protobuf:"varint,15,opt,name=log_peak_bytes,json=logPeakBytes,proto3" json:"log_peak_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3250,7 +3342,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3263,7 +3355,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -3364,11 +3456,18 @@ func (x *PEStats) GetPassedAgain() int32 {
 	return 0
 }
 
-var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
+func (x *PEStats) GetLogPeakBytes() int64 {
+	if x != nil {
+		return x.LogPeakBytes
+	}
+	return 0
+}
 
-const file_launcher_controlpb_control_proto_rawDesc = "" +
+var File_control_proto protoreflect.FileDescriptor
+
+const file_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xb6\t\n" +
+	"\rcontrol.proto\x12\x0fgochare.control\"\xb6\t\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -3414,7 +3513,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04from\x18\x03 \x01(\x05R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x05R\x02to\"6\n" +
 	"\aMigrate\x12+\n" +
-	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xa7\n" +
+	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xea\n" +
 	"\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
@@ -3438,7 +3537,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x0ewatch_progress\x18\x10 \x01(\v2\x1e.gochare.control.WatchProgressH\x00R\rwatchProgress\x12:\n" +
 	"\theartbeat\x18\x11 \x01(\v2\x1a.gochare.control.HeartbeatH\x00R\theartbeat\x12G\n" +
 	"\x0einject_failure\x18\x12 \x01(\v2\x1e.gochare.control.InjectFailureH\x00R\rinjectFailure\x124\n" +
-	"\arefused\x18\x13 \x01(\v2\x18.gochare.control.RefusedH\x00R\arefused\x12J\n" +
+	"\arefused\x18\x13 \x01(\v2\x18.gochare.control.RefusedH\x00R\arefused\x12A\n" +
+	"\flogger_setup\x18\x14 \x01(\v2\x1c.gochare.control.LoggerSetupH\x00R\vloggerSetup\x12J\n" +
 	"\x0freport_progress\x18\x1e \x01(\v2\x1f.gochare.control.ReportProgressH\x00R\x0ereportProgress\x127\n" +
 	"\bdiagnose\x18\x1f \x01(\v2\x19.gochare.control.DiagnoseH\x00R\bdiagnoseB\x05\n" +
 	"\x03msg\"d\n" +
@@ -3453,7 +3553,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\tRestarted\x12\x14\n" +
 	"\x05tasks\x18\x01 \x01(\x05R\x05tasks\"!\n" +
 	"\tChallenge\x12\x14\n" +
-	"\x05nonce\x18\x01 \x01(\fR\x05nonce\"\xac\x01\n" +
+	"\x05nonce\x18\x01 \x01(\fR\x05nonce\"\xc4\x01\n" +
 	"\x05Hello\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x10\n" +
@@ -3461,7 +3561,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x0etransport_addr\x18\x04 \x01(\tR\rtransportAddr\x12\x10\n" +
 	"\x03pid\x18\x05 \x01(\x03R\x03pid\x12\x12\n" +
 	"\x04host\x18\x06 \x01(\tR\x04host\x12\x1c\n" +
-	"\ttransport\x18\a \x01(\tR\ttransport\"!\n" +
+	"\ttransport\x18\a \x01(\tR\ttransport\x12\x16\n" +
+	"\x06logger\x18\b \x01(\bR\x06logger\"!\n" +
 	"\aRefused\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xf2\x02\n" +
 	"\x05Setup\x12\x12\n" +
@@ -3479,7 +3580,11 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"trace_file\x18\v \x01(\tR\ttraceFile\x12 \n" +
 	"\fkill_at_step\x18\t \x01(\x04R\n" +
 	"killAtStep\x120\n" +
-	"\x14heartbeat_timeout_ms\x18\f \x01(\x03R\x12heartbeatTimeoutMs\"\x10\n" +
+	"\x14heartbeat_timeout_ms\x18\f \x01(\x03R\x12heartbeatTimeoutMs\"n\n" +
+	"\vLoggerSetup\x12\x16\n" +
+	"\x06logger\x18\x01 \x01(\x05R\x06logger\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x120\n" +
+	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\"\x10\n" +
 	"\x0eReportProgress\".\n" +
 	"\x0eProgressReport\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\"\n" +
@@ -3596,7 +3701,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
 	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\x12\x1a\n" +
-	"\brecreate\x18\x06 \x01(\bR\brecreate\"\xf5\x03\n" +
+	"\brecreate\x18\x06 \x01(\bR\brecreate\"\x9b\x04\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3616,22 +3721,23 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x0flogged_messages\x18\v \x01(\x03R\x0eloggedMessages\x12!\n" +
 	"\fbatches_sent\x18\f \x01(\x04R\vbatchesSent\x12,\n" +
 	"\x12longest_silence_ms\x18\r \x01(\x03R\x10longestSilenceMs\x12!\n" +
-	"\fpassed_again\x18\x0e \x01(\x05R\vpassedAgainB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\fpassed_again\x18\x0e \x01(\x05R\vpassedAgain\x12$\n" +
+	"\x0elog_peak_bytes\x18\x0f \x01(\x03R\flogPeakBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
-	file_launcher_controlpb_control_proto_rawDescOnce sync.Once
-	file_launcher_controlpb_control_proto_rawDescData []byte
+	file_control_proto_rawDescOnce sync.Once
+	file_control_proto_rawDescData []byte
 )
 
-func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
-	file_launcher_controlpb_control_proto_rawDescOnce.Do(func() {
-		file_launcher_controlpb_control_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)))
+func file_control_proto_rawDescGZIP() []byte {
+	file_control_proto_rawDescOnce.Do(func() {
+		file_control_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)))
 	})
-	return file_launcher_controlpb_control_proto_rawDescData
+	return file_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
-var file_launcher_controlpb_control_proto_goTypes = []any{
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
 	(*Loads)(nil),              // 2: gochare.control.Loads
@@ -3646,100 +3752,102 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*Hello)(nil),              // 11: gochare.control.Hello
 	(*Refused)(nil),            // 12: gochare.control.Refused
 	(*Setup)(nil),              // 13: gochare.control.Setup
-	(*ReportProgress)(nil),     // 14: gochare.control.ReportProgress
-	(*ProgressReport)(nil),     // 15: gochare.control.ProgressReport
-	(*Diagnose)(nil),           // 16: gochare.control.Diagnose
-	(*Diagnosis)(nil),          // 17: gochare.control.Diagnosis
-	(*Ready)(nil),              // 18: gochare.control.Ready
-	(*Begin)(nil),              // 19: gochare.control.Begin
-	(*Output)(nil),             // 20: gochare.control.Output
-	(*ExitRequest)(nil),        // 21: gochare.control.ExitRequest
-	(*Probe)(nil),              // 22: gochare.control.Probe
-	(*Idle)(nil),               // 23: gochare.control.Idle
-	(*QuiescenceRequest)(nil),  // 24: gochare.control.QuiescenceRequest
-	(*QuiescenceDetected)(nil), // 25: gochare.control.QuiescenceDetected
-	(*Heartbeat)(nil),          // 26: gochare.control.Heartbeat
-	(*KillDue)(nil),            // 27: gochare.control.KillDue
-	(*InjectFailure)(nil),      // 28: gochare.control.InjectFailure
-	(*Stop)(nil),               // 29: gochare.control.Stop
-	(*Failed)(nil),             // 30: gochare.control.Failed
-	(*TakeCheckpoint)(nil),     // 31: gochare.control.TakeCheckpoint
-	(*CommitCheckpoint)(nil),   // 32: gochare.control.CommitCheckpoint
-	(*Resume)(nil),             // 33: gochare.control.Resume
-	(*Committed)(nil),          // 34: gochare.control.Committed
-	(*CheckpointStaged)(nil),   // 35: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 36: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 37: gochare.control.DiskWritten
-	(*Restored)(nil),           // 38: gochare.control.Restored
-	(*WatchProgress)(nil),      // 39: gochare.control.WatchProgress
-	(*Reached)(nil),            // 40: gochare.control.Reached
-	(*Relocation)(nil),         // 41: gochare.control.Relocation
-	(*Recover)(nil),            // 42: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 43: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 44: gochare.control.Rollback
-	(*PEStats)(nil),            // 45: gochare.control.PEStats
+	(*LoggerSetup)(nil),        // 14: gochare.control.LoggerSetup
+	(*ReportProgress)(nil),     // 15: gochare.control.ReportProgress
+	(*ProgressReport)(nil),     // 16: gochare.control.ProgressReport
+	(*Diagnose)(nil),           // 17: gochare.control.Diagnose
+	(*Diagnosis)(nil),          // 18: gochare.control.Diagnosis
+	(*Ready)(nil),              // 19: gochare.control.Ready
+	(*Begin)(nil),              // 20: gochare.control.Begin
+	(*Output)(nil),             // 21: gochare.control.Output
+	(*ExitRequest)(nil),        // 22: gochare.control.ExitRequest
+	(*Probe)(nil),              // 23: gochare.control.Probe
+	(*Idle)(nil),               // 24: gochare.control.Idle
+	(*QuiescenceRequest)(nil),  // 25: gochare.control.QuiescenceRequest
+	(*QuiescenceDetected)(nil), // 26: gochare.control.QuiescenceDetected
+	(*Heartbeat)(nil),          // 27: gochare.control.Heartbeat
+	(*KillDue)(nil),            // 28: gochare.control.KillDue
+	(*InjectFailure)(nil),      // 29: gochare.control.InjectFailure
+	(*Stop)(nil),               // 30: gochare.control.Stop
+	(*Failed)(nil),             // 31: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 32: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 33: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 34: gochare.control.Resume
+	(*Committed)(nil),          // 35: gochare.control.Committed
+	(*CheckpointStaged)(nil),   // 36: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 37: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 38: gochare.control.DiskWritten
+	(*Restored)(nil),           // 39: gochare.control.Restored
+	(*WatchProgress)(nil),      // 40: gochare.control.WatchProgress
+	(*Reached)(nil),            // 41: gochare.control.Reached
+	(*Relocation)(nil),         // 42: gochare.control.Relocation
+	(*Recover)(nil),            // 43: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 44: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 45: gochare.control.Rollback
+	(*PEStats)(nil),            // 46: gochare.control.PEStats
 }
-var file_launcher_controlpb_control_proto_depIdxs = []int32{
+var file_control_proto_depIdxs = []int32{
 	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
-	18, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
-	20, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
-	21, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
-	23, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
-	24, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
-	26, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
-	30, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	35, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	36, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	37, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	38, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	45, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	19, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
+	21, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
+	22, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
+	24, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
+	25, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
+	27, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
+	31, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
+	36, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	37, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	38, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	39, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	46, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
 	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
 	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
 	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
-	40, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
-	27, // 17: gochare.control.ToCoordinator.kill_due:type_name -> gochare.control.KillDue
-	15, // 18: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
-	17, // 19: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
-	34, // 20: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
+	41, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
+	28, // 17: gochare.control.ToCoordinator.kill_due:type_name -> gochare.control.KillDue
+	16, // 18: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
+	18, // 19: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
+	35, // 20: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
 	1,  // 21: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
 	5,  // 22: gochare.control.Migrate.moves:type_name -> gochare.control.Move
 	10, // 23: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
 	13, // 24: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	19, // 25: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	22, // 26: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	25, // 27: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	29, // 28: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	31, // 29: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	32, // 30: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	33, // 31: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	42, // 32: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	43, // 33: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	44, // 34: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	20, // 25: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	23, // 26: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	26, // 27: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	30, // 28: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	32, // 29: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	33, // 30: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	34, // 31: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	43, // 32: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	44, // 33: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	45, // 34: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
 	8,  // 35: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
 	4,  // 36: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
 	6,  // 37: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
-	39, // 38: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
-	26, // 39: gochare.control.ToPE.heartbeat:type_name -> gochare.control.Heartbeat
-	28, // 40: gochare.control.ToPE.inject_failure:type_name -> gochare.control.InjectFailure
+	40, // 38: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
+	27, // 39: gochare.control.ToPE.heartbeat:type_name -> gochare.control.Heartbeat
+	29, // 40: gochare.control.ToPE.inject_failure:type_name -> gochare.control.InjectFailure
 	12, // 41: gochare.control.ToPE.refused:type_name -> gochare.control.Refused
-	14, // 42: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
-	16, // 43: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
-	41, // 44: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	41, // 45: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	41, // 46: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	14, // 42: gochare.control.ToPE.logger_setup:type_name -> gochare.control.LoggerSetup
+	15, // 43: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
+	17, // 44: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
+	42, // 45: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	42, // 46: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	42, // 47: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
-func init() { file_launcher_controlpb_control_proto_init() }
-func file_launcher_controlpb_control_proto_init() {
-	if File_launcher_controlpb_control_proto != nil {
+func init() { file_control_proto_init() }
+func file_control_proto_init() {
+	if File_control_proto != nil {
 		return
 	}
-	file_launcher_controlpb_control_proto_msgTypes[0].OneofWrappers = []any{
+	file_control_proto_msgTypes[0].OneofWrappers = []any{
 		(*ToCoordinator_Hello)(nil),
 		(*ToCoordinator_Ready)(nil),
 		(*ToCoordinator_Output)(nil),
@@ -3762,7 +3870,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Diagnosis)(nil),
 		(*ToCoordinator_Committed)(nil),
 	}
-	file_launcher_controlpb_control_proto_msgTypes[7].OneofWrappers = []any{
+	file_control_proto_msgTypes[7].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
 		(*ToPE_Setup)(nil),
 		(*ToPE_Begin)(nil),
@@ -3782,6 +3890,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToPE_Heartbeat)(nil),
 		(*ToPE_InjectFailure)(nil),
 		(*ToPE_Refused)(nil),
+		(*ToPE_LoggerSetup)(nil),
 		(*ToPE_ReportProgress)(nil),
 		(*ToPE_Diagnose)(nil),
 	}
@@ -3789,17 +3898,17 @@ func file_launcher_controlpb_control_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_launcher_controlpb_control_proto_goTypes,
-		DependencyIndexes: file_launcher_controlpb_control_proto_depIdxs,
-		MessageInfos:      file_launcher_controlpb_control_proto_msgTypes,
+		GoTypes:           file_control_proto_goTypes,
+		DependencyIndexes: file_control_proto_depIdxs,
+		MessageInfos:      file_control_proto_msgTypes,
 	}.Build()
-	File_launcher_controlpb_control_proto = out.File
-	file_launcher_controlpb_control_proto_goTypes = nil
-	file_launcher_controlpb_control_proto_depIdxs = nil
+	File_control_proto = out.File
+	file_control_proto_goTypes = nil
+	file_control_proto_depIdxs = nil
 }

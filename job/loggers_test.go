@@ -1,0 +1,53 @@
+package job
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/logging"
+)
+
+// Without dumping a logger holds nothing: its death changes nothing, and
+// a PE failure after it is recovered as usual.
+func TestLoggerFailureWithoutDumpingChangesNothing(t *testing.T) {
+	c := runningCoordinatorWith(t, Config{Size: 3, Protocol: logging.KindPartialDet, Loggers: 2})
+	require.Equal(t, []bool{true, true}, c.LiveLoggers())
+	require.Empty(t, c.OnLoggerFailure(1))
+	require.Equal(t, []bool{true, false}, c.LiveLoggers())
+	require.Contains(t, c.Notes(), "logger 1 failed (1 of 2 left): no log entry is dumped in this job, the job goes on")
+	require.Empty(t, c.OnLoggerFailure(1), "a logger dies once")
+	require.Empty(t, c.OnLoggerFailure(7), "no such logger")
+	eventOf[Recover](t, c.OnFailure(2))
+	_, done := c.Done()
+	require.False(t, done)
+}
+
+// With dumping, a logger's death makes the next sync point checkpoint
+// (a log limit notwithstanding); a PE that fails before that checkpoint
+// commits stops the job with ErrDumpedEntriesLost, one that fails after
+// is recovered.
+func TestLoggerFailureWithDumpingForcesACheckpointAndStopsAnUnreplayableRecovery(t *testing.T) {
+	cfg := Config{Size: 3, Protocol: logging.KindPartialDet, Loggers: 1, Dumping: true, LogLimit: 1 << 30}
+	c := runningCoordinatorWith(t, cfg)
+	require.Equal(t, []any{Resume{Passed: 10}}, events(syncPoint(t, c, 9, map[int]int{0: 10, 1: 10, 2: 10})), "under the limit: no checkpoint")
+	require.Empty(t, c.OnLoggerFailure(0))
+	require.Equal(t, []bool{false}, c.LiveLoggers())
+	cp, _ := eventOf[TakeCheckpoint](t, syncPoint(t, c, 19, map[int]int{0: 10, 1: 10, 2: 10}))
+	require.Contains(t, c.Notes(), "sync point of step 19 checkpoints: a logger failed with log entries dumped to it")
+	events(commit(t, c, cp.Epoch))
+	require.Equal(t, []any{Resume{Passed: 30}}, events(syncPoint(t, c, 29, map[int]int{0: 10, 1: 10, 2: 10})),
+		"once the checkpoint committed, the log limit rules again")
+	eventOf[Recover](t, c.OnFailure(1))
+	_, done := c.Done()
+	require.False(t, done, "a failure after the commit is recovered")
+
+	lost := runningCoordinatorWith(t, cfg)
+	require.Empty(t, lost.OnLoggerFailure(0))
+	stop, _ := eventOf[Stop](t, lost.OnFailure(2))
+	require.Equal(t, 1, stop.Status)
+	out, done := lost.Done()
+	require.True(t, done)
+	require.ErrorIs(t, out.Err, ErrDumpedEntriesLost)
+	require.Contains(t, out.Err.Error(), "PE 2 failed after logger(s) [0] failed and before a checkpoint committed")
+}
