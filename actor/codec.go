@@ -194,7 +194,7 @@ func floatCodec[M any](t reflect.Type, name, layout string) (Codec, bool) {
 			if ptr {
 				rv = rv.Elem()
 			}
-			err := plainEnc.MarshalToBuffer(ff.toShadow(rv), w)
+			err := ff.encode(rv, w)
 			return w.Bytes(), err
 		},
 		Decode: func(data []byte) (any, error) {

@@ -1,11 +1,13 @@
 package actor
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"sync"
 )
 
 // The float fast path. CBOR writes each float of a []float64 with its own
@@ -81,18 +83,47 @@ func (ff *floatFields) layout(l string) string {
 	return l + "(float64 slices as little-endian bytes)"
 }
 
-// toShadow returns a pointer to the shadow of v, a struct of ff's type.
-func (ff *floatFields) toShadow(v reflect.Value) any {
+// floatScratch holds the buffers the float fields of a value are written
+// into while it is encoded (the encoder copies them to its output).
+var floatScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// encode encodes v, a struct of ff's type, into w through its shadow.
+func (ff *floatFields) encode(v reflect.Value, w *bytes.Buffer) error {
+	scratch := floatScratch.Get().(*[]byte)
+	defer floatScratch.Put(scratch)
+	need := 0
+	for k, i := range ff.fields {
+		if ff.floats[k] {
+			need += 8 * v.Field(i).Len()
+		}
+	}
+	if cap(*scratch) < need {
+		*scratch = make([]byte, need)
+	}
+	buf := (*scratch)[:need]
 	s := reflect.New(ff.shadow)
 	e := s.Elem()
 	for k, i := range ff.fields {
-		if ff.floats[k] {
-			e.Field(k).SetBytes(floatsToBytes(v.Field(i).Interface().([]float64)))
-		} else {
+		if !ff.floats[k] {
 			e.Field(k).Set(v.Field(i))
+			continue
 		}
+		f := v.Field(i).Interface().([]float64)
+		switch {
+		case f == nil:
+			continue // nil stays nil (CBOR null)
+		case len(f) == 0:
+			e.Field(k).SetBytes([]byte{}) // empty stays empty
+			continue
+		}
+		b := buf[: 8*len(f) : 8*len(f)]
+		buf = buf[8*len(f):]
+		for j, x := range f {
+			binary.LittleEndian.PutUint64(b[8*j:], math.Float64bits(x))
+		}
+		e.Field(k).SetBytes(b)
 	}
-	return s.Interface()
+	return plainEnc.MarshalToBuffer(s.Interface(), w)
 }
 
 // fromShadow sets the exported fields of v, a settable struct of ff's
@@ -112,20 +143,8 @@ func (ff *floatFields) fromShadow(s, v reflect.Value) error {
 	return nil
 }
 
-// floatsToBytes returns the little-endian bits of f: nil for nil, empty
-// for empty.
-func floatsToBytes(f []float64) []byte {
-	if f == nil {
-		return nil
-	}
-	b := make([]byte, 8*len(f))
-	for i, x := range f {
-		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
-	}
-	return b
-}
-
-// bytesToFloats is the inverse of floatsToBytes.
+// bytesToFloats returns the floats whose little-endian bits b holds: nil
+// for nil, empty for empty.
 func bytesToFloats(b []byte) ([]float64, error) {
 	if b == nil {
 		return nil, nil

@@ -73,6 +73,14 @@ func TestFloatFieldsTravelAsTheirBits(t *testing.T) {
 	require.NoError(t, err)
 	check(back.(withFloats))
 
+	// Empty alone (no float to write): still empty, not nil.
+	data, err = byValue.Append(nil, withFloats{Empty: []float64{}})
+	require.NoError(t, err)
+	back, err = byValue.Decode(data)
+	require.NoError(t, err)
+	require.NotNil(t, back.(withFloats).Empty)
+	require.Nil(t, back.(withFloats).Values)
+
 	big := withFloats{Values: make([]float64, 4096)}
 	data, err = byValue.Append(nil, big)
 	require.NoError(t, err)

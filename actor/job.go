@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -225,7 +226,11 @@ func taskPacking(t reflect.Type) (pack func(Task) ([]byte, error), unpack func(T
 		}
 	}
 	if ff := floatFieldsOf(elem); ff != nil {
-		pack = func(task Task) ([]byte, error) { return plainEnc.Marshal(ff.toShadow(reflect.ValueOf(task).Elem())) }
+		pack = func(task Task) ([]byte, error) {
+			var w bytes.Buffer
+			err := ff.encode(reflect.ValueOf(task).Elem(), &w)
+			return w.Bytes(), err
+		}
 		unpack = func(task Task, data []byte) error {
 			shadow := reflect.New(ff.shadow)
 			if err := plainDec.Unmarshal(data, shadow.Interface()); err != nil {
