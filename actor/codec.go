@@ -25,7 +25,8 @@ import (
 //     floats kept at their width and NaN payloads kept: the same value
 //     gives the same bytes on every PE, which replay needs (a re-executed
 //     task's sends are compared bit for bit with the logged ones), and
-//     decoding gives back the same bits.
+//     decoding gives back the same bits. A struct's own []float64 fields
+//     travel as byte strings of the floats' bits (floats.go).
 
 // ErrNotPlain reports a message or task type the plain codec cannot carry
 // whole (an unexported field, a func, a channel, an interface).
@@ -139,6 +140,9 @@ func CodecOf[M any]() (Codec, error) {
 	if err != nil {
 		return Codec{}, err
 	}
+	if c, ok := floatCodec[M](t, name, layout); ok {
+		return c, nil
+	}
 	return Codec{
 		Name:   name,
 		Layout: layout,
@@ -159,6 +163,59 @@ func CodecOf[M any]() (Codec, error) {
 			return m, nil
 		},
 	}, nil
+}
+
+// floatCodec returns the plain codec of M with the float fast path (see
+// floatFieldsOf), if M (or the struct it points to) has []float64 fields.
+func floatCodec[M any](t reflect.Type, name, layout string) (Codec, bool) {
+	ptr := t.Kind() == reflect.Pointer
+	st := t
+	if ptr {
+		st = t.Elem()
+	}
+	ff := floatFieldsOf(st)
+	if ff == nil {
+		return Codec{}, false
+	}
+	return Codec{
+		Name:   name,
+		Layout: ff.layout(layout),
+		Append: func(buf []byte, m any) ([]byte, error) {
+			v, ok := m.(M)
+			if !ok {
+				return buf, fmt.Errorf("actor: message %T for a handler of %s", m, name)
+			}
+			rv := reflect.ValueOf(v)
+			w := bytes.NewBuffer(buf)
+			if ptr && rv.IsNil() {
+				err := plainEnc.MarshalToBuffer(v, w) // null, as without the fast path
+				return w.Bytes(), err
+			}
+			if ptr {
+				rv = rv.Elem()
+			}
+			err := ff.encode(rv, w)
+			return w.Bytes(), err
+		},
+		Decode: func(data []byte) (any, error) {
+			var m M
+			if len(data) == 1 && data[0] == 0xf6 { // null: a nil pointer, or the zero value
+				return m, nil
+			}
+			shadow := reflect.New(ff.shadow)
+			if err := plainDec.Unmarshal(data, shadow.Interface()); err != nil {
+				return nil, fmt.Errorf("actor: decode %s: %w", name, err)
+			}
+			out := reflect.New(st)
+			if err := ff.fromShadow(shadow.Elem(), out.Elem()); err != nil {
+				return nil, fmt.Errorf("actor: decode %s: %w", name, err)
+			}
+			if ptr {
+				return out.Interface().(M), nil
+			}
+			return out.Elem().Interface().(M), nil
+		},
+	}, true
 }
 
 // protoCodecOf is ProtoCodec for a type known by reflection.

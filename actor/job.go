@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -22,8 +23,9 @@ import (
 //     no part of the state: a restored task keeps the constructor's); or
 //   - a type that implements encoding.BinaryMarshaler and
 //     BinaryUnmarshaler and packs itself: the fast path for states that
-//     are mostly large arrays (a []float64 grid written with one copy,
-//     where CBOR writes each float with its own header).
+//     are mostly large arrays in a form of their own (a struct's own
+//     []float64 fields are already written as their bits, see floats.go;
+//     deeper ones as CBOR arrays, a header per float).
 type Task = any
 
 // App is a program the runtime can run. Define is called on every PE (and
@@ -222,6 +224,24 @@ func taskPacking(t reflect.Type) (pack func(Task) ([]byte, error), unpack func(T
 		if elem.Field(i).IsExported() {
 			state = append(state, i)
 		}
+	}
+	if ff := floatFieldsOf(elem); ff != nil {
+		pack = func(task Task) ([]byte, error) {
+			var w bytes.Buffer
+			err := ff.encode(reflect.ValueOf(task).Elem(), &w)
+			return w.Bytes(), err
+		}
+		unpack = func(task Task, data []byte) error {
+			shadow := reflect.New(ff.shadow)
+			if err := plainDec.Unmarshal(data, shadow.Interface()); err != nil {
+				return fmt.Errorf("actor: unpack %v: %w", t, err)
+			}
+			if err := ff.fromShadow(shadow.Elem(), reflect.ValueOf(task).Elem()); err != nil {
+				return fmt.Errorf("actor: unpack %v: %w", t, err)
+			}
+			return nil
+		}
+		return pack, unpack, ff.layout(layout), nil
 	}
 	pack = func(task Task) ([]byte, error) { return plainEnc.Marshal(task) }
 	unpack = func(task Task, data []byte) error {

@@ -85,12 +85,12 @@ func declare(j *actor.Job, cfg Config, now func() time.Time) *program {
 	sharedSizes, faceSizes := regionSizes(grid)
 	for _, n := range sharedSizes {
 		p.sharedNodes[n] = actor.Handle(chunks, fmt.Sprintf("shared_nodes_%d", n), actor.AnnotateCommutative(n), p.onSharedNodes,
-			actor.KeyBy(func(m *SharedNodes) uint64 { return m.GetKey() }),
+			actor.KeyBy(func(m *SharedNodes) uint64 { return m.Key }),
 			actor.WhenComplete(p.onSharedNodesComplete))
 	}
 	for _, n := range faceSizes {
 		p.faceGradients[n] = actor.Handle(chunks, fmt.Sprintf("face_gradients_%d", n), actor.AnnotateCommutative(n), p.onFaceGradients,
-			actor.KeyBy(func(m *FaceGradients) uint64 { return m.GetKey() }),
+			actor.KeyBy(func(m *FaceGradients) uint64 { return m.Key }),
 			actor.WhenComplete(p.onFaceGradientsComplete))
 	}
 	return p
@@ -194,17 +194,17 @@ func (p *program) sendShared(c *Chunk, ctx actor.Context, key uint64, fields ...
 // messages of a region commute.
 func (p *program) onSharedNodes(c *Chunk, ctx actor.Context, m *SharedNodes) {
 	components := 3
-	if m.GetKey() == massKey {
+	if m.Key == massKey {
 		c.expectStage(stageMass, "nodal masses")
 		components = 1
 	} else {
 		c.expectStage(stageForces, "forces")
-		if m.GetKey() != forcesKey(c.domain.Cycle()) {
-			panic(fmt.Sprintf("lulesh: chunk %v received forces of key %d in cycle %d", c.position, m.GetKey(), c.domain.Cycle()))
+		if m.Key != forcesKey(c.domain.Cycle()) {
+			panic(fmt.Sprintf("lulesh: chunk %v received forces of key %d in cycle %d", c.position, m.Key, c.domain.Cycle()))
 		}
 	}
-	from := kernel.Direction{int(m.GetFromX()), int(m.GetFromY()), int(m.GetFromZ())}
-	if err := c.storeShared(from, m.GetValues(), components); err != nil {
+	from := kernel.Direction{int(m.FromX), int(m.FromY), int(m.FromZ)}
+	if err := c.storeShared(from, m.Values, components); err != nil {
 		panic(err)
 	}
 }
@@ -313,10 +313,10 @@ func (p *program) afterForces(c *Chunk, ctx actor.Context) {
 // it fills the ghost slots of its own face and nothing else.
 func (p *program) onFaceGradients(c *Chunk, ctx actor.Context, m *FaceGradients) {
 	c.expectStage(stageGradients, "face gradients")
-	if m.GetKey() != gradientsKey(c.domain.Cycle()) {
-		panic(fmt.Sprintf("lulesh: chunk %v received gradients of key %d in cycle %d", c.position, m.GetKey(), c.domain.Cycle()))
+	if m.Key != gradientsKey(c.domain.Cycle()) {
+		panic(fmt.Sprintf("lulesh: chunk %v received gradients of key %d in cycle %d", c.position, m.Key, c.domain.Cycle()))
 	}
-	if err := c.storeGradients(kernel.Face(m.GetFace()), m.GetValues()); err != nil {
+	if err := c.storeGradients(kernel.Face(m.Face), m.Values); err != nil {
 		panic(err)
 	}
 }

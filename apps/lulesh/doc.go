@@ -118,7 +118,7 @@
 //
 // config.go holds the flags, chunk.go the Chunk task and its packed form,
 // app.go the declarations and handlers (the main element is
-// appkit.Main's, packed by appkit), report.go the output, reference.go the reference table, and
-// lulesh.proto the messages (generate from the module root:
-// protoc -I. --go_out=. --go_opt=module=github.com/gochare/gochare apps/lulesh/lulesh.proto).
+// appkit.Main's, packed by appkit), report.go the output, reference.go the
+// reference table, and messages.go the messages: plain Go structs, no
+// generated code.
 package lulesh
