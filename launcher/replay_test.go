@@ -85,6 +85,14 @@ func TestRecordAndReplayLeanMDCell(t *testing.T) {
 	require.NotContains(t, out, "replay: run 3:")
 	require.Regexp(t, `replay: 2 of \d+ runs replayed as recorded`, out)
 
+	// The main task keeps the wall-clock time of its start in its state
+	// (for the elapsed time it reports, appkit.Main): its sends replay,
+	// its state at the next checkpoint does not, from that field on.
+	status, out = replayed(t, bin, "--record", dir, "--task", "driver[0]")
+	require.Equal(t, 1, status, out)
+	require.Contains(t, out, "replay differs from the record: after the 2 runs of the period, the state of driver[0] (59 bytes) is not the one its checkpoint 2 recorded (59 bytes): they differ from byte 6")
+	require.Regexp(t, `(?m)^replay: 2 of 2 runs replayed as recorded \(\d+ sends\)$`, out)
+
 	// Clear errors.
 	for _, c := range []struct {
 		args []string

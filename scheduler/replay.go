@@ -240,9 +240,9 @@ func replaySegment(cfg ReplayConfig, app actor.App, seg *record.Segment, end *re
 		if end.MovedIn {
 			what = "its move to another PE carried"
 		}
-		if !bytes.Equal(got.Task, next.Tasks[0].Task) {
-			return res, fmt.Errorf("%w: after the %d runs of the period, the state of %s (%d bytes) is not the one %s (%d bytes)",
-				ErrReplayMismatch, res.Steps, res.Task, len(got.Task), what, len(next.Tasks[0].Task))
+		if want := next.Tasks[0].Task; !bytes.Equal(got.Task, want) {
+			return res, fmt.Errorf("%w: after the %d runs of the period, the state of %s (%d bytes) is not the one %s (%d bytes): they differ from byte %d",
+				ErrReplayMismatch, res.Steps, res.Task, len(got.Task), what, len(want), firstDifference(got.Task, want))
 		}
 		res.StateChecked = true
 	}
@@ -285,6 +285,16 @@ func (pe *PE) replayRun(el *element, e *record.Entry) (string, error) {
 	}
 	pe.call(el, h, "", func() { h.Invoke(el.task, ctx, m) })
 	return what, nil
+}
+
+// firstDifference is the first index where a and b differ (the shorter
+// one's length if one is a prefix of the other).
+func firstDifference(a, b []byte) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // describeTask names a task of the PE's job (or the runtime of a PE).
@@ -379,12 +389,8 @@ func (r *replayer) sent(pe *PE, from commutative.TaskID, m logging.Message) {
 		r.mismatch = fmt.Sprintf("send %d (%s) where the record has AtSync(%d)", r.sends, got, e.Step)
 	case e.To != uint64(m.To) || e.Handler != m.Handler || e.Key != m.Key || !bytes.Equal(e.Payload, m.Payload):
 		r.mismatch = fmt.Sprintf("send %d differs: replayed %s, recorded %s", r.sends, got, pe.describeSend(e.To, e.Handler, e.Key, e.Payload))
-		if e.To == uint64(m.To) && e.Handler == m.Handler && e.Key == m.Key && len(e.Payload) == len(m.Payload) {
-			i := 0
-			for e.Payload[i] == m.Payload[i] {
-				i++
-			}
-			r.mismatch += fmt.Sprintf(" (payloads differ from byte %d)", i)
+		if e.To == uint64(m.To) && e.Handler == m.Handler && e.Key == m.Key {
+			r.mismatch += fmt.Sprintf(" (payloads differ from byte %d)", firstDifference(e.Payload, m.Payload))
 		}
 	}
 }
