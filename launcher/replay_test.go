@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -259,4 +260,29 @@ func TestReplayOfAMovedTask(t *testing.T) {
 	status, out = replayed(t, bin, "--record", dir, "--task", task, "--from-epoch", fmt.Sprint(epoch+1))
 	require.Equal(t, 0, status, out)
 	require.NotContains(t, out, fmt.Sprintf("recorded on PE %d ", from))
+
+	// A program without the recorded application cannot replay it.
+	status, out = replayed(t, testbin.Build(t, faultsPackage), "--record", dir, "--task", task)
+	require.Equal(t, 1, status, out)
+	require.Contains(t, out, `the record is of application "gen", which this binary does not have (replay with the binary that ran it)`)
+}
+
+// The replay under a debugger (README): a breakpoint in a LeanMD cell's
+// handler stops the replay there, with the replay's frames below. It
+// needs dlv on PATH.
+func TestReplayUnderDelve(t *testing.T) {
+	dlv, err := exec.LookPath("dlv")
+	if err != nil {
+		t.Skip("dlv is not on PATH (go install github.com/go-delve/delve/cmd/dlv@latest)")
+	}
+	bin := testbin.Gochare(t)
+	dir := filepath.Join(t.TempDir(), "rec")
+	run := startBinary(t, bin, "run", "leanmd", "--pes", "2", "--record", dir, "--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "10", "--steps", "4")
+	require.Equal(t, 0, run.wait(t, 2*time.Minute), run.output())
+	script := filepath.Join(t.TempDir(), "dlv-init")
+	require.NoError(t, os.WriteFile(script, []byte("break github.com/gochare/gochare/apps/leanmd.(*cellTask).receiveForces\ncontinue\nstack 6\nexit\n"), 0o644))
+	j := startBinary(t, dlv, "exec", bin, "--allow-non-terminal-interactive=true", "--init", script, "--", "replay", "--record", dir, "--task", "cells[1,1,1]")
+	require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+	j.waitLine(t, regexp.MustCompile(`\[Breakpoint 1\] github.com/gochare/gochare/apps/leanmd.\(\*cellTask\).receiveForces\(\)`), time.Second)
+	j.waitLine(t, regexp.MustCompile(`scheduler.\(\*PE\).replayRun`), time.Second)
 }
