@@ -286,3 +286,22 @@ func TestReplayUnderDelve(t *testing.T) {
 	j.waitLine(t, regexp.MustCompile(`\[Breakpoint 1\] github.com/gochare/gochare/apps/leanmd.\(\*cellTask\).receiveForces\(\)`), time.Second)
 	j.waitLine(t, regexp.MustCompile(`scheduler.\(\*PE\).replayRun`), time.Second)
 }
+
+// A handler that panicked stops the job; its delivery is in the record,
+// and the replay runs into the same panic at the same run, where a
+// debugger can stop before it.
+func TestReplayReproducesAHandlerPanic(t *testing.T) {
+	bin := testbin.Build(t, faultsPackage)
+	dir := filepath.Join(t.TempDir(), "rec")
+	run := startBinary(t, bin, "run", "faults", "--pes", "3", "--panic-at", "4", "--record", dir)
+	require.NotEqual(t, 0, run.wait(t, time.Minute), run.output())
+	run.waitLine(t, regexp.MustCompile(`handler panicked: workers\(5\), handler token`), time.Second)
+
+	status, out := replayed(t, bin, "--record", dir, "--task", "workers[5]")
+	require.Equal(t, 1, status, out)
+	require.Contains(t, out, "replay: 3 of 4 runs replayed as recorded (3 sends)")
+	require.Contains(t, out, "run 4 of workers[5] (token, key 3 from workers[4], 2 bytes): scheduler: handler panicked: workers(5), handler token")
+	require.Contains(t, out, "worker 5 was told to panic at step 4")
+	status, out = replayed(t, bin, "--record", dir, "--task", "workers[5]", "--to-step", "3")
+	require.Equal(t, 0, status, out)
+}

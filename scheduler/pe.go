@@ -1079,6 +1079,9 @@ func (pe *PE) halt(err error) {
 		return
 	}
 	pe.halted = err
+	if pe.rec != nil {
+		pe.rec.w.Flush() // the run that stopped it, before the job ends
+	}
 	pe.log.Error("PE stops (the launcher reports why)", "err", firstLine(err.Error()))
 	pe.cfg.Control.Fail(err)
 }
