@@ -76,6 +76,9 @@ type coordinatorConfig struct {
 	Balancer string
 	// TraceFile, if set, is where the job's trace goes (see trace.go).
 	TraceFile string
+	// RecordDir, if set, is where the PEs record their tasks' runs
+	// (--record, for gochare replay).
+	RecordDir string
 	trace     *tracer
 	// Loggers is the number of logger processes (logger.go);
 	// LoggerSpawned tells, per logger, whether the launcher started it.
@@ -534,7 +537,7 @@ func (c *coordinator) maybeSetup() {
 			Rank: int32(i), Size: int32(c.cfg.Size), JobId: c.cfg.JobID,
 			App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
 			CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: killAtStep(c.cfg.Kills, i), MeasureLoad: c.cfg.Balancer != "",
-			TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(),
+			TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(), RecordDir: c.cfg.RecordDir,
 		}}})
 		// From now on both sides send heartbeats, and silence counts.
 		p.out.startHeartbeats(heartbeatInterval(c.cfg.HeartbeatTimeout))

@@ -73,6 +73,9 @@ const usageHead = `usage:
         --transport NAME        PE-to-PE transport, passed to the PEs
                                 (default tcp; the gochare command also has
                                 protoactor)
+        --record DIR            each PE records what its tasks handle and
+                                send, per checkpoint period, in DIR (which
+                                must hold no record yet), for gochare replay
         --trace FILE            write a Chrome trace-event file (Perfetto):
                                 handlers per PE, checkpoints, recoveries
         --lb greedy|refine      balance the load at every checkpoint sync
@@ -113,7 +116,15 @@ const usageHead = `usage:
       GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
 `
 
-const usageTail = `  gochare apps
+const usageTail = `  gochare replay --record DIR --task COLL[i,j,...] [--from-epoch E] [--to-step S] [-v]
+      run one task of a run recorded with --record DIR again, in this
+      process, from its checkpoint at epoch E (default: the first recorded)
+      on the messages it handled then, in their order, and check that it
+      sends what it sent then (and, over a whole period, that it ends in
+      the state of the next checkpoint); S stops it after S runs of its
+      code. Run it under a debugger to step through the task:
+        dlv exec ./APP -- replay --record DIR --task COLL[i,j]
+  gochare apps
       list the applications in this binary
 `
 
@@ -237,6 +248,8 @@ func (p Program) Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		status, err = cmdRun(ctx, args[1:], stdout, stderr, log, byName, p.transports())
+	case "replay":
+		status, err = cmdReplay(args[1:], stdout, stderr, byName)
 	case "pe":
 		status, err = cmdPE(ctx, args[1:], stderr, log, byName, p.transports())
 	case "apps":
@@ -292,6 +305,7 @@ type runOptions struct {
 	logLimitSet   bool
 	checkpointDir string
 	restartDir    string
+	recordDir     string
 	balancer      string
 	traceFile     string
 	spread        int
@@ -377,14 +391,17 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			default:
 				o.spread = n
 			}
-		case "checkpoint-dir", "restart":
+		case "checkpoint-dir", "restart", "record":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
 				return o, nil, err
 			}
-			if name == "restart" {
+			switch name {
+			case "restart":
 				o.restartDir = v
-			} else {
+			case "record":
+				o.recordDir = v
+			default:
 				o.checkpointDir = v
 			}
 		case "transport":
@@ -517,9 +534,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		}
 		kills = append(kills, k)
 	}
-	if o.checkpointDir != "" {
-		if err := os.MkdirAll(o.checkpointDir, 0o755); err != nil {
+	for _, dir := range []string{o.checkpointDir, o.recordDir} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return 1, fmt.Errorf("launcher: %w", err)
+		}
+	}
+	if o.recordDir != "" {
+		if err := checkRecordDir(o.recordDir); err != nil {
+			return 2, err
 		}
 	}
 	layout := scheduler.Layout(job, o.pes)
@@ -543,6 +568,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
+		RecordDir: o.recordDir,
 		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers),
 	}
 	if o.external {

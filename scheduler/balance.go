@@ -101,6 +101,9 @@ func (pe *PE) exportTask(cs *collectionState, lin int) (migrate.TaskRecord, erro
 	if err != nil {
 		return migrate.TaskRecord{}, err
 	}
+	if pe.rec != nil {
+		pe.recordLeave(el)
+	}
 	cs.local[lin] = nil
 	if i, found := slices.BinarySearch(cs.sorted, lin); found {
 		cs.sorted = slices.Delete(cs.sorted, i, i+1)
@@ -114,6 +117,9 @@ func (pe *PE) importTask(rec migrate.TaskRecord) error {
 	el, cp, err := pe.unpackRecord(rec)
 	if err != nil {
 		return err
+	}
+	if pe.rec != nil {
+		pe.recordState(rec, pe.store.Epoch(), true)
 	}
 	pe.proto.ImportTask(cp)
 	delete(pe.expectMigrate, el.id)

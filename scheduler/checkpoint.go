@@ -182,11 +182,16 @@ func (pe *PE) commitCheckpoint(ev job.CommitCheckpoint) {
 	// resumes before every PE has committed (Committed), so nothing of the
 	// next period has arrived yet.
 	pe.proto.Checkpoint()
+	own, _ := pe.store.Own(ev.Epoch)
+	if pe.rec != nil {
+		for _, rec := range own {
+			pe.recordState(rec, ev.Epoch, false)
+		}
+	}
 	pe.cfg.Control.Committed(ev.Epoch)
 	if ev.Dir == "" {
 		return
 	}
-	own, _ := pe.store.Own(ev.Epoch)
 	entry, err := migrate.WriteDisk(ev.Dir, &migrate.PECheckpoint{Epoch: ev.Epoch, PE: pe.cfg.Rank, NumPEs: pe.cfg.Size, Tasks: own})
 	pe.cfg.Control.DiskWritten(ev.Epoch, entry, err)
 }

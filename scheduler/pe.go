@@ -18,6 +18,7 @@ import (
 	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
+	"github.com/gochare/gochare/scheduler/record"
 	"github.com/gochare/gochare/scheduler/wire"
 )
 
@@ -114,6 +115,9 @@ type Config struct {
 	// sends and those it handles (see Observation). A check of a whole
 	// run sets it (the simulator); nil in production.
 	Observe func(Observation)
+	// RecordDir, if set, is where the PE records what its tasks handle
+	// and send, for gochare replay (recorder.go).
+	RecordDir string
 }
 
 // What a PE accepts through Net.Post, besides the coordinator's events
@@ -292,6 +296,12 @@ type PE struct {
 	// goroutine, to name a handler that never returns.
 	runningTask    atomic.Pointer[element]
 	runningHandler atomic.Pointer[actor.HandlerDef]
+
+	// rec writes the record (Config.RecordDir; nil: none); replay
+	// compares a replayed task's sends with a record (nil but in
+	// gochare replay). See recorder.go and replay.go.
+	rec    *recorder
+	replay *replayer
 }
 
 type earlyBatch struct {
@@ -406,6 +416,11 @@ func New(cfg Config) (*PE, error) {
 	}
 	if len(pe.colls) >= systemCollection {
 		return nil, fmt.Errorf("scheduler: %d collections, at most %d", len(pe.colls)-1, systemCollection-1)
+	}
+	if cfg.RecordDir != "" {
+		if pe.rec, err = openRecorder(cfg); err != nil {
+			return nil, err
+		}
 	}
 	return pe, nil
 }
@@ -693,6 +708,9 @@ func (pe *PE) Event(ev any) {
 		return
 	}
 	defer pe.catchPanic("handling %T", ev)
+	if pe.rec != nil {
+		defer pe.flushRecord()
+	}
 	switch ev := ev.(type) {
 	case runSlice:
 		pe.posted = false
@@ -986,11 +1004,17 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
 		pe.stats.Delivered++
+		if pe.rec != nil {
+			pe.recordRun(el, record.Kind_DELIVER, d.Message)
+		}
 		if !pe.call(el, h, "", func() { h.Invoke(el.task, ctx, m) }) {
 			return
 		}
 	}
 	if pe.proto.EndHandler(el.id) && h.Complete != nil {
+		if pe.rec != nil {
+			pe.recordRun(el, record.Kind_COMPLETE, d.Message)
+		}
 		pe.call(el, h, " (region complete)", func() { h.Complete(el.task, ctx, d.Message.Key) })
 	}
 }
@@ -1055,6 +1079,9 @@ func (pe *PE) halt(err error) {
 		return
 	}
 	pe.halted = err
+	if pe.rec != nil {
+		pe.rec.w.Flush() // the run that stopped it, before the job ends
+	}
 	pe.log.Error("PE stops (the launcher reports why)", "err", firstLine(err.Error()))
 	pe.cfg.Control.Fail(err)
 }
@@ -1131,6 +1158,13 @@ func (pe *PE) post(t actor.Target, key uint64, m any, sender commutative.TaskID)
 // send gives the protocol a message task from sends, for PE toPE (the
 // protocol stamps its identity).
 func (pe *PE) send(from commutative.TaskID, toPE int32, msg logging.Message) {
+	if pe.replay != nil {
+		pe.replay.sent(pe, from, msg)
+		return
+	}
+	if pe.rec != nil {
+		pe.recordSend(from, msg)
+	}
 	msg.ID = pe.proto.Send(from, logging.PEID(toPE), msg)
 	if pe.cfg.Observe != nil {
 		pe.observe(Observation{Kind: ObserveSend, Task: uint64(from), Message: msg})

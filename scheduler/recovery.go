@@ -44,6 +44,9 @@ func (pe *PE) restoreRecord(rec migrate.TaskRecord) error {
 	if err != nil {
 		return err
 	}
+	if pe.rec != nil {
+		pe.recordState(rec, pe.store.Epoch(), false)
+	}
 	if pe.rollingBack {
 		pe.proto.HostTask(el.id)
 		pe.stats.RolledBack++

@@ -16,6 +16,9 @@ func (pe *PE) rollback(ev job.Rollback) {
 	pe.beginRecovery()
 	pe.generation = ev.Generation
 	pe.rolledBackAt = ev.Generation
+	if pe.rec != nil {
+		pe.recordRollback()
+	}
 	pe.rollingBack = true
 	pe.proto = pe.newProtocol(ev.Failed...)
 	pe.proto.HostTask(pe.system)

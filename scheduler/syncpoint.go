@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler/record"
 )
 
 // Sync points. A task of a collection declared UsesAtSync offers one at
@@ -26,6 +28,18 @@ func (pe *PE) atSync(el *element, step uint64) bool {
 	if !el.coll.def.AtSync {
 		panic(fmt.Sprintf("scheduler: %s%v calls AtSync but its collection does not declare UsesAtSync", el.coll.def.Name, el.index))
 	}
+	if pe.replay != nil {
+		return pe.replay.atSync(pe, el, step)
+	}
+	taken := pe.takeSyncPoint(el, step)
+	if pe.rec != nil {
+		pe.recordAtSync(el, step, taken)
+	}
+	return taken
+}
+
+// takeSyncPoint decides whether a task's sync point at step is taken.
+func (pe *PE) takeSyncPoint(el *element, step uint64) bool {
 	pe.noteStep(el, step)
 	if pe.cfg.OnStep != nil {
 		pe.cfg.OnStep(step)
@@ -104,6 +118,9 @@ func (pe *PE) resumeTask(el *element) {
 	el.atSync = false
 	ctx := &pe.ctx
 	ctx.el = el
+	if pe.rec != nil {
+		pe.recordRun(el, record.Kind_RESUME, logging.Message{})
+	}
 	if pe.call(el, nil, "", func() { el.task.(actor.Resumer).ResumeFromSync(ctx) }) {
 		pe.markRunnable(el)
 	}

@@ -3,7 +3,7 @@
 // panic, to run a handler that never returns, or to end without calling
 // Exit, so that the tests see how real PE processes report each.
 //
-//	faults run faults --pes 3 [--steps N] [--panic-at S] [--hang-at S] [--no-exit]
+//	faults run faults --pes 3 [--steps N] [--panic-at S] [--hang-at S] [--no-exit] [--nondet]
 //
 // FAULTS_VARIANT, read by each process, stands for a binary built from
 // other sources: "reordered" declares the same handlers in another order,
@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/gochare/gochare/actor"
@@ -58,6 +59,7 @@ var App = actor.App{Name: "faults", Summary: "a ring whose tasks panic, hang or 
 	panicAt := fs.Uint64("panic-at", 0, "worker 5 panics at this step (0: never)")
 	hangAt := fs.Uint64("hang-at", 0, "worker 5's handler never returns at this step (0: never)")
 	noExit := fs.Bool("no-exit", false, "main never calls Exit")
+	nondet := fs.Bool("nondet", false, "worker 5's tokens carry its process id, in a field no receiver reads: the run's result is the same, the bytes sent are not (replay tests)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,7 +98,12 @@ var App = actor.App{Name: "faults", Summary: "a ring whose tasks panic, hang or 
 			return
 		}
 		ctx.Expect(w.step)
-		token.Send(ctx, actor.Idx((me+1)%n), wrapperspb.UInt64(w.step+1))
+		next := wrapperspb.UInt64(w.step + 1)
+		if me == 5 && *nondet {
+			pid := protowire.AppendTag(nil, 99, protowire.VarintType)
+			next.ProtoReflect().SetUnknown(protowire.AppendVarint(pid, uint64(os.Getpid())))
+		}
+		token.Send(ctx, actor.Idx((me+1)%n), next)
 	}, actor.KeyBy(func(m *wrapperspb.UInt64Value) uint64 { return m.Value - 1 }))
 	// A token of value s makes its worker do step s (key s-1: a worker
 	// expects key 0 when created).
