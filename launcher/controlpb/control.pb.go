@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: launcher/controlpb/control.proto
+// source: control.proto
 
 package controlpb
 
@@ -54,7 +54,7 @@ type ToCoordinator struct {
 
 func (x *ToCoordinator) Reset() {
 	*x = ToCoordinator{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[0]
+	mi := &file_control_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -66,7 +66,7 @@ func (x *ToCoordinator) String() string {
 func (*ToCoordinator) ProtoMessage() {}
 
 func (x *ToCoordinator) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[0]
+	mi := &file_control_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -79,7 +79,7 @@ func (x *ToCoordinator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToCoordinator.ProtoReflect.Descriptor instead.
 func (*ToCoordinator) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{0}
+	return file_control_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *ToCoordinator) GetMsg() isToCoordinator_Msg {
@@ -420,7 +420,7 @@ type TaskLoad struct {
 
 func (x *TaskLoad) Reset() {
 	*x = TaskLoad{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +432,7 @@ func (x *TaskLoad) String() string {
 func (*TaskLoad) ProtoMessage() {}
 
 func (x *TaskLoad) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +445,7 @@ func (x *TaskLoad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskLoad.ProtoReflect.Descriptor instead.
 func (*TaskLoad) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *TaskLoad) GetCollection() uint32 {
@@ -478,7 +478,7 @@ type Loads struct {
 
 func (x *Loads) Reset() {
 	*x = Loads{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +490,7 @@ func (x *Loads) String() string {
 func (*Loads) ProtoMessage() {}
 
 func (x *Loads) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +503,7 @@ func (x *Loads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Loads.ProtoReflect.Descriptor instead.
 func (*Loads) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Loads) GetLoads() []*TaskLoad {
@@ -521,7 +521,7 @@ type Migrated struct {
 
 func (x *Migrated) Reset() {
 	*x = Migrated{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +533,7 @@ func (x *Migrated) String() string {
 func (*Migrated) ProtoMessage() {}
 
 func (x *Migrated) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +546,7 @@ func (x *Migrated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Migrated.ProtoReflect.Descriptor instead.
 func (*Migrated) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{3}
 }
 
 type CollectLoads struct {
@@ -557,7 +557,7 @@ type CollectLoads struct {
 
 func (x *CollectLoads) Reset() {
 	*x = CollectLoads{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +569,7 @@ func (x *CollectLoads) String() string {
 func (*CollectLoads) ProtoMessage() {}
 
 func (x *CollectLoads) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +582,7 @@ func (x *CollectLoads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectLoads.ProtoReflect.Descriptor instead.
 func (*CollectLoads) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 type Move struct {
@@ -597,7 +597,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +609,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +622,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Move) GetCollection() uint32 {
@@ -662,7 +662,7 @@ type Migrate struct {
 
 func (x *Migrate) Reset() {
 	*x = Migrate{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +674,7 @@ func (x *Migrate) String() string {
 func (*Migrate) ProtoMessage() {}
 
 func (x *Migrate) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +687,7 @@ func (x *Migrate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Migrate.ProtoReflect.Descriptor instead.
 func (*Migrate) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Migrate) GetMoves() []*Move {
@@ -731,7 +731,7 @@ type ToPE struct {
 
 func (x *ToPE) Reset() {
 	*x = ToPE{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +743,7 @@ func (x *ToPE) String() string {
 func (*ToPE) ProtoMessage() {}
 
 func (x *ToPE) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +756,7 @@ func (x *ToPE) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToPE.ProtoReflect.Descriptor instead.
 func (*ToPE) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{7}
+	return file_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToPE) GetMsg() isToPE_Msg {
@@ -1116,7 +1116,7 @@ type RestartRecords struct {
 
 func (x *RestartRecords) Reset() {
 	*x = RestartRecords{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1128,7 @@ func (x *RestartRecords) String() string {
 func (*RestartRecords) ProtoMessage() {}
 
 func (x *RestartRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1141,7 @@ func (x *RestartRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRecords.ProtoReflect.Descriptor instead.
 func (*RestartRecords) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RestartRecords) GetCheckpoint() []byte {
@@ -1175,7 +1175,7 @@ type Restarted struct {
 
 func (x *Restarted) Reset() {
 	*x = Restarted{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1187,7 @@ func (x *Restarted) String() string {
 func (*Restarted) ProtoMessage() {}
 
 func (x *Restarted) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1200,7 @@ func (x *Restarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restarted.ProtoReflect.Descriptor instead.
 func (*Restarted) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{9}
+	return file_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Restarted) GetTasks() int32 {
@@ -1221,7 +1221,7 @@ type Challenge struct {
 
 func (x *Challenge) Reset() {
 	*x = Challenge{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1233,7 @@ func (x *Challenge) String() string {
 func (*Challenge) ProtoMessage() {}
 
 func (x *Challenge) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1246,7 @@ func (x *Challenge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Challenge.ProtoReflect.Descriptor instead.
 func (*Challenge) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{10}
+	return file_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Challenge) GetNonce() []byte {
@@ -1281,7 +1281,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1293,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1306,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{11}
+	return file_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Hello) GetRank() int32 {
@@ -1376,7 +1376,7 @@ type Refused struct {
 
 func (x *Refused) Reset() {
 	*x = Refused{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1388,7 @@ func (x *Refused) String() string {
 func (*Refused) ProtoMessage() {}
 
 func (x *Refused) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1401,7 @@ func (x *Refused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refused.ProtoReflect.Descriptor instead.
 func (*Refused) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Refused) GetReason() string {
@@ -1445,7 +1445,7 @@ type Setup struct {
 
 func (x *Setup) Reset() {
 	*x = Setup{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1457,7 @@ func (x *Setup) String() string {
 func (*Setup) ProtoMessage() {}
 
 func (x *Setup) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1470,7 @@ func (x *Setup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Setup.ProtoReflect.Descriptor instead.
 func (*Setup) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Setup) GetRank() int32 {
@@ -1577,7 +1577,7 @@ type LoggerSetup struct {
 
 func (x *LoggerSetup) Reset() {
 	*x = LoggerSetup{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1589,7 @@ func (x *LoggerSetup) String() string {
 func (*LoggerSetup) ProtoMessage() {}
 
 func (x *LoggerSetup) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1602,7 @@ func (x *LoggerSetup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoggerSetup.ProtoReflect.Descriptor instead.
 func (*LoggerSetup) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LoggerSetup) GetLogger() int32 {
@@ -1637,7 +1637,7 @@ type ReportProgress struct {
 
 func (x *ReportProgress) Reset() {
 	*x = ReportProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1649,7 @@ func (x *ReportProgress) String() string {
 func (*ReportProgress) ProtoMessage() {}
 
 func (x *ReportProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1662,7 @@ func (x *ReportProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgress.ProtoReflect.Descriptor instead.
 func (*ReportProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{15}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 type ProgressReport struct {
@@ -1674,7 +1674,7 @@ type ProgressReport struct {
 
 func (x *ProgressReport) Reset() {
 	*x = ProgressReport{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1686,7 @@ func (x *ProgressReport) String() string {
 func (*ProgressReport) ProtoMessage() {}
 
 func (x *ProgressReport) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1699,7 @@ func (x *ProgressReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressReport.ProtoReflect.Descriptor instead.
 func (*ProgressReport) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{16}
+	return file_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProgressReport) GetDelivered() uint64 {
@@ -1717,7 +1717,7 @@ type Diagnose struct {
 
 func (x *Diagnose) Reset() {
 	*x = Diagnose{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1729,7 @@ func (x *Diagnose) String() string {
 func (*Diagnose) ProtoMessage() {}
 
 func (x *Diagnose) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1742,7 @@ func (x *Diagnose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnose.ProtoReflect.Descriptor instead.
 func (*Diagnose) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{17}
+	return file_control_proto_rawDescGZIP(), []int{17}
 }
 
 type Diagnosis struct {
@@ -1754,7 +1754,7 @@ type Diagnosis struct {
 
 func (x *Diagnosis) Reset() {
 	*x = Diagnosis{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1766,7 @@ func (x *Diagnosis) String() string {
 func (*Diagnosis) ProtoMessage() {}
 
 func (x *Diagnosis) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1779,7 @@ func (x *Diagnosis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnosis.ProtoReflect.Descriptor instead.
 func (*Diagnosis) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{18}
+	return file_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Diagnosis) GetReport() string {
@@ -1802,7 +1802,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1814,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1827,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{19}
+	return file_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Ready) GetHandlerDigest() string {
@@ -1845,7 +1845,7 @@ type Begin struct {
 
 func (x *Begin) Reset() {
 	*x = Begin{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1857,7 @@ func (x *Begin) String() string {
 func (*Begin) ProtoMessage() {}
 
 func (x *Begin) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1870,7 @@ func (x *Begin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Begin.ProtoReflect.Descriptor instead.
 func (*Begin) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{20}
+	return file_control_proto_rawDescGZIP(), []int{20}
 }
 
 // Output is the seq-th line (from 0) task printed; re-executed, a task
@@ -1886,7 +1886,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +1898,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +1911,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{21}
+	return file_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Output) GetLine() string {
@@ -1944,7 +1944,7 @@ type ExitRequest struct {
 
 func (x *ExitRequest) Reset() {
 	*x = ExitRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +1956,7 @@ func (x *ExitRequest) String() string {
 func (*ExitRequest) ProtoMessage() {}
 
 func (x *ExitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +1969,7 @@ func (x *ExitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitRequest.ProtoReflect.Descriptor instead.
 func (*ExitRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{22}
+	return file_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExitRequest) GetStatus() int32 {
@@ -1988,7 +1988,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2000,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2013,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{23}
+	return file_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Probe) GetRound() uint64 {
@@ -2046,7 +2046,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2058,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2071,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{24}
+	return file_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Idle) GetRound() uint64 {
@@ -2145,7 +2145,7 @@ type QuiescenceRequest struct {
 
 func (x *QuiescenceRequest) Reset() {
 	*x = QuiescenceRequest{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2157,7 @@ func (x *QuiescenceRequest) String() string {
 func (*QuiescenceRequest) ProtoMessage() {}
 
 func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2170,7 @@ func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceRequest.ProtoReflect.Descriptor instead.
 func (*QuiescenceRequest) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{25}
+	return file_control_proto_rawDescGZIP(), []int{25}
 }
 
 type QuiescenceDetected struct {
@@ -2182,7 +2182,7 @@ type QuiescenceDetected struct {
 
 func (x *QuiescenceDetected) Reset() {
 	*x = QuiescenceDetected{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2194,7 @@ func (x *QuiescenceDetected) String() string {
 func (*QuiescenceDetected) ProtoMessage() {}
 
 func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2207,7 @@ func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceDetected.ProtoReflect.Descriptor instead.
 func (*QuiescenceDetected) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{26}
+	return file_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QuiescenceDetected) GetNumber() uint64 {
@@ -2227,7 +2227,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2239,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2252,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{27}
+	return file_control_proto_rawDescGZIP(), []int{27}
 }
 
 // KillDue tells the coordinator that a task of the PE offered step (at or
@@ -2267,7 +2267,7 @@ type KillDue struct {
 
 func (x *KillDue) Reset() {
 	*x = KillDue{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2279,7 @@ func (x *KillDue) String() string {
 func (*KillDue) ProtoMessage() {}
 
 func (x *KillDue) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2292,7 @@ func (x *KillDue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillDue.ProtoReflect.Descriptor instead.
 func (*KillDue) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{28}
+	return file_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *KillDue) GetStep() uint64 {
@@ -2313,7 +2313,7 @@ type InjectFailure struct {
 
 func (x *InjectFailure) Reset() {
 	*x = InjectFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2325,7 +2325,7 @@ func (x *InjectFailure) String() string {
 func (*InjectFailure) ProtoMessage() {}
 
 func (x *InjectFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +2338,7 @@ func (x *InjectFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectFailure.ProtoReflect.Descriptor instead.
 func (*InjectFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{29}
+	return file_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *InjectFailure) GetSignal() string {
@@ -2357,7 +2357,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2369,7 +2369,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2382,7 +2382,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{30}
+	return file_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -2401,7 +2401,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2413,7 +2413,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2426,7 +2426,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{31}
+	return file_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Failed) GetError() string {
@@ -2445,7 +2445,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2457,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2470,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{32}
+	return file_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -2490,7 +2490,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2502,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2515,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{33}
+	return file_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -2544,7 +2544,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2556,7 +2556,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2569,7 +2569,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Resume) GetPassed() uint64 {
@@ -2590,7 +2590,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2602,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2615,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Committed) GetEpoch() uint64 {
@@ -2636,7 +2636,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2648,7 +2648,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2661,7 +2661,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -2698,7 +2698,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2710,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2723,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -2761,7 +2761,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2773,7 +2773,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2786,7 +2786,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -2846,7 +2846,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +2858,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +2871,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -2915,7 +2915,7 @@ type WatchProgress struct {
 
 func (x *WatchProgress) Reset() {
 	*x = WatchProgress{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +2927,7 @@ func (x *WatchProgress) String() string {
 func (*WatchProgress) ProtoMessage() {}
 
 func (x *WatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +2940,7 @@ func (x *WatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
 func (*WatchProgress) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchProgress) GetGeneration() uint64 {
@@ -2967,7 +2967,7 @@ type Reached struct {
 
 func (x *Reached) Reset() {
 	*x = Reached{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +2979,7 @@ func (x *Reached) String() string {
 func (*Reached) ProtoMessage() {}
 
 func (x *Reached) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +2992,7 @@ func (x *Reached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reached.ProtoReflect.Descriptor instead.
 func (*Reached) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Reached) GetGeneration() uint64 {
@@ -3023,7 +3023,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3035,7 +3035,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3048,7 +3048,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -3106,7 +3106,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3118,7 +3118,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3131,7 +3131,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -3173,7 +3173,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3185,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3198,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -3240,7 +3240,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3252,7 +3252,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3265,7 +3265,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -3340,7 +3340,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_launcher_controlpb_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3352,7 +3352,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_launcher_controlpb_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3365,7 +3365,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_launcher_controlpb_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -3473,11 +3473,11 @@ func (x *PEStats) GetLogPeakBytes() int64 {
 	return 0
 }
 
-var File_launcher_controlpb_control_proto protoreflect.FileDescriptor
+var File_control_proto protoreflect.FileDescriptor
 
-const file_launcher_controlpb_control_proto_rawDesc = "" +
+const file_control_proto_rawDesc = "" +
 	"\n" +
-	" launcher/controlpb/control.proto\x12\x0fgochare.control\"\xb6\t\n" +
+	"\rcontrol.proto\x12\x0fgochare.control\"\xb6\t\n" +
 	"\rToCoordinator\x12.\n" +
 	"\x05hello\x18\x01 \x01(\v2\x16.gochare.control.HelloH\x00R\x05hello\x12.\n" +
 	"\x05ready\x18\x02 \x01(\v2\x16.gochare.control.ReadyH\x00R\x05ready\x121\n" +
@@ -3737,19 +3737,19 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x0elog_peak_bytes\x18\x0f \x01(\x03R\flogPeakBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
-	file_launcher_controlpb_control_proto_rawDescOnce sync.Once
-	file_launcher_controlpb_control_proto_rawDescData []byte
+	file_control_proto_rawDescOnce sync.Once
+	file_control_proto_rawDescData []byte
 )
 
-func file_launcher_controlpb_control_proto_rawDescGZIP() []byte {
-	file_launcher_controlpb_control_proto_rawDescOnce.Do(func() {
-		file_launcher_controlpb_control_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)))
+func file_control_proto_rawDescGZIP() []byte {
+	file_control_proto_rawDescOnce.Do(func() {
+		file_control_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)))
 	})
-	return file_launcher_controlpb_control_proto_rawDescData
+	return file_control_proto_rawDescData
 }
 
-var file_launcher_controlpb_control_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
-var file_launcher_controlpb_control_proto_goTypes = []any{
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
 	(*Loads)(nil),              // 2: gochare.control.Loads
@@ -3798,7 +3798,7 @@ var file_launcher_controlpb_control_proto_goTypes = []any{
 	(*Rollback)(nil),           // 45: gochare.control.Rollback
 	(*PEStats)(nil),            // 46: gochare.control.PEStats
 }
-var file_launcher_controlpb_control_proto_depIdxs = []int32{
+var file_control_proto_depIdxs = []int32{
 	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
 	19, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
 	21, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
@@ -3854,12 +3854,12 @@ var file_launcher_controlpb_control_proto_depIdxs = []int32{
 	0,  // [0:48] is the sub-list for field type_name
 }
 
-func init() { file_launcher_controlpb_control_proto_init() }
-func file_launcher_controlpb_control_proto_init() {
-	if File_launcher_controlpb_control_proto != nil {
+func init() { file_control_proto_init() }
+func file_control_proto_init() {
+	if File_control_proto != nil {
 		return
 	}
-	file_launcher_controlpb_control_proto_msgTypes[0].OneofWrappers = []any{
+	file_control_proto_msgTypes[0].OneofWrappers = []any{
 		(*ToCoordinator_Hello)(nil),
 		(*ToCoordinator_Ready)(nil),
 		(*ToCoordinator_Output)(nil),
@@ -3882,7 +3882,7 @@ func file_launcher_controlpb_control_proto_init() {
 		(*ToCoordinator_Diagnosis)(nil),
 		(*ToCoordinator_Committed)(nil),
 	}
-	file_launcher_controlpb_control_proto_msgTypes[7].OneofWrappers = []any{
+	file_control_proto_msgTypes[7].OneofWrappers = []any{
 		(*ToPE_Challenge)(nil),
 		(*ToPE_Setup)(nil),
 		(*ToPE_Begin)(nil),
@@ -3910,17 +3910,17 @@ func file_launcher_controlpb_control_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_launcher_controlpb_control_proto_rawDesc), len(file_launcher_controlpb_control_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_launcher_controlpb_control_proto_goTypes,
-		DependencyIndexes: file_launcher_controlpb_control_proto_depIdxs,
-		MessageInfos:      file_launcher_controlpb_control_proto_msgTypes,
+		GoTypes:           file_control_proto_goTypes,
+		DependencyIndexes: file_control_proto_depIdxs,
+		MessageInfos:      file_control_proto_msgTypes,
 	}.Build()
-	File_launcher_controlpb_control_proto = out.File
-	file_launcher_controlpb_control_proto_goTypes = nil
-	file_launcher_controlpb_control_proto_depIdxs = nil
+	File_control_proto = out.File
+	file_control_proto_goTypes = nil
+	file_control_proto_depIdxs = nil
 }
