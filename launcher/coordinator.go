@@ -62,6 +62,8 @@ type coordinatorConfig struct {
 	// Layout is the initial place of every task (scheduler.Layout).
 	Layout          [][]int
 	CheckpointEvery uint64
+	// CheckAnnotations is --check-annotations (0: off): sent to the PEs.
+	CheckAnnotations int
 	// LogLimit is coord.Config.LogLimit (0: every sync point checkpoints).
 	LogLimit      int
 	CheckpointDir string
@@ -485,6 +487,7 @@ func (c *coordinator) join(ctx context.Context, ev evJoined) {
 			App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
 			CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: killAtStep(c.cfg.Kills, i), MeasureLoad: c.cfg.Balancer != "",
 			TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(),
+			CheckAnnotations: uint32(c.cfg.CheckAnnotations),
 		}}})
 		// From now on both sides send heartbeats, and silence counts.
 		p.out.startHeartbeats(heartbeatInterval(c.cfg.HeartbeatTimeout))

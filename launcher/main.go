@@ -74,6 +74,14 @@ const usageHead = `usage:
                                 handlers per PE, checkpoints, recoveries
         --lb greedy|refine      balance the load at every checkpoint sync
                                 point by moving tasks (measured handler time)
+        --check-annotations[=K] re-run every commutative region, once
+                                complete, in K other orders (default 2:
+                                the reverse and a seeded one) on copies of
+                                the task's state from before it; stop the
+                                job, naming the collection, handler and
+                                region key, at the first whose state or
+                                sends differ (a debugging aid: it costs a
+                                pack per region and K re-runs)
         --restore-spread K      restore a failed PE's tasks on K survivors
                                 (default 0: all)
         --kill SPEC             inject a failure (repeatable; each --kill
@@ -290,6 +298,9 @@ type runOptions struct {
 	spread        int
 	kills         []string
 	transport     string
+	// checkAnnotations is --check-annotations: the number of other orders
+	// each commutative region is re-run in (0: no check).
+	checkAnnotations int
 }
 
 // protocolNames are the --ft values.
@@ -347,6 +358,15 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			o.listen = v
 		case "external":
 			o.external = true
+		case "check-annotations":
+			o.checkAnnotations = defaultCheckOrders
+			if k := strings.IndexByte(args[i], '='); k >= 0 {
+				n, err := strconv.Atoi(args[i][k+1:])
+				if err != nil || n < 1 || n > maxCheckOrders {
+					return o, nil, fmt.Errorf("%w: %s: want --check-annotations or --check-annotations=K, K from 1 to %d", errUsage, args[i], maxCheckOrders)
+				}
+				o.checkAnnotations = n
+			}
 		case "checkpoint-every", "restore-spread", "log-limit":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
@@ -452,6 +472,14 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	return o, appArgs, nil
 }
 
+// defaultCheckOrders is the number of other orders --check-annotations
+// re-runs each commutative region in; maxCheckOrders bounds
+// --check-annotations=K.
+const (
+	defaultCheckOrders = 2
+	maxCheckOrders     = 1000
+)
+
 // maxLogLimitMiB bounds --log-limit: 1 PiB, far above any memory, and
 // far from overflowing the byte count.
 const maxLogLimitMiB = 1 << 30
@@ -533,7 +561,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
-		Transport: o.transport, HandlerDigest: job.Digest(),
+		Transport: o.transport, HandlerDigest: job.Digest(), CheckAnnotations: o.checkAnnotations,
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))

@@ -114,6 +114,12 @@ type Config struct {
 	// sends and those it handles (see Observation). A check of a whole
 	// run sets it (the simulator); nil in production.
 	Observe func(Observation)
+	// CheckAnnotations, if above 0, re-runs every completed commutative
+	// region in that many other orders (seeded by JobID) on copies of the
+	// task's state from before it, and stops the job at the first region
+	// whose orders leave different states or sends
+	// (checkannotations.go). 0 (the default) costs nothing.
+	CheckAnnotations int
 }
 
 // What a PE accepts through Net.Post, besides the coordinator's events
@@ -168,6 +174,9 @@ type Stats struct {
 	// itself, the job having passed them without a checkpoint
 	// (job.Resume.Passed).
 	PassedAgain int
+	// RegionsChecked counts the commutative regions the annotation check
+	// re-ran in other orders (Config.CheckAnnotations).
+	RegionsChecked uint64
 	// Protocol is the fault-tolerance protocol's own counters.
 	Protocol logging.Stats
 }
@@ -287,6 +296,8 @@ type PE struct {
 	stats Stats
 	// halted is the error that stopped this PE (see halt).
 	halted error
+	// checker is the annotation check's state (nil when it is off).
+	checker *annotationChecker
 	// runningTask and runningHandler name the application code running on
 	// the PE goroutine (nil between handlers); Busy reads them from any
 	// goroutine, to name a handler that never returns.
@@ -382,6 +393,9 @@ func New(cfg Config) (*PE, error) {
 	pe.ctx.pe = pe
 	pe.events.pe = pe
 	pe.stats.DroppedByReason = map[string]uint64{}
+	if cfg.CheckAnnotations > 0 {
+		pe.checker = newAnnotationChecker(cfg.CheckAnnotations)
+	}
 	pe.proto = pe.newProtocol()
 	pe.proto.HostTask(pe.system)
 	defs := append(append([]*actor.CollectionDef(nil), job.Collections()...), reducerCollection(job))
@@ -986,11 +1000,18 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))
 	} else {
 		pe.stats.Delivered++
+		if pe.checker != nil {
+			pe.checkBeforeHandler(el, h, d)
+		}
 		if !pe.call(el, h, "", func() { h.Invoke(el.task, ctx, m) }) {
 			return
 		}
 	}
-	if pe.proto.EndHandler(el.id) && h.Complete != nil {
+	complete := pe.proto.EndHandler(el.id)
+	if pe.checker != nil {
+		pe.checkAfterHandler(el, h, complete)
+	}
+	if complete && h.Complete != nil {
 		pe.call(el, h, " (region complete)", func() { h.Complete(el.task, ctx, d.Message.Key) })
 	}
 }

@@ -1409,8 +1409,12 @@ type Setup struct {
 	// heartbeats well within it and stops itself when it hears nothing from
 	// the coordinator for longer.
 	HeartbeatTimeoutMs int64 `protobuf:"varint,12,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// CheckAnnotations, if above 0, is the number of other orders every
+	// completed commutative region is re-run in (--check-annotations; see
+	// scheduler.Config.CheckAnnotations).
+	CheckAnnotations uint32 `protobuf:"varint,20,opt,name=check_annotations,json=checkAnnotations,proto3" json:"check_annotations,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Setup) Reset() {
@@ -1523,6 +1527,13 @@ func (x *Setup) GetKillAtStep() uint64 {
 func (x *Setup) GetHeartbeatTimeoutMs() int64 {
 	if x != nil {
 		return x.HeartbeatTimeoutMs
+	}
+	return 0
+}
+
+func (x *Setup) GetCheckAnnotations() uint32 {
+	if x != nil {
+		return x.CheckAnnotations
 	}
 	return 0
 }
@@ -3463,7 +3474,7 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"\x04host\x18\x06 \x01(\tR\x04host\x12\x1c\n" +
 	"\ttransport\x18\a \x01(\tR\ttransport\"!\n" +
 	"\aRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xf2\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x9f\x03\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -3479,7 +3490,8 @@ const file_launcher_controlpb_control_proto_rawDesc = "" +
 	"trace_file\x18\v \x01(\tR\ttraceFile\x12 \n" +
 	"\fkill_at_step\x18\t \x01(\x04R\n" +
 	"killAtStep\x120\n" +
-	"\x14heartbeat_timeout_ms\x18\f \x01(\x03R\x12heartbeatTimeoutMs\"\x10\n" +
+	"\x14heartbeat_timeout_ms\x18\f \x01(\x03R\x12heartbeatTimeoutMs\x12+\n" +
+	"\x11check_annotations\x18\x14 \x01(\rR\x10checkAnnotations\"\x10\n" +
 	"\x0eReportProgress\".\n" +
 	"\x0eProgressReport\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\"\n" +
