@@ -21,7 +21,8 @@ const (
 // leave the same packed state and make the same sends in every order when
 // handled by task, the element at index at (see regioncheck.Check). job
 // is the application's declaration (actor.NewJob, then the app's Define);
-// task is not changed: the region runs on copies of its packed state.
+// task is only packed (CollectionDef.PackTask): the region runs on copies
+// unpacked from that state.
 // Each message is of the handler's message type.
 func CheckCommutative(t testing.TB, job *actor.Job, collection, handler string, at actor.Index, task actor.Task, key uint64, msgs ...any) {
 	t.Helper()
