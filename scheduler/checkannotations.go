@@ -54,9 +54,11 @@ func (pe *PE) checkBeforeHandler(el *element, h *actor.HandlerDef, d logging.Del
 				regioncheck.ErrRerun, el.coll.def.Name, el.index, h.Name, d.Message.Key, err))
 			return
 		}
+		// A copy: a task's MarshalBinary may return memory the task
+		// goes on writing.
 		rec = &checkedRegion{el: el, region: regioncheck.Region{
 			Collection: el.coll.def, Handler: h, Index: el.index, Key: d.Message.Key,
-			Before: before, Expected: el.expected,
+			Before: slices.Clone(before), Expected: el.expected,
 		}}
 		c.open[el.id] = rec
 	}

@@ -187,13 +187,15 @@ func firstDifference(got, want []byte) string {
 // state before it.
 func (r Region) rerun(env Env, order []int) (out run, err error) {
 	task := r.Collection.New(r.Index)
-	if err := r.Collection.UnpackTask(task, r.Before); err != nil {
+	// Each run gets its own copies of the bytes: a task or a message that
+	// kept the buffer it was decoded from must not change the next run's.
+	if err := r.Collection.UnpackTask(task, slices.Clone(r.Before)); err != nil {
 		return out, fmt.Errorf("unpack the state before the region: %v", err)
 	}
 	ctx := &captureContext{env: env, at: r.Index, expected: r.Expected}
 	out.effects = make([][]effect, len(r.Messages))
 	for _, i := range order {
-		m, err := r.Handler.Message.Decode(r.Messages[i].Payload)
+		m, err := r.Handler.Message.Decode(slices.Clone(r.Messages[i].Payload))
 		if err != nil {
 			return out, fmt.Errorf("message %d does not decode: %v", i, err)
 		}

@@ -155,3 +155,32 @@ func TestCheckRerunErrors(t *testing.T) {
 	require.ErrorIs(t, regioncheck.Check(r, env, nil), regioncheck.ErrRerun)
 	require.ErrorIs(t, regioncheck.Check(region(t, coll, h, "sum", 1, 2, 3), env, [][]int{{1, 0}}), regioncheck.ErrRerun)
 }
+
+// keeper is a task that keeps the buffer it is unpacked from (which
+// encoding.BinaryUnmarshaler allows it not to do) and changes it.
+type keeper struct{ b []byte }
+
+func (k *keeper) MarshalBinary() ([]byte, error) { return append([]byte(nil), k.b...), nil }
+func (k *keeper) UnmarshalBinary(data []byte) error {
+	k.b = data
+	return nil
+}
+
+// Every run starts from the state before the region, even for a task that
+// writes into the buffer it was unpacked from: its byte additions commute.
+func TestCheckRunsOnCopies(t *testing.T) {
+	j := actor.NewJob()
+	coll := actor.NewCollection(j, "keepers", actor.Shape{1}, actor.BlockMap, func(actor.Index) *keeper { return &keeper{} })
+	add := actor.Handle(coll, "add", actor.AnnotateCommutative(3), func(k *keeper, _ actor.Context, m value) { k.b[0] += byte(m.V) })
+	actor.Main(j, actor.Handle(coll, "start", actor.AnnotateOrderDependent(), func(*keeper, actor.Context, *actor.Start) {}), actor.Idx(0))
+	require.NoError(t, j.Err())
+	r := regioncheck.Region{Collection: coll.Def(), Handler: add.Handler(), Index: actor.Idx(0), Before: []byte{10}}
+	for _, v := range []int64{1, 2, 3} {
+		payload, err := add.Handler().Message.Append(nil, value{V: v})
+		require.NoError(t, err)
+		r.Messages = append(r.Messages, regioncheck.Message{Payload: payload})
+	}
+	r.After = []byte{16}
+	require.NoError(t, regioncheck.Check(r, regioncheck.Env{Job: j, NumPEs: 1}, regioncheck.AllOrders(3)))
+	require.Equal(t, []byte{10}, r.Before)
+}
