@@ -62,6 +62,8 @@ type coordinatorConfig struct {
 	// Layout is the initial place of every task (scheduler.Layout).
 	Layout          [][]int
 	CheckpointEvery uint64
+	// CheckAnnotations is --check-annotations (0: off): sent to the PEs.
+	CheckAnnotations int
 	// LogLimit is coord.Config.LogLimit (0: every sync point checkpoints).
 	LogLimit      int
 	CheckpointDir string
@@ -538,6 +540,7 @@ func (c *coordinator) maybeSetup() {
 			App: c.cfg.App, Args: c.cfg.Args, TransportAddrs: addrs, Protocol: protocolName(c.cfg.Protocol),
 			CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: killAtStep(c.cfg.Kills, i), MeasureLoad: c.cfg.Balancer != "",
 			TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(), RecordDir: c.cfg.RecordDir,
+			CheckAnnotations: uint32(c.cfg.CheckAnnotations),
 		}}})
 		// From now on both sides send heartbeats, and silence counts.
 		p.out.startHeartbeats(heartbeatInterval(c.cfg.HeartbeatTimeout))

@@ -80,6 +80,14 @@ const usageHead = `usage:
                                 handlers per PE, checkpoints, recoveries
         --lb greedy|refine      balance the load at every checkpoint sync
                                 point by moving tasks (measured handler time)
+        --check-annotations[=K] re-run every commutative region, once
+                                complete, in K other orders (default 2:
+                                the reverse and a seeded one) on copies of
+                                the task's state from before it; stop the
+                                job, naming the collection, handler and
+                                region key, at the first whose state or
+                                sends differ (a debugging aid: it costs a
+                                pack per region and K re-runs)
         --restore-spread K      restore a failed PE's tasks on K survivors
                                 (default 0: all)
         --kill SPEC             inject a failure (repeatable; each --kill
@@ -312,6 +320,9 @@ type runOptions struct {
 	kills         []string
 	transport     string
 	loggers       int
+	// checkAnnotations is --check-annotations: the number of other orders
+	// each commutative region is re-run in (0: no check).
+	checkAnnotations int
 }
 
 // protocolNames are the --ft values.
@@ -369,6 +380,15 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			o.listen = v
 		case "external":
 			o.external = true
+		case "check-annotations":
+			o.checkAnnotations = defaultCheckOrders
+			if k := strings.IndexByte(args[i], '='); k >= 0 {
+				n, err := strconv.Atoi(args[i][k+1:])
+				if err != nil || n < 1 || n > maxCheckOrders {
+					return o, nil, fmt.Errorf("%w: %s: want --check-annotations or --check-annotations=K, K from 1 to %d", errUsage, args[i], maxCheckOrders)
+				}
+				o.checkAnnotations = n
+			}
 		case "checkpoint-every", "restore-spread", "log-limit", "loggers":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
@@ -479,6 +499,14 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	return o, appArgs, nil
 }
 
+// defaultCheckOrders is the number of other orders --check-annotations
+// re-runs each commutative region in; maxCheckOrders bounds
+// --check-annotations=K.
+const (
+	defaultCheckOrders = 2
+	maxCheckOrders     = 1000
+)
+
 // maxLogLimitMiB bounds --log-limit: 1 PiB, far above any memory, and
 // far from overflowing the byte count.
 const maxLogLimitMiB = 1 << 30
@@ -569,7 +597,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 		RecordDir: o.recordDir,
-		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers),
+		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), CheckAnnotations: o.checkAnnotations,
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))

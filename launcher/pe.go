@@ -315,7 +315,8 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args, Protocol: kind,
 		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
 		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep, MeasureLoad: setup.MeasureLoad, Trace: trace,
-		RecordDir: setup.RecordDir,
+		RecordDir:        setup.RecordDir,
+		CheckAnnotations: int(setup.CheckAnnotations),
 	})
 	if err != nil {
 		control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Failed{Failed: &controlpb.Failed{Error: err.Error()}}})

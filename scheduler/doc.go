@@ -31,13 +31,15 @@
 // migration.go (load balancing, moves, forwarding), diagnose.go and
 // debug.go (what a stuck PE waits for), observe.go (what a check of a
 // whole run reads: Config.Observe, PackTasks), recorder.go (the record of
-// a run, Config.RecordDir) and replay.go (one task of a record run again:
-// Replay, gochare replay).
+// a run, Config.RecordDir), replay.go (one task of a record run again:
+// Replay, gochare replay) and checkannotations.go (the check of
+// commutative annotations, Config.CheckAnnotations).
 //
 // The decisions of the whole job are package job's (job.Coordinator);
 // running a whole job inside one process is job/inprocess's.
 //
-// Imports: actor (the API it implements), job (the coordinator's events
+// Imports: actor (the API it implements), actor/regioncheck (the
+// annotation check), job (the coordinator's events
 // and what a PE reports), scheduler/wire (envelopes), logging (the
 // protocols), migrate (checkpoint records, the store, balancers' moves),
 // commutative and scheduler/record (the file format of a record). The transport (scheduler/transport), job/inprocess

@@ -118,6 +118,12 @@ type Config struct {
 	// RecordDir, if set, is where the PE records what its tasks handle
 	// and send, for gochare replay (recorder.go).
 	RecordDir string
+	// CheckAnnotations, if above 0, re-runs every completed commutative
+	// region in that many other orders (seeded by JobID) on copies of the
+	// task's state from before it, and stops the job at the first region
+	// whose orders leave different states or sends
+	// (checkannotations.go). 0 (the default) costs nothing.
+	CheckAnnotations int
 }
 
 // What a PE accepts through Net.Post, besides the coordinator's events
@@ -172,6 +178,9 @@ type Stats struct {
 	// itself, the job having passed them without a checkpoint
 	// (job.Resume.Passed).
 	PassedAgain int
+	// RegionsChecked counts the commutative regions the annotation check
+	// re-ran in other orders (Config.CheckAnnotations).
+	RegionsChecked uint64
 	// Protocol is the fault-tolerance protocol's own counters.
 	Protocol logging.Stats
 }
@@ -291,6 +300,8 @@ type PE struct {
 	stats Stats
 	// halted is the error that stopped this PE (see halt).
 	halted error
+	// checker is the annotation check's state (nil when it is off).
+	checker *annotationChecker
 	// runningTask and runningHandler name the application code running on
 	// the PE goroutine (nil between handlers); Busy reads them from any
 	// goroutine, to name a handler that never returns.
@@ -392,6 +403,9 @@ func New(cfg Config) (*PE, error) {
 	pe.ctx.pe = pe
 	pe.events.pe = pe
 	pe.stats.DroppedByReason = map[string]uint64{}
+	if cfg.CheckAnnotations > 0 {
+		pe.checker = newAnnotationChecker(cfg.CheckAnnotations)
+	}
 	pe.proto = pe.newProtocol()
 	pe.proto.HostTask(pe.system)
 	defs := append(append([]*actor.CollectionDef(nil), job.Collections()...), reducerCollection(job))
@@ -1007,11 +1021,18 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		if pe.rec != nil {
 			pe.recordRun(el, record.Kind_DELIVER, d.Message)
 		}
+		if pe.checker != nil {
+			pe.checkBeforeHandler(el, h, d)
+		}
 		if !pe.call(el, h, "", func() { h.Invoke(el.task, ctx, m) }) {
 			return
 		}
 	}
-	if pe.proto.EndHandler(el.id) && h.Complete != nil {
+	complete := pe.proto.EndHandler(el.id)
+	if pe.checker != nil {
+		pe.checkAfterHandler(el, h, complete)
+	}
+	if complete && h.Complete != nil {
 		if pe.rec != nil {
 			pe.recordRun(el, record.Kind_COMPLETE, d.Message)
 		}

@@ -67,7 +67,7 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 			}
 		}
 		pe, err := scheduler.New(scheduler.Config{
-			OnStep: onStep, MeasureLoad: o.balancer != "",
+			OnStep: onStep, MeasureLoad: o.balancer != "", CheckAnnotations: o.checkAnnotations,
 			Rank: r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol, CheckpointEvery: syncEvery,
 			Net: nets[r], Control: control{rank: r, events: drv.events, done: done}, Stderr: stderr,
 		})
@@ -143,6 +143,8 @@ type options struct {
 	debug           io.Writer
 	firstPE         int
 	first           func(ev job.Event) bool
+	// checkAnnotations is WithCheckAnnotations's number of orders.
+	checkAnnotations int
 }
 
 // WithKillAfterEvent makes PE pe die (as WithKill) right after it handled
@@ -184,6 +186,13 @@ func WithKill(pe int, atStep uint64) Option {
 // WithBalancer runs a load balancer ("greedy" or "refine") at every sync
 // point the runtime takes.
 func WithBalancer(name string) Option { return func(o *options) { o.balancer = name } }
+
+// WithCheckAnnotations re-runs every completed commutative region in
+// orders other orders and stops the job at the first region they do not
+// agree on (scheduler.Config.CheckAnnotations, --check-annotations).
+func WithCheckAnnotations(orders int) Option {
+	return func(o *options) { o.checkAnnotations = orders }
+}
 
 // WithCheckpointEvery sets the sync period in steps (see Config).
 func WithCheckpointEvery(k uint64) Option { return func(o *options) { o.checkpointEvery = k } }

@@ -1438,9 +1438,13 @@ type Setup struct {
 	HeartbeatTimeoutMs int64 `protobuf:"varint,12,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
 	// RecordDir, if set, is where the PE records what its tasks handle and
 	// send (gochare run --record, for gochare replay).
-	RecordDir     string `protobuf:"bytes,13,opt,name=record_dir,json=recordDir,proto3" json:"record_dir,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RecordDir string `protobuf:"bytes,13,opt,name=record_dir,json=recordDir,proto3" json:"record_dir,omitempty"`
+	// CheckAnnotations, if above 0, is the number of other orders every
+	// completed commutative region is re-run in (--check-annotations; see
+	// scheduler.Config.CheckAnnotations).
+	CheckAnnotations uint32 `protobuf:"varint,20,opt,name=check_annotations,json=checkAnnotations,proto3" json:"check_annotations,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Setup) Reset() {
@@ -1562,6 +1566,13 @@ func (x *Setup) GetRecordDir() string {
 		return x.RecordDir
 	}
 	return ""
+}
+
+func (x *Setup) GetCheckAnnotations() uint32 {
+	if x != nil {
+		return x.CheckAnnotations
+	}
+	return 0
 }
 
 // LoggerSetup admits a logger (the logger's Setup): from it on, both sides
@@ -3574,7 +3585,7 @@ const file_control_proto_rawDesc = "" +
 	"\ttransport\x18\a \x01(\tR\ttransport\x12\x16\n" +
 	"\x06logger\x18\b \x01(\bR\x06logger\"!\n" +
 	"\aRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x91\x03\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xbe\x03\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -3592,7 +3603,8 @@ const file_control_proto_rawDesc = "" +
 	"killAtStep\x120\n" +
 	"\x14heartbeat_timeout_ms\x18\f \x01(\x03R\x12heartbeatTimeoutMs\x12\x1d\n" +
 	"\n" +
-	"record_dir\x18\r \x01(\tR\trecordDir\"n\n" +
+	"record_dir\x18\r \x01(\tR\trecordDir\x12+\n" +
+	"\x11check_annotations\x18\x14 \x01(\rR\x10checkAnnotations\"n\n" +
 	"\vLoggerSetup\x12\x16\n" +
 	"\x06logger\x18\x01 \x01(\x05R\x06logger\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x120\n" +

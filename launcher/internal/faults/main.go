@@ -1,7 +1,8 @@
 // Command faults is a gochare binary for the launcher's tests: beside the
-// mini-apps it bundles "faults", a small ring whose tasks can be told to
-// panic, to run a handler that never returns, or to end without calling
-// Exit, so that the tests see how real PE processes report each.
+// mini-apps and "sums" (internal/sums, for --check-annotations) it
+// bundles "faults", a small ring whose tasks can be told to panic, to run
+// a handler that never returns, or to end without calling Exit, so that
+// the tests see how real PE processes report each.
 //
 //	faults run faults --pes 3 [--steps N] [--panic-at S] [--hang-at S] [--no-exit] [--nondet]
 //
@@ -25,11 +26,12 @@ import (
 	"github.com/gochare/gochare/apps/leanmd"
 	"github.com/gochare/gochare/apps/lulesh"
 	"github.com/gochare/gochare/apps/stencil3d"
+	"github.com/gochare/gochare/internal/sums"
 	"github.com/gochare/gochare/launcher"
 )
 
 func main() {
-	os.Exit(launcher.Main(os.Args[1:], os.Stdout, os.Stderr, App, stencil3d.App, leanmd.App, lulesh.App))
+	os.Exit(launcher.Main(os.Args[1:], os.Stdout, os.Stderr, App, stencil3d.App, leanmd.App, lulesh.App, sums.App))
 }
 
 // worker is a task of the ring: the step it is at.
