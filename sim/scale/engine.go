@@ -263,7 +263,9 @@ func (e *Engine) Fail(failed int) (RecoveryCount, error) {
 		e.tasks[t] = taskState{limit: e.tasks[t].limit}
 	}
 	for pe := range n {
-		e.next[pe] = slices.DeleteFunc(e.next[pe], func(env logging.Envelope) bool { return env.To == logging.PEID(failed) || env.From == logging.PEID(failed) })
+		e.next[pe] = slices.DeleteFunc(e.next[pe], func(env logging.Envelope) bool {
+			return env.To == logging.PEID(failed) || env.From == logging.PEID(failed)
+		})
 		e.inbox[pe] = slices.DeleteFunc(e.inbox[pe], func(env logging.Envelope) bool { return env.From == logging.PEID(failed) })
 	}
 	var count RecoveryCount

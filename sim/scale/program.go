@@ -47,8 +47,8 @@ type Pattern interface {
 // order).
 type grid3 [3]int
 
-func (g grid3) size() int               { return g[0] * g[1] * g[2] }
-func (g grid3) lin(x, y, z int) int     { return z + g[2]*(y+g[1]*x) }
+func (g grid3) size() int                { return g[0] * g[1] * g[2] }
+func (g grid3) lin(x, y, z int) int      { return z + g[2]*(y+g[1]*x) }
 func (g grid3) at(lin int) (x, y, z int) { return lin / (g[1] * g[2]), (lin / g[2]) % g[1], lin % g[2] }
 
 // PEGrid factors n PEs into a 3-d grid, as cubic as it goes (largest

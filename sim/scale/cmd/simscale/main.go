@@ -100,6 +100,9 @@ func run(pesFlag, fullFlag string, steps int, apps, protocols string, coordinato
 	fmt.Println("# failure of PE N/2 at the end of the period: recovery envelopes and bytes, logged messages resent and bytes")
 	fmt.Println("# ~ : figures of the largest job run in full, carried to this size (see docs/scaling.md)")
 	for _, app := range strings.Split(apps, ",") {
+		if app = strings.TrimSpace(app); app == "" {
+			continue
+		}
 		for _, kind := range kinds {
 			fmt.Printf("\n## %s %v\n", app, kind)
 			fmt.Printf("%8s %1s %10s %20s %22s %14s %12s %12s %10s %14s %8s %12s %8s\n",
