@@ -222,13 +222,14 @@ const (
 	messageHeader  = 24
 )
 
-// Fail kills PE failed at the end of the current round, as a whole job
-// would: its tasks are restored on the survivors after it (round robin,
-// as job.Coordinator with spread 0 places them), every survivor gets the
-// failure notice, and the run goes on until the survivors' recovery
-// envelopes and resent messages are delivered. It returns what the
-// survivors sent for the recovery, the resent messages' payload bytes
-// added.
+// Fail kills PE failed once the run is quiet (after Run), as a whole job
+// would: its tasks are restored from the start of the run (the last
+// checkpoint) on the survivors after it in ring order, as job.Coordinator
+// places them with spread 0, and every survivor gets the failure notice.
+// It returns what the survivors sent for the recovery (recovery
+// envelopes, messages resent from their logs, with the resent messages'
+// payload bytes); a following Run delivers it and lets the restored tasks
+// replay.
 func (e *Engine) Fail(failed int) (RecoveryCount, error) {
 	if e.kind == logging.KindNone {
 		return RecoveryCount{}, fmt.Errorf("%w: checkpoint/restart rolls every task back", ErrConfig)
