@@ -311,7 +311,7 @@ func NewLulesh(pes int, chunks [3]int, edge int) (*Lulesh, error) {
 	// floats) and the result (the reducer, two floats, the number, the
 	// contributors), as the runtime encodes them: about 64 and 48 bytes.
 	l.contrib, l.timestep = 64, 48
-	l.gradBytes = proto.Size(&lulesh.FaceGradients{Key: 100, Face: 5, Values: make([]float64, edge*edge)})
+	l.gradBytes = plainSize(&lulesh.FaceGradients{Key: 100, Face: 5, Values: make([]float64, edge*edge)})
 	return l, nil
 }
 
@@ -375,7 +375,7 @@ func (l *Lulesh) Sends(t int, stage uint64) []Send {
 	case 2:
 		out := make([]Send, len(l.neighbours[t]))
 		for i, nb := range l.neighbours[t] {
-			size := proto.Size(&lulesh.SharedNodes{Key: 100, FromX: 1, FromY: 1, FromZ: 1, Values: make([]float64, 3*l.shared[t][i])})
+			size := plainSize(&lulesh.SharedNodes{Key: 100, FromX: 1, FromY: 1, FromZ: 1, Values: make([]float64, 3*l.shared[t][i])})
 			out[i] = Send{To: nb, Handler: 10 + uint32(len(l.neighbours[nb])), Annotation: commutative.CommutativeAnnotation(len(l.neighbours[nb])), Stage: stage + 1, Bytes: size}
 		}
 		return out
@@ -387,4 +387,18 @@ func (l *Lulesh) Sends(t int, stage uint64) []Send {
 		return out
 	}
 	return nil
+}
+
+// plainSize is the size of m, a plain Go message, as the runtime's codec
+// encodes it.
+func plainSize[M any](m *M) int {
+	c, err := actor.CodecOf[*M]()
+	if err != nil {
+		panic(err)
+	}
+	b, err := c.Append(nil, m)
+	if err != nil {
+		panic(err)
+	}
+	return len(b)
 }
