@@ -46,7 +46,7 @@ func (e *engine) Waiting(task TaskID) (TaskWait, bool) {
 	}
 	w := TaskWait{
 		RSN: t.counters.RSN, ReplayEnd: t.replayEnd,
-		AwaitingRecovery: slices.Clone(t.awaiting),
+		AwaitingRecovery: t.awaited(),
 		Buffered:         slices.Clone(t.buffer),
 	}
 	if r := t.counters.Region; r.Open {

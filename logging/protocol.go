@@ -289,28 +289,49 @@ func (s *detSlab) reset() {
 	s.chunk, s.next = 0, 0
 }
 
-type recoveryMark struct {
-	pe    PEID
-	epoch uint32
-}
-
 // noteRecovery records a recovery envelope of epoch from pe and stops
 // waiting for the PEs that have sent one of the current epoch.
+// It costs O(1): a restored task takes in one envelope from every
+// survivor, so anything more would grow as the square of the PEs.
 func (t *hostedTask) noteRecovery(pe PEID, epoch uint32) {
-	i := slices.IndexFunc(t.recovered, func(m recoveryMark) bool { return m.pe == pe })
-	switch {
-	case i < 0:
-		t.recovered = append(t.recovered, recoveryMark{pe, epoch})
-	case t.recovered[i].epoch < epoch:
-		t.recovered[i].epoch = epoch
+	if t.recovered == nil {
+		t.recovered = map[PEID]uint32{}
 	}
-	t.dropAwaited()
+	if last, ok := t.recovered[pe]; !ok || last < epoch {
+		t.recovered[pe] = epoch
+	}
+	if t.recovered[pe] >= t.epoch {
+		delete(t.awaiting, pe)
+	}
 }
 
+// dropAwaited stops waiting for every PE that has sent a recovery
+// envelope of the current epoch.
 func (t *hostedTask) dropAwaited() {
-	t.awaiting = slices.DeleteFunc(t.awaiting, func(p PEID) bool {
-		return slices.ContainsFunc(t.recovered, func(m recoveryMark) bool { return m.pe == p && m.epoch >= t.epoch })
-	})
+	for p := range t.awaiting {
+		if last, ok := t.recovered[p]; ok && last >= t.epoch {
+			delete(t.awaiting, p)
+		}
+	}
+}
+
+// await makes the task wait for a recovery envelope from each of pes.
+func (t *hostedTask) await(pes []PEID) {
+	t.awaiting = make(map[PEID]struct{}, len(pes))
+	for _, p := range pes {
+		t.awaiting[p] = struct{}{}
+	}
+}
+
+// awaited returns, sorted, the PEs whose recovery envelope the task waits
+// for.
+func (t *hostedTask) awaited() []PEID {
+	out := make([]PEID, 0, len(t.awaiting))
+	for p := range t.awaiting {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 type storedProgress struct {
@@ -330,9 +351,9 @@ type hostedTask struct {
 	// from each PE. A recovery envelope of an earlier failure does not
 	// count: its sender may have stored more determinants of the task
 	// since, whose only other holder the new failure took.
-	awaiting  []PEID
+	awaiting  map[PEID]struct{}
 	epoch     uint32
-	recovered []recoveryMark
+	recovered map[PEID]uint32
 	// replayEnd is the last reception position the task is known to have
 	// reached before a failure (by a determinant or a progress record):
 	// until its RSN passes it, the task is replaying.
@@ -395,7 +416,7 @@ func (e *engine) RestoreTask(cp TaskCheckpoint, survivors []PEID) {
 		t.received[id] = struct{}{}
 	}
 	if e.logs() {
-		t.awaiting = slices.Clone(survivors)
+		t.await(survivors)
 		// At least one failure this PE has not been notified of yet;
 		// FailureNotice sets the exact epoch.
 		t.epoch = uint32(len(e.failed)) + 1
@@ -962,7 +983,9 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	}
 	for _, id := range e.hostedIDs() {
 		t := e.tasks[id]
-		t.awaiting = slices.DeleteFunc(t.awaiting, isFailed)
+		for _, p := range failed {
+			delete(t.awaiting, p)
+		}
 	}
 	var live []PEID
 	for p := range PEID(e.pes) {
@@ -981,7 +1004,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	epoch := uint32(len(e.failed))
 	for _, r := range e.relocated {
 		if t, ok := e.tasks[r.Task]; ok && r.PE == e.pe && !newlyRestored(r.Task) {
-			t.awaiting = slices.Clone(live)
+			t.await(live)
 			t.epoch = epoch
 			t.dropAwaited()
 		}
