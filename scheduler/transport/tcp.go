@@ -1,10 +1,12 @@
 package transport
 
 import (
+	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -639,8 +641,10 @@ func (e *TCP) runTicker() {
 // side (loop: lframes, lhead, lbufs; writer: frames, headers, bufs).
 type tcpConn struct {
 	e      *TCP
-	nc     net.Conn
+	nc     net.Conn        // the connection: sock, or TLS over it
+	sock   net.Conn        // the socket, as tracked (see TCP.track)
 	raw    syscall.RawConn // for writes that must not block; nil: the writer writes all
+	tlsOut *bufio.Writer   // a TLS connection's writes go through it (writer only)
 	rank   int
 	remote string
 	err    error // why it closed, set before dead is closed
@@ -676,16 +680,29 @@ type tcpConn struct {
 }
 
 func (e *TCP) newConn(nc net.Conn, rank int) *tcpConn {
-	c := &tcpConn{e: e, nc: nc, rank: rank, remote: nc.RemoteAddr().String(),
+	c := &tcpConn{e: e, nc: nc, sock: nc, rank: rank, remote: nc.RemoteAddr().String(),
 		wake: make(chan struct{}, 1), dead: make(chan struct{}), writerDone: make(chan struct{})}
+	if tc, ok := nc.(*tls.Conn); ok {
+		c.sock = tc.NetConn()
+	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		if raw, err := tc.SyscallConn(); err == nil {
 			c.raw = raw
 		}
 	}
+	if _, ok := nc.(*tls.Conn); ok {
+		// Every Write on a TLS connection seals a record and makes a
+		// system call: the writer gathers a write's buffers first.
+		c.tlsOut = bufio.NewWriterSize(nc, tlsWriteBuffer)
+	}
 	return c
 }
+
+// tlsWriteBuffer is the buffer a TLS connection's writer gathers frames
+// in: four records of the most plaintext one holds (16 KiB); a buffer
+// larger than what is left goes to the connection directly.
+const tlsWriteBuffer = 64 << 10
 
 // start tells the loop the connection is up, then starts its reader (so
 // that its frames reach the loop after that) and its writer.
@@ -780,7 +797,7 @@ func (c *tcpConn) fail(err error) {
 		c.mu.Unlock()
 		c.err = err
 		close(c.dead)
-		c.e.untrack(c.nc)
+		c.e.untrack(c.sock)
 		c.e.box.put(item{kind: itemConnDown, conn: c})
 	})
 }
@@ -811,8 +828,8 @@ func (c *tcpConn) writeLoop() {
 			c.mu.Unlock()
 			if held == 0 {
 				if draining {
-					if tc, ok := c.nc.(*net.TCPConn); ok {
-						tc.CloseWrite()
+					if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+						cw.CloseWrite()
 					}
 					return
 				}
@@ -837,7 +854,19 @@ func (c *tcpConn) write(partial net.Buffers) error {
 	c.bufs = append(c.bufs[:0], partial...)
 	c.bufs, c.headers = appendFrames(c.bufs, c.headers, c.frames)
 	c.pending = c.bufs
-	_, err := c.pending.WriteTo(c.nc)
+	var err error
+	if c.tlsOut != nil {
+		for _, b := range c.pending {
+			if _, err = c.tlsOut.Write(b); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = c.tlsOut.Flush()
+		}
+	} else {
+		_, err = c.pending.WriteTo(c.nc)
+	}
 	clear(c.frames)
 	clear(c.bufs)
 	clear(partial)
@@ -1055,6 +1084,13 @@ func (e *TCP) acceptLoop() {
 // accept runs the acceptor's side of the handshake.
 func (e *TCP) accept(nc net.Conn) (*tcpConn, error) {
 	nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if e.cfg.TLS != nil {
+		tc := tls.Server(nc, e.cfg.TLS)
+		if err := tc.Handshake(); err != nil {
+			return nil, fmt.Errorf("%w: TLS: %w", ErrRefused, err)
+		}
+		nc = tc
+	}
 	var hello [helloSize]byte
 	if _, err := io.ReadFull(nc, hello[:]); err != nil {
 		return nil, fmt.Errorf("%w: no handshake: %w", ErrRefused, err)
@@ -1103,13 +1139,22 @@ func (e *TCP) dial(rank int, addr string) (*tcpConn, error) {
 	}
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	defer stop()
+	sock := nc
+	if e.cfg.TLS != nil {
+		tc := tls.Client(nc, e.cfg.TLS)
+		if err := tc.Handshake(); err != nil {
+			e.untrack(sock)
+			return nil, fmt.Errorf("%w: TLS with the PE at %s: %w", ErrRefused, sock.RemoteAddr(), err)
+		}
+		nc = tc
+	}
 	c, err := e.dialHandshake(nc, rank)
 	if err != nil {
-		e.untrack(nc)
+		e.untrack(sock)
 		return nil, err
 	}
 	if !stop() {
-		e.untrack(nc)
+		e.untrack(sock)
 		return nil, ctx.Err()
 	}
 	nc.SetDeadline(time.Time{})
