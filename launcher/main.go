@@ -554,8 +554,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	secret := newSecret()
 	var coordinatorTLS *tls.Config
+	var creds *jobtls.Job
 	if o.tls {
-		creds, err := jobtls.New()
+		creds, err = jobtls.New()
 		if err != nil {
 			return 1, fmt.Errorf("launcher: %w", err)
 		}
@@ -565,14 +566,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 			}
 			defer os.RemoveAll(o.secretDir)
 		}
-		if err := creds.Write(o.secretDir); err != nil {
-			return 1, fmt.Errorf("launcher: --secret-dir: %w", err)
-		}
 		secret, coordinatorTLS = creds.PE().Secret(), creds.CoordinatorConfig()
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return 1, fmt.Errorf("launcher: listen: %w", err)
+	}
+	if creds != nil {
+		// Once the coordinator listens, as the secret file: a script may
+		// start PEs as soon as pe.key (written last) exists.
+		if err := creds.Write(o.secretDir); err != nil {
+			ln.Close()
+			return 1, fmt.Errorf("launcher: --secret-dir: %w", err)
+		}
 	}
 	cfg := coordinatorConfig{
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
