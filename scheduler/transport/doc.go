@@ -122,9 +122,10 @@
 // presenting a certificate the other verifies, and the handshake above
 // then runs inside it. A connection that fails TLS (no TLS, no
 // certificate, a certificate of another CA) is refused, logged with its
-// address and the TLS error, and counted in Stats.Refused. With TLS, the
-// connection's writer gathers each write's frames in a buffer before
-// tls.Conn seals them, and the loop does not write itself.
+// address and the TLS error, and counted in Stats.Refused. With TLS,
+// frames are written as without it, by the loop when it can and by the
+// writer goroutine otherwise: tls.Conn seals them into a buffer, never
+// blocking, and that buffer goes to the socket (tcp_tls.go).
 //
 // The protoactor endpoint checks a job token on every gRPC call (see its
 // package).

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -644,7 +643,7 @@ type tcpConn struct {
 	nc     net.Conn        // the connection: sock, or TLS over it
 	sock   net.Conn        // the socket, as tracked (see TCP.track)
 	raw    syscall.RawConn // for writes that must not block; nil: the writer writes all
-	tlsOut *bufio.Writer   // a TLS connection's writes go through it (writer only)
+	tls    *tlsState       // nil without TLS (see tcp_tls.go)
 	rank   int
 	remote string
 	err    error // why it closed, set before dead is closed
@@ -683,26 +682,17 @@ func (e *TCP) newConn(nc net.Conn, rank int) *tcpConn {
 	c := &tcpConn{e: e, nc: nc, sock: nc, rank: rank, remote: nc.RemoteAddr().String(),
 		wake: make(chan struct{}, 1), dead: make(chan struct{}), writerDone: make(chan struct{})}
 	if tc, ok := nc.(*tls.Conn); ok {
-		c.sock = tc.NetConn()
+		c.tls = newTLSState(tc)
+		c.sock = c.tls.sealed.Conn
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
+	if tc, ok := c.sock.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		if raw, err := tc.SyscallConn(); err == nil {
 			c.raw = raw
 		}
 	}
-	if _, ok := nc.(*tls.Conn); ok {
-		// Every Write on a TLS connection seals a record and makes a
-		// system call: the writer gathers a write's buffers first.
-		c.tlsOut = bufio.NewWriterSize(nc, tlsWriteBuffer)
-	}
 	return c
 }
-
-// tlsWriteBuffer is the buffer a TLS connection's writer gathers frames
-// in: four records of the most plaintext one holds (16 KiB); a buffer
-// larger than what is left goes to the connection directly.
-const tlsWriteBuffer = 64 << 10
 
 // start tells the loop the connection is up, then starts its reader (so
 // that its frames reach the loop after that) and its writer.
@@ -744,6 +734,10 @@ func (c *tcpConn) flush() {
 	c.mu.Unlock()
 	n := len(c.lframes)
 	c.lbufs, c.lhead = appendFrames(c.lbufs[:0], c.lhead, c.lframes)
+	if c.tls != nil {
+		c.flushTLS(n)
+		return
+	}
 	rest, err := c.direct.write(c.raw, c.lbufs)
 	clear(c.lframes)
 	c.lframes = c.lframes[:0]
@@ -766,6 +760,45 @@ func (c *tcpConn) flush() {
 		return
 	}
 	c.mu.partial, c.mu.partialHeld = rest, n
+	c.mu.Unlock()
+	c.wakeWriter()
+}
+
+// flushTLS is flush's end for a TLS connection: the n frames in lbufs are
+// sealed (and so released), the records written without blocking, and
+// what the socket did not take left to the writer.
+func (c *tcpConn) flushTLS(n int) {
+	err := c.tls.seal(c.lbufs, nil)
+	clear(c.lframes)
+	c.lframes = c.lframes[:0]
+	clear(c.lbufs)
+	c.e.held.Add(int64(-n))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	sealed := c.tls.sealed.take(c.tls.spare)
+	c.tls.spare = nil
+	c.lbufs = append(c.lbufs[:0], sealed)
+	rest, err := c.direct.write(c.raw, c.lbufs)
+	if err != nil {
+		clear(c.lbufs)
+		c.fail(err)
+		return
+	}
+	if len(rest) == 0 {
+		clear(c.lbufs)
+		c.tls.spare = sealed
+		return
+	}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		clear(c.lbufs)
+		return
+	}
+	// The writer writes the rest; sealed is its until then.
+	c.mu.partial, c.mu.partialHeld = rest, 0
 	c.mu.Unlock()
 	c.wakeWriter()
 }
@@ -828,8 +861,10 @@ func (c *tcpConn) writeLoop() {
 			c.mu.Unlock()
 			if held == 0 {
 				if draining {
-					if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
-						cw.CloseWrite()
+					// The socket's: with TLS, no close_notify (it would
+					// stay in the sealed buffer); the peer reads EOF.
+					if tc, ok := c.sock.(*net.TCPConn); ok {
+						tc.CloseWrite()
 					}
 					return
 				}
@@ -855,15 +890,8 @@ func (c *tcpConn) write(partial net.Buffers) error {
 	c.bufs, c.headers = appendFrames(c.bufs, c.headers, c.frames)
 	c.pending = c.bufs
 	var err error
-	if c.tlsOut != nil {
-		for _, b := range c.pending {
-			if _, err = c.tlsOut.Write(b); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = c.tlsOut.Flush()
-		}
+	if c.tls != nil {
+		err = c.writeTLS(partial)
 	} else {
 		_, err = c.pending.WriteTo(c.nc)
 	}
@@ -872,6 +900,38 @@ func (c *tcpConn) write(partial net.Buffers) error {
 	clear(partial)
 	c.frames = c.frames[:0]
 	return err
+}
+
+// writeTLS is write for a TLS connection: partial is records the loop
+// sealed and could not write, c.bufs (after partial) the frames to seal.
+func (c *tcpConn) writeTLS(partial net.Buffers) error {
+	out := func(b []byte) error {
+		_, err := c.sock.Write(b)
+		return err
+	}
+	for _, b := range partial {
+		if err := out(b); err != nil {
+			return err
+		}
+	}
+	if err := c.tls.seal(c.bufs[len(partial):], func() error {
+		b := c.tls.sealed.take(c.tls.writerSpare)
+		c.tls.writerSpare = nil
+		err := out(b)
+		c.tls.writerSpare = b
+		return err
+	}); err != nil {
+		return err
+	}
+	b := c.tls.sealed.take(c.tls.writerSpare)
+	c.tls.writerSpare = nil
+	if len(b) > 0 {
+		if err := out(b); err != nil {
+			return err
+		}
+	}
+	c.tls.writerSpare = b
+	return nil
 }
 
 // appendFrames appends the wire form of frames to bufs: each frame's
@@ -1085,7 +1145,7 @@ func (e *TCP) acceptLoop() {
 func (e *TCP) accept(nc net.Conn) (*tcpConn, error) {
 	nc.SetDeadline(time.Now().Add(handshakeTimeout))
 	if e.cfg.TLS != nil {
-		tc := tls.Server(nc, e.cfg.TLS)
+		tc := tlsServer(nc, e.cfg.TLS)
 		if err := tc.Handshake(); err != nil {
 			return nil, fmt.Errorf("%w: TLS: %w", ErrRefused, err)
 		}
@@ -1141,7 +1201,7 @@ func (e *TCP) dial(rank int, addr string) (*tcpConn, error) {
 	defer stop()
 	sock := nc
 	if e.cfg.TLS != nil {
-		tc := tls.Client(nc, e.cfg.TLS)
+		tc := tlsClient(nc, e.cfg.TLS)
 		if err := tc.Handshake(); err != nil {
 			e.untrack(sock)
 			return nil, fmt.Errorf("%w: TLS with the PE at %s: %w", ErrRefused, sock.RemoteAddr(), err)
