@@ -857,9 +857,12 @@ func (c *tcpConn) writeLoop() {
 			c.mu.partial, c.mu.partialHeld = nil, 0
 			c.frames, c.mu.queue = c.mu.queue, c.frames[:0]
 			draining := c.mu.draining
-			c.mu.writing = held > 0
+			// With TLS, partial holds no frame (they were sealed) but
+			// must be written all the same.
+			work := held > 0 || len(partial) > 0
+			c.mu.writing = work
 			c.mu.Unlock()
-			if held == 0 {
+			if !work {
 				if draining {
 					// The socket's: with TLS, no close_notify (it would
 					// stay in the sealed buffer); the peer reads EOF.
