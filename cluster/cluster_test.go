@@ -118,7 +118,8 @@ func netnsList(t *testing.T, prefix string) []string {
 // TestNetnsHarness runs cluster/netns.sh: four hosts as network
 // namespaces, the coordinator on one and six PEs on the three others;
 // each mini-app with a PE SIGKILLed on another host, then a host whose
-// link goes down, each ending with the failure-free digest; and a PE that
+// link goes down, each ending with the failure-free digest; stencil3d
+// again with --tls (and a stranger without a certificate refused); and a PE that
 // listens on loopback where a PE on another host must dial it, which
 // stops the job at once with an error naming both. The script
 // checks each outcome (status, digest, reference, which PEs failed and
@@ -146,7 +147,8 @@ func TestNetnsHarness(t *testing.T) {
 		`(?m)^netns\.sh: lulesh: ok: recovered across hosts, digest [0-9a-f]{16} = failure-free, reference: match`,
 		`(?m)^netns\.sh: linkdown: ok: PEs 0 3 declared dead for missed heartbeats, recovered, digest [0-9a-f]{16} = failure-free, reference: match`,
 		`(?m)^netns\.sh: loopback: ok: PE 0 on loopback runs \(nobody dials it\); PE 1 on loopback, to be dialed from \S+, stops the job at once, naming both`,
-		`(?m)^netns\.sh: PASS: stencil3d,leanmd,lulesh,linkdown,loopback$`,
+		`(?m)^netns\.sh: tls: ok: stencil3d with --tls, a stranger without a certificate refused, recovered across hosts, digest [0-9a-f]{16} = failure-free, reference: match`,
+		`(?m)^netns\.sh: PASS: stencil3d,leanmd,lulesh,linkdown,loopback,tls$`,
 	} {
 		require.Regexp(t, regexp.MustCompile(re), out)
 	}
@@ -166,7 +168,7 @@ func freePort(t *testing.T) string {
 // (cluster/slurm.sh install; this test installs nothing): a private
 // single-node instance (munged, slurmctld, slurmd) on free ports, then
 // stencil3d with its coordinator started as README.md says and its PEs
-// by srun -n 4, one task's PE SIGKILLed; then the same through
+// by srun -n 4, one task's PE SIGKILLed; the same with --tls; then the same through
 // cluster/sbatch-example.sh. The script checks each outcome (statuses,
 // digest, reference, how the failure was detected, what srun reported);
 // this test checks that both runs said so and that the instance is gone.
@@ -187,6 +189,7 @@ func TestSlurm(t *testing.T) {
 	require.Equal(t, 0, status, "slurm.sh failed")
 	for _, re := range []string{
 		`(?m)^slurm\.sh: srun: ok: job \d+, task 1's PE SIGKILLed, recovered, the other tasks ended with status 0, digest [0-9a-f]{16} = failure-free, reference: match$`,
+		`(?m)^slurm\.sh: srun-tls: ok: job \d+ with --tls \(files in \S+\), task 1's PE SIGKILLed, recovered, the other tasks ended with status 0, digest [0-9a-f]{16} = failure-free, reference: match$`,
 		`(?m)^slurm\.sh: sbatch: ok: job \d+ completed, task 1's PE SIGKILLed, recovered, digest [0-9a-f]{16} = failure-free, reference: match$`,
 		`(?m)^slurm\.sh: Slurm instance in \S+ stopped$`,
 		`(?m)^slurm\.sh: PASS: start check stop$`,

@@ -29,6 +29,12 @@
 #       dead for missed heartbeats, recover their tasks on the other hosts
 #       and end with the failure-free digest and "reference: match"; h1's
 #       PEs, cut off, stop themselves.
+#   tls
+#       stencil3d as above with --tls: the PEs read the job's TLS files
+#       from the coordinator's --secret-dir (this machine's file system
+#       stands for a shared one), every connection is mutual TLS; before
+#       the PEs start, a stranger on h2 that connects to the coordinator
+#       without TLS must be refused, with a log line naming its address.
 #   loopback
 #       2 PEs, one on the coordinator's host h0 that dials it at
 #       127.0.0.1 (so it listens for the other PE on loopback), one on h1.
@@ -51,7 +57,8 @@ set -euo pipefail
 SKIP=77
 me=netns.sh
 bin=""
-only="stencil3d,leanmd,lulesh,linkdown,loopback"
+only="stencil3d,leanmd,lulesh,linkdown,loopback,tls"
+job_tls=no
 prefix="gcns$$"
 subnet="10.231.7"
 per_host=2
@@ -82,7 +89,7 @@ done
 [[ "$per_host" =~ ^[1-9][0-9]*$ ]] || { echo "$me: --pes-per-host wants a positive number" >&2; exit 2; }
 [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || { echo "$me: --timeout wants seconds" >&2; exit 2; }
 for s in ${only//,/ }; do
-  case "$s" in stencil3d|leanmd|lulesh|linkdown|loopback) ;; *) echo "$me: unknown scenario $s" >&2; exit 2 ;; esac
+  case "$s" in stencil3d|leanmd|lulesh|linkdown|loopback|tls) ;; *) echo "$me: unknown scenario $s" >&2; exit 2 ;; esac
 done
 
 # --- can we run here? -------------------------------------------------------
@@ -244,24 +251,43 @@ $(tail -n 30 "$dir/clean.log")"
 # start_job DIR ARGS...: start the coordinator on h0 (its pid in coord_pid)
 # and the PEs on h1..h3 (pe_pids), once the secret file is written.
 start_job() {
-  local dir=$1 r; shift
-  rm -f "$dir/job.secret"
+  local dir=$1 r secret=(--secret-file "$dir/job.secret"); shift
+  rm -rf "$dir/job.secret" "$dir/secret"
+  # With --tls (job_tls=yes) the PEs read the TLS files in $dir/secret.
+  [ "$job_tls" = yes ] && secret=(--tls --secret-dir "$dir/secret")
   on_cmd 0
   "${on_words[@]}" timeout -k 5 "$timeout_s" "$bin" run "$@" --pes "$npes" --external \
-    --listen "$coordinator" --secret-file "$dir/job.secret" \
+    --listen "$coordinator" "${secret[@]}" \
     >"$dir/coord.log" 2>&1 &
   coord_pid=$!
   pids+=("$coord_pid")
   wait_line "$dir/coord.log" "waiting for $npes PEs" 60 "$coord_pid"
-  [ -s "$dir/job.secret" ] || die "the coordinator did not write $dir/job.secret"
+  if [ "$job_tls" = yes ]; then
+    [ -s "$dir/secret/pe.key" ] || die "the coordinator did not write $dir/secret/pe.key"
+    [ "$(stat -c %a "$dir/secret/pe.key")" = 600 ] || die "$dir/secret/pe.key is not mode 600"
+    grep -q GOCHARE_JOB_SECRET "$dir/coord.log" && die "with --tls the coordinator printed a secret for the environment"
+    stranger "$dir"
+  else
+    [ -s "$dir/job.secret" ] || die "the coordinator did not write $dir/job.secret"
+  fi
   pe_pids=()
   for r in $(seq 0 $((npes - 1))); do
     on_cmd "$(host_of "$r")"
     "${on_words[@]}" "$bin" pe --coordinator "$coordinator" --rank "$r" --size "$npes" \
-      --secret-file "$dir/job.secret" >"$dir/pe$r.log" 2>&1 &
+      "${secret[@]}" >"$dir/pe$r.log" 2>&1 &
     pe_pids+=("$!")
     pids+=("$!")
   done
+}
+
+# stranger DIR: from h2, a connection to the coordinator that speaks no
+# TLS; the coordinator must refuse it and log its address.
+stranger() {
+  local dir=$1
+  on_cmd 2
+  "${on_words[@]}" timeout 30 bash -c 'exec 3<>"/dev/tcp/$0/$1" && printf "GCT1 no certificate" >&3 && cat <&3 >/dev/null' \
+    "$(addr 0)" "$port" 2>/dev/null || true
+  wait_line "$dir/coord.log" "refused connection\" peer=$(addr 2):[0-9]+ reason=\"TLS: .*first record does not look like a TLS handshake" 30 "$coord_pid"
 }
 
 # check_end DIR CLEAN_DIGEST NEED_REFERENCE: the coordinator ended with
@@ -282,7 +308,7 @@ $(tail -n 40 "$dir/coord.log")"
 # --- scenarios --------------------------------------------------------------
 # kill_scenario APP RANK STEP REFERENCE ARGS...: RANK is SIGKILLed at STEP.
 kill_scenario() {
-  local app=$1 rank=$2 step=$3 ref=$4 dir="$work/$1" pid r start
+  local app=$1 rank=$2 step=$3 ref=$4 dir="$work/${scenario:-$1}" pid r start
   shift 4
   mkdir -p "$dir"
   start=$SECONDS
@@ -303,7 +329,11 @@ kill_scenario() {
     wait_exit "${pe_pids[$r]}" 60
     [ "$st" = 0 ] || die "PE $r ended with status $st: $(tail -n 20 "$dir/pe$r.log")"
   done
-  log "$app: ok: recovered across hosts, digest $want = failure-free$([ "$ref" = yes ] && echo ', reference: match') ($((SECONDS - start))s)"
+  if [ "$job_tls" = yes ]; then
+    log "${scenario:-$app}: ok: $app with --tls, a stranger without a certificate refused, recovered across hosts, digest $want = failure-free$([ "$ref" = yes ] && echo ', reference: match') ($((SECONDS - start))s)"
+  else
+    log "$app: ok: recovered across hosts, digest $want = failure-free$([ "$ref" = yes ] && echo ', reference: match') ($((SECONDS - start))s)"
+  fi
 }
 
 # linkdown_scenario: host h1's link goes down once the job's second
@@ -400,6 +430,7 @@ for s in ${only//,/ }; do
     leanmd) kill_scenario leanmd 4 15 no --cells 3,3,3 --kaway 1,1,1 --atoms 10 --steps 30 --migrate-every 10 --checkpoint-every 10 ;;
     lulesh) kill_scenario lulesh 2 23 yes --size 10 --chunk 5,5,5 --iterations 50 --checkpoint-every 10 ;;
     linkdown) linkdown_scenario ;;
+    tls) job_tls=yes scenario=tls kill_scenario stencil3d 1 15 yes --grid 48,48,32 --chunk 16,8,4 --iterations 30 --checkpoint-every 10 ;;
   esac
 done
 failed=0

@@ -25,8 +25,11 @@
 #            it, as kill -9 would). The job must end with status 0, one
 #            recovery, the failure-free digest and "reference: match";
 #            the step's other tasks end with status 0 and srun reports
-#            only task 1. Then the same with sbatch, submitting
-#            cluster/sbatch-example.sh.
+#            only task 1. Then the same with --tls: the coordinator writes
+#            the job's TLS files in DIR/srun-tls.secret (--secret-dir),
+#            the PEs (gochare pe --tls --secret-dir DIR/srun-tls.secret)
+#            read them, and every connection is mutual TLS. Then the same
+#            as the first with sbatch, submitting cluster/sbatch-example.sh.
 #   stop     stop the instance's daemons and remove DIR.
 #
 # An instance this run started is stopped when a step fails (or on SIGINT
@@ -264,12 +267,23 @@ app_args=(stencil3d --grid 48,32,32 --chunk 16,16,16 --iterations 100 --checkpoi
 kill_rank=1
 kill_step=15
 
+# secret_flags NAME: the flags of the coordinator and the PEs of job NAME
+# for its secret (a file; with --tls, for job srun-tls, a directory).
+secret_flags() {
+  if [ "$1" = srun-tls ]; then
+    secret=(--tls --secret-dir "$dir/$1.secret")
+  else
+    secret=(--secret-file "$dir/$1.secret")
+  fi
+}
+
 # start_coordinator NAME: the coordinator as README says, for a job whose
 # PEs srun starts.
 start_coordinator() {
-  rm -f "$dir/$1.secret"
+  rm -rf "$dir/$1.secret"
+  secret_flags "$1"
   timeout -k 5 "$timeout_s" "$bin" run "${app_args[@]}" --pes 4 --external \
-    --listen "0.0.0.0:$coord_port" --secret-file "$dir/$1.secret" \
+    --listen "0.0.0.0:$coord_port" "${secret[@]}" \
     --kill "pe=$kill_rank,at=step:$kill_step,signal=STOP" >"$dir/$1-coordinator.log" 2>&1 &
   coord_pid=$!
   pids+=("$coord_pid")
@@ -304,27 +318,36 @@ if has check; then
   [ -n "$want" ] || die "no digest in the failure-free run's output"
   log "failure-free digest $want"
 
-  # srun, as README.md says.
-  start_coordinator srun
-  timeout -k 5 "$timeout_s" srun -n 4 --kill-on-bad-exit=0 --job-name=gochare-srun \
-    "$bin" pe --coordinator "$node:$coord_port" --secret-file "$dir/srun.secret" >"$dir/srun.log" 2>&1 &
-  srun_pid=$!
-  pids+=("$srun_pid")
-  wait_for 60 "the srun job in squeue" sh -c "squeue -h -n gochare-srun -o %i | grep -q ."
-  jobid=$(squeue -h -n gochare-srun -o %i | head -n 1)
-  kill_task "$jobid" "$kill_rank" "$dir/srun-coordinator.log"
-  wait_exit "$coord_pid" "$timeout_s"
-  [ "$st" = 0 ] || die "srun: the job ended with status $st; its end:
-$(tail -n 40 "$dir/srun-coordinator.log")"
-  check_output srun "$dir/srun-coordinator.log"
-  wait_exit "$srun_pid" 60
-  [ "$st" = 137 ] || die "srun ended with status $st (want 137: task $kill_rank was SIGKILLed); its output:
-$(tail -n 20 "$dir/srun.log")"
-  grep -Eq "task $kill_rank: Killed" "$dir/srun.log" || die "srun did not report task $kill_rank killed: $(tail -n 20 "$dir/srun.log")"
-  if grep -Ev "task $kill_rank: Killed" "$dir/srun.log" | grep -Eq '^srun: error: .*task [0-9]+'; then
-    die "srun reports another task failed: $(cat "$dir/srun.log")"
-  fi
-  log "srun: ok: job $jobid, task $kill_rank's PE SIGKILLed, recovered, the other tasks ended with status 0, digest $want = failure-free, reference: match"
+  # srun, as README.md says; then the same with --tls.
+  for name in srun srun-tls; do
+    start_coordinator "$name"
+    timeout -k 5 "$timeout_s" srun -n 4 --kill-on-bad-exit=0 --job-name="gochare-$name" \
+      "$bin" pe --coordinator "$node:$coord_port" "${secret[@]}" >"$dir/$name.log" 2>&1 &
+    srun_pid=$!
+    pids+=("$srun_pid")
+    wait_for 60 "the $name job in squeue" sh -c "squeue -h -n gochare-$name -o %i | grep -q ."
+    jobid=$(squeue -h -n "gochare-$name" -o %i | head -n 1)
+    kill_task "$jobid" "$kill_rank" "$dir/$name-coordinator.log"
+    wait_exit "$coord_pid" "$timeout_s"
+    [ "$st" = 0 ] || die "$name: the job ended with status $st; its end:
+$(tail -n 40 "$dir/$name-coordinator.log")"
+    check_output "$name" "$dir/$name-coordinator.log"
+    wait_exit "$srun_pid" 60
+    [ "$st" = 137 ] || die "$name: srun ended with status $st (want 137: task $kill_rank was SIGKILLed); its output:
+$(tail -n 20 "$dir/$name.log")"
+    grep -Eq "task $kill_rank: Killed" "$dir/$name.log" || die "$name: srun did not report task $kill_rank killed: $(tail -n 20 "$dir/$name.log")"
+    if grep -Ev "task $kill_rank: Killed" "$dir/$name.log" | grep -Eq '^srun: error: .*task [0-9]+'; then
+      die "$name: srun reports another task failed: $(cat "$dir/$name.log")"
+    fi
+    if [ "$name" = srun-tls ]; then
+      [ "$(stat -c %a "$dir/$name.secret/pe.key")" = 600 ] || die "$name: $dir/$name.secret/pe.key is not mode 600"
+      grep -q GOCHARE_JOB_SECRET "$dir/$name-coordinator.log" && die "$name: with --tls the coordinator printed a secret for the environment"
+      grep -q 'refused connection' "$dir/$name-coordinator.log" "$dir/$name.log" && die "$name: a connection of the job was refused"
+      log "$name: ok: job $jobid with --tls (files in $dir/$name.secret), task $kill_rank's PE SIGKILLed, recovered, the other tasks ended with status 0, digest $want = failure-free, reference: match"
+    else
+      log "$name: ok: job $jobid, task $kill_rank's PE SIGKILLed, recovered, the other tasks ended with status 0, digest $want = failure-free, reference: match"
+    fi
+  done
 
   # sbatch, with the example script: the coordinator in the batch script,
   # the PEs its srun's tasks.

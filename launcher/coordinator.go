@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,10 +34,14 @@ var ErrHandlersDiffer = errors.New("launcher: PEs declare different handlers")
 
 // coordinatorConfig describes the job a coordinator runs.
 type coordinatorConfig struct {
-	App              string
-	Args             []string
-	Size             int
-	Secret           []byte
+	App    string
+	Args   []string
+	Size   int
+	Secret []byte
+	// TLS, when not nil, is the configuration of the listener (--tls): a
+	// connection that does not complete a mutual TLS handshake with a PE
+	// certificate of the job is refused and logged.
+	TLS              *tls.Config
 	JobID            uint64
 	HeartbeatTimeout time.Duration
 	QuiescenceEvery  time.Duration
@@ -245,7 +250,6 @@ func (c *coordinator) acceptLoop(ctx context.Context) {
 
 // admit authenticates a new connection and hands it to the main loop.
 func (c *coordinator) admit(ctx context.Context, raw net.Conn) {
-	cn := newConn(raw)
 	nonce := make([]byte, 32)
 	if _, err := rand.Read(nonce); err != nil {
 		panic(fmt.Sprintf("launcher: no randomness: %v", err))
@@ -253,8 +257,18 @@ func (c *coordinator) admit(ctx context.Context, raw net.Conn) {
 	raw.SetDeadline(time.Now().Add(10 * time.Second))
 	refuse := func(why string) {
 		c.cfg.Log.Warn("refused connection", "peer", raw.RemoteAddr().String(), "reason", why)
-		cn.close()
+		raw.Close()
 	}
+	control := raw
+	if c.cfg.TLS != nil {
+		tc := tls.Server(raw, c.cfg.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			refuse("TLS: " + err.Error())
+			return
+		}
+		control = tc
+	}
+	cn := newConn(control)
 	if err := cn.send(&controlpb.ToPE{Msg: &controlpb.ToPE_Challenge{Challenge: &controlpb.Challenge{Nonce: nonce}}}); err != nil {
 		refuse(err.Error())
 		return

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gochare/gochare/internal/jobtls"
 	coord "github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/launcher/controlpb"
 )
@@ -210,14 +212,25 @@ func (c *coordinator) stopLoggers() {
 }
 
 // runLogger runs one logger process until the coordinator stops the job.
-func runLogger(ctx context.Context, coordinator string, l, size int, secret []byte, log *slog.Logger) (int, error) {
+//
+// creds, when not nil, makes the control connection mutual TLS (--tls).
+func runLogger(ctx context.Context, coordinator string, l, size int, secret []byte, creds *jobtls.PE, log *slog.Logger) (int, error) {
 	dialCtx, cancelDial := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelDial()
 	raw, err := new(net.Dialer).DialContext(dialCtx, "tcp", coordinator)
-	cancelDial()
 	if err != nil {
 		return 1, fmt.Errorf("launcher: logger %d: coordinator: %w", l, err)
 	}
-	cn := newConn(raw)
+	controlConn := raw
+	if creds != nil {
+		tc := tls.Client(raw, creds.CoordinatorClientConfig())
+		if err := tc.HandshakeContext(dialCtx); err != nil {
+			raw.Close()
+			return 1, fmt.Errorf("launcher: logger %d: TLS with the coordinator: %w", l, err)
+		}
+		controlConn = tc
+	}
+	cn := newConn(controlConn)
 	defer cn.close()
 	var why atomic.Pointer[error]
 	cut := func(err error) {

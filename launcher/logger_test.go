@@ -66,6 +66,19 @@ func TestKilledLoggerDoesNotChangeTheResult(t *testing.T) {
 	}
 }
 
+// With --tls the launcher's loggers join over mutual TLS as the PEs do,
+// and a killed one is said and changes nothing.
+func TestLoggersUnderTLS(t *testing.T) {
+	want := leanmdDigestOf(t, leanmdLoggerArgs)
+	j := startJob(t, append(leanmdLoggerArgs, "--loggers", "1", "--tls")...)
+	loggers := parsePids(t, j.waitLine(t, loggerPidsLine, 30*time.Second)[1])
+	j.waitLine(t, regexp.MustCompile(`job begins`), time.Minute)
+	require.NoError(t, syscall.Kill(loggers[0], syscall.SIGKILL))
+	j.waitLine(t, regexp.MustCompile(fmt.Sprintf(`logger failed; the job goes on" detail="logger 0 \(pid %d on \S+\) was killed by signal 9`, loggers[0])), 30*time.Second)
+	require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+	require.Equal(t, want, j.waitLine(t, leanmdDigest, time.Second)[1])
+}
+
 // A logger that stops (SIGSTOP) misses its heartbeats and is declared
 // dead and killed, as a PE would be; the job goes on to its result.
 func TestStoppedLoggerIsKilled(t *testing.T) {

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/internal/jobtls"
 	coord "github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
@@ -37,6 +39,19 @@ const usageHead = `usage:
         --external              start no PE: wait for N PEs started by hand,
                                 ssh or srun with 'gochare pe'
         --secret-file FILE      with --external: write the job secret there
+        --tls                   every PE-to-PE and PE-to-coordinator
+                                connection is mutual TLS 1.3, with a CA
+                                and certificates made for the job; PEs
+                                read them from --secret-dir, and no
+                                secret travels in the environment. A
+                                connection without a certificate of the
+                                job is refused and logged. Needs
+                                --transport tcp
+        --secret-dir DIR        with --tls: write the PEs' TLS files
+                                (ca.crt, pe.crt, pe.key, mode 0600) in DIR
+                                (default: a temporary directory, removed
+                                at the end); for --external PEs on other
+                                hosts, a directory they all read
         --heartbeat-timeout D   declare a PE dead after D without a sign of
                                 life (default 5s); the launcher then
                                 SIGKILLs it if it started it, and recovery
@@ -109,9 +124,10 @@ const usageHead = `usage:
                                 SIGKILL (a hung PE). A kill that can never
                                 fire is an error; one that did not fire is
                                 a warning at the end
-  gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE] [--host H] [--transport NAME]
+  gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE | --tls --secret-dir DIR] [--host H] [--transport NAME]
       run one PE of a job; rank and size default to SLURM_PROCID and
-      SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET;
+      SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET,
+      or, for a job run with --tls, the TLS files in DIR;
       --transport as for run (default tcp; every PE of a job must use the
       same)
   gochare pe --logger --coordinator HOST:PORT --rank L --size N [--secret-file FILE]
@@ -298,10 +314,13 @@ func exitStatus(status int, err error, stderr io.Writer) int {
 var errUsage = errors.New("usage")
 
 type runOptions struct {
-	pes              int
-	listen           string
-	external         bool
-	secretFile       string
+	pes        int
+	listen     string
+	external   bool
+	secretFile string
+	// tls is --tls; secretDir is --secret-dir.
+	tls              bool
+	secretDir        string
 	heartbeatTimeout time.Duration
 	stallTimeout     time.Duration
 	joinTimeout      time.Duration
@@ -389,6 +408,14 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 				}
 				o.checkAnnotations = n
 			}
+		case "tls":
+			o.tls = true
+		case "secret-dir":
+			v, err := valueOf(&i, "--secret-dir")
+			if err != nil {
+				return o, nil, err
+			}
+			o.secretDir = v
 		case "checkpoint-every", "restore-spread", "log-limit", "loggers":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
@@ -490,6 +517,9 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	if o.pes == 0 {
 		return o, nil, fmt.Errorf("%w: --pes N is required", errUsage)
 	}
+	if err := checkTLSFlags(o.tls, o.secretDir, o.secretFile, o.transport); err != nil {
+		return o, nil, err
+	}
 	if o.logLimitSet && o.logLimitMiB > 0 && o.checkpointSet {
 		return o, nil, fmt.Errorf("%w: --log-limit is for a job without --checkpoint-every (which checkpoints at every K-th step whatever the logs hold): give one of them", errUsage)
 	}
@@ -586,9 +616,32 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		log.Info("restarting from disk checkpoint", "dir", o.restartDir, "epoch", restartEpoch, "pes", o.pes)
 	}
 	secret := newSecret()
+	var coordinatorTLS *tls.Config
+	var creds *jobtls.Job
+	if o.tls {
+		creds, err = jobtls.New()
+		if err != nil {
+			return 1, fmt.Errorf("launcher: %w", err)
+		}
+		if o.secretDir == "" {
+			if o.secretDir, err = os.MkdirTemp("", "gochare-secret-"); err != nil {
+				return 1, fmt.Errorf("launcher: %w", err)
+			}
+			defer os.RemoveAll(o.secretDir)
+		}
+		secret, coordinatorTLS = creds.PE().Secret(), creds.CoordinatorConfig()
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return 1, fmt.Errorf("launcher: listen: %w", err)
+	}
+	if creds != nil {
+		// Once the coordinator listens, as the secret file: a script may
+		// start PEs as soon as pe.key (written last) exists.
+		if err := creds.Write(o.secretDir); err != nil {
+			ln.Close()
+			return 1, fmt.Errorf("launcher: --secret-dir: %w", err)
+		}
 	}
 	cfg := coordinatorConfig{
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
@@ -597,11 +650,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 		RecordDir: o.recordDir,
-		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), CheckAnnotations: o.checkAnnotations,
+		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), CheckAnnotations: o.checkAnnotations, TLS: coordinatorTLS,
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))
-		if o.secretFile != "" {
+		if o.tls {
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --tls --secret-dir %s --transport %s\n", o.pes, addr, o.pes, o.secretDir, o.transport)
+			if o.loggers > 0 {
+				fmt.Fprintf(stderr, "gochare: and for %d loggers: start each with\n  gochare pe --logger --coordinator %s --rank L --size %d --tls --secret-dir %s\n", o.loggers, addr, o.pes, o.secretDir)
+			}
+		} else if o.secretFile != "" {
 			if err := os.WriteFile(o.secretFile, []byte(hex.EncodeToString(secret)+"\n"), 0o600); err != nil {
 				return 1, fmt.Errorf("launcher: %w", err)
 			}
@@ -623,6 +681,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	co := newCoordinator(cfg, ln)
 	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr}
+	if o.tls {
+		// The PEs read the TLS files and derive the secret from them.
+		sp.secret, sp.tlsDir = "", o.secretDir
+	}
 	co.killProcess = sp.kill
 	co.restartPE, co.currentPID = sp.restart, sp.pid
 	// Once run has returned, nobody reads the coordinator's events: a PE
@@ -656,7 +718,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	log.Info("started PEs", "app", app.Name, "pes", o.pes, "pids", fmt.Sprint(sp.pids()), "coordinator", ln.Addr().String())
 	// The loggers: a spawner of their own, whose reports say which
 	// logger ended.
-	lsp := &spawner{exe: exe, secret: sp.secret, stdout: stdout, stderr: stderr, logger: true}
+	lsp := &spawner{exe: exe, secret: sp.secret, tlsDir: sp.tlsDir, stdout: stdout, stderr: stderr, logger: true}
 	co.killLogger = lsp.kill
 	reportLogger := func(ev processExited) {
 		reportMu.Lock()
@@ -730,6 +792,8 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	rank := fs.Int("rank", -1, "this PE's rank (default $SLURM_PROCID)")
 	size := fs.Int("size", 0, "number of PEs (default $SLURM_NTASKS)")
 	secretFile := fs.String("secret-file", "", "file holding the job secret (default $"+secretEnv+")")
+	withTLS := fs.Bool("tls", false, "the job runs with --tls: read the TLS files in --secret-dir")
+	secretDir := fs.String("secret-dir", "", "with --tls: the directory holding ca.crt, pe.crt and pe.key")
 	host := fs.String("host", "", "address to listen on for other PEs (default: the one that reaches the coordinator)")
 	transportName := fs.String("transport", DefaultTransport, "PE-to-PE transport: "+transportNames(transports))
 	logger := fs.Bool("logger", false, "run a logger of the job, number --rank, not a PE")
@@ -748,18 +812,49 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 		return 2, err
 	}
 	*rank, *size = r, n
-	secret, err := readSecret(*secretFile)
-	if err != nil {
+	if err := checkTLSFlags(*withTLS, *secretDir, *secretFile, *transportName); err != nil {
 		return 2, err
 	}
+	if *withTLS && *secretDir == "" {
+		return 2, fmt.Errorf("%w: pe --tls needs --secret-dir DIR, the directory 'gochare run --tls' wrote the TLS files in", errUsage)
+	}
+	var secret []byte
+	var creds *jobtls.PE
+	if *withTLS {
+		c, err := jobtls.Load(*secretDir)
+		if err != nil {
+			return 2, fmt.Errorf("launcher: PE %d: %w", *rank, err)
+		}
+		creds, secret = c, c.Secret()
+	} else {
+		s, err := readSecret(*secretFile)
+		if err != nil {
+			return 2, err
+		}
+		secret = s
+	}
 	if isLogger {
-		return runLogger(ctx, *coordinator, *rank, *size, secret, log.With("logger", *rank))
+		return runLogger(ctx, *coordinator, *rank, *size, secret, creds, log.With("logger", *rank))
 	}
 	return runPE(ctx, peOptions{
-		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, Host: *host, Transport: transports[*transportName], TransportName: *transportName,
+		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, TLS: creds, Host: *host, Transport: transports[*transportName], TransportName: *transportName,
 		Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
 		CPUProfileDir: os.Getenv(cpuProfileEnv), MemProfileDir: os.Getenv(memProfileEnv), ProtoActorLog: os.Getenv(debugProtoActorEnv) != "",
 	})
+}
+
+// checkTLSFlags checks --tls, --secret-dir, --secret-file and
+// --transport together, for run and pe.
+func checkTLSFlags(withTLS bool, secretDir, secretFile, transportName string) error {
+	switch {
+	case !withTLS && secretDir != "":
+		return fmt.Errorf("%w: --secret-dir is where --tls keeps its files: give --tls too", errUsage)
+	case withTLS && secretFile != "":
+		return fmt.Errorf("%w: --secret-file is for a job without --tls (with --tls the PEs read the TLS files in --secret-dir)", errUsage)
+	case withTLS && transportName != DefaultTransport:
+		return fmt.Errorf("%w: --tls needs --transport %s: the %s transport has no TLS", errUsage, DefaultTransport, transportName)
+	}
+	return nil
 }
 
 // readRestart reads the latest complete checkpoint in dir and places its

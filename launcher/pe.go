@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/internal/jobtls"
 	coord "github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/launcher/controlpb"
 	"github.com/gochare/gochare/logging"
@@ -65,6 +67,9 @@ type peOptions struct {
 	Coordinator string
 	Rank, Size  int
 	Secret      []byte
+	// TLS, when not nil, makes the control connection and the transport
+	// mutual TLS with these credentials (--tls).
+	TLS *jobtls.PE
 	// Host is the address this PE's transport listens on and advertises.
 	Host   string
 	Apps   map[string]actor.App
@@ -184,11 +189,22 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	}
 	dialCtx, cancelDial := context.WithTimeout(ctx, 10*time.Second)
 	raw, err := new(net.Dialer).DialContext(dialCtx, "tcp", o.Coordinator)
-	cancelDial()
 	if err != nil {
+		cancelDial()
 		return 1, fmt.Errorf("launcher: PE %d: coordinator: %w", o.Rank, err)
 	}
-	cn := newConn(raw)
+	controlConn := raw
+	if o.TLS != nil {
+		tc := tls.Client(raw, o.TLS.CoordinatorClientConfig())
+		if err := tc.HandshakeContext(dialCtx); err != nil {
+			cancelDial()
+			raw.Close()
+			return 1, fmt.Errorf("launcher: PE %d: TLS with the coordinator: %w", o.Rank, err)
+		}
+		controlConn = tc
+	}
+	cancelDial()
+	cn := newConn(controlConn)
 	defer cn.close()
 	// The control connection is cut on purpose when the PE is
 	// interrupted (SIGTERM, SIGINT) or hears nothing from the coordinator:
@@ -217,10 +233,14 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if newEndpoint == nil {
 		newEndpoint, transportName = DefaultTransports()[DefaultTransport], DefaultTransport
 	}
-	ep, err := newEndpoint(transport.Config{
+	tcfg := transport.Config{
 		Rank: o.Rank, Size: o.Size, Host: o.Host, Secret: o.Secret, Logger: o.Log,
 		ProtoActorLog: o.ProtoActorLog,
-	})
+	}
+	if o.TLS != nil {
+		tcfg.TLS = o.TLS.PeerConfig()
+	}
+	ep, err := newEndpoint(tcfg)
 	if err != nil {
 		return 1, fmt.Errorf("launcher: PE %d transport: %w", o.Rank, err)
 	}
@@ -228,7 +248,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 
 	var first controlpb.ToPE
 	if err := cn.recv(&first); err != nil {
-		return fail(fmt.Errorf("launcher: PE %d: no challenge from coordinator: %w", o.Rank, err))
+		hint := ""
+		if o.TLS == nil {
+			hint = " (if the job runs with --tls, start the PE with --tls --secret-dir DIR)"
+		}
+		return fail(fmt.Errorf("launcher: PE %d: no challenge from coordinator%s: %w", o.Rank, hint, err))
 	}
 	ch := first.GetChallenge()
 	if ch == nil {

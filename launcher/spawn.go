@@ -27,8 +27,11 @@ type spawner struct {
 	exe       string
 	secret    string
 	transport string // --transport given to every PE
-	stdout    io.Writer
-	stderr    io.Writer
+	// tlsDir, when not empty, is the --secret-dir of a job run with
+	// --tls: PEs get --tls --secret-dir and no secret in the environment.
+	tlsDir string
+	stdout io.Writer
+	stderr io.Writer
 	// extraEnv is added to every PE's environment.
 	extraEnv []string
 	// logger: the processes are the job's loggers (gochare pe --logger),
@@ -61,7 +64,12 @@ func (s *spawner) start(rank, size int, addr string, report func(processExited))
 	if s.transport != "" && !s.logger {
 		cmd.Args = append(cmd.Args, "--transport", s.transport)
 	}
-	cmd.Env = append(os.Environ(), append([]string{secretEnv + "=" + s.secret}, s.extraEnv...)...)
+	cmd.Env = append(os.Environ(), s.extraEnv...)
+	if s.tlsDir != "" {
+		cmd.Args = append(cmd.Args, "--tls", "--secret-dir", s.tlsDir)
+	} else {
+		cmd.Env = append(cmd.Env, secretEnv+"="+s.secret)
+	}
 	// The PE dies with the launcher, so a killed launcher leaves no orphans.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	outPipe, err := cmd.StdoutPipe()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -20,15 +21,22 @@ const maxControlMessage = 16 << 20
 // written under a lock so several goroutines may send.
 type conn struct {
 	raw net.Conn
-	r   *bufio.Reader
-	mu  struct {
+	// sock is the socket under raw (raw itself without TLS): close closes
+	// it, so that closing never waits to send TLS's close_notify to a
+	// peer that does not read.
+	sock net.Conn
+	r    *bufio.Reader
+	mu   struct {
 		sync.Mutex
 		w *bufio.Writer
 	}
 }
 
 func newConn(raw net.Conn) *conn {
-	c := &conn{raw: raw, r: bufio.NewReaderSize(raw, 64<<10)}
+	c := &conn{raw: raw, sock: raw, r: bufio.NewReaderSize(raw, 64<<10)}
+	if tc, ok := raw.(*tls.Conn); ok {
+		c.sock = tc.NetConn()
+	}
 	c.mu.w = bufio.NewWriterSize(raw, 64<<10)
 	return c
 }
@@ -50,7 +58,7 @@ func (c *conn) recv(m proto.Message) error {
 	return err
 }
 
-func (c *conn) close() error { return c.raw.Close() }
+func (c *conn) close() error { return c.sock.Close() }
 
 // helloMAC proves knowledge of the job secret for a challenge nonce.
 func helloMAC(secret, nonce []byte) []byte {

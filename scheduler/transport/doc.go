@@ -117,6 +117,16 @@
 // can be read and, by one on the path, altered: the handshake keeps other
 // jobs and strays out, not an attacker on the network.
 //
+// With Config.TLS (gochare run --tls) every connection is mutual TLS
+// first: the acceptor runs tls.Server, the dialer tls.Client, each
+// presenting a certificate the other verifies, and the handshake above
+// then runs inside it. A connection that fails TLS (no TLS, no
+// certificate, a certificate of another CA) is refused, logged with its
+// address and the TLS error, and counted in Stats.Refused. With TLS,
+// frames are written as without it, by the loop when it can and by the
+// writer goroutine otherwise: tls.Conn seals them into a buffer, never
+// blocking, and that buffer goes to the socket (tcp_tls.go).
+//
 // The protoactor endpoint checks a job token on every gRPC call (see its
 // package).
 //

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -639,8 +640,10 @@ func (e *TCP) runTicker() {
 // side (loop: lframes, lhead, lbufs; writer: frames, headers, bufs).
 type tcpConn struct {
 	e      *TCP
-	nc     net.Conn
+	nc     net.Conn        // the connection: sock, or TLS over it
+	sock   net.Conn        // the socket, as tracked (see TCP.track)
 	raw    syscall.RawConn // for writes that must not block; nil: the writer writes all
+	tls    *tlsState       // nil without TLS (see tcp_tls.go)
 	rank   int
 	remote string
 	err    error // why it closed, set before dead is closed
@@ -676,9 +679,13 @@ type tcpConn struct {
 }
 
 func (e *TCP) newConn(nc net.Conn, rank int) *tcpConn {
-	c := &tcpConn{e: e, nc: nc, rank: rank, remote: nc.RemoteAddr().String(),
+	c := &tcpConn{e: e, nc: nc, sock: nc, rank: rank, remote: nc.RemoteAddr().String(),
 		wake: make(chan struct{}, 1), dead: make(chan struct{}), writerDone: make(chan struct{})}
-	if tc, ok := nc.(*net.TCPConn); ok {
+	if tc, ok := nc.(*tls.Conn); ok {
+		c.tls = newTLSState(tc)
+		c.sock = c.tls.sealed.Conn
+	}
+	if tc, ok := c.sock.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		if raw, err := tc.SyscallConn(); err == nil {
 			c.raw = raw
@@ -727,6 +734,10 @@ func (c *tcpConn) flush() {
 	c.mu.Unlock()
 	n := len(c.lframes)
 	c.lbufs, c.lhead = appendFrames(c.lbufs[:0], c.lhead, c.lframes)
+	if c.tls != nil {
+		c.flushTLS(n)
+		return
+	}
 	rest, err := c.direct.write(c.raw, c.lbufs)
 	clear(c.lframes)
 	c.lframes = c.lframes[:0]
@@ -749,6 +760,45 @@ func (c *tcpConn) flush() {
 		return
 	}
 	c.mu.partial, c.mu.partialHeld = rest, n
+	c.mu.Unlock()
+	c.wakeWriter()
+}
+
+// flushTLS is flush's end for a TLS connection: the n frames in lbufs are
+// sealed (and so released), the records written without blocking, and
+// what the socket did not take left to the writer.
+func (c *tcpConn) flushTLS(n int) {
+	err := c.tls.seal(c.lbufs, nil)
+	clear(c.lframes)
+	c.lframes = c.lframes[:0]
+	clear(c.lbufs)
+	c.e.held.Add(int64(-n))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	sealed := c.tls.sealed.take(c.tls.spare)
+	c.tls.spare = nil
+	c.lbufs = append(c.lbufs[:0], sealed)
+	rest, err := c.direct.write(c.raw, c.lbufs)
+	if err != nil {
+		clear(c.lbufs)
+		c.fail(err)
+		return
+	}
+	if len(rest) == 0 {
+		clear(c.lbufs)
+		c.tls.spare = sealed
+		return
+	}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		clear(c.lbufs)
+		return
+	}
+	// The writer writes the rest; sealed is its until then.
+	c.mu.partial, c.mu.partialHeld = rest, 0
 	c.mu.Unlock()
 	c.wakeWriter()
 }
@@ -780,7 +830,7 @@ func (c *tcpConn) fail(err error) {
 		c.mu.Unlock()
 		c.err = err
 		close(c.dead)
-		c.e.untrack(c.nc)
+		c.e.untrack(c.sock)
 		c.e.box.put(item{kind: itemConnDown, conn: c})
 	})
 }
@@ -807,11 +857,16 @@ func (c *tcpConn) writeLoop() {
 			c.mu.partial, c.mu.partialHeld = nil, 0
 			c.frames, c.mu.queue = c.mu.queue, c.frames[:0]
 			draining := c.mu.draining
-			c.mu.writing = held > 0
+			// With TLS, partial holds no frame (they were sealed) but
+			// must be written all the same.
+			work := held > 0 || len(partial) > 0
+			c.mu.writing = work
 			c.mu.Unlock()
-			if held == 0 {
+			if !work {
 				if draining {
-					if tc, ok := c.nc.(*net.TCPConn); ok {
+					// The socket's: with TLS, no close_notify (it would
+					// stay in the sealed buffer); the peer reads EOF.
+					if tc, ok := c.sock.(*net.TCPConn); ok {
 						tc.CloseWrite()
 					}
 					return
@@ -837,12 +892,49 @@ func (c *tcpConn) write(partial net.Buffers) error {
 	c.bufs = append(c.bufs[:0], partial...)
 	c.bufs, c.headers = appendFrames(c.bufs, c.headers, c.frames)
 	c.pending = c.bufs
-	_, err := c.pending.WriteTo(c.nc)
+	var err error
+	if c.tls != nil {
+		err = c.writeTLS(partial)
+	} else {
+		_, err = c.pending.WriteTo(c.nc)
+	}
 	clear(c.frames)
 	clear(c.bufs)
 	clear(partial)
 	c.frames = c.frames[:0]
 	return err
+}
+
+// writeTLS is write for a TLS connection: partial is records the loop
+// sealed and could not write, c.bufs (after partial) the frames to seal.
+func (c *tcpConn) writeTLS(partial net.Buffers) error {
+	out := func(b []byte) error {
+		_, err := c.sock.Write(b)
+		return err
+	}
+	for _, b := range partial {
+		if err := out(b); err != nil {
+			return err
+		}
+	}
+	if err := c.tls.seal(c.bufs[len(partial):], func() error {
+		b := c.tls.sealed.take(c.tls.writerSpare)
+		c.tls.writerSpare = nil
+		err := out(b)
+		c.tls.writerSpare = b
+		return err
+	}); err != nil {
+		return err
+	}
+	b := c.tls.sealed.take(c.tls.writerSpare)
+	c.tls.writerSpare = nil
+	if len(b) > 0 {
+		if err := out(b); err != nil {
+			return err
+		}
+	}
+	c.tls.writerSpare = b
+	return nil
 }
 
 // appendFrames appends the wire form of frames to bufs: each frame's
@@ -1055,6 +1147,13 @@ func (e *TCP) acceptLoop() {
 // accept runs the acceptor's side of the handshake.
 func (e *TCP) accept(nc net.Conn) (*tcpConn, error) {
 	nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if e.cfg.TLS != nil {
+		tc := tlsServer(nc, e.cfg.TLS)
+		if err := tc.Handshake(); err != nil {
+			return nil, fmt.Errorf("%w: TLS: %w", ErrRefused, err)
+		}
+		nc = tc
+	}
 	var hello [helloSize]byte
 	if _, err := io.ReadFull(nc, hello[:]); err != nil {
 		return nil, fmt.Errorf("%w: no handshake: %w", ErrRefused, err)
@@ -1103,13 +1202,22 @@ func (e *TCP) dial(rank int, addr string) (*tcpConn, error) {
 	}
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	defer stop()
+	sock := nc
+	if e.cfg.TLS != nil {
+		tc := tlsClient(nc, e.cfg.TLS)
+		if err := tc.Handshake(); err != nil {
+			e.untrack(sock)
+			return nil, fmt.Errorf("%w: TLS with the PE at %s: %w", ErrRefused, sock.RemoteAddr(), err)
+		}
+		nc = tc
+	}
 	c, err := e.dialHandshake(nc, rank)
 	if err != nil {
-		e.untrack(nc)
+		e.untrack(sock)
 		return nil, err
 	}
 	if !stop() {
-		e.untrack(nc)
+		e.untrack(sock)
 		return nil, ctx.Err()
 	}
 	nc.SetDeadline(time.Time{})

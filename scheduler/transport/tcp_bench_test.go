@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gochare/gochare/internal/jobtls"
 	"github.com/gochare/gochare/scheduler/transport"
 )
 
@@ -99,11 +100,23 @@ func (e *benchEcho) Receive(from int, payload []byte) {
 	e.ep.Flush()
 }
 
-func newBenchPair(b *testing.B) *benchPair {
+func newBenchPair(b *testing.B, withTLS bool) *benchPair {
 	b.Helper()
 	p := &benchPair{done: make(chan struct{}, 1)}
+	var creds *jobtls.PE
+	if withTLS {
+		job, err := jobtls.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		creds = job.PE()
+	}
 	for r := range 2 {
-		ep, err := transport.NewTCP(transport.Config{Rank: r, Size: 2, Secret: []byte("bench"), Logger: slog.New(slog.DiscardHandler)})
+		cfg := transport.Config{Rank: r, Size: 2, Secret: []byte("bench"), Logger: slog.New(slog.DiscardHandler)}
+		if creds != nil {
+			cfg.Secret, cfg.TLS = creds.Secret(), creds.PeerConfig()
+		}
+		ep, err := transport.NewTCP(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -145,10 +158,16 @@ func sizeName(n int) string {
 // BenchmarkTCPRoundTrip is a ping-pong between two TCP endpoints over
 // loopback: one op is one round trip, its allocations those of both
 // endpoints (two sends, two receives).
-func BenchmarkTCPRoundTrip(b *testing.B) {
+func BenchmarkTCPRoundTrip(b *testing.B) { benchRoundTrip(b, false) }
+
+// BenchmarkTCPRoundTripTLS is BenchmarkTCPRoundTrip over mutual TLS
+// (Config.TLS, as a job run with --tls).
+func BenchmarkTCPRoundTripTLS(b *testing.B) { benchRoundTrip(b, true) }
+
+func benchRoundTrip(b *testing.B, withTLS bool) {
 	for _, size := range benchSizes {
 		b.Run(sizeName(size), func(b *testing.B) {
-			p := newBenchPair(b)
+			p := newBenchPair(b, withTLS)
 			p.run(b, benchRun{ping: true, n: 100, size: size}) // warm up
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -161,10 +180,15 @@ func BenchmarkTCPRoundTrip(b *testing.B) {
 // BenchmarkTCPOneWay streams payloads from one TCP endpoint to the other;
 // the receiver answers one credit per MiB and the sender keeps at most
 // 4 MiB unanswered. One op is one payload.
-func BenchmarkTCPOneWay(b *testing.B) {
+func BenchmarkTCPOneWay(b *testing.B) { benchOneWay(b, false) }
+
+// BenchmarkTCPOneWayTLS is BenchmarkTCPOneWay over mutual TLS.
+func BenchmarkTCPOneWayTLS(b *testing.B) { benchOneWay(b, true) }
+
+func benchOneWay(b *testing.B, withTLS bool) {
 	for _, size := range benchSizes {
 		b.Run(sizeName(size), func(b *testing.B) {
-			p := newBenchPair(b)
+			p := newBenchPair(b, withTLS)
 			p.run(b, benchRun{n: 100, size: size}) // warm up
 			b.ReportAllocs()
 			b.SetBytes(int64(size))

@@ -38,15 +38,26 @@ type tcpJob struct {
 // list each PE is given (to put a proxy between PEs).
 func newTCPJob(t *testing.T, n int, secret func(rank int) string, addrs func(rank int, real []string) []string) *tcpJob {
 	t.Helper()
+	return newTCPJobWith(t, n, func(r int, cfg *transport.Config) {
+		if secret != nil {
+			cfg.Secret = []byte(secret(r))
+		}
+	}, addrs)
+}
+
+// newTCPJobWith is newTCPJob with each PE's config, secret "job-secret",
+// changed by configure (if not nil).
+func newTCPJobWith(t *testing.T, n int, configure func(rank int, cfg *transport.Config), addrs func(rank int, real []string) []string) *tcpJob {
+	t.Helper()
 	logger, tl := transporttest.NewTestLog(t)
 	j := &tcpJob{log: tl}
 	var real []string
 	for r := range n {
-		s := "job-secret"
-		if secret != nil {
-			s = secret(r)
+		cfg := transport.Config{Rank: r, Size: n, Secret: []byte("job-secret"), Logger: logger, ResendAfter: 200 * time.Millisecond}
+		if configure != nil {
+			configure(r, &cfg)
 		}
-		ep, err := transport.NewTCP(transport.Config{Rank: r, Size: n, Secret: []byte(s), Logger: logger, ResendAfter: 200 * time.Millisecond})
+		ep, err := transport.NewTCP(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,8 +129,8 @@ func TestTCPConfigAndPostOrder(t *testing.T) {
 
 // handshakeMAC is the handshake proof, written here from the wire format
 // in tcp.go's comment.
-func handshakeMAC(secret, role string, dialerNonce, acceptorNonce []byte, dialer, acceptor int) []byte {
-	mac := hmac.New(sha256.New, []byte(secret))
+func handshakeMAC(secret []byte, role string, dialerNonce, acceptorNonce []byte, dialer, acceptor int) []byte {
+	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte("gochare-tcp " + role))
 	mac.Write(dialerNonce)
 	mac.Write(acceptorNonce)
@@ -133,6 +144,13 @@ func handshakeMAC(secret, role string, dialerNonce, acceptorNonce []byte, dialer
 // rawDial connects to addr as PE dialer of the job with secret and runs
 // the handshake; it returns the connection and whether it was accepted.
 func rawDial(t *testing.T, addr string, dialer, acceptor int, secret string) (net.Conn, bool) {
+	t.Helper()
+	return rawDialSecret(t, addr, dialer, acceptor, []byte(secret), secret == "job-secret")
+}
+
+// rawDialSecret is rawDial with the secret as bytes; checkProof checks
+// the acceptor's proof of it.
+func rawDialSecret(t *testing.T, addr string, dialer, acceptor int, secret []byte, checkProof bool) (net.Conn, bool) {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -152,7 +170,7 @@ func rawDial(t *testing.T, addr string, dialer, acceptor int, secret string) (ne
 	if _, err := io.ReadFull(nc, reply); err != nil {
 		return nc, false
 	}
-	if !hmac.Equal(reply[16:], handshakeMAC(secret, "acceptor", hello[12:], reply[:16], dialer, acceptor)) && secret == "job-secret" {
+	if !hmac.Equal(reply[16:], handshakeMAC(secret, "acceptor", hello[12:], reply[:16], dialer, acceptor)) && checkProof {
 		t.Fatalf("the endpoint's proof does not check")
 	}
 	nc.Write(handshakeMAC(secret, "dialer", hello[12:], reply[:16], dialer, acceptor))

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,14 @@ type Config struct {
 	Port int
 	// Secret is the job secret; connections that do not prove it are refused.
 	Secret []byte
+	// TLS, when not nil, makes every connection mutual TLS before the
+	// handshake: the TCP endpoint runs tls.Server with it on the
+	// connections it accepts and tls.Client on those it dials, so it
+	// must present a certificate, verify the peer's (ClientAuth
+	// tls.RequireAndVerifyClientCert) and name the ServerName peers'
+	// certificates carry (jobtls.PE.PeerConfig). Endpoints without TLS
+	// (the protoactor one) refuse a Config that sets it.
+	TLS *tls.Config
 	// MaxFrame is the most data bytes in a frame (default 256 KiB + 16,
 	// 1 MiB + 16 for the TCP endpoint; at least 64). Small payloads sent
 	// in one work slice share frames; larger ones travel in pieces.

@@ -2,6 +2,7 @@ package protoactor
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"os"
@@ -164,5 +165,14 @@ func TestProtoActorLog(t *testing.T) {
 		if !on && line != "" {
 			t.Errorf("protoactor's log is kept without ProtoActorLog: %s", line)
 		}
+	}
+}
+
+// The endpoint has no TLS: a config that asks for it is refused before
+// anything starts.
+func TestRefusesTLS(t *testing.T) {
+	_, err := New(transport.Config{Rank: 0, Size: 2, Secret: []byte("s"), TLS: &tls.Config{}})
+	if !errors.Is(err, transport.ErrConfig) {
+		t.Fatalf("New with TLS: err = %v, want ErrConfig", err)
 	}
 }

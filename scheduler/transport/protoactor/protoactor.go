@@ -76,6 +76,9 @@ func New(cfg transport.Config) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.TLS != nil {
+		return nil, fmt.Errorf("%w: this endpoint has no TLS (the tcp transport has)", transport.ErrConfig)
+	}
 	cfg.Host = bracketIPv6(cfg.Host)
 	e := &Endpoint{cfg: cfg, log: cfg.Logger.With("rank", cfg.Rank)}
 	auth := &authenticator{
