@@ -211,7 +211,13 @@ type PE struct {
 	// are tasks that reached such a sync point again and resume once the
 	// code that reached it returns (syncpoint.go).
 	resumedBelow uint64
-	autoResume   []*element
+	// syncMaybe is false when no local task waits at a sync point: every
+	// place that sets an element's atSync sets it, and waitingAtSync
+	// clears it when its walk finds none. An idle PE answers a probe up to
+	// every 10 ms: without it, each answer walked every local task, even
+	// in a job that never stops at a sync point.
+	syncMaybe  bool
+	autoResume []*element
 
 	// system is the task id of this PE's runtime, the sender of Start and
 	// quiescence notices.
