@@ -35,9 +35,14 @@ type Coordinator struct {
 	// lastEpoch is the highest epoch ever staged: a checkpoint a failure
 	// abandoned keeps its number, and the next one takes a new one, so
 	// that late messages of the abandoned one are never counted.
-	lastEpoch       uint64
-	haveCommit      bool
-	staged, stored  []bool
+	lastEpoch      uint64
+	haveCommit     bool
+	staged, stored []bool
+	// commitFrom is the first PE maybeCommit has not seen ready for the
+	// commit (staged, and its copy stored at its buddy, or dead): a PE
+	// once ready stays so for the checkpoint, so each report resumes the
+	// scan there and a checkpoint costs O(PEs) in all, not per report.
+	commitFrom      int
 	files           []migrate.FileEntry
 	checkpointBytes int
 	// diskEpoch is the latest checkpoint written to disk completely (its
@@ -65,8 +70,12 @@ type Coordinator struct {
 
 	generation      uint64
 	pendingRestored []bool
-	failedSince     []int
-	relocations     []migrate.Relocation
+	// restoredFrom is the first PE OnRestored has not seen answer (or
+	// dead when the wait began): the scan resumes there, O(PEs) per
+	// recovery in all.
+	restoredFrom int
+	failedSince  []int
+	relocations  []migrate.Relocation
 	// atFailure is how far the job had got when the current recovery
 	// began: the furthest step in the PEs' Restored answers. regaining
 	// marks the live PEs whose tasks have not all offered it again.
@@ -268,6 +277,7 @@ func (c *Coordinator) startCheckpoint(epoch uint64) []Command {
 	c.staging = epoch
 	c.lastEpoch = max(c.lastEpoch, epoch)
 	c.staged, c.stored = make([]bool, c.cfg.Size), make([]bool, c.cfg.Size)
+	c.commitFrom = 0
 	c.files, c.checkpointBytes = nil, 0
 	return []Command{toEvery(TakeCheckpoint{Epoch: epoch})}
 }
@@ -308,8 +318,9 @@ func (c *Coordinator) OnBuddyStored(pe int, epoch uint64, ward int, generation u
 }
 
 func (c *Coordinator) maybeCommit() []Command {
-	for p, ok := range c.live {
-		if ok && (!c.staged[p] || (!c.stored[p] && migrate.Buddy(p, c.live) >= 0)) {
+	for ; c.commitFrom < len(c.live); c.commitFrom++ {
+		p := c.commitFrom
+		if c.live[p] && (!c.staged[p] || (!c.stored[p] && migrate.Buddy(p, c.live) >= 0)) {
 			return nil
 		}
 	}
@@ -318,10 +329,11 @@ func (c *Coordinator) maybeCommit() []Command {
 	c.loggersCommitted()
 	c.moves = nil // the checkpoint records the placement they made
 	c.adopted = map[int]adoption{}
+	buddies := c.buddies()
 	for _, hs := range c.hosts {
 		for lin := range hs {
 			h := &hs[lin]
-			h.checkpointPE, h.buddyPE = h.pe, migrate.Buddy(h.pe, c.live)
+			h.checkpointPE, h.buddyPE = h.pe, buddies[h.pe]
 		}
 	}
 	c.note("checkpoint %d staged and copied to buddies: %d bytes", c.committed, c.checkpointBytes)
@@ -414,6 +426,16 @@ func (c *Coordinator) resumeAfterCheckpoint() []Command {
 		cmds = append(cmds, Started{Resumed: c.cfg.Resumed})
 	}
 	return cmds
+}
+
+// buddies returns every PE's buddy among the live PEs (migrate.Buddy),
+// computed once for a pass over the tasks.
+func (c *Coordinator) buddies() []int {
+	b := make([]int, len(c.live))
+	for p := range b {
+		b[p] = migrate.Buddy(p, c.live)
+	}
+	return b
 }
 
 func (c *Coordinator) liveCount() int {

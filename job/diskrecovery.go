@@ -3,7 +3,6 @@ package job
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/gochare/gochare/migrate"
 )
@@ -91,7 +90,7 @@ func (c *Coordinator) rollbackFromDisk(pe int, cause error) []Command {
 	c.failuresSinceCommit = 0
 	c.note("PE %d failed and %v; every task goes back to disk checkpoint %d (generation %d)", pe, firstLine(cause.Error()), c.diskEpoch, c.generation)
 	c.phase = phaseRollingBack
-	c.pendingRestored = slices.Clone(c.live)
+	c.expectRestored()
 	return []Command{
 		toEvery(Rollback{Generation: c.generation, Epoch: c.diskEpoch, Failed: dead, Relocations: relocs, FromDisk: true}),
 		SendDiskRecords{Dir: c.cfg.CheckpointDir, Epoch: c.diskEpoch, Generation: c.generation, Hosts: hosts},
@@ -141,6 +140,6 @@ func (c *Coordinator) recreate(pe int) []Command {
 	}
 	c.note("PE %d failed before the job's first checkpoint committed: its %d tasks are created again on the survivors (generation %d)", pe, len(relocs), c.generation)
 	c.phase = phaseRollingBack
-	c.pendingRestored = slices.Clone(c.live)
+	c.expectRestored()
 	return []Command{toEvery(Rollback{Generation: c.generation, Failed: dead, Relocations: relocs, Recreate: true})}
 }

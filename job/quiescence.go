@@ -19,6 +19,10 @@ type QuiescenceDetector struct {
 	current []counters
 	prev    []counters
 	dead    []bool
+	// live counts the PEs not dead: a round is complete when that many
+	// answered (kept, so that an answer costs the same with any number of
+	// PEs).
+	live int
 	// answered marks the PEs that answered the current round.
 	answered []bool
 }
@@ -27,13 +31,14 @@ type counters struct{ sent, received uint64 }
 
 // NewQuiescenceDetector returns a detector for a job of size PEs.
 func NewQuiescenceDetector(size int) *QuiescenceDetector {
-	return &QuiescenceDetector{size: size, current: make([]counters, size), dead: make([]bool, size), answered: make([]bool, size)}
+	return &QuiescenceDetector{size: size, current: make([]counters, size), dead: make([]bool, size), live: size, answered: make([]bool, size)}
 }
 
 // Exclude stops expecting answers from a failed PE; the rounds start over.
 func (q *QuiescenceDetector) Exclude(pe int) {
 	if pe >= 0 && pe < q.size && !q.dead[pe] {
 		q.dead[pe] = true
+		q.live--
 		q.prev = nil
 		q.StartRound()
 	}
@@ -58,13 +63,7 @@ func (q *QuiescenceDetector) Reply(pe int, round, sent, received uint64) (comple
 	q.answered[pe] = true
 	q.current[pe] = counters{sent, received}
 	q.answers++
-	live := 0
-	for _, d := range q.dead {
-		if !d {
-			live++
-		}
-	}
-	if q.answers < live {
+	if q.answers < q.live {
 		return false, false
 	}
 	var totalSent, totalReceived uint64

@@ -188,13 +188,15 @@ func (c *Coordinator) recoverFrom(pe int) []Command {
 	}
 	c.failedSince = append(c.failedSince, pe)
 	// A task relocated twice keeps only its last place.
-	c.relocations = slices.DeleteFunc(c.relocations, func(old migrate.Relocation) bool {
-		return slices.ContainsFunc(relocs, func(r migrate.Relocation) bool { return r.Task == old.Task })
-	})
+	again := make(map[migrate.TaskRef]bool, len(relocs))
+	for _, r := range relocs {
+		again[r.Task] = true
+	}
+	c.relocations = slices.DeleteFunc(c.relocations, func(old migrate.Relocation) bool { return again[old.Task] })
 	c.relocations = append(c.relocations, relocs...)
 	c.note("PE %d failed: restoring %d tasks on %d survivors (generation %d)", pe, len(relocs), c.spreadOver(relocs), c.generation)
 	c.phase = phaseRestoring
-	c.pendingRestored = slices.Clone(c.live)
+	c.expectRestored()
 	return []Command{toEvery(Recover{Generation: c.generation, Failed: []int{pe}, Relocations: append(replanned, relocs...), UndoMoves: c.undoMoves})}
 }
 
@@ -270,7 +272,7 @@ func (c *Coordinator) rollback(pe int) []Command {
 	// Every PE stops waiting for moved tasks in its rollback.
 	c.migrated = nil
 	c.phase = phaseRollingBack
-	c.pendingRestored = slices.Clone(c.live)
+	c.expectRestored()
 	return []Command{toEvery(Rollback{Generation: c.generation, Epoch: c.committed, Failed: dead, Relocations: relocs})}
 }
 
@@ -287,6 +289,12 @@ func (c *Coordinator) tasksWhere(match func(taskHost) bool) []migrate.HostedTask
 	return ts
 }
 
+// expectRestored starts waiting for every live PE's Restored answer.
+func (c *Coordinator) expectRestored() {
+	c.pendingRestored = slices.Clone(c.live)
+	c.restoredFrom = 0
+}
+
 // OnRestored records that PE pe restored every task it was given, and how
 // far its tasks had got before the recovery began.
 func (c *Coordinator) OnRestored(pe int, generation uint64, before Progress) []Command {
@@ -296,8 +304,10 @@ func (c *Coordinator) OnRestored(pe int, generation uint64, before Progress) []C
 	c.pendingRestored[pe] = false
 	c.noteProgress()
 	c.atFailure = c.atFailure.Max(before)
-	if slices.Contains(c.pendingRestored, true) {
-		return nil
+	for ; c.restoredFrom < len(c.pendingRestored); c.restoredFrom++ {
+		if c.pendingRestored[c.restoredFrom] {
+			return nil
+		}
 	}
 	c.pendingRestored = nil
 	// The restored tasks' own copies are on their new PEs (each PE adopts

@@ -254,7 +254,10 @@ func (c *coordinator) admit(ctx context.Context, raw net.Conn) {
 	if _, err := rand.Read(nonce); err != nil {
 		panic(fmt.Sprintf("launcher: no randomness: %v", err))
 	}
-	raw.SetDeadline(time.Now().Add(10 * time.Second))
+	// A connection has until the join timeout to say hello: a PE just
+	// started on a loaded machine (many PEs starting at once) may take
+	// longer than a few seconds, and the join timeout bounds it anyway.
+	raw.SetDeadline(time.Now().Add(max(10*time.Second, c.cfg.JoinTimeout)))
 	refuse := func(why string) {
 		c.cfg.Log.Warn("refused connection", "peer", raw.RemoteAddr().String(), "reason", why)
 		raw.Close()

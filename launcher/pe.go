@@ -303,11 +303,20 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	watching := make(chan struct{})
 	defer close(watching)
 	go sendHeartbeats(watching, cn, heartbeatInterval(bound))
-	go watchCoordinator(watching, &heard, bound, func(silent time.Duration) {
-		err := fmt.Errorf("launcher: PE %d heard nothing from the coordinator for %v (bound %v): stopping", o.Rank, silent.Round(time.Millisecond), bound)
-		o.Log.Error("no word from the coordinator: stopping", "silent_ms", silent.Milliseconds(), "bound_ms", bound.Milliseconds())
-		cut(err)
-	})
+	// The coordinator's silence is judged from the loop below on, where
+	// its messages are read: until then (the scheduler creating this PE's
+	// tasks, which takes long with many, and the transport starting) its
+	// heartbeats wait unread in the connection, and the silence would be
+	// this PE's own. The coordinator judges this PE by its heartbeats,
+	// which go out all along.
+	watchFrom := func() {
+		heard.Store(time.Now().UnixNano())
+		go watchCoordinator(watching, &heard, bound, func(silent time.Duration) {
+			err := fmt.Errorf("launcher: PE %d heard nothing from the coordinator for %v (bound %v): stopping", o.Rank, silent.Round(time.Millisecond), bound)
+			o.Log.Error("no word from the coordinator: stopping", "silent_ms", silent.Milliseconds(), "bound_ms", bound.Milliseconds())
+			cut(err)
+		})
+	}
 	control := peControl{conn: cn}
 	var onStep func(uint64)
 	if at := setup.KillAtStep; at > 0 {
@@ -353,6 +362,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		return fail(err)
 	}
 	var restart []migrate.TaskRecord
+	watchFrom()
 	for {
 		var m controlpb.ToPE
 		if err := cn.recv(&m); err != nil {

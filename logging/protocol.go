@@ -345,7 +345,13 @@ type hostedTask struct {
 	// requires is the task's causal past of region receptions since the
 	// checkpoint (PartialDet), sorted: its sends carry it.
 	requires []Dependency
+	// buffer holds the messages that arrived and wait for their turn, in
+	// arrival order; buffered indexes their identities once the buffer is
+	// long (a reducer's region of one message per element of a large
+	// collection), so that the duplicate check of an arrival does not scan
+	// it (see pushBuffer).
 	buffer   []Message
+	buffered map[MessageID]struct{}
 	// awaiting are the survivors whose recovery envelope of epoch (or a
 	// later one) has not arrived; recovered is the latest epoch received
 	// from each PE. A recovery envelope of an earlier failure does not
@@ -690,11 +696,65 @@ func (e *engine) Arrive(env Envelope) {
 	}
 	e.stats.Received++
 	id := env.Message.ID
-	if _, dup := t.received[id]; dup || slices.ContainsFunc(t.buffer, func(m Message) bool { return m.ID == id }) {
+	if _, dup := t.received[id]; dup || t.isBuffered(id) {
 		e.stats.Duplicates++
 		return
 	}
-	t.buffer = append(t.buffer, env.Message)
+	t.pushBuffer(env.Message)
+}
+
+// bufferIndexMin is the buffer length from which a task indexes the
+// identities of its buffered messages: below it a scan is cheaper than a
+// map, above it the scans of every arrival would cost the square of the
+// buffer's length.
+const bufferIndexMin = 32
+
+// isBuffered reports whether a message with identity id waits in the
+// task's buffer.
+func (t *hostedTask) isBuffered(id MessageID) bool {
+	if t.buffered != nil {
+		_, ok := t.buffered[id]
+		return ok
+	}
+	return slices.ContainsFunc(t.buffer, func(m Message) bool { return m.ID == id })
+}
+
+// pushBuffer appends m to the task's buffer, indexing it once the buffer
+// is long.
+func (t *hostedTask) pushBuffer(m Message) {
+	t.buffer = append(t.buffer, m)
+	switch {
+	case t.buffered != nil:
+		t.buffered[m.ID] = struct{}{}
+	case len(t.buffer) >= bufferIndexMin:
+		t.buffered = make(map[MessageID]struct{}, 2*len(t.buffer))
+		for _, b := range t.buffer {
+			t.buffered[b.ID] = struct{}{}
+		}
+	}
+}
+
+// takeBuffered removes and returns the buffer's message at index i. The
+// first message, the usual case, goes without moving the others: the
+// buffer is resliced past it (append reallocates it when its end is
+// reached, so that the array does not grow without bound), and a task that
+// drains a long buffer from the front pays once per message, not once per
+// message still waiting.
+func (t *hostedTask) takeBuffered(i int) Message {
+	m := t.buffer[i]
+	if i == 0 {
+		t.buffer[0] = Message{}
+		t.buffer = t.buffer[1:]
+	} else {
+		t.buffer = slices.Delete(t.buffer, i, i+1)
+	}
+	if t.buffered != nil {
+		delete(t.buffered, m.ID)
+		if len(t.buffer) < bufferIndexMin/2 {
+			t.buffered = nil
+		}
+	}
+	return m
 }
 
 // takeRecords stores the determinants and progress records a message
@@ -812,7 +872,7 @@ func (e *engine) NextDelivery(task TaskID, admits func(Message) bool) (Delivery,
 		if e.kind == KindPartialDet && recorded == nil && !t.counters.Region.Open {
 			rival, ambiguous = e.rivalOf(task, t, m, t.buffer[i+1:], admits)
 		}
-		t.buffer = slices.Delete(t.buffer, i, i+1)
+		t.takeBuffered(i)
 		d := e.deliver(task, t, m)
 		d.Rival, d.Ambiguous = rival, ambiguous
 		return d, true

@@ -52,6 +52,7 @@ func (pe *PE) restartFrom(recs []migrate.TaskRecord) error {
 			return fmt.Errorf("scheduler: runtime state of %s[%d]: %w", cs.def.Name, rec.Lin, err)
 		}
 		el.expected, el.nextRed, el.atSync = rt.Expected, rt.NextReduction, rt.AtSync
+		pe.syncMaybe = pe.syncMaybe || el.atSync
 		if pe.cfg.Observe != nil {
 			pe.observe(Observation{Kind: ObserveUnpack, Task: uint64(el.id), Record: rec})
 		}

@@ -69,6 +69,7 @@ func (pe *PE) unpackRecord(rec migrate.TaskRecord) (*element, logging.TaskCheckp
 	}
 	el := pe.placeElement(cs, lin, task)
 	el.expected, el.nextRed, el.atSync, el.printed = rt.Expected, rt.NextReduction, rt.AtSync, rt.Printed
+	pe.syncMaybe = pe.syncMaybe || el.atSync
 	cs.homeOf[lin] = int32(pe.cfg.Rank)
 	if pe.cfg.Observe != nil {
 		pe.observe(Observation{Kind: ObserveUnpack, Task: uint64(el.id), Record: rec})

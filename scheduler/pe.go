@@ -224,7 +224,13 @@ type PE struct {
 	// are tasks that reached such a sync point again and resume once the
 	// code that reached it returns (syncpoint.go).
 	resumedBelow uint64
-	autoResume   []*element
+	// syncMaybe is false when no local task waits at a sync point: every
+	// place that sets an element's atSync sets it, and waitingAtSync
+	// clears it when its walk finds none. An idle PE answers a probe up to
+	// every 10 ms: without it, each answer walked every local task, even
+	// in a job that never stops at a sync point.
+	syncMaybe  bool
+	autoResume []*element
 
 	// system is the task id of this PE's runtime, the sender of Start and
 	// quiescence notices.
@@ -235,6 +241,9 @@ type PE struct {
 	// out is, per PE, the batch being built (see encode.go).
 	out    []outBatch
 	posted bool
+	// localSpare is transmit's list of envelopes to this PE, kept for the
+	// next call (nil while a call uses it: a nested call makes its own).
+	localSpare []logging.Envelope
 	// decoder decodes received batches (decode.go); nil while in use.
 	decoder *batchDecoder
 	// holdAcks lets transmit keep a batch of acknowledgements alone in
@@ -855,7 +864,8 @@ func (pe *PE) answerProbe() {
 // here after Advance, the others are batched per PE and sent.
 func (pe *PE) transmit() {
 	ready := pe.proto.Ready()
-	var local []logging.Envelope
+	local := pe.localSpare[:0]
+	pe.localSpare = nil
 	// Under None a large payload goes out from its own memory (the
 	// message marshalled for this send alone, reused only once the
 	// transport released it: marshalOwn), not copied into its batch,
@@ -904,13 +914,16 @@ func (pe *PE) transmit() {
 	for _, env := range local {
 		pe.arrive(env)
 	}
+	n := len(local)
+	clear(local)
+	pe.localSpare = local[:0]
 	for to := range pe.out {
 		if b := &pe.out[to]; b.n > 0 && !(pe.holdAcks && b.n < maxHeldAcks && !b.nonAck) {
 			pe.flushTo(to)
 		}
 	}
 	pe.cfg.Net.Flush()
-	if len(local) > 0 {
+	if n > 0 {
 		pe.schedule()
 	}
 }

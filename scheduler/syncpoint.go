@@ -49,6 +49,7 @@ func (pe *PE) takeSyncPoint(el *element, step uint64) bool {
 		return false
 	}
 	el.atSync = true
+	pe.syncMaybe = true
 	if step < pe.resumedBelow {
 		// A task re-executing (restored, or rolled back) reaches a sync
 		// point the job already passed: the coordinator resumed it then
@@ -81,6 +82,10 @@ func (pe *PE) runAutoResumes() {
 // that offered it here (known: one did; a task moved here waits at a
 // step this PE was not told).
 func (pe *PE) waitingAtSync() (n int, high, low uint64, known bool) {
+	if !pe.syncMaybe {
+		return 0, 0, 0, false
+	}
+	defer func() { pe.syncMaybe = n > 0 }()
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted {
 			if el := cs.local[lin]; el.atSync {

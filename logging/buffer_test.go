@@ -1,0 +1,71 @@
+package logging
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gochare/gochare/commutative"
+)
+
+// A reducer's region: one message from each of many senders, all waiting
+// in one task's buffer (past bufferIndexMin, where the buffer is indexed).
+// Every duplicate is dropped, whether it arrives while the buffer is long
+// or short, and the messages are delivered once each, in arrival order.
+func TestLongBufferDropsDuplicatesAndDeliversInArrivalOrder(t *testing.T) {
+	for _, kind := range []Kind{KindNone, KindFullDet, KindPartialDet} {
+		t.Run(fmt.Sprint(kind), func(t *testing.T) {
+			const n = 5 * bufferIndexMin
+			senders, receiver := New(kind, Config{PE: 0, PEs: 2}), New(kind, Config{PE: 1, PEs: 2})
+			const to = TaskID(n)
+			for s := range TaskID(n) {
+				senders.HostTask(s)
+			}
+			receiver.HostTask(to)
+			var sent []Envelope
+			for s := range TaskID(n) {
+				senders.Send(s, 1, Message{To: to, Handler: 1, Annotation: commutative.CommutativeAnnotation(n), Key: 0, Payload: []byte{byte(s)}})
+			}
+			for _, env := range senders.Ready().Envelopes {
+				if env.To == 1 {
+					sent = append(sent, env)
+				}
+			}
+			senders.Advance()
+			if len(sent) != n {
+				t.Fatalf("%d envelopes to the receiver, want %d", len(sent), n)
+			}
+			for _, env := range sent {
+				receiver.Arrive(env)
+			}
+			for _, env := range sent { // every one again: all duplicates
+				receiver.Arrive(env)
+			}
+			if d := receiver.Stats().Duplicates; d != n {
+				t.Fatalf("%d duplicates dropped, want %d", d, n)
+			}
+			all := func(Message) bool { return true }
+			for i := range n {
+				d, ok := receiver.NextDelivery(to, all)
+				if !ok {
+					t.Fatalf("delivery %d of %d: none", i, n)
+				}
+				if d.Message.ID != sent[i].Message.ID {
+					t.Fatalf("delivery %d: %v, want %v (arrival order)", i, d.Message.ID, sent[i].Message.ID)
+				}
+				receiver.EndHandler(to)
+				// A duplicate of one delivered and of one still waiting,
+				// at every length of the buffer.
+				receiver.Arrive(sent[i])
+				if i+1 < n {
+					receiver.Arrive(sent[i+1])
+				}
+			}
+			if d := receiver.Stats().Duplicates; d != 3*n-1 {
+				t.Fatalf("%d duplicates dropped, want %d", d, 3*n-1)
+			}
+			if _, ok := receiver.NextDelivery(to, all); ok {
+				t.Fatal("a message delivered twice")
+			}
+		})
+	}
+}
