@@ -64,6 +64,13 @@ type Coordinator struct {
 	// adopted is, per PE, the buddy that confirmed storing the copy of
 	// the committed epoch that PE re-sent in the current recovery.
 	adopted map[int]adoption
+	// protections are the buddies protect noted, by ward, not yet given
+	// to the tasks (applyProtections).
+	protections map[int]int
+	// regainFrom: every PE below it has regained the progress of the
+	// failure (OnReached); committedFrom: every live PE below it has
+	// committed the checkpoint (everyLiveCommitted).
+	regainFrom, committedFrom int
 
 	// hosts says where each task is and where its checkpoint copy lives.
 	hosts [][]taskHost
@@ -329,6 +336,7 @@ func (c *Coordinator) maybeCommit() []Command {
 	c.loggersCommitted()
 	c.moves = nil // the checkpoint records the placement they made
 	c.adopted = map[int]adoption{}
+	clear(c.protections) // every task's buddy is set anew
 	buddies := c.buddies()
 	for _, hs := range c.hosts {
 		for lin := range hs {
@@ -340,7 +348,7 @@ func (c *Coordinator) maybeCommit() []Command {
 	// The job resumes once every PE has committed (and written its file):
 	// a PE discards its logs when it commits, and must not receive
 	// messages of the next period before.
-	c.committedBy = make([]bool, c.cfg.Size)
+	c.committedBy, c.committedFrom = make([]bool, c.cfg.Size), 0
 	return []Command{toEvery(CommitCheckpoint{Epoch: c.committed, Dir: c.cfg.CheckpointDir})}
 }
 
@@ -379,9 +387,15 @@ func (c *Coordinator) maybeResume() []Command {
 
 // everyLiveCommitted says whether every live PE reported the last
 // committed checkpoint committed.
+//
+// A PE below committedFrom has committed or died, and neither changes
+// back while committedBy stands: each answer costs O(1) amortized.
 func (c *Coordinator) everyLiveCommitted() bool {
-	for p, ok := range c.live {
-		if ok && (c.committedBy == nil || !c.committedBy[p]) {
+	if c.committedBy == nil {
+		return !slices.Contains(c.live, true)
+	}
+	for ; c.committedFrom < len(c.live); c.committedFrom++ {
+		if p := c.committedFrom; c.live[p] && !c.committedBy[p] {
 			return false
 		}
 	}

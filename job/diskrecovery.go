@@ -67,6 +67,7 @@ func (c *Coordinator) rollbackFromDisk(pe int, cause error) []Command {
 	var relocs []migrate.Relocation
 	hosts := make([][]int, len(c.hosts))
 	next := 0
+	clear(c.protections) // every task's buddy is set anew below
 	for coll, hs := range c.hosts {
 		hosts[coll] = make([]int, len(hs))
 		for lin := range hs {
@@ -125,6 +126,7 @@ func (c *Coordinator) recreate(pe int) []Command {
 	}
 	var relocs []migrate.Relocation
 	next := 0
+	clear(c.protections) // every task's buddy is set anew below
 	for coll, hs := range c.hosts {
 		for lin := range hs {
 			h := &hs[lin]

@@ -26,18 +26,37 @@ type adoption struct {
 // (their checkpoint PE is ward). A confirmation of an earlier recovery
 // does not count: the copy then did not hold the tasks ward restored
 // since.
+//
+// The tasks change in one pass over the job's tasks, when their buddies
+// are next read or their checkpoint PEs next change (applyProtections):
+// a pass at each confirmation, one per PE, would cost O(PEs × tasks) per
+// recovery.
 func (c *Coordinator) protect(ward int) {
 	a, ok := c.adopted[ward]
 	if !ok || a.generation != c.generation || !c.live[a.pe] || a.pe == ward {
 		return
 	}
+	if c.protections == nil {
+		c.protections = map[int]int{}
+	}
+	c.protections[ward] = a.pe
+}
+
+// applyProtections gives the buddies protect noted to the tasks whose
+// checkpoint PE is their ward.
+func (c *Coordinator) applyProtections() {
+	if len(c.protections) == 0 {
+		return
+	}
 	for _, hs := range c.hosts {
 		for lin := range hs {
-			if h := &hs[lin]; h.checkpointPE == ward {
-				h.buddyPE = a.pe
+			h := &hs[lin]
+			if pe, ok := c.protections[h.checkpointPE]; ok {
+				h.buddyPE = pe
 			}
 		}
 	}
+	clear(c.protections)
 }
 
 // OnFailure handles the death of PE pe.
@@ -209,6 +228,7 @@ func (c *Coordinator) replanCopies(pe int) ([]migrate.Relocation, error) {
 	if c.pendingRestored == nil {
 		return nil, nil
 	}
+	c.applyProtections()
 	var replanned []migrate.Relocation
 	for i, r := range c.relocations {
 		if r.CopyPE != pe || !c.live[r.ToPE] || !c.pendingRestored[r.ToPE] {
@@ -278,6 +298,7 @@ func (c *Coordinator) rollback(pe int) []Command {
 
 // tasksWhere lists the tasks whose placement matches, for PlanRecovery.
 func (c *Coordinator) tasksWhere(match func(taskHost) bool) []migrate.HostedTask {
+	c.applyProtections()
 	var ts []migrate.HostedTask
 	for coll, hs := range c.hosts {
 		for lin, h := range hs {
@@ -317,6 +338,7 @@ func (c *Coordinator) OnRestored(pe int, generation uint64, before Progress) []C
 	// it stored the copy (OnBuddyStored). Until then it keeps the buddy
 	// it had if that one is alive and another PE: it still holds the
 	// task's record (under the ward it had).
+	c.applyProtections()
 	for _, hs := range c.hosts {
 		for lin := range hs {
 			h := &hs[lin]
@@ -356,7 +378,7 @@ func (c *Coordinator) watchProgress() []Command {
 	if !c.atFailure.Offered {
 		return nil
 	}
-	c.regaining = slices.Clone(c.live)
+	c.regaining, c.regainFrom = slices.Clone(c.live), 0
 	return []Command{toEvery(WatchProgress{Generation: c.generation, Step: c.atFailure.Step})}
 }
 
@@ -368,8 +390,11 @@ func (c *Coordinator) OnReached(pe int, generation, step uint64) []Command {
 		return nil
 	}
 	c.regaining[pe] = false
-	if slices.Contains(c.regaining, true) {
-		return nil
+	// Entries only ever turn false: the PEs before regainFrom have.
+	for ; c.regainFrom < len(c.regaining); c.regainFrom++ {
+		if c.regaining[c.regainFrom] {
+			return nil
+		}
 	}
 	c.regaining = nil
 	return []Command{ProgressRegained{Generation: generation, Step: step}}
