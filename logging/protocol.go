@@ -205,13 +205,20 @@ type engine struct {
 	unstable []determinantKey
 	// progress is the highest known Progress of each task (PartialDet).
 	progress map[TaskID]*storedProgress
-	// progressTasks are the keys of progress, sorted.
-	progressTasks []TaskID
-	// maybeUnstable are, sorted, the tasks whose progress record may not
-	// be stable yet: every record made or weakened since it was last
-	// found stable. unstableProgress prunes it, so an envelope costs
-	// O(unstable records), not O(tasks known).
+	// progressTasks are the keys of progress, sorted up to
+	// progressSorted (sortedProgressTasks sorts the rest when read: an
+	// insertion in order would cost O(tasks) each).
+	progressTasks  []TaskID
+	progressSorted int
+	// maybeUnstable are the tasks whose progress record may not be
+	// stable yet: every record made or weakened since it was last found
+	// stable (storedProgress.maybe marks them). They are sorted up to
+	// maybeSorted; unstableProgress sorts the others in and prunes the
+	// stable ones, so an envelope costs O(unstable records), not O(tasks
+	// known), and marking a task O(1).
 	maybeUnstable []TaskID
+	maybeSorted   int
+	mergeBuf      []TaskID
 
 	// failed are the PEs known to have failed; relocated are the tasks
 	// restored since the last checkpoint, where they now live.
@@ -337,6 +344,8 @@ func (t *hostedTask) awaited() []PEID {
 type storedProgress struct {
 	rsn     uint64
 	holders []PEID
+	// maybe: the task is in engine.maybeUnstable.
+	maybe bool
 }
 
 type hostedTask struct {
@@ -588,8 +597,7 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 		return
 	}
 	if !ok {
-		i, _ := slices.BinarySearch(e.progressTasks, p.Task)
-		e.progressTasks = slices.Insert(e.progressTasks, i, p.Task)
+		e.progressTasks = append(e.progressTasks, p.Task)
 		stored = &storedProgress{}
 		e.progress[p.Task] = stored
 	}
@@ -628,15 +636,48 @@ func (e *engine) progressSince(from int) []Progress {
 
 func (e *engine) unstableProgress() []Progress {
 	var out []Progress
+	e.maybeUnstable, e.mergeBuf = sortInto(e.maybeUnstable, e.maybeSorted, e.mergeBuf)
 	kept := e.maybeUnstable[:0]
 	for _, task := range e.maybeUnstable {
-		if p, ok := e.progress[task]; ok && len(p.holders) <= e.bound {
+		p, ok := e.progress[task]
+		if ok && len(p.holders) <= e.bound {
 			kept = append(kept, task)
 			out = append(out, Progress{Task: task, RSN: p.rsn})
+		} else if ok {
+			p.maybe = false
 		}
 	}
-	e.maybeUnstable = kept
+	e.maybeUnstable, e.maybeSorted = kept, len(kept)
 	return out
+}
+
+// sortInto sorts ts, whose first sorted are sorted and distinct from the
+// rest, sorting the rest and merging them in (through buf, returned for
+// reuse): O(len(ts) + r log r) for r new ones.
+func sortInto(ts []TaskID, sorted int, buf []TaskID) ([]TaskID, []TaskID) {
+	if sorted >= len(ts) {
+		return ts, buf
+	}
+	tail := ts[sorted:]
+	slices.Sort(tail)
+	if sorted == 0 || ts[sorted-1] < tail[0] {
+		return ts, buf
+	}
+	buf = buf[:0]
+	i, j := 0, sorted
+	for i < sorted && j < len(ts) {
+		if ts[i] < ts[j] {
+			buf = append(buf, ts[i])
+			i++
+		} else {
+			buf = append(buf, ts[j])
+			j++
+		}
+	}
+	buf = append(buf, ts[i:sorted]...)
+	buf = append(buf, ts[j:]...)
+	copy(ts, buf)
+	return ts, buf
 }
 
 // markMaybeUnstable notes that task's progress record may have become
@@ -645,12 +686,19 @@ func (e *engine) markMaybeUnstable(task TaskID) {
 	if p, ok := e.progress[task]; ok && len(e.carried) > 0 {
 		e.updated = append(e.updated, Progress{Task: task, RSN: p.rsn})
 	}
-	if i, found := slices.BinarySearch(e.maybeUnstable, task); !found {
-		e.maybeUnstable = slices.Insert(e.maybeUnstable, i, task)
+	// A task without a record is left out: unstableProgress would drop
+	// it, and a record made later marks it then.
+	if p, ok := e.progress[task]; ok && !p.maybe {
+		p.maybe = true
+		e.maybeUnstable = append(e.maybeUnstable, task)
 	}
 }
 
-func (e *engine) sortedProgressTasks() []TaskID { return e.progressTasks }
+func (e *engine) sortedProgressTasks() []TaskID {
+	e.progressTasks, e.mergeBuf = sortInto(e.progressTasks, e.progressSorted, e.mergeBuf)
+	e.progressSorted = len(e.progressTasks)
+	return e.progressTasks
+}
 
 // isStable reports whether d survives the failures still allowed (the
 // bound): it is stored on one PE more than that.
@@ -991,8 +1039,8 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	clear(e.lastRecorded)
 	clear(e.recordedAt)
 	clear(e.progress)
-	e.progressTasks = e.progressTasks[:0]
-	e.maybeUnstable = e.maybeUnstable[:0]
+	e.progressTasks, e.progressSorted = e.progressTasks[:0], 0
+	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
 	e.unstable = nil
 	e.relocated = nil
 	return out
