@@ -2,11 +2,9 @@ package launcher
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -215,22 +213,11 @@ func (c *coordinator) stopLoggers() {
 //
 // creds, when not nil, makes the control connection mutual TLS (--tls).
 func runLogger(ctx context.Context, coordinator string, l, size int, secret []byte, creds *jobtls.PE, log *slog.Logger) (int, error) {
-	dialCtx, cancelDial := context.WithTimeout(ctx, 10*time.Second)
-	defer cancelDial()
-	raw, err := new(net.Dialer).DialContext(dialCtx, "tcp", coordinator)
+	raw, err := dialCoordinator(ctx, coordinator, creds)
 	if err != nil {
-		return 1, fmt.Errorf("launcher: logger %d: coordinator: %w", l, err)
+		return 1, fmt.Errorf("launcher: logger %d: %w", l, err)
 	}
-	controlConn := raw
-	if creds != nil {
-		tc := tls.Client(raw, creds.CoordinatorClientConfig())
-		if err := tc.HandshakeContext(dialCtx); err != nil {
-			raw.Close()
-			return 1, fmt.Errorf("launcher: logger %d: TLS with the coordinator: %w", l, err)
-		}
-		controlConn = tc
-	}
-	cn := newConn(controlConn)
+	cn := newConn(raw)
 	defer cn.close()
 	var why atomic.Pointer[error]
 	cut := func(err error) {

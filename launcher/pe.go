@@ -160,6 +160,26 @@ func (c peControl) RequestQuiescence() {
 	c.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Quiescence{Quiescence: &controlpb.QuiescenceRequest{}}})
 }
 
+// dialCoordinator opens a PE's or a logger's control connection to the
+// coordinator at addr, mutual TLS with creds when they are given (--tls).
+func dialCoordinator(ctx context.Context, addr string, creds *jobtls.PE) (net.Conn, error) {
+	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	raw, err := new(net.Dialer).DialContext(dialCtx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if creds == nil {
+		return raw, nil
+	}
+	tc := tls.Client(raw, creds.CoordinatorClientConfig())
+	if err := tc.HandshakeContext(dialCtx); err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("TLS with the coordinator: %w", err)
+	}
+	return tc, nil
+}
+
 // runPE runs one PE process until the coordinator stops the job. It returns
 // the status the process should exit with.
 func runPE(ctx context.Context, o peOptions) (int, error) {
@@ -187,24 +207,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			f.Close()
 		}()
 	}
-	dialCtx, cancelDial := context.WithTimeout(ctx, 10*time.Second)
-	raw, err := new(net.Dialer).DialContext(dialCtx, "tcp", o.Coordinator)
+	raw, err := dialCoordinator(ctx, o.Coordinator, o.TLS)
 	if err != nil {
-		cancelDial()
-		return 1, fmt.Errorf("launcher: PE %d: coordinator: %w", o.Rank, err)
+		return 1, fmt.Errorf("launcher: PE %d: %w", o.Rank, err)
 	}
-	controlConn := raw
-	if o.TLS != nil {
-		tc := tls.Client(raw, o.TLS.CoordinatorClientConfig())
-		if err := tc.HandshakeContext(dialCtx); err != nil {
-			cancelDial()
-			raw.Close()
-			return 1, fmt.Errorf("launcher: PE %d: TLS with the coordinator: %w", o.Rank, err)
-		}
-		controlConn = tc
-	}
-	cancelDial()
-	cn := newConn(controlConn)
+	cn := newConn(raw)
 	defer cn.close()
 	// The control connection is cut on purpose when the PE is
 	// interrupted (SIGTERM, SIGINT) or hears nothing from the coordinator:
