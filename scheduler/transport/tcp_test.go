@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,8 +263,21 @@ func TestTCPWrongSecretBetweenEndpoints(t *testing.T) {
 
 // Malformed frames from an authenticated connection are logged, counted,
 // and cost the connection; the endpoint keeps running.
+//
+// The real PE 0 reaches PE 1 through a proxy that turns it away until the
+// malformed cases are done: otherwise its redial, set off when a raw
+// connection claiming rank 0 replaces its own, could replace the raw
+// connection before the bad frame is read.
 func TestTCPMalformedFrames(t *testing.T) {
-	j := newTCPJob(t, 2, nil, nil)
+	var px *proxy
+	j := newTCPJob(t, 2, nil, func(r int, real []string) []string {
+		if r == 0 {
+			px = newProxy(t, real[1])
+			px.refusing.Store(true)
+			return []string{real[0], px.ln.Addr().String()}
+		}
+		return real
+	})
 	ep := j.eps[1]
 	for i, bad := range [][]byte{
 		frameBytes(0, 1, 0, nil, make([]byte, transport.DefaultTCPMaxFrame+1))[:36], // too long
@@ -288,6 +302,7 @@ func TestTCPMalformedFrames(t *testing.T) {
 		t.Error("no log line for the frame from rank 5")
 	}
 	// PE 0 reconnects (it dials PE 1) and traffic flows both ways.
+	px.refusing.Store(false)
 	j.send(0, 1, []int{10, 300000})
 	j.send(1, 0, []int{20})
 	j.waitReceived(t, 1, 0, 2)
@@ -324,13 +339,15 @@ func FuzzTCPFrames(f *testing.F) {
 }
 
 // proxy forwards connections to target; cut closes every connection so
-// far, as a network failure would.
+// far, as a network failure would. While refusing, it closes every
+// connection it accepts.
 type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	cuts   int
+	ln       net.Listener
+	target   string
+	refusing atomic.Bool
+	mu       sync.Mutex
+	conns    []net.Conn
+	cuts     int
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -348,6 +365,10 @@ func newProxy(t *testing.T, target string) *proxy {
 			in, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			if p.refusing.Load() {
+				in.Close()
+				continue
 			}
 			out, err := net.Dial("tcp", target)
 			if err != nil {
