@@ -33,8 +33,9 @@
 // its holders there), duplicate removal by message identity,
 // garbage collection at checkpoints, and the recovery steps (on a failure
 // notice every survivor sends each restored task one EnvelopeRecovery with
-// the task's determinants and all the unstable determinants they may depend
-// on, then resends its logged messages to the task). Each failure notice
+// the task's determinants, the first one to each PE carrying too all the
+// unstable records they may depend on, then resends its logged messages to
+// the task). Each failure notice
 // starts a recovery epoch: every task restored since the checkpoint waits
 // again for one recovery envelope of the new epoch from each survivor,
 // because a survivor may have been handed one of its determinants after

@@ -719,18 +719,23 @@ func (e *engine) Arrive(env Envelope) {
 		}
 		return
 	case EnvelopeRecovery:
-		t, ok := e.tasks[env.Task]
-		if !ok {
-			e.unhosted[env.Task] = append(e.unhosted[env.Task], env)
-			return
-		}
+		// The records are this PE's to hold whether or not the task is
+		// here yet: the first recovery envelope from a survivor to this
+		// PE carries the unstable records the others depend on, for every
+		// task (FailureNotice).
 		e.storeReceived(env.Determinants, env.From)
 		for _, p := range env.Progress {
 			e.noteProgress(p, env.From)
 		}
+		e.refreshReplayEnds(env.Determinants)
+		t, ok := e.tasks[env.Task]
+		if !ok {
+			env.Determinants, env.Progress = nil, nil
+			e.unhosted[env.Task] = append(e.unhosted[env.Task], env)
+			return
+		}
 		t.noteRecovery(env.From, env.Epoch)
 		e.refreshReplayEnd(env.Task)
-		e.refreshReplayEnds(env.Determinants)
 		return
 	case EnvelopeMessage:
 	default:
@@ -1106,9 +1111,11 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	// survivor after that survivor's recovery envelope: every survivor
 	// sends all restored tasks a fresh recovery envelope, and their hosts
 	// wait for them again.
-	newlyRestored := func(task TaskID) bool {
-		return slices.ContainsFunc(relocated, func(r Relocation) bool { return r.Task == task })
+	restoredNow := make(map[TaskID]bool, len(relocated))
+	for _, r := range relocated {
+		restoredNow[r.Task] = true
 	}
+	newlyRestored := func(task TaskID) bool { return restoredNow[task] }
 	epoch := uint32(len(e.failed))
 	for _, r := range e.relocated {
 		if t, ok := e.tasks[r.Task]; ok && r.PE == e.pe && !newlyRestored(r.Task) {
@@ -1123,11 +1130,15 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			t.dropAwaited()
 		}
 	}
+	at := make(map[TaskID]int, len(e.relocated))
+	for i, old := range e.relocated {
+		at[old.Task] = i
+	}
 	for _, r := range relocated {
-		i := slices.IndexFunc(e.relocated, func(old Relocation) bool { return old.Task == r.Task })
-		if i >= 0 {
+		if i, ok := at[r.Task]; ok {
 			e.relocated[i] = r
 		} else {
+			at[r.Task] = len(e.relocated)
 			e.relocated = append(e.relocated, r)
 		}
 	}
@@ -1144,10 +1155,11 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			resend[to] = append(ix, i)
 		}
 	}
-	// The unstable records every recovery envelope to another PE carries
-	// (nothing below changes them), and each task's determinants: keys
-	// are sorted by receiver, so a task's are one run of them.
+	// The unstable records the first recovery envelope to each other PE
+	// carries (nothing below changes them), and each task's determinants:
+	// keys are sorted by receiver, so a task's are one run of them.
 	unstableDets, unstableProg := e.piggyback(), e.unstableProgress()
+	carriedTo := map[PEID]bool{}
 	for _, r := range e.relocated {
 		var batch []Determinant
 		lo, _ := slices.BinarySearchFunc(keys, r.Task, func(k determinantKey, t TaskID) int { return cmp.Compare(k.receiver, t) })
@@ -1161,12 +1173,17 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		if p, ok := e.progress[r.Task]; ok {
 			recovery.Progress = []Progress{{Task: r.Task, RSN: p.rsn}}
 		}
-		if r.PE != e.pe {
+		if r.PE != e.pe && !carriedTo[r.PE] {
 			// The batch depends on the determinants of its senders'
 			// receptions: like any envelope it carries the unstable ones,
 			// or a second failure could leave the restored task's host
 			// with a determinant that names a message its restored sender
-			// never sends again.
+			// never sends again. The envelopes of one Ready to a PE
+			// arrive together and in order, and the host stores a
+			// recovery envelope's records as it arrives: the first one
+			// to each PE carries them for all (carrying them on every
+			// one would cost restored tasks times records).
+			carriedTo[r.PE] = true
 			for _, d := range unstableDets {
 				if d.Receiver != r.Task {
 					batch = append(batch, d)
