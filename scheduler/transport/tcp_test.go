@@ -87,7 +87,9 @@ func (j *tcpJob) send(from, to int, sizes []int) {
 
 func (j *tcpJob) waitReceived(t *testing.T, to, from, n int) {
 	t.Helper()
-	transporttest.WaitFor(t, "payloads", func() bool { return j.recs[to].Count(from) >= n || len(j.recs[to].Errors()) > 0 })
+	transporttest.WaitProgressing(t, "payloads",
+		func() bool { return j.recs[to].Count(from) >= n || len(j.recs[to].Errors()) > 0 },
+		func() int { return j.recs[to].Count(from) })
 	for _, err := range j.recs[to].Errors() {
 		t.Error(err)
 	}

@@ -175,8 +175,8 @@ func TestTCPTLSNothingLostWithoutFailures(t *testing.T) {
 	j.waitReceived(t, 1, 0, 1)
 	j.waitReceived(t, 0, 1, 1)
 	before := []transport.Stats{j.eps[0].Stats(), j.eps[1].Stats()}
-	sizes := make([]int, 0, 200)
-	for i := range 200 {
+	sizes := make([]int, 0, 120)
+	for i := range 120 {
 		sizes = append(sizes, []int{1 << 20, 100, 40000}[i%3])
 	}
 	j.send(0, 1, sizes)

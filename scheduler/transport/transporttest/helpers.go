@@ -76,11 +76,34 @@ next:
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	waitProgressing(t, what, cond, nil)
+}
+
+// WaitProgressing is WaitFor for a condition that progress measures (a
+// count that grows towards it): the deadline is counted from the last
+// change of progress, so a long transfer on a loaded machine is waited
+// for while it moves, and a stalled one fails as soon as with WaitFor.
+func WaitProgressing(t testing.TB, what string, cond func() bool, progress func() int) {
+	t.Helper()
+	waitProgressing(t, what, cond, progress)
+}
+
+func waitProgressing(t testing.TB, what string, cond func() bool, progress func() int) {
+	t.Helper()
 	// A safety net against a hang, not a timing check: under -race on a
 	// loaded 2-core machine moving the larger tests' payloads through
 	// protoactor takes well over 20 s.
-	deadline := time.Now().Add(2 * time.Minute)
+	const bound = 2 * time.Minute
+	deadline, last := time.Now().Add(bound), 0
+	if progress != nil {
+		last = progress()
+	}
 	for !cond() {
+		if progress != nil {
+			if p := progress(); p != last {
+				deadline, last = time.Now().Add(bound), p
+			}
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
