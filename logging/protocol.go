@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/internal/sortmerge"
 )
 
 // Protocol is one PE's fault-tolerance protocol: a pure state machine. The
@@ -636,7 +637,7 @@ func (e *engine) progressSince(from int) []Progress {
 
 func (e *engine) unstableProgress() []Progress {
 	var out []Progress
-	e.maybeUnstable, e.mergeBuf = sortInto(e.maybeUnstable, e.maybeSorted, e.mergeBuf)
+	e.maybeUnstable, e.mergeBuf = sortmerge.Into(e.maybeUnstable, e.maybeSorted, e.mergeBuf)
 	kept := e.maybeUnstable[:0]
 	for _, task := range e.maybeUnstable {
 		p, ok := e.progress[task]
@@ -649,35 +650,6 @@ func (e *engine) unstableProgress() []Progress {
 	}
 	e.maybeUnstable, e.maybeSorted = kept, len(kept)
 	return out
-}
-
-// sortInto sorts ts, whose first sorted are sorted and distinct from the
-// rest, sorting the rest and merging them in (through buf, returned for
-// reuse): O(len(ts) + r log r) for r new ones.
-func sortInto(ts []TaskID, sorted int, buf []TaskID) ([]TaskID, []TaskID) {
-	if sorted >= len(ts) {
-		return ts, buf
-	}
-	tail := ts[sorted:]
-	slices.Sort(tail)
-	if sorted == 0 || ts[sorted-1] < tail[0] {
-		return ts, buf
-	}
-	buf = buf[:0]
-	i, j := 0, sorted
-	for i < sorted && j < len(ts) {
-		if ts[i] < ts[j] {
-			buf = append(buf, ts[i])
-			i++
-		} else {
-			buf = append(buf, ts[j])
-			j++
-		}
-	}
-	buf = append(buf, ts[i:sorted]...)
-	buf = append(buf, ts[j:]...)
-	copy(ts, buf)
-	return ts, buf
 }
 
 // markMaybeUnstable notes that task's progress record may have become
@@ -695,7 +667,7 @@ func (e *engine) markMaybeUnstable(task TaskID) {
 }
 
 func (e *engine) sortedProgressTasks() []TaskID {
-	e.progressTasks, e.mergeBuf = sortInto(e.progressTasks, e.progressSorted, e.mergeBuf)
+	e.progressTasks, e.mergeBuf = sortmerge.Into(e.progressTasks, e.progressSorted, e.mergeBuf)
 	e.progressSorted = len(e.progressTasks)
 	return e.progressTasks
 }

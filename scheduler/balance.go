@@ -27,7 +27,7 @@ func (pe *PE) loads() []migrate.TaskLoad {
 		if !cs.def.AtSync {
 			continue
 		}
-		for _, lin := range cs.sorted {
+		for _, lin := range cs.sorted() {
 			el := cs.local[lin]
 			out = append(out, migrate.TaskLoad{Task: migrate.TaskRef{Collection: int(cs.def.ID), Lin: lin}, PE: pe.cfg.Rank, Load: el.load.Seconds()})
 			el.load = 0
@@ -105,9 +105,7 @@ func (pe *PE) exportTask(cs *collectionState, lin int) (migrate.TaskRecord, erro
 		pe.recordLeave(el)
 	}
 	cs.local[lin] = nil
-	if i, found := slices.BinarySearch(cs.sorted, lin); found {
-		cs.sorted = slices.Delete(cs.sorted, i, i+1)
-	}
+	cs.remove(lin)
 	pe.stats.MigratedOut++
 	return rec, nil
 }

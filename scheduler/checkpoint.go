@@ -46,7 +46,7 @@ var ErrRegionAtCheckpoint = errors.New("scheduler: cannot checkpoint a task insi
 // records packs every local task for a checkpoint.
 func (pe *PE) records() ([]migrate.TaskRecord, error) {
 	for _, cs := range pe.colls {
-		for _, lin := range cs.sorted {
+		for _, lin := range cs.sorted() {
 			if h, open := pe.proto.OpenRegion(cs.local[lin].id); open {
 				_, hi := splitHandler(h)
 				return nil, fmt.Errorf("%w: %s%v is inside a region of handler %s; a region must not stay open across a sync point (make the handler ordered, or close the region before the step's sync point)",
@@ -62,7 +62,7 @@ func (pe *PE) records() ([]migrate.TaskRecord, error) {
 	}
 	var recs []migrate.TaskRecord
 	for _, cs := range pe.colls {
-		for _, lin := range cs.sorted {
+		for _, lin := range cs.sorted() {
 			el := cs.local[lin]
 			rec, err := pe.packElement(el, cps[el.id])
 			if err != nil {

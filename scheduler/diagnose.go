@@ -67,7 +67,7 @@ func (pe *PE) Diagnosis() string {
 	}
 	waiting := 0
 	for _, cs := range pe.colls {
-		for _, lin := range cs.sorted {
+		for _, lin := range cs.sorted() {
 			el := cs.local[lin]
 			w, hosted := diag.Waiting(el.id)
 			if !hosted || !w.Waits() {

@@ -97,7 +97,7 @@ func TestTaskMovingFromAFailedPEIsDroppedWhateverTheOrder(t *testing.T) {
 				runPosted(dst, dstNet)
 				require.Empty(t, errs)
 				require.Nil(t, workers.local[1], "the task that was leaving the failed PE is not kept")
-				require.NotContains(t, workers.sorted, 1)
+				require.NotContains(t, workers.sorted(), 1)
 				require.Equal(t, int32(1), workers.homeOf[1], "it lives where it is restored")
 				if kind != logging.KindNone {
 					// A rollback restores every task from the checkpoint

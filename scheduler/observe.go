@@ -97,7 +97,7 @@ func (pe *PE) observe(o Observation) {
 func (pe *PE) PackTasks() ([]migrate.TaskRecord, error) {
 	var recs []migrate.TaskRecord
 	for _, cs := range pe.colls {
-		for _, lin := range cs.sorted {
+		for _, lin := range cs.sorted() {
 			rec, err := packState(cs.local[lin])
 			if err != nil {
 				return nil, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/internal/sortmerge"
 	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
@@ -302,9 +303,11 @@ type PE struct {
 	fromDisk bool
 	// progress is the furthest step a local task ever offered;
 	// progressAtFailure its value when the last recovery began; watch
-	// the pending WatchProgress (see progress.go).
+	// the pending WatchProgress, and watchBelow how many local tasks it
+	// still waits for (see progress.go).
 	progress, progressAtFailure job.Progress
 	watch                       *job.WatchProgress
+	watchBelow                  int
 
 	stats Stats
 	// halted is the error that stopped this PE (see halt).
@@ -331,11 +334,38 @@ type earlyBatch struct {
 }
 
 type collectionState struct {
-	def    *actor.CollectionDef
-	n      int
-	local  []*element // by linear index; nil where the element is elsewhere
-	sorted []int      // local linear indices, ascending
-	homeOf []int32
+	def   *actor.CollectionDef
+	n     int
+	local []*element // by linear index; nil where the element is elsewhere
+	// lins are the local linear indices, the first linsSorted ascending
+	// and the rest as they were placed (sorted(), which sorts them in:
+	// inserting each in order would cost the square of the tasks placed
+	// when a recovery places many).
+	lins       []int
+	linsSorted int
+	mergeBuf   []int
+	homeOf     []int32
+}
+
+// sorted returns the local linear indices, ascending.
+func (cs *collectionState) sorted() []int {
+	cs.lins, cs.mergeBuf = sortmerge.Into(cs.lins, cs.linsSorted, cs.mergeBuf)
+	cs.linsSorted = len(cs.lins)
+	return cs.lins
+}
+
+// remove drops lin from the local linear indices.
+func (cs *collectionState) remove(lin int) {
+	if i, found := slices.BinarySearch(cs.sorted(), lin); found {
+		cs.lins = slices.Delete(cs.lins, i, i+1)
+		cs.linsSorted = len(cs.lins)
+	}
+}
+
+// clearLocal forgets every local element.
+func (cs *collectionState) clearLocal() {
+	clear(cs.local)
+	cs.lins, cs.linsSorted = cs.lins[:0], 0
 }
 
 type element struct {
@@ -465,8 +495,7 @@ func (pe *PE) placeElement(cs *collectionState, lin int, task actor.Task) *eleme
 		return !cs.def.Handlers[h].Keyed || m.Key == el.expected
 	}
 	cs.local[lin] = el
-	i, _ := slices.BinarySearch(cs.sorted, lin)
-	cs.sorted = slices.Insert(cs.sorted, i, lin)
+	cs.lins = append(cs.lins, lin)
 	return el
 }
 
@@ -522,7 +551,7 @@ func (pe *PE) Stats() Stats {
 func (pe *PE) LocalElements() []int {
 	n := make([]int, len(pe.colls)-1)
 	for i := range n {
-		n[i] = len(pe.colls[i].sorted)
+		n[i] = len(pe.colls[i].lins)
 	}
 	return n
 }

@@ -26,8 +26,7 @@ func (pe *PE) rollback(ev job.Rollback) {
 	// those the PE knows (where earlier recoveries put tasks), and the
 	// failed PE's tasks move as the relocations say (markFailed).
 	for _, cs := range pe.colls {
-		clear(cs.local)
-		cs.sorted = cs.sorted[:0]
+		cs.clearLocal()
 	}
 	clear(pe.runnable)
 	pe.runnable, pe.runAt = pe.runnable[:0], 0

@@ -18,7 +18,7 @@ func (pe *PE) syncTasks() int {
 	n := 0
 	for _, cs := range pe.colls {
 		if cs.def.AtSync {
-			n += len(cs.sorted)
+			n += len(cs.lins)
 		}
 	}
 	return n
@@ -87,7 +87,7 @@ func (pe *PE) waitingAtSync() (n int, high, low uint64, known bool) {
 	}
 	defer func() { pe.syncMaybe = n > 0 }()
 	for _, cs := range pe.colls {
-		for _, lin := range cs.sorted {
+		for _, lin := range cs.sorted() {
 			if el := cs.local[lin]; el.atSync {
 				n++
 				if el.progress.Offered {
@@ -108,7 +108,7 @@ func (pe *PE) waitingAtSync() (n int, high, low uint64, known bool) {
 func (pe *PE) resume(passed uint64) {
 	pe.resumedBelow = passed
 	for _, cs := range pe.colls {
-		for _, lin := range cs.sorted {
+		for _, lin := range cs.sorted() {
 			if el := cs.local[lin]; el.atSync {
 				pe.resumeTask(el)
 			}
