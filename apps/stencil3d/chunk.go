@@ -33,10 +33,10 @@ type Chunk struct {
 	received uint8
 	// temperature is the chunk's array, halo included (Block.At layout).
 	temperature []float64
-	// scratch receives the next sweep. Every point of it that is read
-	// later is written first (the sweep writes the interior, the faces the
-	// halo), so it is not packed.
-	scratch []float64
+	// layers is where Step keeps the new values of two layers of the
+	// array until it copies them into temperature. Step writes every point
+	// of it before reading it, so it is not packed.
+	layers []float64
 	// halos holds the faces of the current iteration received so far (bit
 	// s of received), not yet written into temperature's halo: Step writes
 	// them row by row as it sweeps, and packing writes them first (flush),
@@ -61,7 +61,7 @@ func newChunk(cfg Config) *Chunk {
 		block:       b,
 		iterations:  uint64(cfg.Iterations),
 		temperature: make([]float64, b.Len()),
-		scratch:     make([]float64, b.Len()),
+		layers:      make([]float64, 2*StepLayers(b)),
 	}
 }
 
@@ -132,22 +132,20 @@ func (c *Chunk) completeIteration(iteration uint64) (last bool, err error) {
 	if iteration != c.iteration || c.received != allSides {
 		return false, fmt.Errorf("stencil3d: completion of iteration %d at iteration %d with faces %06b", iteration, c.iteration, c.received)
 	}
-	// Step sweeps into scratch and applies the boundary condition; it
-	// also clears the halo of the new array (which holds stale faces of
-	// earlier iterations, or zeros in a chunk restored or moved since:
-	// scratch is not packed). No sweep reads that halo before the next
-	// faces overwrite it, but it is packed: cleared, it makes the packed
-	// state the same whatever happened to the chunk. Unless this is the
-	// last iteration, Step takes the faces of the next one as well.
+	// Step sweeps the array in place and applies the boundary condition;
+	// it also clears the array's halo, which held this iteration's faces.
+	// No sweep reads that halo before the next faces overwrite it, but it
+	// is packed: cleared, it makes the packed state the same whatever
+	// happened to the chunk. Unless this is the last iteration, Step takes
+	// the faces of the next one as well.
 	var faces *[NumSides][]byte
 	if c.iteration+1 < c.iterations {
 		faces = &c.faceBufs
 	}
-	if err := Step(c.block, c.temperature, c.scratch, &c.halos, faces); err != nil {
+	if err := Step(c.block, c.temperature, c.layers, &c.halos, faces); err != nil {
 		return false, err
 	}
 	c.halos = [NumSides][]byte{}
-	c.temperature, c.scratch = c.scratch, c.temperature
 	c.iteration++
 	c.received = 0
 	c.finished = c.iteration == c.iterations
@@ -250,8 +248,8 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 	if len(c.temperature) != c.block.Len() {
 		c.temperature = make([]float64, c.block.Len())
 	}
-	if len(c.scratch) != c.block.Len() {
-		c.scratch = make([]float64, c.block.Len())
+	if len(c.layers) != 2*StepLayers(c.block) {
+		c.layers = make([]float64, 2*StepLayers(c.block))
 	}
 	for n := range c.temperature {
 		c.temperature[n] = math.Float64frombits(binary.LittleEndian.Uint64(rest[8*n:]))

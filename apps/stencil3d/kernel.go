@@ -151,29 +151,39 @@ func sweepRowGo(out, c, ym, yp, zm, zp []float64) {
 }
 
 // Step is one iteration of a chunk after its ghost exchange, fused into one
-// pass over the arrays. Its result is bitwise that of
+// pass over its array and done in place. Its result is bitwise that of
 //
 //	StoreFaceBytes(b, t, s, halos[s]) for each side s
 //	Sweep(b, t, next)
 //	clearHalo(b, next)
 //	ApplyBoundary(b, next)
 //	faces[s] = AppendFaceBytes(b, next, s, faces[s][:0]) for each side s
+//	copy(t, next)
 //
-// in next and faces, but each array line is touched while it is in the
-// cache: a received face goes into t's halo just before the row that reads
-// it, and the outgoing faces are taken from next as its rows are written
+// in t and faces, but each array line is touched while it is in the
+// cache, and a chunk needs one array, not two. The new values of a layer
+// normal to z go into one of the two layers of layers, which must hold
+// 2*StepLayers(b) points (any values: Step writes every point of them it
+// copies); layer k is copied into t once layer k+1 is computed, which was
+// the last to read t's old layer k. The copy writes lines that the sweep
+// has just read, so in memory the array costs a read and a write per
+// point where a second array would cost a read, a line fill and a write.
+// A received face goes into t's halo just before the row that reads it,
+// and the outgoing faces are taken from the new rows as they are computed
 // (the x faces especially, one point per row, would otherwise cost a cache
-// miss per point). The points with i == 1, j == 1 or k == 1 are set to the
-// boundary value rather than computed and overwritten, so the low halos of
-// t, which only they read, are not stored at all: t's halo is left
-// partly stale. halos[s] must hold 8*b.FaceLen(s) bytes, or be nil if
-// that face is already in t's halo (the same as StoreFaceBytes done on t
-// before); faces may be nil
-// (no faces taken), otherwise faces[s] is overwritten with a buffer of
-// that size (reusing its capacity).
-func Step(b Block, t, next []float64, halos *[NumSides][]byte, faces *[NumSides][]byte) error {
+// miss per point). The points with i == 1, j == 1 or k == 1 are set to
+// the boundary value rather than computed and overwritten, so the low
+// halos, which only they read, are not stored at all. halos[s] must hold
+// 8*b.FaceLen(s) bytes, or be nil if that face is already in t's halo (the
+// same as StoreFaceBytes done on t before); faces may be nil (no faces
+// taken), otherwise faces[s] is overwritten with a buffer of that size
+// (reusing its capacity).
+func Step(b Block, t, layers []float64, halos *[NumSides][]byte, faces *[NumSides][]byte) error {
 	checkLen(b, t)
-	checkLen(b, next)
+	sy, sz := b.stride(1), b.stride(2)
+	if len(layers) != 2*sz {
+		return fmt.Errorf("stencil3d: %d points of layers for chunk %v, want %d", len(layers), b, 2*sz)
+	}
 	for s := range Side(NumSides) {
 		if halos[s] != nil && len(halos[s]) != 8*b.FaceLen(s) {
 			return fmt.Errorf("stencil3d: face %v of chunk %v has %d bytes, want %d (8 per point)", s, b, len(halos[s]), 8*b.FaceLen(s))
@@ -183,9 +193,7 @@ func Step(b Block, t, next []float64, halos *[NumSides][]byte, faces *[NumSides]
 		}
 	}
 	X, Y, Z := b.X, b.Y, b.Z
-	sy, sz := b.stride(1), b.stride(2)
-	clear(next[:sz])
-	clear(next[(Z+1)*sz : (Z+2)*sz])
+	layer := func(k int) []float64 { return layers[(k&1)*sz : (k&1)*sz+sz] }
 	for k := 1; k <= Z; k++ {
 		if h := halos[ZHigh]; k == Z && Z > 1 && h != nil {
 			// The +z halo, read by the rows of layer Z.
@@ -193,11 +201,15 @@ func Step(b Block, t, next []float64, halos *[NumSides][]byte, faces *[NumSides]
 				decodeRow(t[b.At(1, j, Z+1):b.At(1, j, Z+1)+X], h[8*(j-1)*X:8*j*X])
 			}
 		}
-		clear(next[b.At(0, 0, k) : b.At(0, 0, k)+X+2])
-		clear(next[b.At(0, Y+1, k) : b.At(0, Y+1, k)+X+2])
+		// The new layer k, its halo cleared: positions in it are those in
+		// t less k*sz.
+		newK := layer(k)
+		clear(newK[:X+2])
+		clear(newK[(Y+1)*sy : (Y+2)*sy])
 		for j := 1; j <= Y; j++ {
 			row := b.At(1, j, k)
-			out := next[row : row+X]
+			at := row - k*sz
+			out := newK[at : at+X]
 			if j == 1 || k == 1 {
 				for i := range out {
 					out[i] = boundaryValue
@@ -213,7 +225,7 @@ func Step(b Block, t, next []float64, halos *[NumSides][]byte, faces *[NumSides]
 				sweepRow(out, t[row-1:row+X+1], t[row-sy:row-sy+X], t[row+sy:row+sy+X], t[row-sz:row-sz+X], t[row+sz:row+sz+X])
 				out[0] = boundaryValue
 			}
-			next[row-1], next[row+X] = 0, 0
+			newK[at-1], newK[at+X] = 0, 0
 			if faces == nil {
 				continue
 			}
@@ -233,23 +245,40 @@ func Step(b Block, t, next []float64, halos *[NumSides][]byte, faces *[NumSides]
 				encodeRow(faces[ZHigh][8*(j-1)*X:8*j*X], out)
 			}
 		}
+		if k > 1 {
+			copy(t[(k-1)*sz:k*sz], layer(k-1))
+		}
 	}
+	copy(t[Z*sz:(Z+1)*sz], layer(Z))
+	clear(t[:sz])
+	clear(t[(Z+1)*sz : (Z+2)*sz])
 	return nil
 }
 
+// StepLayers returns the points of one of the two layers Step keeps:
+// (X+2)(Y+2).
+func StepLayers(b Block) int { return b.stride(2) }
+
 // decodeRow and encodeRow convert between points and their wire form, 8
 // little-endian bytes each; decodeAt and encodeAt do it for point n.
+//
+// The loops advance both slices by what they took, a form in which the
+// compiler proves every index in range (no bounds checks in the loop,
+// go build -gcflags=-d=ssa/check_bce); the reslicing before them panics
+// on a short src or dst.
 func decodeRow(dst []float64, src []byte) {
 	src = src[:8*len(dst)]
-	for i := range dst {
-		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(src[8*i : 8*i+8]))
+	for len(dst) > 0 && len(src) >= 8 {
+		dst[0] = math.Float64frombits(binary.LittleEndian.Uint64(src))
+		dst, src = dst[1:], src[8:]
 	}
 }
 
 func encodeRow(dst []byte, src []float64) {
 	dst = dst[:8*len(src)]
-	for i, v := range src {
-		binary.LittleEndian.PutUint64(dst[8*i:8*i+8], math.Float64bits(v))
+	for len(src) > 0 && len(dst) >= 8 {
+		binary.LittleEndian.PutUint64(dst, math.Float64bits(src[0]))
+		dst, src = dst[8:], src[1:]
 	}
 }
 

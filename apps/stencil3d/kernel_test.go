@@ -329,10 +329,11 @@ func TestSweepMatchesNaiveSweep(t *testing.T) {
 	}
 }
 
-// TestStepMatchesItsParts checks the fused Step against the exchange,
-// sweep, halo clearing, boundary and face extraction done one after the
-// other, bit for bit, on random values (garbage in next's halo and in t's
-// low halos), for blocks with sides of 1, 2 and more points.
+// TestStepMatchesItsParts checks the fused, in-place Step against the
+// exchange, sweep into a second array, halo clearing, boundary and face
+// extraction done one after the other, bit for bit, on random values
+// (garbage in t's low halos and in Step's layers), for blocks with sides
+// of 1, 2 and more points.
 func TestStepMatchesItsParts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	random := func(n int) []float64 {
@@ -360,10 +361,10 @@ func TestStepMatchesItsParts(t *testing.T) {
 		Sweep(b, wantT, want)
 		clearHalo(b, want)
 		ApplyBoundary(b, want)
-		// Fused.
-		gotT, got := slices.Clone(src), random(b.Len())
+		// Fused, in place.
+		got := slices.Clone(src)
 		var faces [NumSides][]byte
-		if err := Step(b, gotT, got, &halos, &faces); err != nil {
+		if err := Step(b, got, random(2*StepLayers(b)), &halos, &faces); err != nil {
 			t.Fatal(err)
 		}
 		for n := range got {
@@ -377,8 +378,8 @@ func TestStepMatchesItsParts(t *testing.T) {
 			}
 		}
 		// Without faces, the same array.
-		again := random(b.Len())
-		if err := Step(b, slices.Clone(src), again, &halos, nil); err != nil {
+		again := slices.Clone(src)
+		if err := Step(b, again, random(2*StepLayers(b)), &halos, nil); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(again, got) {
@@ -394,27 +395,30 @@ func TestStepMatchesItsParts(t *testing.T) {
 		}
 	}
 	src := random(b.Len())
-	want := make([]float64, b.Len())
-	if err := Step(b, slices.Clone(src), want, &halos, nil); err != nil {
+	want := slices.Clone(src)
+	if err := Step(b, want, make([]float64, 2*StepLayers(b)), &halos, nil); err != nil {
 		t.Fatal(err)
 	}
-	stored := slices.Clone(src)
+	got := slices.Clone(src)
 	for _, s := range []Side{XHigh, YHigh, ZLow} {
-		if err := StoreFaceBytes(b, stored, s, halos[s]); err != nil {
+		if err := StoreFaceBytes(b, got, s, halos[s]); err != nil {
 			t.Fatal(err)
 		}
 		halos[s] = nil
 	}
-	got := make([]float64, b.Len())
-	if err := Step(b, stored, got, &halos, nil); err != nil {
+	if err := Step(b, got, random(2*StepLayers(b)), &halos, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Step with faces already stored wrote another array")
 	}
-	short := [NumSides][]byte{YLow: make([]byte, 3)}
 	b = Block{2, 2, 2}
-	if err := Step(b, make([]float64, b.Len()), make([]float64, b.Len()), &short, nil); err == nil {
+	short := [NumSides][]byte{YLow: make([]byte, 3)}
+	if err := Step(b, make([]float64, b.Len()), make([]float64, 2*StepLayers(b)), &short, nil); err == nil {
 		t.Errorf("Step accepted faces of the wrong size")
+	}
+	var none [NumSides][]byte
+	if err := Step(b, make([]float64, b.Len()), make([]float64, 2*StepLayers(b)-1), &none, nil); err == nil {
+		t.Errorf("Step accepted layers of the wrong size")
 	}
 }
