@@ -24,10 +24,12 @@ import (
 //     ErrDumpedEntriesLost rather than replay without it. A PE failure
 //     after the commit is recovered as usual.
 //
-// The PEs stop dumping to a dead logger: they dump to another, or, with
-// none left, let their logs grow past the quota until the checkpoint
-// forced here trims them (logging.Dumper: blocking their sends would hang
-// the job, since that checkpoint needs every task at a sync point).
+// The PEs stop dumping to a dead logger: they dump to another. With none
+// left a PE goes on while its log fits its quota (the checkpoint forced
+// here empties the logs), and a PE whose log reaches the quota stops the
+// job (logging.ErrNoLoggerLeft, scheduler/quota.go): blocking its sends
+// would hang the job, since the checkpoint that would empty its log needs
+// every task at a sync point, and going past the quota would break it.
 
 // ErrDumpedEntriesLost reports a PE failure that recovery cannot replay:
 // a logger failed since the last committed checkpoint, and the logged

@@ -324,6 +324,17 @@ func (d *Dumper) Need(idx []int) error {
 	return nil
 }
 
+// Live reports whether a live logger is left to dump to.
+func (d *Dumper) Live() bool { return d.target >= 0 }
+
+// InFlight is the bytes dumped and not yet acknowledged: a wait for room
+// ends when they are (or when their logger dies).
+func (d *Dumper) InFlight() int { return int(d.offset(d.dumped) - d.offset(d.released)) }
+
+// Released is the number of entries stored on loggers and no longer in
+// memory (the prefix [0, Released)).
+func (d *Dumper) Released() int { return d.released }
+
 // Stats returns the dumper's metrics.
 func (d *Dumper) Stats() DumpStats {
 	s := d.stats

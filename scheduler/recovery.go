@@ -193,6 +193,7 @@ func (pe *PE) noticeFailure(ev job.NoticeFailure) {
 		relocs = append(relocs, logging.Relocation{Task: commutative.TaskID(TaskID(int32(r.Task.Collection), r.Task.Lin)), PE: logging.PEID(r.ToPE)})
 	}
 	pe.proto.FailureNotice(failed, relocs)
+	pe.checkDumpedNeeded()
 	pe.transmit()
 	restored := pe.restored
 	pe.restored = nil

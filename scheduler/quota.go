@@ -1,0 +1,188 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gochare/gochare/logging"
+)
+
+// Memory-bounded sender logs (Config.LogQuota): the protocol's log keeps
+// at most the quota in memory by dumping its oldest entries to the job's
+// loggers (logging.LogQuota decides; this file carries it out). The PE
+// sends each dump through Config.Dumps after every transmit, and the
+// acknowledgements and the loggers' deaths come back as posted events
+// (DumpAcked, LoggerLost). Before each handler the PE asks the protocol
+// for room: when a handler's sends could take the log past the quota,
+// the PE runs no handler until a logger acknowledges a dump or dies (it
+// is not idle meanwhile: a probe gets no answer while work waits), and
+// the time it waits is counted (Stats.LogBlocked). With no live logger
+// left and the log full, the PE stops the job with
+// logging.ErrNoLoggerLeft. A recovery that would need entries dumped to
+// a logger stops it with logging.ErrDumpedEntryNeeded (fetching them
+// back from the loggers is not built yet).
+
+// DumpSink carries a PE's dumps to the loggers (launcher/dumpstream.go
+// over sockets). Dump is called on the PE goroutine and must not block
+// for long; the sink reports each logger's cumulative acknowledgement
+// with Net.Post(DumpAcked{...}) and a logger it lost with
+// Net.Post(LoggerLost{...}).
+type DumpSink interface {
+	Dump(b logging.DumpBatch)
+}
+
+type (
+	// DumpAcked is logger Logger's acknowledgement: it stores the entries
+	// of period Epoch below To.
+	DumpAcked struct {
+		Logger int
+		Epoch  uint64
+		To     int
+	}
+	// LoggerLost tells the PE that logger Logger is gone (Why).
+	LoggerLost struct {
+		Logger int
+		Why    error
+	}
+)
+
+// ErrLogQuota reports a log quota configured wrong.
+var ErrLogQuota = errors.New("scheduler: log quota")
+
+// checkQuota checks the quota's part of cfg.
+func checkQuota(cfg Config) error {
+	switch {
+	case cfg.LogQuota < 0:
+		return fmt.Errorf("%w: %d bytes: want > 0", ErrLogQuota, cfg.LogQuota)
+	case cfg.LogQuota == 0:
+		return nil
+	case cfg.Loggers < 1:
+		return fmt.Errorf("%w: %d bytes with no logger to dump to", ErrLogQuota, cfg.LogQuota)
+	case cfg.Dumps == nil:
+		return fmt.Errorf("%w: no DumpSink", ErrLogQuota)
+	}
+	return nil
+}
+
+// quota returns the protocol's log quota, nil without one.
+func (pe *PE) quota() logging.LogQuota {
+	if pe.cfg.LogQuota <= 0 {
+		return nil
+	}
+	q, _ := pe.proto.(logging.LogQuota)
+	return q
+}
+
+// logFull reports whether the next handler must wait for room in the log
+// (and starts counting the wait); it halts the PE when the quota cannot
+// hold.
+func (pe *PE) logFull() bool {
+	q := pe.quota()
+	if q == nil {
+		return false
+	}
+	ok, err := q.LogRoom()
+	if err != nil {
+		pe.halt(err)
+		return true
+	}
+	if ok {
+		pe.unblock()
+		return false
+	}
+	if pe.blockedAt.IsZero() {
+		pe.blockedAt = time.Now()
+	}
+	return true
+}
+
+// unblock ends a wait for room, counting it.
+func (pe *PE) unblock() {
+	if !pe.blockedAt.IsZero() {
+		pe.blocked += time.Since(pe.blockedAt)
+		pe.blockedAt = time.Time{}
+	}
+}
+
+// sendDumps sends the dumps the protocol decided.
+func (pe *PE) sendDumps() {
+	q := pe.quota()
+	if q == nil {
+		return
+	}
+	for _, b := range q.TakeDumps() {
+		pe.cfg.Dumps.Dump(b)
+	}
+}
+
+func (pe *PE) dumpAcked(ev DumpAcked) {
+	if q := pe.quota(); q != nil {
+		q.DumpAcked(ev.Logger, ev.Epoch, ev.To)
+		pe.sendDumps()
+		if !pe.blockedAt.IsZero() {
+			pe.schedule()
+		}
+	}
+}
+
+func (pe *PE) loggerLost(ev LoggerLost) {
+	if pe.cfg.LogQuota <= 0 || ev.Logger < 0 || ev.Logger >= pe.cfg.Loggers {
+		return
+	}
+	if !pe.deadLoggers[ev.Logger] {
+		pe.deadLoggers[ev.Logger] = true
+		pe.log.Warn("logger lost: dumping to the next one", "logger", ev.Logger, "why", ev.Why)
+	}
+	if q := pe.quota(); q != nil {
+		q.DumpLoggerFailed(ev.Logger)
+		pe.sendDumps()
+	}
+	pe.schedule()
+}
+
+// quotaProtocol tells a new protocol (a rollback's) of the loggers
+// known dead, and keeps the metrics of the one it replaces.
+func (pe *PE) quotaProtocol(old logging.Protocol) {
+	if pe.cfg.LogQuota <= 0 {
+		return
+	}
+	if q, ok := old.(logging.LogQuota); ok && old != nil {
+		st := q.DumpStats()
+		pe.dumpedBefore += st.Dumped
+		pe.logPeakBefore = max(pe.logPeakBefore, st.HighWater)
+	}
+	q := pe.quota()
+	for l, dead := range pe.deadLoggers {
+		if dead && q != nil {
+			q.DumpLoggerFailed(l)
+		}
+	}
+}
+
+// checkDumpedNeeded stops the PE when a FailureNotice needed entries it
+// dumped to a logger.
+func (pe *PE) checkDumpedNeeded() {
+	if q := pe.quota(); q != nil {
+		if err := q.DumpedEntryNeeded(); err != nil {
+			pe.halt(fmt.Errorf("%w (recovering from a PE failure with log entries on loggers is not supported yet: "+
+				"raise --log-quota or checkpoint more often)", err))
+		}
+	}
+}
+
+// quotaStats fills the quota's metrics in s.
+func (pe *PE) quotaStats(s *Stats) {
+	if pe.cfg.LogQuota <= 0 {
+		return
+	}
+	blocked := pe.blocked
+	if !pe.blockedAt.IsZero() {
+		blocked += time.Since(pe.blockedAt)
+	}
+	s.LogBlocked = blocked
+	s.LogDumpedBytes = pe.dumpedBefore
+	if q := pe.quota(); q != nil {
+		s.LogDumpedBytes += q.DumpStats().Dumped
+	}
+}
