@@ -1024,7 +1024,7 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "log_peak_bytes", st.LogPeakBytes, "determinants", st.Determinants,
 			"piggybacked_bytes", st.PiggybackedBytes, "duplicates_dropped", st.Duplicates,
 			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped, "sync_points_passed_again", st.PassedAgain,
-			"log_dumped_bytes", st.LogDumpedBytes, "log_blocked_ms", st.LogBlockedMs)
+			"log_dumped_bytes", st.LogDumpedBytes, "log_blocked_ms", st.LogBlockedMs, "log_fetched_bytes", st.LogFetchedBytes)
 		total.LogDumpedBytes += st.LogDumpedBytes
 		total.LogBlockedMs += st.LogBlockedMs
 		total.Delivered += st.Delivered

@@ -36,7 +36,11 @@ import (
 // u32, to u32, length u32) and the entries (logging.DumpBatch.Payload),
 // and the logger answers each it stored with a cumulative
 // acknowledgement (kind 2 u8, epoch u64, to u32): it holds the PE's
-// entries of that period below to. All integers little-endian. A
+// entries of that period below to. For a recovery the PE asks for a run
+// back with a fetch (a dump header of kind 3 and length 0), and the
+// logger answers with the entries (a dump header of kind 4, the same
+// epoch and range, and the entries; length 0 when it does not hold that
+// run). All integers little-endian. A
 // connection that breaks the handshake, or sends a malformed dump, is
 // closed and logged by the logger; a PE that loses its connection to a
 // logger (or cannot open one) takes that logger for dead
@@ -50,6 +54,8 @@ const (
 	dumpAckSize    = 1 + 8 + 4
 	dumpKindDump   = 1
 	dumpKindAck    = 2
+	dumpKindFetch  = 3
+	dumpKindData   = 4
 	// maxDump bounds one dump's entries (a Dumper's batch is a sixteenth
 	// of the quota; one entry may be larger).
 	maxDump            = 1 << 30
@@ -117,6 +123,30 @@ func (s *loggerStore) store(pe int, epoch uint64, from, to int, payload []byte) 
 	d.runs = append(d.runs, dumpRun{from: from, to: to, payload: payload})
 	s.size += len(payload)
 	return to
+}
+
+// fetch returns PE pe's entries [from, to) of period epoch, joined from
+// the runs that cover them exactly, or false.
+func (s *loggerStore) fetch(pe int, epoch uint64, from, to int) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.pes[pe]
+	if d == nil || d.epoch != epoch {
+		return nil, false
+	}
+	var out []byte
+	at := from
+	for _, r := range d.runs {
+		if r.to <= at || r.from >= to {
+			continue
+		}
+		if r.from != at || r.to > to {
+			return nil, false
+		}
+		out = append(out, r.payload...)
+		at = r.to
+	}
+	return out, at == to
 }
 
 // held returns the bytes the logger holds.
@@ -265,8 +295,20 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 		epoch := binary.LittleEndian.Uint64(h[1:])
 		from, to := binary.LittleEndian.Uint32(h[9:]), binary.LittleEndian.Uint32(h[13:])
 		n := binary.LittleEndian.Uint32(h[17:])
-		if h[0] != dumpKindDump || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 {
+		if (h[0] != dumpKindDump && h[0] != dumpKindFetch) || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 || (h[0] == dumpKindFetch && n != 0) {
 			return fmt.Errorf("launcher: malformed dump from PE %d: kind %d, entries [%d, %d), %d bytes", pe, h[0], from, to, n)
+		}
+		if h[0] == dumpKindFetch {
+			b, ok := s.store.fetch(pe, epoch, int(from), int(to))
+			if !ok {
+				s.log.Warn("a PE asked for log entries this logger does not hold", "pe", pe, "epoch", epoch, "from", from, "to", to)
+			}
+			h[0] = dumpKindData
+			binary.LittleEndian.PutUint32(h[17:], uint32(len(b)))
+			if _, err := (&net.Buffers{h[:], b}).WriteTo(nc); err != nil {
+				return err
+			}
+			continue
 		}
 		payload := make([]byte, n)
 		if _, err := io.ReadFull(r, payload); err != nil {
@@ -311,20 +353,36 @@ type dumpLink struct {
 	addr   string
 	mu     sync.Mutex
 	cond   *sync.Cond
-	queue  []logging.DumpBatch
+	queue  []dumpOut
 	gone   error
 	start  sync.Once
 	conn   net.Conn
+	// fetches wait for the logger's answers, in the order asked.
+	fetches []chan fetchReply
+	// lost is closed when the link is gone.
+	lost chan struct{}
+}
+
+// dumpOut is a dump or (fetch set) a fetch to send.
+type dumpOut struct {
+	logging.DumpBatch
+	fetch bool
+}
+
+type fetchReply struct {
+	from, to int
+	payload  []byte
 }
 
 func newDumpClient(rank int, addrs []string, secret []byte, tlsCfg *tls.Config, post func(any), log *slog.Logger) *dumpClient {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &dumpClient{rank: rank, secret: secret, tls: tlsCfg, post: post, log: log, ctx: ctx, cancel: cancel}
 	for l, a := range addrs {
-		k := &dumpLink{logger: l, addr: a}
+		k := &dumpLink{logger: l, addr: a, lost: make(chan struct{})}
 		k.cond = sync.NewCond(&k.mu)
 		if a == "" {
 			k.gone = fmt.Errorf("launcher: logger %d was dead before the job began", l)
+			close(k.lost)
 		}
 		c.links = append(c.links, k)
 	}
@@ -345,13 +403,49 @@ func (c *dumpClient) Dump(b logging.DumpBatch) {
 		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: err})
 		return
 	}
-	k.queue = append(k.queue, b)
+	k.queue = append(k.queue, dumpOut{DumpBatch: b})
 	k.cond.Signal()
 	k.mu.Unlock()
 	k.start.Do(func() {
 		c.wg.Add(1)
 		go c.run(k)
 	})
+}
+
+// Fetch asks logger for entries [from, to) of period epoch and waits for
+// them; it fails when the logger is gone or does not hold them.
+func (c *dumpClient) Fetch(logger int, epoch uint64, from, to int) ([]byte, error) {
+	if logger < 0 || logger >= len(c.links) {
+		return nil, fmt.Errorf("launcher: no logger %d", logger)
+	}
+	k := c.links[logger]
+	reply := make(chan fetchReply, 1)
+	k.mu.Lock()
+	if k.gone != nil {
+		err := k.gone
+		k.mu.Unlock()
+		return nil, err
+	}
+	k.fetches = append(k.fetches, reply)
+	k.queue = append(k.queue, dumpOut{DumpBatch: logging.DumpBatch{Logger: logger, Epoch: epoch, From: from, To: to}, fetch: true})
+	k.cond.Signal()
+	k.mu.Unlock()
+	k.start.Do(func() {
+		c.wg.Add(1)
+		go c.run(k)
+	})
+	select {
+	case r := <-reply:
+		if r.from != from || r.to != to || len(r.payload) == 0 {
+			return nil, fmt.Errorf("launcher: logger %d does not hold entries [%d, %d) of period %d", logger, from, to, epoch)
+		}
+		return r.payload, nil
+	case <-k.lost:
+		k.mu.Lock()
+		err := k.gone
+		k.mu.Unlock()
+		return nil, err
+	}
 }
 
 // lose marks k gone with err (the first error wins) and tells the PE.
@@ -361,6 +455,8 @@ func (c *dumpClient) lose(k *dumpLink, err error) {
 	if first {
 		k.gone = err
 		k.queue = nil
+		k.fetches = nil
+		close(k.lost)
 		k.cond.Broadcast()
 	}
 	conn := k.conn
@@ -408,6 +504,9 @@ func (c *dumpClient) run(k *dumpLink) {
 		k.mu.Unlock()
 		for _, b := range batch {
 			h[0] = dumpKindDump
+			if b.fetch {
+				h[0] = dumpKindFetch
+			}
 			binary.LittleEndian.PutUint64(h[1:], b.Epoch)
 			binary.LittleEndian.PutUint32(h[9:], uint32(b.From))
 			binary.LittleEndian.PutUint32(h[13:], uint32(b.To))
@@ -425,9 +524,40 @@ func (c *dumpClient) run(k *dumpLink) {
 func (c *dumpClient) readAcks(k *dumpLink, nc net.Conn) {
 	defer c.wg.Done()
 	r := bufio.NewReader(nc)
-	var a [dumpAckSize]byte
+	var a [dumpHeaderSize]byte
 	for {
-		if _, err := io.ReadFull(r, a[:]); err != nil {
+		if _, err := io.ReadFull(r, a[:1]); err != nil {
+			c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+			return
+		}
+		if a[0] == dumpKindData {
+			if _, err := io.ReadFull(r, a[1:dumpHeaderSize]); err != nil {
+				c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+				return
+			}
+			n := binary.LittleEndian.Uint32(a[17:])
+			if n > maxDump {
+				c.lose(k, fmt.Errorf("launcher: logger %d sent %d bytes of entries", k.logger, n))
+				return
+			}
+			payload := make([]byte, n)
+			if _, err := io.ReadFull(r, payload); err != nil {
+				c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+				return
+			}
+			k.mu.Lock()
+			if len(k.fetches) == 0 {
+				k.mu.Unlock()
+				c.lose(k, fmt.Errorf("launcher: logger %d sent entries nobody asked for", k.logger))
+				return
+			}
+			reply := k.fetches[0]
+			k.fetches = k.fetches[1:]
+			k.mu.Unlock()
+			reply <- fetchReply{from: int(binary.LittleEndian.Uint32(a[9:])), to: int(binary.LittleEndian.Uint32(a[13:])), payload: payload}
+			continue
+		}
+		if _, err := io.ReadFull(r, a[1:dumpAckSize]); err != nil {
 			c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
 			return
 		}
@@ -498,6 +628,7 @@ func (c *dumpClient) close() {
 		k.mu.Lock()
 		if k.gone == nil {
 			k.gone = errors.New("launcher: closed")
+			close(k.lost)
 		}
 		k.cond.Broadcast()
 		if k.conn != nil {

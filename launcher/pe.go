@@ -440,6 +440,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			}
 		}
 		if stop {
+			if dumps != nil {
+				// The loggers stop too: their connections' ends are
+				// no loss now.
+				dumps.cancel()
+			}
 			reply := make(chan scheduler.Stats, 1)
 			ep.Post(scheduler.StatsRequest{Reply: reply})
 			select {
@@ -455,6 +460,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
 					LoggedMessages: logged, LongestSilenceMs: longest.Milliseconds(), PassedAgain: int32(st.PassedAgain),
 					LogPeakBytes: int64(p.PeakLogBytes), LogDumpedBytes: int64(st.LogDumpedBytes), LogBlockedMs: st.LogBlocked.Milliseconds(),
+					LogFetchedBytes: int64(st.LogFetchedBytes),
 				}}})
 			case <-time.After(2 * time.Second):
 			}

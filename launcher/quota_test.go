@@ -12,23 +12,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var quotaStatsLine = regexp.MustCompile(`msg="PE stats" pe=(\d+) .*log_peak_bytes=(\d+) .*log_dumped_bytes=(\d+) log_blocked_ms=(\d+)`)
+var quotaStatsLine = regexp.MustCompile(`msg="PE stats" pe=(\d+) .*log_peak_bytes=(\d+) .*log_dumped_bytes=(\d+) log_blocked_ms=(\d+) log_fetched_bytes=(\d+)`)
 
 // quotaArgs is LeanMD as the docs measure its log (default policy).
 var quotaArgs = []string{"run", "leanmd", "--pes", "2", "--cells", "3,3,3", "--steps", "25"}
 
-type quotaStats struct{ peak, dumped, blockedMs int }
+type quotaStats struct{ peak, dumped, blockedMs, fetched int }
 
 func (j *job) quotaStats(t *testing.T) map[int]quotaStats {
 	t.Helper()
 	out := map[int]quotaStats{}
 	for _, l := range strings.Split(j.output(), "\n") {
 		if m := quotaStatsLine.FindStringSubmatch(l); m != nil {
-			var v [4]int
+			var v [5]int
 			for i := range v {
 				v[i], _ = strconv.Atoi(m[i+1])
 			}
-			out[v[0]] = quotaStats{v[1], v[2], v[3]}
+			out[v[0]] = quotaStats{v[1], v[2], v[3], v[4]}
 		}
 	}
 	return out
@@ -66,6 +66,7 @@ func TestLogQuotaOnRealPEs(t *testing.T) {
 		{"one logger", "1", false, nil},
 		{"one logger under TLS", "1", false, []string{"--tls"}},
 		{"a logger killed", "2", true, nil},
+		{"a PE killed", "1", false, []string{"--kill", "pe=1,at=step:18"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(append(append([]string(nil), quotaArgs...), "--loggers", tc.loggers, "--log-quota", strconv.Itoa(quota)), tc.extra...)
@@ -79,9 +80,17 @@ func TestLogQuotaOnRealPEs(t *testing.T) {
 			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
 			require.Equal(t, want, j.waitLine(t, leanmdDigest, time.Second)[1])
 			st := j.quotaStats(t)
-			require.Len(t, st, 2, j.output())
+			if len(tc.extra) > 0 && tc.extra[0] == "--kill" {
+				// The survivor fetched back from the logger what the
+				// restored tasks needed and it had dumped.
+				j.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9`), time.Second)
+				require.Len(t, st, 1, j.output())
+				require.Positive(t, st[0].fetched, j.output())
+			} else {
+				require.Len(t, st, 2, j.output())
+			}
 			for pe, s := range st {
-				t.Logf("PE %d: log peak %d, dumped %d, blocked %d ms", pe, s.peak, s.dumped, s.blockedMs)
+				t.Logf("PE %d: log peak %d, dumped %d, blocked %d ms, fetched %d", pe, s.peak, s.dumped, s.blockedMs, s.fetched)
 				require.LessOrEqual(t, s.peak, quota, "PE %d", pe)
 				require.Positive(t, s.dumped, "PE %d", pe)
 			}

@@ -324,6 +324,14 @@ func (d *Dumper) Need(idx []int) error {
 	return nil
 }
 
+// Tune sets the threshold and the window (as DumpConfig says; the
+// window at least a Batch) and starts the dumps they call for.
+func (d *Dumper) Tune(threshold, window int) {
+	d.cfg.Threshold = min(max(threshold, 0), d.cfg.Quota)
+	d.cfg.Window = max(window, d.cfg.Batch)
+	d.dump()
+}
+
 // Live reports whether a live logger is left to dump to.
 func (d *Dumper) Live() bool { return d.target >= 0 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gochare/gochare/commutative"
 )
@@ -16,7 +17,10 @@ import (
 // deaths (DumpLoggerFailed), frees the memory of what loggers stored, and
 // tells the caller whether a handler may run now (LogRoom): a handler's
 // sends are logged as it makes them, so the room is judged before it
-// runs, against the most any handler of this PE has logged so far.
+// runs, against the most this PE has logged between two calls so far (a
+// burst: one handler's sends, or those of the tasks an event resumed
+// at once). The dumps start early enough to keep that room free while
+// the loggers keep up.
 
 // LogQuota is what a caller of a Protocol uses to bound its sender log by
 // Config.LogQuota. Every Protocol this package makes implements it; with
@@ -40,6 +44,19 @@ type LogQuota interface {
 	// DumpedEntryNeeded returns, after a FailureNotice, the error that
 	// says it had to resend entries it no longer holds (nil if none).
 	DumpedEntryNeeded() error
+	// NeedDumped returns the runs of entries stored on loggers that a
+	// FailureNotice of failed and relocated would resend, in log order,
+	// or ErrLogEntriesLost when one was on a logger that died. The
+	// caller fetches each run from its logger and hands the entries over
+	// with Fetched before it calls FailureNotice.
+	NeedDumped(failed []PEID, relocated []Relocation) ([]Source, error)
+	// Fetched hands over the entries of run [from, from+len(entries)),
+	// fetched back from a logger, for the next FailureNotice; it fails
+	// when they are not the entries this PE logged there.
+	Fetched(from int, entries []DumpedEntry) error
+	// DropFetched forgets the fetched entries (once the FailureNotice's
+	// envelopes are sent: they point into them).
+	DropFetched()
 }
 
 var (
@@ -73,8 +90,10 @@ type quota struct {
 	// that has been between two calls (one handler's sends).
 	burst, maxBurst int
 	// needDumped is set by a FailureNotice that had to resend entries no
-	// longer in memory.
+	// longer in memory; fetched are such entries, fetched back from the
+	// loggers for it (Fetched), by log position.
 	needDumped error
+	fetched    map[int]Message
 }
 
 // newQuota returns the quota of cfg, nil without one. With no logger
@@ -126,7 +145,15 @@ func (e *engine) LogRoom() (bool, error) {
 	if q == nil {
 		return true, nil
 	}
-	q.maxBurst = max(q.maxBurst, q.burst)
+	if q.burst > q.maxBurst {
+		// The log must keep room for the largest burst: dumps start
+		// early enough, and enough go at once, that the memory stays
+		// below the quota less one burst while the logger keeps up.
+		q.maxBurst = q.burst
+		room := max(q.d.cfg.Quota-q.maxBurst, 0)
+		q.d.Tune(min(q.d.cfg.Quota/4, room/3), min(q.d.cfg.Quota/4, room/3))
+		e.applyDumpActions()
+	}
 	q.burst = 0
 	st := q.d.Stats()
 	if st.InMemory+q.maxBurst <= q.d.cfg.Quota {
@@ -151,7 +178,12 @@ func (e *engine) TakeDumps() []DumpBatch {
 	}
 	out := make([]DumpBatch, 0, len(e.dumpsDue))
 	for _, d := range e.dumpsDue {
-		var b []byte
+		size := 0
+		for i := d.From; i < d.To; i++ {
+			en := e.log.entry(i)
+			size += 11*binary.MaxVarintLen64 + int(en.pathLen) + int(en.requiresLen) + int(en.payloadLen)
+		}
+		b := make([]byte, 0, size)
 		for i := d.From; i < d.To; i++ {
 			b = e.log.appendEntry(b, i)
 		}
@@ -208,6 +240,72 @@ func (e *engine) quotaCheckpoint() {
 		e.quota.d.Checkpoint()
 		e.dumpsDue = e.dumpsDue[:0]
 		e.quota.needDumped = nil
+		e.quota.fetched = nil
+	}
+}
+
+func (e *engine) NeedDumped(failed []PEID, relocated []Relocation) ([]Source, error) {
+	if e.quota == nil || e.log.released == 0 {
+		return nil, nil
+	}
+	restored := map[TaskID]bool{}
+	for _, r := range relocated {
+		restored[r.Task] = true
+	}
+	var idx []int
+	for i := range e.log.released {
+		en := e.log.entry(i)
+		if restored[en.to] || slices.Contains(failed, en.toPE) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	if err := e.quota.d.Need(idx); err != nil {
+		return nil, err
+	}
+	var out []Source
+	k := 0
+	for _, s := range e.quota.d.Sources() {
+		if s.Logger < 0 {
+			break
+		}
+		for k < len(idx) && idx[k] < s.From {
+			k++
+		}
+		if k < len(idx) && idx[k] < s.To {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func (e *engine) Fetched(from int, entries []DumpedEntry) error {
+	if e.quota == nil {
+		return nil
+	}
+	if e.quota.fetched == nil {
+		e.quota.fetched = map[int]Message{}
+	}
+	for k, d := range entries {
+		i := from + k
+		if i >= e.log.len() {
+			return fmt.Errorf("%w: entry %d fetched, the log holds %d", ErrBadDump, i, e.log.len())
+		}
+		en := e.log.entry(i)
+		if en.sender != d.Message.ID.Sender || en.srn != d.Message.ID.SRN || en.to != d.Message.To || en.toPE != d.ToPE {
+			return fmt.Errorf("%w: entry %d fetched is message %v to %d, the log has %d.%d to %d",
+				ErrBadDump, i, d.Message.ID, d.Message.To, en.sender, en.srn, en.to)
+		}
+		e.quota.fetched[i] = d.Message
+	}
+	return nil
+}
+
+func (e *engine) DropFetched() {
+	if e.quota != nil {
+		e.quota.fetched = nil
 	}
 }
 
@@ -276,6 +374,9 @@ func DecodeDumped(b []byte) ([]DumpedEntry, error) {
 // it from here, and DumpedEntryNeeded says so.
 func (e *engine) resendable(i int) (Message, bool) {
 	if i < e.log.released {
+		if m, ok := e.quota.fetched[i]; ok {
+			return m, true
+		}
 		if e.quota != nil && e.quota.needDumped == nil {
 			e.quota.needDumped = fmt.Errorf("%w: PE %d must resend entry %d of its log, stored on a logger (%d entries are)",
 				ErrDumpedEntryNeeded, e.pe, i, e.log.released)

@@ -196,6 +196,9 @@ type Stats struct {
 	// log quota (Config.LogQuota).
 	LogDumpedBytes int
 	LogBlocked     time.Duration
+	// LogFetchedBytes are the bytes of log entries fetched back from
+	// loggers for recoveries.
+	LogFetchedBytes int
 }
 
 // PE is one processing element: the tasks placed on it and its share of

@@ -19,9 +19,12 @@ import (
 // is not idle meanwhile: a probe gets no answer while work waits), and
 // the time it waits is counted (Stats.LogBlocked). With no live logger
 // left and the log full, the PE stops the job with
-// logging.ErrNoLoggerLeft. A recovery that would need entries dumped to
-// a logger stops it with logging.ErrDumpedEntryNeeded (fetching them
-// back from the loggers is not built yet).
+// logging.ErrNoLoggerLeft. A failure notice whose recovery resends
+// entries dumped to loggers fetches them back first (fetchDumped: the
+// PE goroutine waits for the loggers' answers, which end with the
+// logger's connection if it dies), so that the resend takes them in log
+// order from the loggers and from memory; a needed run on a dead logger
+// stops the job (logging.ErrLogEntriesLost).
 
 // DumpSink carries a PE's dumps to the loggers (launcher/dumpstream.go
 // over sockets). Dump is called on the PE goroutine and must not block
@@ -30,6 +33,10 @@ import (
 // Net.Post(LoggerLost{...}).
 type DumpSink interface {
 	Dump(b logging.DumpBatch)
+	// Fetch returns the entries [from, to) of period epoch that logger
+	// stores for this PE (encoded as in a DumpBatch). It waits for the
+	// logger's answer, and fails if the logger cannot give it.
+	Fetch(logger int, epoch uint64, from, to int) ([]byte, error)
 }
 
 type (
@@ -160,14 +167,50 @@ func (pe *PE) quotaProtocol(old logging.Protocol) {
 	}
 }
 
+// fetchDumped fetches back from the loggers the entries the failure
+// notice of failed and relocs resends; false: it could not, and the PE
+// halted.
+func (pe *PE) fetchDumped(failed []logging.PEID, relocs []logging.Relocation) bool {
+	q := pe.quota()
+	if q == nil {
+		return true
+	}
+	runs, err := q.NeedDumped(failed, relocs)
+	if err != nil {
+		pe.halt(err)
+		return false
+	}
+	epoch := q.DumpStats().Checkpoint
+	for _, r := range runs {
+		b, err := pe.cfg.Dumps.Fetch(r.Logger, uint64(epoch), r.From, r.To)
+		if err == nil {
+			var entries []logging.DumpedEntry
+			if entries, err = logging.DecodeDumped(b); err == nil {
+				if len(entries) != r.To-r.From {
+					err = fmt.Errorf("%w: %d entries for [%d, %d)", logging.ErrBadDump, len(entries), r.From, r.To)
+				} else {
+					err = q.Fetched(r.From, entries)
+				}
+			}
+		}
+		if err != nil {
+			pe.halt(fmt.Errorf("%w: PE %d could not fetch entries [%d, %d) of its log back from logger %d: %w",
+				logging.ErrLogEntriesLost, pe.cfg.Rank, r.From, r.To, r.Logger, err))
+			return false
+		}
+		pe.stats.LogFetchedBytes += len(b)
+	}
+	return true
+}
+
 // checkDumpedNeeded stops the PE when a FailureNotice needed entries it
 // dumped to a logger.
 func (pe *PE) checkDumpedNeeded() {
 	if q := pe.quota(); q != nil {
 		if err := q.DumpedEntryNeeded(); err != nil {
-			pe.halt(fmt.Errorf("%w (recovering from a PE failure with log entries on loggers is not supported yet: "+
-				"raise --log-quota or checkpoint more often)", err))
+			pe.halt(err)
 		}
+		q.DropFetched()
 	}
 }
 

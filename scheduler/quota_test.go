@@ -52,6 +52,32 @@ func TestLogQuotaInProcess(t *testing.T) {
 			}
 		})
 	}
+	// A PE killed mid-run: the survivor resends what the restored tasks
+	// need, fetching the entries it dumped back from the loggers.
+	for _, tc := range []struct {
+		name string
+		opts []inprocess.Option
+	}{
+		{"PE 1 killed", []inprocess.Option{inprocess.WithKill(1, hops/2)}},
+		{"PE 0 killed, checkpoints", []inprocess.Option{inprocess.WithKill(0, hops*3/4), inprocess.WithCheckpointEvery(hops / 3)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := runWith(append(tc.opts, inprocess.WithLogQuota(quota, 2, nil))...)
+			require.NoError(t, err)
+			require.Equal(t, ref.Output, res.Output)
+			fetched := 0
+			for _, s := range res.Stats {
+				fetched += s.LogFetchedBytes
+			}
+			require.Positive(t, fetched, "the survivor fetched entries back")
+		})
+	}
+	t.Run("a needed logger died", func(t *testing.T) {
+		// Logger 1 holds PE 1's dumps and dies; PE 0 is killed, and PE 1
+		// needs them: the job stops with an error that says so.
+		_, err := runWith(inprocess.WithKill(0, hops/2), inprocess.WithLogQuota(quota, 2, func(l, n int) bool { return l == 1 && n == 4 }))
+		require.ErrorIs(t, err, logging.ErrLogEntriesLost)
+	})
 	t.Run("every logger dies", func(t *testing.T) {
 		_, err := runWith(inprocess.WithLogQuota(quota, 2, func(l, n int) bool { return n == 2 }))
 		require.ErrorIs(t, err, logging.ErrNoLoggerLeft)

@@ -26,7 +26,7 @@ type memLoggers struct {
 type memRun struct {
 	epoch uint64
 	to    int
-	bytes int
+	runs  []logging.DumpBatch
 }
 
 func newMemLoggers(n int, dies func(logger, dumps int) bool) *memLoggers {
@@ -81,8 +81,39 @@ func (s memSink) Dump(b logging.DumpBatch) {
 	if st.epoch != b.Epoch || b.From < st.to {
 		st = memRun{epoch: b.Epoch}
 	}
-	st.to, st.bytes = b.To, st.bytes+len(b.Payload)
+	st.to, st.runs = b.To, append(st.runs, b)
 	m.stored[b.Logger][s.net.rank] = st
 	m.mu.Unlock()
 	go s.net.Post(scheduler.DumpAcked{Logger: b.Logger, Epoch: b.Epoch, To: b.To})
+}
+
+// Fetch returns the entries [from, to) of period epoch logger stores for
+// this PE, joined from the dumps that cover them exactly.
+func (s memSink) Fetch(logger int, epoch uint64, from, to int) ([]byte, error) {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if logger < 0 || logger >= len(m.dead) || m.dead[logger] {
+		return nil, fmt.Errorf("inprocess: logger %d is dead", logger)
+	}
+	st := m.stored[logger][s.net.rank]
+	if st.epoch != epoch {
+		return nil, fmt.Errorf("inprocess: logger %d holds period %d of PE %d, not %d", logger, st.epoch, s.net.rank, epoch)
+	}
+	var out []byte
+	at := from
+	for _, r := range st.runs {
+		if r.To <= at || r.From >= to {
+			continue
+		}
+		if r.From != at || r.To > to {
+			return nil, fmt.Errorf("inprocess: logger %d: no run of PE %d starts at %d", logger, s.net.rank, at)
+		}
+		out = append(out, r.Payload...)
+		at = r.To
+	}
+	if at != to {
+		return nil, fmt.Errorf("inprocess: logger %d holds PE %d's entries up to %d, not %d", logger, s.net.rank, at, to)
+	}
+	return out, nil
 }

@@ -3372,8 +3372,11 @@ type PEStats struct {
 	// quota log_peak_bytes is the high-water mark of the log's memory.
 	LogDumpedBytes int64 `protobuf:"varint,16,opt,name=log_dumped_bytes,json=logDumpedBytes,proto3" json:"log_dumped_bytes,omitempty"`
 	LogBlockedMs   int64 `protobuf:"varint,17,opt,name=log_blocked_ms,json=logBlockedMs,proto3" json:"log_blocked_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// log_fetched_bytes: the bytes of log entries fetched back from
+	// loggers for recoveries.
+	LogFetchedBytes int64 `protobuf:"varint,18,opt,name=log_fetched_bytes,json=logFetchedBytes,proto3" json:"log_fetched_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PEStats) Reset() {
@@ -3521,6 +3524,13 @@ func (x *PEStats) GetLogDumpedBytes() int64 {
 func (x *PEStats) GetLogBlockedMs() int64 {
 	if x != nil {
 		return x.LogBlockedMs
+	}
+	return 0
+}
+
+func (x *PEStats) GetLogFetchedBytes() int64 {
+	if x != nil {
+		return x.LogFetchedBytes
 	}
 	return 0
 }
@@ -3768,7 +3778,7 @@ const file_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
 	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\x12\x1a\n" +
-	"\brecreate\x18\x06 \x01(\bR\brecreate\"\xeb\x04\n" +
+	"\brecreate\x18\x06 \x01(\bR\brecreate\"\x97\x05\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3791,7 +3801,8 @@ const file_control_proto_rawDesc = "" +
 	"\fpassed_again\x18\x0e \x01(\x05R\vpassedAgain\x12$\n" +
 	"\x0elog_peak_bytes\x18\x0f \x01(\x03R\flogPeakBytes\x12(\n" +
 	"\x10log_dumped_bytes\x18\x10 \x01(\x03R\x0elogDumpedBytes\x12$\n" +
-	"\x0elog_blocked_ms\x18\x11 \x01(\x03R\flogBlockedMsB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\x0elog_blocked_ms\x18\x11 \x01(\x03R\flogBlockedMs\x12*\n" +
+	"\x11log_fetched_bytes\x18\x12 \x01(\x03R\x0flogFetchedBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
