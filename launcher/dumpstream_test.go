@@ -71,7 +71,8 @@ func (p *posted) all() []any {
 // A PE's dumps reach the logger over the authenticated stream (plain and
 // TLS), which stores them and acknowledges each cumulatively; a
 // stranger (a wrong secret, not the protocol, a malformed dump) is
-// refused and logged, and the PE that loses its logger hears of it.
+// refused and logged, and the PE that loses its logger hears of it; a
+// run the logger stores comes back on a fetch.
 func TestDumpStream(t *testing.T) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	creds, err := jobtls.New()
@@ -95,6 +96,13 @@ func TestDumpStream(t *testing.T) {
 			waitFor(t, "the acknowledgement", func() bool { return len(got.all()) > 0 })
 			require.Equal(t, scheduler.DumpAcked{Logger: 0, Epoch: 3, To: d.To}, got.all()[0])
 			require.Equal(t, len(d.Payload), srv.store.held())
+			// The run comes back as it went; one the logger does not hold
+			// is an error.
+			back, err := c.Fetch(0, 3, d.From, d.To)
+			require.NoError(t, err)
+			require.Equal(t, d.Payload, back)
+			_, err = c.Fetch(0, 4, d.From, d.To)
+			require.ErrorContains(t, err, "does not hold")
 
 			// A PE with the wrong secret is refused, and the logger says so.
 			var bad posted
