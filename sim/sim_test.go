@@ -242,3 +242,42 @@ func TestSimReplays(t *testing.T) {
 		}
 	}
 }
+
+// Under LoggerScenario's log quota the PEs dump to the simulated loggers,
+// a survivor fetches back what restored tasks need, and every run ends
+// with the failure-free results or a documented stop; some runs dump,
+// and some fetch.
+func TestSimLogQuota(t *testing.T) {
+	if *seedFlag != 0 || *loggersFlag || *seedsFlag != 0 {
+		t.Skip("TestSim runs these flags (-loggers for loggers)")
+	}
+	runs, dumped, fetched, stopped := 0, 0, 0, 0
+	for seed := uint64(1); seed <= 120 && runs < 30; seed++ {
+		if LoggerScenario(seed).LogQuota == 0 {
+			continue
+		}
+		runs++
+		_, res, err := runSeed(t, seed, scenarioKind{loggers: true}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, f := 0, 0
+		for _, s := range res.Stats {
+			d += s.LogDumpedBytes
+			f += s.LogFetchedBytes
+		}
+		if d > 0 {
+			dumped++
+		}
+		if f > 0 {
+			fetched++
+		}
+		if res.Outcome == Unrecoverable {
+			stopped++
+		}
+	}
+	t.Logf("%d runs under a quota: %d dumped, %d fetched entries back, %d stopped as documented", runs, dumped, fetched, stopped)
+	if dumped == 0 || fetched == 0 {
+		t.Fatalf("%d runs: %d dumped, %d fetched: the quota is not exercised", runs, dumped, fetched)
+	}
+}
