@@ -26,15 +26,15 @@ import (
 // in log order (Sources).
 //
 // A logger's death: the entries it had stored are lost (Sources marks
-// them; a recovery that needs one must stop, see job.ErrDumpedEntriesLost),
-// those dumped to it and not yet acknowledged are still in memory and go
-// to the next live logger. With no live logger left (or none at all),
-// nothing is dumped any more and the quota cannot hold: Fits admits every
-// entry, the log grows past the quota (DumpStats.OverQuota says by how
-// much), and the dumper asks once for a checkpoint (NeedCheckpoint), which
-// empties the log. Blocking the sends instead would hang the job: the
-// checkpoint that could free them is taken at a sync point, which a task
-// whose sends wait cannot reach. Nothing is ever dropped.
+// them; Need refuses a recovery that needs one, and the job's coordinator
+// rolls every task back instead, see job.ErrDumpedEntriesLost), those
+// dumped to it and not yet acknowledged are still in memory and go to the
+// next live logger. With no live logger left (or none at all), nothing is
+// dumped any more and the quota cannot hold: Fits admits every entry, the
+// log grows past the quota (DumpStats.OverQuota says by how much), and the
+// dumper asks once for a checkpoint (NeedCheckpoint). The engine's quota
+// (quota.go) does not use Fits: its LogRoom stops the PE with
+// ErrNoLoggerLeft instead once the log is full. Nothing is ever dropped.
 type Dumper struct {
 	cfg DumpConfig
 	// dead marks the dead loggers; target is the logger dumps go to now

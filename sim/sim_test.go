@@ -213,9 +213,10 @@ func TestSimGenerated(t *testing.T) {
 // TestSimLoggers is TestSim with loggers, one of which dies (-loggers,
 // LoggerScenario), over a tenth as many seeds: the job goes on after a
 // logger's death; under a logging protocol the next sync point
-// checkpoints, and a PE that fails before that checkpoint commits stops
-// the job with job.ErrDumpedEntriesLost (an unrecoverable outcome), one
-// that fails after it is recovered.
+// checkpoints, and a PE that fails before that checkpoint commits rolls
+// every task back to the checkpoint (or, when a survivor finds the loss
+// first, stops the job with logging.ErrLogEntriesLost, an unrecoverable
+// outcome), one that fails after it is recovered.
 func TestSimLoggers(t *testing.T) {
 	if *seedFlag != 0 || *loggersFlag || *seedsFlag != 0 {
 		t.Skip("TestSim runs these flags (-loggers for loggers)")
