@@ -73,6 +73,10 @@ type DumpConfig struct {
 	// Loggers is the number of loggers; Prefer the one this PE dumps to
 	// while it lives (modulo Loggers; the PE's rank spreads the PEs).
 	Loggers, Prefer int
+	// Epoch is the period the log starts in (Dump.Epoch): a log made
+	// afresh (a rollback's) starts in a period of its own, so that an
+	// acknowledgement of the one before cannot count for it.
+	Epoch uint64
 }
 
 // DumpAction is what a Dumper asks of its caller: Dump, Release or
@@ -153,7 +157,7 @@ func NewDumper(cfg DumpConfig) (*Dumper, error) {
 	if cfg.Loggers < 0 {
 		return nil, fmt.Errorf("logging: %d loggers", cfg.Loggers)
 	}
-	d := &Dumper{cfg: cfg, dead: make([]bool, cfg.Loggers), target: -1}
+	d := &Dumper{cfg: cfg, dead: make([]bool, cfg.Loggers), target: -1, epoch: cfg.Epoch}
 	if cfg.Loggers > 0 {
 		d.target = ((cfg.Prefer % cfg.Loggers) + cfg.Loggers) % cfg.Loggers
 	}

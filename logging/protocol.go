@@ -112,6 +112,9 @@ type Config struct {
 	// nothing.
 	LogQuota int
 	Loggers  int
+	// DumpEpoch is the period number the quota's log starts in (see
+	// DumpConfig.Epoch).
+	DumpEpoch uint64
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two

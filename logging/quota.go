@@ -57,6 +57,8 @@ type LogQuota interface {
 	// DropFetched forgets the fetched entries (once the FailureNotice's
 	// envelopes are sent: they point into them).
 	DropFetched()
+	// DumpEpoch is the period the log is in (DumpBatch.Epoch).
+	DumpEpoch() uint64
 }
 
 var (
@@ -108,7 +110,7 @@ func newQuota(cfg Config) *quota {
 	// half the quota, and the other half takes a handler's sends (which
 	// are logged as the handler makes them, LogRoom) without a wait.
 	d, err := NewDumper(DumpConfig{Quota: cfg.LogQuota, Threshold: max(cfg.LogQuota/4, 1), Window: max(cfg.LogQuota/4, 1),
-		Loggers: max(cfg.Loggers, 0), Prefer: int(cfg.PE)})
+		Loggers: max(cfg.Loggers, 0), Prefer: int(cfg.PE), Epoch: cfg.DumpEpoch})
 	if err != nil {
 		panic(err) // the quota and the loggers are checked above
 	}
@@ -301,6 +303,13 @@ func (e *engine) Fetched(from int, entries []DumpedEntry) error {
 		e.quota.fetched[i] = d.Message
 	}
 	return nil
+}
+
+func (e *engine) DumpEpoch() uint64 {
+	if e.quota == nil {
+		return 0
+	}
+	return e.quota.d.Epoch()
 }
 
 func (e *engine) DropFetched() {

@@ -347,6 +347,8 @@ type PE struct {
 	blocked       time.Duration
 	dumpedBefore  int
 	logPeakBefore int
+	// protocols counts the protocols made (dumpEpochBase).
+	protocols int
 }
 
 type earlyBatch struct {

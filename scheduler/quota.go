@@ -148,6 +148,15 @@ func (pe *PE) loggerLost(ev LoggerLost) {
 	pe.schedule()
 }
 
+// dumpEpochBase is the period a new protocol's log starts in: each
+// protocol this PE makes (one at the start, one per rollback) gets
+// periods of its own, 1<<32 apart, so that a logger's acknowledgement of
+// the protocol before cannot count for the new one.
+func (pe *PE) dumpEpochBase() uint64 {
+	pe.protocols++
+	return uint64(pe.protocols-1) << 32
+}
+
 // quotaProtocol tells a new protocol (a rollback's) of the loggers
 // known dead, and keeps the metrics of the one it replaces.
 func (pe *PE) quotaProtocol(old logging.Protocol) {
@@ -180,9 +189,9 @@ func (pe *PE) fetchDumped(failed []logging.PEID, relocs []logging.Relocation) bo
 		pe.halt(err)
 		return false
 	}
-	epoch := q.DumpStats().Checkpoint
+	epoch := q.DumpEpoch()
 	for _, r := range runs {
-		b, err := pe.cfg.Dumps.Fetch(r.Logger, uint64(epoch), r.From, r.To)
+		b, err := pe.cfg.Dumps.Fetch(r.Logger, epoch, r.From, r.To)
 		if err == nil {
 			var entries []logging.DumpedEntry
 			if entries, err = logging.DecodeDumped(b); err == nil {
