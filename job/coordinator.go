@@ -128,9 +128,12 @@ type Coordinator struct {
 	// first asked: all); lostLoggers are those that died, with entries
 	// dumped to them, since the last commit; forceCheckpoint makes the
 	// next sync point checkpoint whatever the logs hold.
-	loggerLive      []bool
-	lostLoggers     []int
-	forceCheckpoint bool
+	loggerLive  []bool
+	lostLoggers []int
+	// rollbackForLostEntries: the failure being handled may need log
+	// entries a dead logger held, and rolls every task back.
+	rollbackForLostEntries bool
+	forceCheckpoint        bool
 }
 
 // Config describes a job to coordinate.

@@ -20,18 +20,23 @@ import (
 //   - with dumping, the coordinator has the next sync point checkpoint
 //     whatever the logs hold (a log limit notwithstanding), which makes
 //     every lost entry useless once it commits; a PE that fails before
-//     that commit may need a lost entry, and the job stops with
-//     ErrDumpedEntriesLost rather than replay without it. A PE failure
-//     after the commit is recovered as usual.
+//     that commit may need a lost entry: rather than replay without it,
+//     every task rolls back to the last committed checkpoint (which
+//     needs no log: from the copies in memory, or from --checkpoint-dir
+//     where those are lost, or the job stops as for any rollback that
+//     has neither). A PE failure after the commit is recovered as usual.
 //
-// The PEs stop dumping to a dead logger: they dump to another, or, with
-// none left, let their logs grow past the quota until the checkpoint
-// forced here trims them (logging.Dumper: blocking their sends would hang
-// the job, since that checkpoint needs every task at a sync point).
+// The PEs stop dumping to a dead logger: they dump to another. With none
+// left a PE goes on while its log fits its quota (the checkpoint forced
+// here empties the logs), and a PE whose log reaches the quota stops the
+// job (logging.ErrNoLoggerLeft, scheduler/quota.go): blocking its sends
+// would hang the job, since the checkpoint that would empty its log needs
+// every task at a sync point, and going past the quota would break it.
 
-// ErrDumpedEntriesLost reports a PE failure that recovery cannot replay:
-// a logger failed since the last committed checkpoint, and the logged
-// messages the failed PE's tasks need may have been held by it alone.
+// ErrDumpedEntriesLost describes a PE failure that recovery cannot
+// replay: a logger failed since the last committed checkpoint, and the
+// logged messages the failed PE's tasks need may have been held by it
+// alone. The coordinator rolls every task back instead (see above).
 var ErrDumpedEntriesLost = errors.New("job: logged messages dumped to a failed logger may be needed")
 
 // LiveLoggers reports which loggers are alive.

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,9 +26,9 @@ func TestLoggerFailureWithoutDumpingChangesNothing(t *testing.T) {
 
 // With dumping, a logger's death makes the next sync point checkpoint
 // (a log limit notwithstanding); a PE that fails before that checkpoint
-// commits stops the job with ErrDumpedEntriesLost, one that fails after
-// is recovered.
-func TestLoggerFailureWithDumpingForcesACheckpointAndStopsAnUnreplayableRecovery(t *testing.T) {
+// commits makes every task roll back to the checkpoint (its replay may
+// need the lost entries), one that fails after is recovered.
+func TestLoggerFailureWithDumpingForcesACheckpointAndRollsBackAnUnreplayableRecovery(t *testing.T) {
 	cfg := Config{Size: 3, Protocol: logging.KindPartialDet, Loggers: 1, Dumping: true, LogLimit: 1 << 30}
 	c := runningCoordinatorWith(t, cfg)
 	require.Equal(t, []any{Resume{Passed: 10}}, events(syncPoint(t, c, 9, map[int]int{0: 10, 1: 10, 2: 10})), "under the limit: no checkpoint")
@@ -44,10 +45,11 @@ func TestLoggerFailureWithDumpingForcesACheckpointAndStopsAnUnreplayableRecovery
 
 	lost := runningCoordinatorWith(t, cfg)
 	require.Empty(t, lost.OnLoggerFailure(0))
-	stop, _ := eventOf[Stop](t, lost.OnFailure(2))
-	require.Equal(t, 1, stop.Status)
-	out, done := lost.Done()
-	require.True(t, done)
-	require.ErrorIs(t, out.Err, ErrDumpedEntriesLost)
-	require.Contains(t, out.Err.Error(), "PE 2 failed after logger(s) [0] failed and before a checkpoint committed")
+	rb, _ := eventOf[Rollback](t, lost.OnFailure(2))
+	require.Equal(t, []int{2}, rb.Failed)
+	_, done = lost.Done()
+	require.False(t, done, "the job goes on from the checkpoint")
+	notes := strings.Join(lost.Notes(), "\n")
+	require.Contains(t, notes, "PE 2 failed after logger(s) [0] failed and before a checkpoint committed")
+	require.Contains(t, notes, "every task rolls back to checkpoint 1 instead")
 }

@@ -88,7 +88,12 @@ func (c *Coordinator) OnFailure(pe int) []Command {
 		return c.recreate(pe)
 	}
 	if err := c.lostEntries(pe); err != nil {
-		return c.finish(1, err)
+		// The replay may need entries a dead logger held: every task
+		// rolls back to the checkpoint instead, which needs no log (from
+		// the copies in memory, or from --checkpoint-dir where those are
+		// lost); where neither is there the job stops.
+		c.note("%v: every task rolls back to checkpoint %d instead", err, c.committed)
+		c.rollbackForLostEntries = true
 	}
 
 	// A checkpoint or a balancing round under way is abandoned: recovery
@@ -178,7 +183,8 @@ func (c *Coordinator) recoverFrom(pe int) []Command {
 	c.roundOpen = false
 	c.atFailure, c.regaining = Progress{}, nil
 	c.failuresSinceCommit++
-	if c.cfg.Protocol == logging.KindNone {
+	if c.cfg.Protocol == logging.KindNone || c.rollbackForLostEntries {
+		c.rollbackForLostEntries = false
 		return c.rollback(pe)
 	}
 	// More failures since the checkpoint than the protocol's records

@@ -2,9 +2,11 @@ package launcher
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -32,8 +34,10 @@ import (
 // it); loggers are never started again. One started by hand is waited
 // for, as a PE started by hand is.
 //
-// The PEs do not dump log entries to loggers yet: the loggers' data
-// stream and the log quota are the next step (docs/design.md, "Loggers").
+// With --log-quota the PEs dump the oldest entries of their sender logs
+// to the loggers (dumpstream.go): a logger listens for the PEs' dump
+// connections from its start and says where in its Hello
+// (transport_addr); the PEs get the addresses in their Setup.
 
 // loggerExited is sent by the loggers' spawner when a logger process
 // ends.
@@ -200,6 +204,22 @@ func (c *coordinator) loggerTick(now time.Time) {
 	}
 }
 
+// loggerAddrs are the addresses of the loggers' dump listeners, by
+// number, "" for a dead one (the PEs' setup waits for every logger to
+// join or be declared dead).
+func (c *coordinator) loggerAddrs() []string {
+	if c.cfg.LogQuota <= 0 {
+		return nil
+	}
+	addrs := make([]string, c.cfg.Loggers)
+	for l, p := range c.loggers {
+		if p != nil && !p.gone && p.hello != nil && !slices.Contains(c.deadLoggers, l) {
+			addrs[l] = p.hello.TransportAddr
+		}
+	}
+	return addrs
+}
+
 // stopLoggers tells the live loggers the job is over.
 func (c *coordinator) stopLoggers() {
 	for _, p := range c.loggers {
@@ -219,6 +239,19 @@ func runLogger(ctx context.Context, coordinator string, l, size int, secret []by
 	}
 	cn := newConn(raw)
 	defer cn.close()
+	var dumpTLS *tls.Config
+	if creds != nil {
+		dumpTLS = creds.PeerConfig()
+	}
+	// The PEs reach the logger where it reaches the coordinator.
+	dumps, err := listenDumps(l, size, raw.LocalAddr().(*net.TCPAddr).IP.String(), secret, dumpTLS, log)
+	if err != nil {
+		return 1, err
+	}
+	defer func() {
+		log.Info("logger stops", "held_bytes", dumps.store.held())
+		dumps.close()
+	}()
 	var why atomic.Pointer[error]
 	cut := func(err error) {
 		if why.CompareAndSwap(nil, &err) {
@@ -243,6 +276,7 @@ func runLogger(ctx context.Context, coordinator string, l, size int, secret []by
 	host, _ := os.Hostname()
 	if err := cn.send(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Hello{Hello: &controlpb.Hello{
 		Rank: int32(l), Size: int32(size), Mac: helloMAC(secret, ch.Nonce), Pid: int64(os.Getpid()), Host: host, Logger: true,
+		TransportAddr: dumps.addr(),
 	}}}); err != nil {
 		return fail(err)
 	}

@@ -81,6 +81,12 @@ const usageHead = `usage:
         --loggers K             also start K logger processes, which hold
                                 no task; they are watched like PEs, and
                                 the job goes on when one fails (default 0)
+        --log-quota BYTES       with --loggers, under fulldet or
+                                partialdet: keep at most BYTES (suffix
+                                KiB, MiB, GiB) of each PE's sender log in
+                                memory, dumping the oldest entries to the
+                                loggers; a full log holds the PE's
+                                handlers until a logger stores a dump
         --checkpoint-dir DIR    also write every checkpoint to DIR
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
@@ -339,6 +345,8 @@ type runOptions struct {
 	kills         []string
 	transport     string
 	loggers       int
+	// logQuota is --log-quota in bytes (0: none).
+	logQuota int
 	// checkAnnotations is --check-annotations: the number of other orders
 	// each commutative region is re-run in (0: no check).
 	checkAnnotations int
@@ -451,6 +459,16 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			default:
 				o.checkpointDir = v
 			}
+		case "log-quota":
+			v, err := valueOf(&i, "--log-quota")
+			if err != nil {
+				return o, nil, err
+			}
+			n, err := parseBytes(v)
+			if err != nil {
+				return o, nil, fmt.Errorf("%w: --log-quota %q: %v", errUsage, v, err)
+			}
+			o.logQuota = n
 		case "transport":
 			v, err := valueOf(&i, "--transport")
 			if err != nil {
@@ -523,10 +541,43 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	if o.logLimitSet && o.logLimitMiB > 0 && o.checkpointSet {
 		return o, nil, fmt.Errorf("%w: --log-limit is for a job without --checkpoint-every (which checkpoints at every K-th step whatever the logs hold): give one of them", errUsage)
 	}
+	if o.logQuota > 0 && o.loggers < 1 {
+		return o, nil, fmt.Errorf("%w: --log-quota needs --loggers K (K >= 1): the PEs dump their logs' oldest entries to the loggers", errUsage)
+	}
+	if o.logQuota > 0 && o.protocol == logging.KindNone {
+		return o, nil, fmt.Errorf("%w: --log-quota with --ft none: checkpoint/restart keeps no sender log", errUsage)
+	}
 	if o.logLimitSet && o.logLimitMiB > 0 && o.protocol == logging.KindNone {
 		return o, nil, fmt.Errorf("%w: --log-limit with --ft none: checkpoint/restart keeps no sender log", errUsage)
 	}
 	return o, appArgs, nil
+}
+
+// maxLogQuota bounds --log-quota (1 TiB).
+const maxLogQuota = 1 << 40
+
+// parseBytes reads a byte count: a number, optionally followed by KiB,
+// MiB or GiB (or K, M, G: the same powers of 1024).
+func parseBytes(v string) (int, error) {
+	mult := 1
+	s := strings.TrimSpace(v)
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive number of bytes, optionally with KiB, MiB or GiB")
+	}
+	if n > maxLogQuota/int64(mult) {
+		return 0, fmt.Errorf("at most %d bytes", int64(maxLogQuota))
+	}
+	return int(n) * mult, nil
 }
 
 // defaultCheckOrders is the number of other orders --check-annotations
@@ -650,7 +701,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 		RecordDir: o.recordDir,
-		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), CheckAnnotations: o.checkAnnotations, TLS: coordinatorTLS,
+		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), LogQuota: o.logQuota, CheckAnnotations: o.checkAnnotations, TLS: coordinatorTLS,
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))

@@ -351,7 +351,25 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			}
 		}()
 	}
+	var dumps *dumpClient
+	var dumpSink scheduler.DumpSink
+	var deadLoggers []int
+	if setup.LogQuota > 0 {
+		var dumpTLS *tls.Config
+		if o.TLS != nil {
+			dumpTLS = o.TLS.PeerConfig()
+		}
+		dumps = newDumpClient(o.Rank, setup.LoggerAddrs, o.Secret, dumpTLS, ep.Post, o.Log)
+		defer dumps.close()
+		dumpSink = dumps
+		for l, a := range setup.LoggerAddrs {
+			if a == "" {
+				deadLoggers = append(deadLoggers, l)
+			}
+		}
+	}
 	pe, err := scheduler.New(scheduler.Config{
+		LogQuota: int(setup.LogQuota), Loggers: len(setup.LoggerAddrs), Dumps: dumpSink, DeadLoggers: deadLoggers,
 		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args, Protocol: kind,
 		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
 		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep, MeasureLoad: setup.MeasureLoad, Trace: trace,
@@ -422,6 +440,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			}
 		}
 		if stop {
+			if dumps != nil {
+				// The loggers stop too: their connections' ends are
+				// no loss now.
+				dumps.cancel()
+			}
 			reply := make(chan scheduler.Stats, 1)
 			ep.Post(scheduler.StatsRequest{Reply: reply})
 			select {
@@ -436,7 +459,8 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
 					LoggedMessages: logged, LongestSilenceMs: longest.Milliseconds(), PassedAgain: int32(st.PassedAgain),
-					LogPeakBytes: int64(p.PeakLogBytes),
+					LogPeakBytes: int64(p.PeakLogBytes), LogDumpedBytes: int64(st.LogDumpedBytes), LogBlockedMs: st.LogBlocked.Milliseconds(),
+					LogFetchedBytes: int64(st.LogFetchedBytes),
 				}}})
 			case <-time.After(2 * time.Second):
 			}

@@ -26,15 +26,15 @@ import (
 // in log order (Sources).
 //
 // A logger's death: the entries it had stored are lost (Sources marks
-// them; a recovery that needs one must stop, see job.ErrDumpedEntriesLost),
-// those dumped to it and not yet acknowledged are still in memory and go
-// to the next live logger. With no live logger left (or none at all),
-// nothing is dumped any more and the quota cannot hold: Fits admits every
-// entry, the log grows past the quota (DumpStats.OverQuota says by how
-// much), and the dumper asks once for a checkpoint (NeedCheckpoint), which
-// empties the log. Blocking the sends instead would hang the job: the
-// checkpoint that could free them is taken at a sync point, which a task
-// whose sends wait cannot reach. Nothing is ever dropped.
+// them; Need refuses a recovery that needs one, and the job's coordinator
+// rolls every task back instead, see job.ErrDumpedEntriesLost), those
+// dumped to it and not yet acknowledged are still in memory and go to the
+// next live logger. With no live logger left (or none at all), nothing is
+// dumped any more and the quota cannot hold: Fits admits every entry, the
+// log grows past the quota (DumpStats.OverQuota says by how much), and the
+// dumper asks once for a checkpoint (NeedCheckpoint). The engine's quota
+// (quota.go) does not use Fits: its LogRoom stops the PE with
+// ErrNoLoggerLeft instead once the log is full. Nothing is ever dropped.
 type Dumper struct {
 	cfg DumpConfig
 	// dead marks the dead loggers; target is the logger dumps go to now
@@ -73,6 +73,10 @@ type DumpConfig struct {
 	// Loggers is the number of loggers; Prefer the one this PE dumps to
 	// while it lives (modulo Loggers; the PE's rank spreads the PEs).
 	Loggers, Prefer int
+	// Epoch is the period the log starts in (Dump.Epoch): a log made
+	// afresh (a rollback's) starts in a period of its own, so that an
+	// acknowledgement of the one before cannot count for it.
+	Epoch uint64
 }
 
 // DumpAction is what a Dumper asks of its caller: Dump, Release or
@@ -153,7 +157,7 @@ func NewDumper(cfg DumpConfig) (*Dumper, error) {
 	if cfg.Loggers < 0 {
 		return nil, fmt.Errorf("logging: %d loggers", cfg.Loggers)
 	}
-	d := &Dumper{cfg: cfg, dead: make([]bool, cfg.Loggers), target: -1}
+	d := &Dumper{cfg: cfg, dead: make([]bool, cfg.Loggers), target: -1, epoch: cfg.Epoch}
 	if cfg.Loggers > 0 {
 		d.target = ((cfg.Prefer % cfg.Loggers) + cfg.Loggers) % cfg.Loggers
 	}
@@ -323,6 +327,25 @@ func (d *Dumper) Need(idx []int) error {
 	}
 	return nil
 }
+
+// Tune sets the threshold and the window (as DumpConfig says; the
+// window at least a Batch) and starts the dumps they call for.
+func (d *Dumper) Tune(threshold, window int) {
+	d.cfg.Threshold = min(max(threshold, 0), d.cfg.Quota)
+	d.cfg.Window = max(window, d.cfg.Batch)
+	d.dump()
+}
+
+// Live reports whether a live logger is left to dump to.
+func (d *Dumper) Live() bool { return d.target >= 0 }
+
+// InFlight is the bytes dumped and not yet acknowledged: a wait for room
+// ends when they are (or when their logger dies).
+func (d *Dumper) InFlight() int { return int(d.offset(d.dumped) - d.offset(d.released)) }
+
+// Released is the number of entries stored on loggers and no longer in
+// memory (the prefix [0, Released)).
+func (d *Dumper) Released() int { return d.released }
 
 // Stats returns the dumper's metrics.
 func (d *Dumper) Stats() DumpStats {

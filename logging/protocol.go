@@ -107,6 +107,15 @@ type Config struct {
 	// as always none beyond the next Checkpoint: copy it (encode it) to
 	// send it elsewhere.
 	LogOffHeap bool
+	// LogQuota, if above 0, bounds the sender log's memory to that many
+	// bytes of entries by dumping the oldest to Loggers logger processes
+	// (quota.go, LogQuota). Under None nothing is logged and it does
+	// nothing.
+	LogQuota int
+	Loggers  int
+	// DumpEpoch is the period number the quota's log starts in (see
+	// DumpConfig.Epoch).
+	DumpEpoch uint64
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -232,6 +241,11 @@ type engine struct {
 	// to the next Ready, so that a PE in steady state allocates none.
 	spare Ready
 	stats Stats
+
+	// quota bounds the log's memory (quota.go; nil without a quota);
+	// dumpsDue are the dumps it decided and TakeDumps has not taken.
+	quota    *quota
+	dumpsDue []Dump
 }
 
 // carriedUpTo is how far the envelopes of the current Ready to one PE
@@ -392,6 +406,9 @@ func newEngine(kind Kind, cfg Config) *engine {
 		progress:     map[TaskID]*storedProgress{},
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
+	if kind != KindNone {
+		e.quota = newQuota(cfg)
+	}
 	e.updateBound()
 	return e
 }
@@ -474,9 +491,12 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 		size := msg.wireSize()
 		msg = e.log.add(msg, toPE)
 		e.logBytes += size
-		e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, e.logBytes)
+		if e.quota == nil {
+			e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, e.logBytes)
+		}
 		e.loggedCount++
 		e.stats.LoggedBytes += size
+		e.logged(size)
 	}
 	e.emitMessage(toPE, msg, false)
 	return msg.ID
@@ -1010,6 +1030,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 		out = append(out, TaskCheckpoint{Counters: t.counters})
 	}
 	e.log.reset()
+	e.quotaCheckpoint()
 	e.logBytes, e.loggedCount = 0, 0
 	clear(e.determinants)
 	e.stored.reset()
@@ -1179,7 +1200,9 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			continue
 		}
 		for _, i := range resend[r.Task] {
-			e.emitMessage(r.PE, e.log.message(i), true)
+			if m, ok := e.resendable(i); ok {
+				e.emitMessage(r.PE, m, true)
+			}
 		}
 	}
 	e.resendForwards(failed, newlyRestored)
@@ -1200,7 +1223,9 @@ func (e *engine) resendForwards(failed []PEID, restored func(TaskID) bool) {
 			continue
 		}
 		if to := e.locate(en.to); to >= 0 && !slices.Contains(e.failed, to) {
-			e.emitMessage(to, e.log.message(i), true)
+			if m, ok := e.resendable(i); ok {
+				e.emitMessage(to, m, true)
+			}
 		}
 	}
 }

@@ -221,45 +221,64 @@ func (l *senderLog) message(i int) Message {
 	}
 	e := l.entry(i)
 	c := l.chunks[e.chunk]
-	at := int(e.off)
+	end := int(e.off) + int(e.pathLen) + int(e.requiresLen) + int(e.payloadLen)
+	m, err := e.rebuild(c[e.off:end:end])
+	if err != nil {
+		panic(fmt.Sprintf("logging: sender log entry %d: %v", i, err))
+	}
+	return m
+}
+
+// rebuild makes the message of e from its variable parts (path, then
+// requires, then payload, as add copied them); the payload points into
+// raw.
+func (e *logEntry) rebuild(raw []byte) (Message, error) {
+	if len(raw) != int(e.pathLen)+int(e.requiresLen)+int(e.payloadLen) || e.pathLen < 0 || e.requiresLen < 0 || e.payloadLen < 0 {
+		return Message{}, fmt.Errorf("entry of %d bytes, want %d+%d+%d", len(raw), e.pathLen, e.requiresLen, e.payloadLen)
+	}
+	path, err := parsePath(raw[:e.pathLen])
+	if err != nil {
+		return Message{}, err
+	}
 	m := Message{
-		ID: MessageID{Sender: e.sender, SRN: e.srn, CPI: mustPath(c[at : at+int(e.pathLen)])},
+		ID: MessageID{Sender: e.sender, SRN: e.srn, CPI: path},
 		To: e.to, Handler: e.handler, Key: e.key,
 		Annotation: commutative.Annotation{Order: e.order, RegionSize: int(e.regionSize)},
 	}
-	at += int(e.pathLen)
-	req := c[at : at+int(e.requiresLen)]
+	at := int(e.pathLen)
+	req := raw[at : at+int(e.requiresLen)]
 	for len(req) > 0 {
 		var d Dependency
 		var v [4]uint64
 		for j := range v {
 			x, n := binary.Uvarint(req)
 			if n <= 0 {
-				panic(fmt.Sprintf("logging: sender log entry %d: bad requirement", i))
+				return Message{}, fmt.Errorf("bad requirement")
 			}
 			v[j], req = x, req[n:]
 		}
+		if v[3] > uint64(len(req)) {
+			return Message{}, fmt.Errorf("bad requirement")
+		}
 		d.Task, d.Trigger.Sender, d.Trigger.SRN = TaskID(v[0]), TaskID(v[1]), v[2]
-		d.Trigger.CPI = mustPath(req[:v[3]])
+		if d.Trigger.CPI, err = parsePath(req[:v[3]]); err != nil {
+			return Message{}, err
+		}
 		req = req[v[3]:]
 		m.Requires = append(m.Requires, d)
 	}
 	at += int(e.requiresLen)
 	if e.payloadLen > 0 {
 		end := at + int(e.payloadLen)
-		m.Payload = c[at:end:end]
+		m.Payload = raw[at:end:end]
 	}
-	return m
+	return m, nil
 }
 
-// mustPath decodes a path the log itself encoded.
-func mustPath(b []byte) commutative.Path {
+// parsePath decodes an encoded path (empty: the empty path).
+func parsePath(b []byte) (commutative.Path, error) {
 	if len(b) == 0 {
-		return commutative.Path{}
+		return commutative.Path{}, nil
 	}
-	p, err := commutative.ParsePath(b)
-	if err != nil {
-		panic(fmt.Sprintf("logging: sender log: %v", err))
-	}
-	return p
+	return commutative.ParsePath(b)
 }

@@ -158,7 +158,8 @@ func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 	// LogOffHeap: the PE copies every envelope it sends to another PE
 	// into a batch, hands its own back to the same Protocol, and drops the
 	// Protocol's envelopes with it in a rollback (pe.out is reset).
-	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true})
+	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true,
+		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase()})
 }
 
 // locate is the PE a task lives on, as far as this PE knows (-1 for a

@@ -125,6 +125,14 @@ type Config struct {
 	// whose orders leave different states or sends
 	// (checkannotations.go). 0 (the default) costs nothing.
 	CheckAnnotations int
+	// LogQuota, if above 0, bounds the memory of the sender log to that
+	// many bytes by dumping its oldest entries to the job's Loggers
+	// loggers through Dumps (quota.go). Under None nothing is logged.
+	LogQuota int
+	Loggers  int
+	Dumps    DumpSink
+	// DeadLoggers are the loggers dead before the job began.
+	DeadLoggers []int
 }
 
 // What a PE accepts through Net.Post, besides the coordinator's events
@@ -184,6 +192,14 @@ type Stats struct {
 	RegionsChecked uint64
 	// Protocol is the fault-tolerance protocol's own counters.
 	Protocol logging.Stats
+	// LogDumpedBytes are the bytes of log entries stored on loggers, and
+	// LogBlocked the time handlers waited for room in the log, with a
+	// log quota (Config.LogQuota).
+	LogDumpedBytes int
+	LogBlocked     time.Duration
+	// LogFetchedBytes are the bytes of log entries fetched back from
+	// loggers for recoveries.
+	LogFetchedBytes int
 }
 
 // PE is one processing element: the tasks placed on it and its share of
@@ -325,6 +341,17 @@ type PE struct {
 	// gochare replay). See recorder.go and replay.go.
 	rec    *recorder
 	replay *replayer
+
+	// The log quota (quota.go): the loggers known dead, when a wait for
+	// room began (zero: none) and the waits so far; the metrics of the
+	// protocols a rollback replaced.
+	deadLoggers   []bool
+	blockedAt     time.Time
+	blocked       time.Duration
+	dumpedBefore  int
+	logPeakBefore int
+	// protocols counts the protocols made (dumpEpochBase).
+	protocols int
 }
 
 type earlyBatch struct {
@@ -417,6 +444,9 @@ func New(cfg Config) (*PE, error) {
 	if cfg.MaxBacklog <= 0 {
 		cfg.MaxBacklog = 64 << 20
 	}
+	if err := checkQuota(cfg); err != nil {
+		return nil, err
+	}
 	job, err := Define(cfg.App, cfg.Args)
 	if err != nil {
 		return nil, err
@@ -445,7 +475,14 @@ func New(cfg Config) (*PE, error) {
 	if cfg.CheckAnnotations > 0 {
 		pe.checker = newAnnotationChecker(cfg.CheckAnnotations)
 	}
+	pe.deadLoggers = make([]bool, max(cfg.Loggers, 0))
+	for _, l := range cfg.DeadLoggers {
+		if l >= 0 && l < len(pe.deadLoggers) {
+			pe.deadLoggers[l] = true
+		}
+	}
 	pe.proto = pe.newProtocol()
+	pe.quotaProtocol(nil)
 	pe.proto.HostTask(pe.system)
 	defs := append(append([]*actor.CollectionDef(nil), job.Collections()...), reducerCollection(job))
 	for _, def := range defs {
@@ -543,6 +580,8 @@ func (pe *PE) Stats() Stats {
 		s.DroppedByReason[k] = v
 	}
 	s.Protocol = pe.proto.Stats()
+	s.Protocol.PeakLogBytes = max(s.Protocol.PeakLogBytes, pe.logPeakBefore)
+	pe.quotaStats(&s)
 	return s
 }
 
@@ -767,6 +806,10 @@ func (pe *PE) Event(ev any) {
 	case runSlice:
 		pe.posted = false
 		pe.runSlice()
+	case DumpAcked:
+		pe.dumpAcked(ev)
+	case LoggerLost:
+		pe.loggerLost(ev)
 	case job.Event:
 		ev.Dispatch(&pe.events)
 	case DiskRecords:
@@ -811,6 +854,9 @@ func (pe *PE) runSlice() {
 		if pe.cfg.Net.Backlog() > pe.cfg.MaxBacklog {
 			break // wait for acknowledgements before producing more
 		}
+		if pe.logFull() {
+			break // wait for a logger to store the log's oldest entries
+		}
 		el := pe.runnable[pe.runAt]
 		pe.runnable[pe.runAt] = nil
 		pe.runAt++
@@ -848,7 +894,10 @@ func (pe *PE) runSlice() {
 	pe.transmit()
 	pe.holdAcks = false
 	if pe.runAt < len(pe.runnable) {
-		pe.schedule()
+		if pe.blockedAt.IsZero() && pe.halted == nil {
+			pe.schedule()
+		}
+		// else a logger's acknowledgement or death schedules it
 	} else {
 		pe.answerProbe()
 	}
@@ -922,6 +971,11 @@ func (pe *PE) transmit() {
 		}
 		pe.sentTo[env.To]++
 		if int(env.To) == pe.cfg.Rank {
+			if pe.cfg.LogQuota > 0 && len(env.Message.Payload) > 0 {
+				// Its payload is the log's copy, whose memory a logger's
+				// acknowledgement may free while the message waits here.
+				env.Message.Payload = append([]byte(nil), env.Message.Payload...)
+			}
 			local = append(local, env)
 			continue
 		}
@@ -952,6 +1006,7 @@ func (pe *PE) transmit() {
 		}
 	}
 	pe.cfg.Net.Flush()
+	pe.sendDumps()
 	if n > 0 {
 		pe.schedule()
 	}

@@ -192,8 +192,12 @@ func (pe *PE) noticeFailure(ev job.NoticeFailure) {
 	for _, r := range ev.Relocations {
 		relocs = append(relocs, logging.Relocation{Task: commutative.TaskID(TaskID(int32(r.Task.Collection), r.Task.Lin)), PE: logging.PEID(r.ToPE)})
 	}
+	if !pe.fetchDumped(failed, relocs) {
+		return
+	}
 	pe.proto.FailureNotice(failed, relocs)
 	pe.transmit()
+	pe.checkDumpedNeeded()
 	restored := pe.restored
 	pe.restored = nil
 	for _, el := range restored {

@@ -20,7 +20,9 @@ func (pe *PE) rollback(ev job.Rollback) {
 		pe.recordRollback()
 	}
 	pe.rollingBack = true
+	old := pe.proto
 	pe.proto = pe.newProtocol(ev.Failed...)
+	pe.quotaProtocol(old)
 	pe.proto.HostTask(pe.system)
 	// Every task goes back to where its checkpoint is; the places are
 	// those the PE knows (where earlier recoveries put tasks), and the

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gochare/gochare/job"
+	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 )
 
@@ -64,6 +65,15 @@ func Check(cfg Config, res, clean Result) (Outcome, error) {
 		// before a checkpoint made them useless: the job stops, it does
 		// not replay without them.
 		if errors.Is(res.Err, job.ErrDumpedEntriesLost) && cfg.Dumping && res.LoggersDead > 0 && dead > 0 {
+			return Unrecoverable, nil
+		}
+		// The same, seen by a survivor that dumped to that logger: it
+		// cannot fetch what the restored tasks need back.
+		if strings.Contains(res.Err.Error(), logging.ErrLogEntriesLost.Error()) && cfg.LogQuota > 0 && res.LoggersDead > 0 && dead > 0 {
+			return Unrecoverable, nil
+		}
+		// Every logger dead and a PE's log full: the quota cannot hold.
+		if strings.Contains(res.Err.Error(), logging.ErrNoLoggerLeft.Error()) && cfg.LogQuota > 0 && res.LoggersDead == cfg.Loggers {
 			return Unrecoverable, nil
 		}
 		return 0, fmt.Errorf("%w: the job failed (%d PEs dead): %v", ErrCheck, dead, firstLines(res.Err.Error(), 30))

@@ -102,7 +102,8 @@ func Scenario(seed uint64) Config {
 
 // LoggerScenario is Scenario(seed) with one or two loggers, one of which
 // dies at a random time in the first 400 ms; under a logging protocol,
-// the coordinator reckons that entries were dumped to it (Dumping). The
+// the coordinator reckons that entries were dumped to it (Dumping), and
+// half the time the PEs do dump, under a quota (LogQuota). The
 // draws come from a source of their own: the rest is the seed's Scenario.
 func LoggerScenario(seed uint64) Config {
 	cfg := Scenario(seed)
@@ -110,6 +111,10 @@ func LoggerScenario(seed uint64) Config {
 	cfg.Loggers = 1 + rng.IntN(2)
 	cfg.Dumping = cfg.Protocol != logging.KindNone
 	cfg.LoggerFaults = []LoggerFault{{Logger: rng.IntN(cfg.Loggers), At: time.Duration(rng.Int64N(int64(400 * time.Millisecond)))}}
+	if cfg.Dumping && rng.IntN(2) == 0 {
+		// Half of them dump for real, with a quota of a few steps of log.
+		cfg.LogQuota = 8 << 10
+	}
 	return cfg
 }
 
@@ -258,6 +263,9 @@ func (c Config) Describe() string {
 	loggers := ""
 	if c.Loggers > 0 {
 		loggers = fmt.Sprintf(", %d loggers (dumping %v)", c.Loggers, c.Dumping)
+		if c.LogQuota > 0 {
+			loggers += fmt.Sprintf(", log quota %d bytes", c.LogQuota)
+		}
 	}
 	return fmt.Sprintf("%s %q on %d PEs%s, %v, %s, balancer %q, disk %v, net %+v, faults [%s]",
 		c.App.Name, c.Args, c.PEs, loggers, c.Protocol, sync, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))

@@ -45,12 +45,14 @@ type Config struct {
 	// Loggers is the number of logger processes of the job
 	// (job.Config.Loggers); Dumping says the PEs dump log entries to them
 	// (job.Config.Dumping: the coordinator then reckons a dead logger's
-	// entries lost). The PEs do not dump yet: what runs is the
-	// coordinator's side of a logger's death. LoggerFaults are the
-	// loggers' deaths, as the launcher detects them.
+	// entries lost); the PEs dump only with LogQuota. LoggerFaults are
+	// the loggers' deaths, as the launcher detects them.
 	Loggers      int
 	Dumping      bool
 	LoggerFaults []LoggerFault
+	// LogQuota, if above 0 (with Loggers), bounds each PE's sender log:
+	// the PEs dump to simulated loggers (loggers.go), and Dumping is set.
+	LogQuota int
 	// TimeLimit is the simulated time after which a run that has not
 	// ended is a hang (default 10 minutes).
 	TimeLimit time.Duration
@@ -234,6 +236,9 @@ func Run(cfg Config) (Result, error) {
 	w.coord = job.NewCoordinator(job.Config{Size: cfg.PEs, Protocol: cfg.Protocol, Layout: scheduler.Layout(jb, cfg.PEs),
 		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit, Loggers: cfg.Loggers, Dumping: cfg.Dumping})
 	w.pes = make([]*simPE, cfg.PEs)
+	if cfg.LogQuota > 0 {
+		w.loggers = newSimLoggers(w)
+	}
 	for r := range w.pes {
 		p := &simPE{w: w, rank: r, counts: map[string]int{}, ctlRng: newRand(cfg.Seed, 2, r), links: make([]*rand.Rand, cfg.PEs),
 			linkEpoch: make([]int, cfg.PEs)}
@@ -253,7 +258,12 @@ func Run(cfg Config) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		var dumps scheduler.DumpSink
+		if w.loggers != nil {
+			dumps = simDumps{s: w.loggers, p: p}
+		}
 		pe, err := scheduler.New(scheduler.Config{
+			LogQuota: cfg.LogQuota, Loggers: cfg.Loggers, Dumps: dumps,
 			Rank: r, Size: cfg.PEs, JobID: 1, App: cfg.App, Args: cfg.Args, Protocol: cfg.Protocol,
 			CheckpointEvery: cfg.CheckpointEvery, Net: (*simNet)(p), Control: (*simControl)(p),
 			OnStep:  p.onStep,
@@ -286,6 +296,8 @@ type world struct {
 	pending    []job.Command
 	performing bool
 	res        Result
+	// loggers hold the PEs' dumps (nil without Config.LogQuota).
+	loggers *simLoggers
 }
 
 func (w *world) run() Result {
@@ -307,6 +319,9 @@ func (w *world) run() Result {
 		w.at(f.At, f.String(), func() {
 			if _, done := w.coord.Done(); !done {
 				w.res.LoggersDead++
+				if w.loggers != nil {
+					w.loggers.kill(f.Logger)
+				}
 				w.perform(w.coord.OnLoggerFailure(f.Logger))
 			}
 		})

@@ -213,9 +213,10 @@ func TestSimGenerated(t *testing.T) {
 // TestSimLoggers is TestSim with loggers, one of which dies (-loggers,
 // LoggerScenario), over a tenth as many seeds: the job goes on after a
 // logger's death; under a logging protocol the next sync point
-// checkpoints, and a PE that fails before that checkpoint commits stops
-// the job with job.ErrDumpedEntriesLost (an unrecoverable outcome), one
-// that fails after it is recovered.
+// checkpoints, and a PE that fails before that checkpoint commits rolls
+// every task back to the checkpoint (or, when a survivor finds the loss
+// first, stops the job with logging.ErrLogEntriesLost, an unrecoverable
+// outcome), one that fails after it is recovered.
 func TestSimLoggers(t *testing.T) {
 	if *seedFlag != 0 || *loggersFlag || *seedsFlag != 0 {
 		t.Skip("TestSim runs these flags (-loggers for loggers)")
@@ -240,5 +241,44 @@ func TestSimReplays(t *testing.T) {
 		if a.Digest != b.Digest || a.Steps != b.Steps {
 			t.Errorf("seed %d: two runs differ: %d events (digest %x), then %d (digest %x)", seed, a.Steps, a.Digest, b.Steps, b.Digest)
 		}
+	}
+}
+
+// Under LoggerScenario's log quota the PEs dump to the simulated loggers,
+// a survivor fetches back what restored tasks need, and every run ends
+// with the failure-free results or a documented stop; some runs dump,
+// and some fetch.
+func TestSimLogQuota(t *testing.T) {
+	if *seedFlag != 0 || *loggersFlag || *seedsFlag != 0 {
+		t.Skip("TestSim runs these flags (-loggers for loggers)")
+	}
+	runs, dumped, fetched, stopped := 0, 0, 0, 0
+	for seed := uint64(1); seed <= 120 && runs < 30; seed++ {
+		if LoggerScenario(seed).LogQuota == 0 {
+			continue
+		}
+		runs++
+		_, res, err := runSeed(t, seed, scenarioKind{loggers: true}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, f := 0, 0
+		for _, s := range res.Stats {
+			d += s.LogDumpedBytes
+			f += s.LogFetchedBytes
+		}
+		if d > 0 {
+			dumped++
+		}
+		if f > 0 {
+			fetched++
+		}
+		if res.Outcome == Unrecoverable {
+			stopped++
+		}
+	}
+	t.Logf("%d runs under a quota: %d dumped, %d fetched entries back, %d stopped as documented", runs, dumped, fetched, stopped)
+	if dumped == 0 || fetched == 0 {
+		t.Fatalf("%d runs: %d dumped, %d fetched: the quota is not exercised", runs, dumped, fetched)
 	}
 }

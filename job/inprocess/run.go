@@ -45,7 +45,8 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 		// The launcher's default policy (see job.DefaultLogLimit).
 		syncEvery, logLimit = job.DefaultSyncEvery, o.logLimit
 	}
-	core := job.NewCoordinator(job.Config{Size: pes, Protocol: o.protocol, Layout: scheduler.Layout(jb, pes), Balancer: o.balancer, LogLimit: logLimit})
+	core := job.NewCoordinator(job.Config{Size: pes, Protocol: o.protocol, Layout: scheduler.Layout(jb, pes), Balancer: o.balancer, LogLimit: logLimit,
+		Loggers: o.loggers, Dumping: o.logQuota > 0})
 	drv := &driver{events: make(chan any, 1024), debug: o.debug, core: core, firstPE: -1}
 	if o.first != nil {
 		drv.firstPE, drv.first = o.firstPE, o.first
@@ -56,6 +57,10 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 		nets[r] = &memNet{rank: r, box: newMailbox(), nets: nets, events: drv.events, killAfter: o.eventKills[r], stopped: make(chan struct{})}
 	}
 	pesList := make([]*scheduler.PE, pes)
+	var loggers *memLoggers
+	if o.logQuota != 0 {
+		loggers = newMemLoggers(o.loggers, o.loggerDies)
+	}
 	for r := 0; r < pes; r++ {
 		var onStep func(uint64)
 		if at, ok := o.kills[r]; ok {
@@ -66,7 +71,12 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 				}
 			}
 		}
+		var dumps scheduler.DumpSink
+		if loggers != nil {
+			dumps = loggers.sink(nets[r])
+		}
 		pe, err := scheduler.New(scheduler.Config{
+			LogQuota: o.logQuota, Loggers: o.loggers, Dumps: dumps,
 			OnStep: onStep, MeasureLoad: o.balancer != "", CheckAnnotations: o.checkAnnotations,
 			Rank: r, Size: pes, JobID: 1, App: app, Args: args, Protocol: o.protocol, CheckpointEvery: syncEvery,
 			Net: nets[r], Control: control{rank: r, events: drv.events, done: done}, Stderr: stderr,
@@ -133,16 +143,18 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 type Option func(*options)
 
 type options struct {
-	protocol        logging.Kind
-	balancer        string
-	checkpointEvery uint64
-	logLimit        int
-	kills           map[int]uint64
-	eventKills      map[int]func(ev job.Event) bool
-	stallTimeout    time.Duration
-	debug           io.Writer
-	firstPE         int
-	first           func(ev job.Event) bool
+	logQuota, loggers int
+	loggerDies        func(logger, dumps int) bool
+	protocol          logging.Kind
+	balancer          string
+	checkpointEvery   uint64
+	logLimit          int
+	kills             map[int]uint64
+	eventKills        map[int]func(ev job.Event) bool
+	stallTimeout      time.Duration
+	debug             io.Writer
+	firstPE           int
+	first             func(ev job.Event) bool
 	// checkAnnotations is WithCheckAnnotations's number of orders.
 	checkAnnotations int
 }
@@ -207,6 +219,16 @@ func WithLogLimit(bytes int) Option { return func(o *options) { o.logLimit = byt
 // WithDebug writes to w the coordinator's notes as they come and, if the
 // job ends with an error, the state of every PE and of the coordinator.
 func WithDebug(w io.Writer) Option { return func(o *options) { o.debug = w } }
+
+// WithLogQuota bounds each PE's sender log to bytes by dumping to
+// loggers in-memory loggers (see scheduler.Config.LogQuota), which store
+// every dump and acknowledge it from a goroutine of their own. dies, if
+// set, is asked before each dump a logger takes in (its number, the dumps
+// it took in so far): true makes that logger die there, losing what it
+// holds, and every PE is told.
+func WithLogQuota(bytes, loggers int, dies func(logger, dumps int) bool) Option {
+	return func(o *options) { o.logQuota, o.loggers, o.loggerDies = bytes, loggers, dies }
+}
 
 // WithProtocol runs the job under a fault-tolerance protocol (default
 // logging.KindNone).

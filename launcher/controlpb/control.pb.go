@@ -1264,7 +1264,8 @@ type Hello struct {
 	Size int32 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	// HMAC-SHA256(secret, "gochare-hello" || nonce).
 	Mac []byte `protobuf:"bytes,3,opt,name=mac,proto3" json:"mac,omitempty"`
-	// Address other PEs reach this PE's transport at.
+	// Address other PEs reach this PE's transport at (a logger's: where
+	// the PEs dump their logs to it).
 	TransportAddr string `protobuf:"bytes,4,opt,name=transport_addr,json=transportAddr,proto3" json:"transport_addr,omitempty"`
 	Pid           int64  `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
 	Host          string `protobuf:"bytes,6,opt,name=host,proto3" json:"host,omitempty"`
@@ -1443,8 +1444,14 @@ type Setup struct {
 	// completed commutative region is re-run in (--check-annotations; see
 	// scheduler.Config.CheckAnnotations).
 	CheckAnnotations uint32 `protobuf:"varint,20,opt,name=check_annotations,json=checkAnnotations,proto3" json:"check_annotations,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// LogQuota, if above 0, bounds each PE's sender log to that many bytes
+	// (--log-quota): the PE dumps its oldest entries to the loggers, at
+	// LoggerAddrs (by logger number; "" for a logger dead before the job
+	// began).
+	LogQuota      int64    `protobuf:"varint,21,opt,name=log_quota,json=logQuota,proto3" json:"log_quota,omitempty"`
+	LoggerAddrs   []string `protobuf:"bytes,22,rep,name=logger_addrs,json=loggerAddrs,proto3" json:"logger_addrs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Setup) Reset() {
@@ -1573,6 +1580,20 @@ func (x *Setup) GetCheckAnnotations() uint32 {
 		return x.CheckAnnotations
 	}
 	return 0
+}
+
+func (x *Setup) GetLogQuota() int64 {
+	if x != nil {
+		return x.LogQuota
+	}
+	return 0
+}
+
+func (x *Setup) GetLoggerAddrs() []string {
+	if x != nil {
+		return x.LoggerAddrs
+	}
+	return nil
 }
 
 // LoggerSetup admits a logger (the logger's Setup): from it on, both sides
@@ -3344,9 +3365,18 @@ type PEStats struct {
 	PassedAgain int32 `protobuf:"varint,14,opt,name=passed_again,json=passedAgain,proto3" json:"passed_again,omitempty"`
 	// LogPeakBytes is the high-water mark of the PE's sender log, in
 	// bytes (the accounting of --log-limit: the messages' sizes).
-	LogPeakBytes  int64 `protobuf:"varint,15,opt,name=log_peak_bytes,json=logPeakBytes,proto3" json:"log_peak_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LogPeakBytes int64 `protobuf:"varint,15,opt,name=log_peak_bytes,json=logPeakBytes,proto3" json:"log_peak_bytes,omitempty"`
+	// With --log-quota: the bytes of log entries the PE dumped to loggers
+	// (acknowledged), and how long its handlers waited for room in its log
+	// (a full quota and a logger that had not acknowledged yet). Under a
+	// quota log_peak_bytes is the high-water mark of the log's memory.
+	LogDumpedBytes int64 `protobuf:"varint,16,opt,name=log_dumped_bytes,json=logDumpedBytes,proto3" json:"log_dumped_bytes,omitempty"`
+	LogBlockedMs   int64 `protobuf:"varint,17,opt,name=log_blocked_ms,json=logBlockedMs,proto3" json:"log_blocked_ms,omitempty"`
+	// log_fetched_bytes: the bytes of log entries fetched back from
+	// loggers for recoveries.
+	LogFetchedBytes int64 `protobuf:"varint,18,opt,name=log_fetched_bytes,json=logFetchedBytes,proto3" json:"log_fetched_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PEStats) Reset() {
@@ -3484,6 +3514,27 @@ func (x *PEStats) GetLogPeakBytes() int64 {
 	return 0
 }
 
+func (x *PEStats) GetLogDumpedBytes() int64 {
+	if x != nil {
+		return x.LogDumpedBytes
+	}
+	return 0
+}
+
+func (x *PEStats) GetLogBlockedMs() int64 {
+	if x != nil {
+		return x.LogBlockedMs
+	}
+	return 0
+}
+
+func (x *PEStats) GetLogFetchedBytes() int64 {
+	if x != nil {
+		return x.LogFetchedBytes
+	}
+	return 0
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
@@ -3585,7 +3636,7 @@ const file_control_proto_rawDesc = "" +
 	"\ttransport\x18\a \x01(\tR\ttransport\x12\x16\n" +
 	"\x06logger\x18\b \x01(\bR\x06logger\"!\n" +
 	"\aRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xbe\x03\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xfe\x03\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -3604,7 +3655,9 @@ const file_control_proto_rawDesc = "" +
 	"\x14heartbeat_timeout_ms\x18\f \x01(\x03R\x12heartbeatTimeoutMs\x12\x1d\n" +
 	"\n" +
 	"record_dir\x18\r \x01(\tR\trecordDir\x12+\n" +
-	"\x11check_annotations\x18\x14 \x01(\rR\x10checkAnnotations\"n\n" +
+	"\x11check_annotations\x18\x14 \x01(\rR\x10checkAnnotations\x12\x1b\n" +
+	"\tlog_quota\x18\x15 \x01(\x03R\blogQuota\x12!\n" +
+	"\flogger_addrs\x18\x16 \x03(\tR\vloggerAddrs\"n\n" +
 	"\vLoggerSetup\x12\x16\n" +
 	"\x06logger\x18\x01 \x01(\x05R\x06logger\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x120\n" +
@@ -3725,7 +3778,7 @@ const file_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
 	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\x12\x1a\n" +
-	"\brecreate\x18\x06 \x01(\bR\brecreate\"\x9b\x04\n" +
+	"\brecreate\x18\x06 \x01(\bR\brecreate\"\x97\x05\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3746,7 +3799,10 @@ const file_control_proto_rawDesc = "" +
 	"\fbatches_sent\x18\f \x01(\x04R\vbatchesSent\x12,\n" +
 	"\x12longest_silence_ms\x18\r \x01(\x03R\x10longestSilenceMs\x12!\n" +
 	"\fpassed_again\x18\x0e \x01(\x05R\vpassedAgain\x12$\n" +
-	"\x0elog_peak_bytes\x18\x0f \x01(\x03R\flogPeakBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\x0elog_peak_bytes\x18\x0f \x01(\x03R\flogPeakBytes\x12(\n" +
+	"\x10log_dumped_bytes\x18\x10 \x01(\x03R\x0elogDumpedBytes\x12$\n" +
+	"\x0elog_blocked_ms\x18\x11 \x01(\x03R\flogBlockedMs\x12*\n" +
+	"\x11log_fetched_bytes\x18\x12 \x01(\x03R\x0flogFetchedBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once

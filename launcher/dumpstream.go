@@ -1,0 +1,640 @@
+package launcher
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler"
+)
+
+// The dump stream: with --log-quota every PE dumps the oldest entries of
+// its sender log to a logger (scheduler/quota.go decides what and when),
+// over a TCP connection of its own to the logger (one per PE and logger,
+// dialed by the PE on its first dump there), authenticated as the PEs'
+// connections are: under --tls a mutual TLS handshake with the job's
+// certificates first, then both sides prove the job secret.
+//
+//	PE     -> logger: "GCD1", PE rank u32, logger u32, PE nonce [16]
+//	logger -> PE:     logger nonce [16], HMAC(secret, "gochare-dump logger", nonces, rank, logger) [32]
+//	PE     -> logger: HMAC(secret, "gochare-dump pe", nonces, rank, logger) [32]
+//	logger -> PE:     1 (accepted)
+//
+// Then the PE sends dumps, a 21-byte header (kind 1 u8, epoch u64, from
+// u32, to u32, length u32) and the entries (logging.DumpBatch.Payload),
+// and the logger answers each it stored with a cumulative
+// acknowledgement (kind 2 u8, epoch u64, to u32): it holds the PE's
+// entries of that period below to. For a recovery the PE asks for a run
+// back with a fetch (a dump header of kind 3 and length 0), and the
+// logger answers with the entries (a dump header of kind 4, the same
+// epoch and range, and the entries; length 0 when it does not hold that
+// run). All integers little-endian. A
+// connection that breaks the handshake, or sends a malformed dump, is
+// closed and logged by the logger; a PE that loses its connection to a
+// logger (or cannot open one) takes that logger for dead
+// (scheduler.LoggerLost): the launcher declares a logger dead for good,
+// and a logger never comes back.
+const (
+	dumpMagic      = "GCD1"
+	dumpNonce      = 16
+	dumpHelloSize  = len(dumpMagic) + 4 + 4 + dumpNonce
+	dumpHeaderSize = 1 + 8 + 4 + 4 + 4
+	dumpAckSize    = 1 + 8 + 4
+	dumpKindDump   = 1
+	dumpKindAck    = 2
+	dumpKindFetch  = 3
+	dumpKindData   = 4
+	// maxDump bounds one dump's entries (a Dumper's batch is a sixteenth
+	// of the quota; one entry may be larger).
+	maxDump            = 1 << 30
+	dumpHandshakeLimit = 10 * time.Second
+)
+
+// errDumpRefused is the error of a dump connection refused in its
+// handshake.
+var errDumpRefused = errors.New("launcher: dump connection refused")
+
+func dumpMAC(secret []byte, role string, peNonce, loggerNonce []byte, pe, logger int) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("gochare-dump " + role))
+	m.Write(peNonce)
+	m.Write(loggerNonce)
+	var ids [8]byte
+	binary.LittleEndian.PutUint32(ids[0:], uint32(pe))
+	binary.LittleEndian.PutUint32(ids[4:], uint32(logger))
+	m.Write(ids[:])
+	return m.Sum(nil)
+}
+
+// loggerStore is what a logger holds: per PE, the entries of the PE's
+// current period, in runs as they came.
+type loggerStore struct {
+	mu   sync.Mutex
+	pes  map[int]*peDumps
+	size int // bytes held
+}
+
+type peDumps struct {
+	epoch uint64
+	runs  []dumpRun
+}
+
+type dumpRun struct {
+	from, to int
+	payload  []byte
+}
+
+// store keeps a dump of PE pe and returns the acknowledgement's end. A
+// dump of another period replaces what the PE had here (that period
+// ended with a checkpoint, or the PE's log started again); one that
+// starts below what is held replaces it from there.
+func (s *loggerStore) store(pe int, epoch uint64, from, to int, payload []byte) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pes == nil {
+		s.pes = map[int]*peDumps{}
+	}
+	d := s.pes[pe]
+	if d == nil || d.epoch != epoch {
+		if d != nil {
+			for _, r := range d.runs {
+				s.size -= len(r.payload)
+			}
+		}
+		d = &peDumps{epoch: epoch}
+		s.pes[pe] = d
+	}
+	for len(d.runs) > 0 && d.runs[len(d.runs)-1].from >= from {
+		s.size -= len(d.runs[len(d.runs)-1].payload)
+		d.runs = d.runs[:len(d.runs)-1]
+	}
+	d.runs = append(d.runs, dumpRun{from: from, to: to, payload: payload})
+	s.size += len(payload)
+	return to
+}
+
+// fetch returns PE pe's entries [from, to) of period epoch, joined from
+// the runs that cover them exactly, or false.
+func (s *loggerStore) fetch(pe int, epoch uint64, from, to int) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.pes[pe]
+	if d == nil || d.epoch != epoch {
+		return nil, false
+	}
+	var out []byte
+	at := from
+	for _, r := range d.runs {
+		if r.to <= at || r.from >= to {
+			continue
+		}
+		if r.from != at || r.to > to {
+			return nil, false
+		}
+		out = append(out, r.payload...)
+		at = r.to
+	}
+	return out, at == to
+}
+
+// held returns the bytes the logger holds.
+func (s *loggerStore) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
+}
+
+// dumpServer is a logger's side of the dump stream.
+type dumpServer struct {
+	logger int
+	pes    int
+	secret []byte
+	tls    *tls.Config
+	log    *slog.Logger
+	ln     net.Listener
+	store  loggerStore
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	open   map[net.Conn]struct{}
+	closed bool
+}
+
+// listenDumps starts logger l's dump listener on host (":0" port).
+func listenDumps(l, pes int, host string, secret []byte, tlsCfg *tls.Config, log *slog.Logger) (*dumpServer, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("launcher: logger %d: dump listener: %w", l, err)
+	}
+	s := &dumpServer{logger: l, pes: pes, secret: secret, tls: tlsCfg, log: log, ln: ln, open: map[net.Conn]struct{}{}}
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s, nil
+}
+
+func (s *dumpServer) addr() string { return s.ln.Addr().String() }
+
+func (s *dumpServer) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.Close()
+		return false
+	}
+	s.open[c] = struct{}{}
+	return true
+}
+
+func (s *dumpServer) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.open, c)
+	s.mu.Unlock()
+	c.Close()
+}
+
+// close stops the listener and every connection.
+func (s *dumpServer) close() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.open {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.ln.Close()
+	s.wg.Wait()
+}
+
+func (s *dumpServer) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		if !s.track(nc) {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(nc)
+			c, pe, err := s.handshake(nc)
+			if err != nil {
+				s.log.Warn("refused dump connection", "addr", nc.RemoteAddr().String(), "err", err)
+				return
+			}
+			if err := s.serve(c, pe); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.log.Warn("dump connection dropped", "pe", pe, "addr", nc.RemoteAddr().String(), "err", err)
+			}
+		}()
+	}
+}
+
+// handshake runs the logger's side of the handshake.
+func (s *dumpServer) handshake(nc net.Conn) (net.Conn, int, error) {
+	nc.SetDeadline(time.Now().Add(dumpHandshakeLimit))
+	if s.tls != nil {
+		tc := tls.Server(nc, s.tls)
+		if err := tc.Handshake(); err != nil {
+			return nil, 0, fmt.Errorf("%w: TLS: %w", errDumpRefused, err)
+		}
+		nc = tc
+	}
+	var hello [dumpHelloSize]byte
+	if _, err := io.ReadFull(nc, hello[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: no handshake: %w", errDumpRefused, err)
+	}
+	if string(hello[:4]) != dumpMagic {
+		return nil, 0, fmt.Errorf("%w: not a gochare dump stream", errDumpRefused)
+	}
+	pe, logger := int64(binary.LittleEndian.Uint32(hello[4:])), int(binary.LittleEndian.Uint32(hello[8:]))
+	if logger != s.logger || pe >= int64(s.pes) {
+		return nil, 0, fmt.Errorf("%w: PE %d dumping to logger %d (this is logger %d of a job of %d PEs)", errDumpRefused, pe, logger, s.logger, s.pes)
+	}
+	peNonce := hello[12:]
+	var reply [dumpNonce + sha256.Size]byte
+	rand.Read(reply[:dumpNonce])
+	copy(reply[dumpNonce:], dumpMAC(s.secret, "logger", peNonce, reply[:dumpNonce], int(pe), s.logger))
+	if _, err := nc.Write(reply[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", errDumpRefused, err)
+	}
+	var proof [sha256.Size]byte
+	if _, err := io.ReadFull(nc, proof[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: PE %d gave no proof of the job secret: %w", errDumpRefused, pe, err)
+	}
+	if !hmac.Equal(proof[:], dumpMAC(s.secret, "pe", peNonce, reply[:dumpNonce], int(pe), s.logger)) {
+		return nil, 0, fmt.Errorf("%w: PE %d does not know the job secret", errDumpRefused, pe)
+	}
+	if _, err := nc.Write([]byte{1}); err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", errDumpRefused, err)
+	}
+	nc.SetDeadline(time.Time{})
+	return nc, int(pe), nil
+}
+
+// serve stores PE pe's dumps and acknowledges each.
+func (s *dumpServer) serve(nc net.Conn, pe int) error {
+	r := bufio.NewReaderSize(nc, 256<<10)
+	var h [dumpHeaderSize]byte
+	var ack [dumpAckSize]byte
+	for {
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			return err
+		}
+		epoch := binary.LittleEndian.Uint64(h[1:])
+		from, to := binary.LittleEndian.Uint32(h[9:]), binary.LittleEndian.Uint32(h[13:])
+		n := binary.LittleEndian.Uint32(h[17:])
+		if (h[0] != dumpKindDump && h[0] != dumpKindFetch) || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 || (h[0] == dumpKindFetch && n != 0) {
+			return fmt.Errorf("launcher: malformed dump from PE %d: kind %d, entries [%d, %d), %d bytes", pe, h[0], from, to, n)
+		}
+		if h[0] == dumpKindFetch {
+			b, ok := s.store.fetch(pe, epoch, int(from), int(to))
+			if !ok {
+				s.log.Warn("a PE asked for log entries this logger does not hold", "pe", pe, "epoch", epoch, "from", from, "to", to)
+			}
+			h[0] = dumpKindData
+			binary.LittleEndian.PutUint32(h[17:], uint32(len(b)))
+			if _, err := (&net.Buffers{h[:], b}).WriteTo(nc); err != nil {
+				return err
+			}
+			continue
+		}
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return err
+		}
+		entries, err := logging.DecodeDumped(payload)
+		if err != nil {
+			return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
+		}
+		if len(entries) != int(to-from) {
+			return fmt.Errorf("launcher: dump from PE %d: %d entries for [%d, %d)", pe, len(entries), from, to)
+		}
+		end := s.store.store(pe, epoch, int(from), int(to), payload)
+		ack[0] = dumpKindAck
+		binary.LittleEndian.PutUint64(ack[1:], epoch)
+		binary.LittleEndian.PutUint32(ack[9:], uint32(end))
+		if _, err := nc.Write(ack[:]); err != nil {
+			return err
+		}
+	}
+}
+
+// dumpClient is a PE's side of the dump stream: a scheduler.DumpSink
+// with one connection per logger, dialed on the first dump there. Dump
+// queues; a writer goroutine per logger sends, a reader posts the
+// acknowledgements to the PE (post), and the first error posts the
+// logger's loss.
+type dumpClient struct {
+	rank   int
+	secret []byte
+	tls    *tls.Config
+	post   func(any)
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	links  []*dumpLink
+}
+
+type dumpLink struct {
+	logger int
+	addr   string
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []dumpOut
+	gone   error
+	start  sync.Once
+	conn   net.Conn
+	// fetches wait for the logger's answers, in the order asked.
+	fetches []chan fetchReply
+	// lost is closed when the link is gone.
+	lost chan struct{}
+}
+
+// dumpOut is a dump or (fetch set) a fetch to send.
+type dumpOut struct {
+	logging.DumpBatch
+	fetch bool
+}
+
+type fetchReply struct {
+	from, to int
+	payload  []byte
+}
+
+func newDumpClient(rank int, addrs []string, secret []byte, tlsCfg *tls.Config, post func(any), log *slog.Logger) *dumpClient {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &dumpClient{rank: rank, secret: secret, tls: tlsCfg, post: post, log: log, ctx: ctx, cancel: cancel}
+	for l, a := range addrs {
+		k := &dumpLink{logger: l, addr: a, lost: make(chan struct{})}
+		k.cond = sync.NewCond(&k.mu)
+		if a == "" {
+			k.gone = fmt.Errorf("launcher: logger %d was dead before the job began", l)
+			close(k.lost)
+		}
+		c.links = append(c.links, k)
+	}
+	return c
+}
+
+// Dump queues b for its logger; it never blocks.
+func (c *dumpClient) Dump(b logging.DumpBatch) {
+	if b.Logger < 0 || b.Logger >= len(c.links) {
+		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: fmt.Errorf("launcher: no logger %d", b.Logger)})
+		return
+	}
+	k := c.links[b.Logger]
+	k.mu.Lock()
+	if k.gone != nil {
+		err := k.gone
+		k.mu.Unlock()
+		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: err})
+		return
+	}
+	k.queue = append(k.queue, dumpOut{DumpBatch: b})
+	k.cond.Signal()
+	k.mu.Unlock()
+	k.start.Do(func() {
+		c.wg.Add(1)
+		go c.run(k)
+	})
+}
+
+// Fetch asks logger for entries [from, to) of period epoch and waits for
+// them; it fails when the logger is gone or does not hold them.
+func (c *dumpClient) Fetch(logger int, epoch uint64, from, to int) ([]byte, error) {
+	if logger < 0 || logger >= len(c.links) {
+		return nil, fmt.Errorf("launcher: no logger %d", logger)
+	}
+	k := c.links[logger]
+	reply := make(chan fetchReply, 1)
+	k.mu.Lock()
+	if k.gone != nil {
+		err := k.gone
+		k.mu.Unlock()
+		return nil, err
+	}
+	k.fetches = append(k.fetches, reply)
+	k.queue = append(k.queue, dumpOut{DumpBatch: logging.DumpBatch{Logger: logger, Epoch: epoch, From: from, To: to}, fetch: true})
+	k.cond.Signal()
+	k.mu.Unlock()
+	k.start.Do(func() {
+		c.wg.Add(1)
+		go c.run(k)
+	})
+	select {
+	case r := <-reply:
+		if r.from != from || r.to != to || len(r.payload) == 0 {
+			return nil, fmt.Errorf("launcher: logger %d does not hold entries [%d, %d) of period %d", logger, from, to, epoch)
+		}
+		return r.payload, nil
+	case <-k.lost:
+		k.mu.Lock()
+		err := k.gone
+		k.mu.Unlock()
+		return nil, err
+	}
+}
+
+// lose marks k gone with err (the first error wins) and tells the PE.
+func (c *dumpClient) lose(k *dumpLink, err error) {
+	k.mu.Lock()
+	first := k.gone == nil
+	if first {
+		k.gone = err
+		k.queue = nil
+		k.fetches = nil
+		close(k.lost)
+		k.cond.Broadcast()
+	}
+	conn := k.conn
+	k.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+	if first && c.ctx.Err() == nil {
+		c.log.Warn("lost a logger", "logger", k.logger, "err", err)
+		c.post(scheduler.LoggerLost{Logger: k.logger, Why: err})
+	}
+}
+
+// run dials k's logger and writes its queue until an error or close.
+func (c *dumpClient) run(k *dumpLink) {
+	defer c.wg.Done()
+	nc, err := c.dial(k)
+	if err != nil {
+		c.lose(k, err)
+		return
+	}
+	k.mu.Lock()
+	if k.gone != nil {
+		k.mu.Unlock()
+		nc.Close()
+		return
+	}
+	k.conn = nc
+	k.mu.Unlock()
+	c.wg.Add(1)
+	go c.readAcks(k, nc)
+	w := bufio.NewWriterSize(nc, 256<<10)
+	var h [dumpHeaderSize]byte
+	for {
+		k.mu.Lock()
+		for len(k.queue) == 0 && k.gone == nil {
+			k.cond.Wait()
+		}
+		if k.gone != nil {
+			k.mu.Unlock()
+			return
+		}
+		batch := k.queue
+		k.queue = nil
+		k.mu.Unlock()
+		for _, b := range batch {
+			h[0] = dumpKindDump
+			if b.fetch {
+				h[0] = dumpKindFetch
+			}
+			binary.LittleEndian.PutUint64(h[1:], b.Epoch)
+			binary.LittleEndian.PutUint32(h[9:], uint32(b.From))
+			binary.LittleEndian.PutUint32(h[13:], uint32(b.To))
+			binary.LittleEndian.PutUint32(h[17:], uint32(len(b.Payload)))
+			w.Write(h[:])
+			w.Write(b.Payload)
+		}
+		if err := w.Flush(); err != nil {
+			c.lose(k, fmt.Errorf("launcher: dump to logger %d: %w", k.logger, err))
+			return
+		}
+	}
+}
+
+func (c *dumpClient) readAcks(k *dumpLink, nc net.Conn) {
+	defer c.wg.Done()
+	r := bufio.NewReader(nc)
+	var a [dumpHeaderSize]byte
+	for {
+		if _, err := io.ReadFull(r, a[:1]); err != nil {
+			c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+			return
+		}
+		if a[0] == dumpKindData {
+			if _, err := io.ReadFull(r, a[1:dumpHeaderSize]); err != nil {
+				c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+				return
+			}
+			n := binary.LittleEndian.Uint32(a[17:])
+			if n > maxDump {
+				c.lose(k, fmt.Errorf("launcher: logger %d sent %d bytes of entries", k.logger, n))
+				return
+			}
+			payload := make([]byte, n)
+			if _, err := io.ReadFull(r, payload); err != nil {
+				c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+				return
+			}
+			k.mu.Lock()
+			if len(k.fetches) == 0 {
+				k.mu.Unlock()
+				c.lose(k, fmt.Errorf("launcher: logger %d sent entries nobody asked for", k.logger))
+				return
+			}
+			reply := k.fetches[0]
+			k.fetches = k.fetches[1:]
+			k.mu.Unlock()
+			reply <- fetchReply{from: int(binary.LittleEndian.Uint32(a[9:])), to: int(binary.LittleEndian.Uint32(a[13:])), payload: payload}
+			continue
+		}
+		if _, err := io.ReadFull(r, a[1:dumpAckSize]); err != nil {
+			c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+			return
+		}
+		if a[0] != dumpKindAck {
+			c.lose(k, fmt.Errorf("launcher: logger %d sent a malformed acknowledgement (kind %d)", k.logger, a[0]))
+			return
+		}
+		c.post(scheduler.DumpAcked{Logger: k.logger, Epoch: binary.LittleEndian.Uint64(a[1:]), To: int(binary.LittleEndian.Uint32(a[9:]))})
+	}
+}
+
+// dial opens and authenticates the connection to k's logger.
+func (c *dumpClient) dial(k *dumpLink) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, dumpHandshakeLimit)
+	defer cancel()
+	nc, err := new(net.Dialer).DialContext(ctx, "tcp", k.addr)
+	if err != nil {
+		return nil, fmt.Errorf("launcher: logger %d at %s: %w", k.logger, k.addr, err)
+	}
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
+	defer stop()
+	sock := nc
+	if c.tls != nil {
+		tc := tls.Client(nc, c.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			sock.Close()
+			return nil, fmt.Errorf("%w: TLS with logger %d at %s: %w", errDumpRefused, k.logger, k.addr, err)
+		}
+		nc = tc
+	}
+	fail := func(err error) (net.Conn, error) {
+		sock.Close()
+		return nil, err
+	}
+	var hello [dumpHelloSize]byte
+	copy(hello[:], dumpMagic)
+	binary.LittleEndian.PutUint32(hello[4:], uint32(c.rank))
+	binary.LittleEndian.PutUint32(hello[8:], uint32(k.logger))
+	rand.Read(hello[12:])
+	if _, err := nc.Write(hello[:]); err != nil {
+		return fail(err)
+	}
+	var reply [dumpNonce + sha256.Size]byte
+	if _, err := io.ReadFull(nc, reply[:]); err != nil {
+		return fail(fmt.Errorf("%w: no handshake reply from logger %d: %w", errDumpRefused, k.logger, err))
+	}
+	if !hmac.Equal(reply[dumpNonce:], dumpMAC(c.secret, "logger", hello[12:], reply[:dumpNonce], c.rank, k.logger)) {
+		return fail(fmt.Errorf("%w: the logger at %s does not know the job secret", errDumpRefused, k.addr))
+	}
+	if _, err := nc.Write(dumpMAC(c.secret, "pe", hello[12:], reply[:dumpNonce], c.rank, k.logger)); err != nil {
+		return fail(err)
+	}
+	var ok [1]byte
+	if _, err := io.ReadFull(nc, ok[:]); err != nil || ok[0] != 1 {
+		return fail(fmt.Errorf("%w: logger %d refused the handshake", errDumpRefused, k.logger))
+	}
+	if !stop() {
+		return fail(ctx.Err())
+	}
+	nc.SetDeadline(time.Time{})
+	return nc, nil
+}
+
+// close stops every connection and goroutine.
+func (c *dumpClient) close() {
+	c.cancel()
+	for _, k := range c.links {
+		k.mu.Lock()
+		if k.gone == nil {
+			k.gone = errors.New("launcher: closed")
+			close(k.lost)
+		}
+		k.cond.Broadcast()
+		if k.conn != nil {
+			k.conn.Close()
+		}
+		k.mu.Unlock()
+	}
+	c.wg.Wait()
+}

@@ -1,0 +1,167 @@
+package launcher
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/internal/jobtls"
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler"
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30s: %s", what)
+		}
+		time.Sleep(time.Millisecond) // a poll with a deadline, not a wait for a duration
+	}
+}
+
+// dumpOf makes a DumpBatch of n one-entry messages from entry from on,
+// as a PE's protocol encodes them.
+func dumpOf(t *testing.T, logger int, epoch uint64, from, n int) logging.DumpBatch {
+	t.Helper()
+	p := logging.NewFullDet(logging.Config{PE: 0, PEs: 2, LogQuota: 1 << 10, Loggers: 1})
+	p.HostTask(1)
+	for i := 0; i < from+n; i++ {
+		p.Send(1, 1, logging.Message{To: 2, Payload: bytes.Repeat([]byte{byte(i)}, 200)})
+		p.Advance()
+	}
+	var out logging.DumpBatch
+	for _, d := range p.(logging.LogQuota).TakeDumps() {
+		if out.Payload == nil && d.From <= from {
+			out = d
+		}
+	}
+	require.NotNil(t, out.Payload)
+	return logging.DumpBatch{Logger: logger, Epoch: epoch, From: out.From, To: out.To, Payload: out.Payload}
+}
+
+type posted struct {
+	mu  sync.Mutex
+	evs []any
+}
+
+func (p *posted) post(ev any) {
+	p.mu.Lock()
+	p.evs = append(p.evs, ev)
+	p.mu.Unlock()
+}
+
+func (p *posted) all() []any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]any(nil), p.evs...)
+}
+
+// A PE's dumps reach the logger over the authenticated stream (plain and
+// TLS), which stores them and acknowledges each cumulatively; a
+// stranger (a wrong secret, not the protocol, a malformed dump) is
+// refused and logged, and the PE that loses its logger hears of it; a
+// run the logger stores comes back on a fetch.
+func TestDumpStream(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	creds, err := jobtls.New()
+	require.NoError(t, err)
+	for _, name := range []string{"plain", "tls"} {
+		t.Run(name, func(t *testing.T) {
+			var cfg *tls.Config
+			if name == "tls" {
+				cfg = creds.PE().PeerConfig()
+			}
+			var logBuf syncBuffer
+			log := slog.New(slog.NewTextHandler(&logBuf, nil))
+			srv, err := listenDumps(0, 2, "127.0.0.1", secret, cfg, log)
+			require.NoError(t, err)
+			defer srv.close()
+			var got posted
+			c := newDumpClient(1, []string{srv.addr()}, secret, cfg, got.post, log)
+			defer c.close()
+			d := dumpOf(t, 0, 3, 0, 8)
+			c.Dump(d)
+			waitFor(t, "the acknowledgement", func() bool { return len(got.all()) > 0 })
+			require.Equal(t, scheduler.DumpAcked{Logger: 0, Epoch: 3, To: d.To}, got.all()[0])
+			require.Equal(t, len(d.Payload), srv.store.held())
+			// The run comes back as it went; one the logger does not hold
+			// is an error.
+			back, err := c.Fetch(0, 3, d.From, d.To)
+			require.NoError(t, err)
+			require.Equal(t, d.Payload, back)
+			_, err = c.Fetch(0, 4, d.From, d.To)
+			require.ErrorContains(t, err, "does not hold")
+
+			// A PE with the wrong secret is refused, and the logger says so.
+			var bad posted
+			stranger := newDumpClient(0, []string{srv.addr()}, []byte("not the secret, not the secret.."), cfg, bad.post, log)
+			defer stranger.close()
+			stranger.Dump(d)
+			waitFor(t, "the stranger's loss of the logger", func() bool { return len(bad.all()) > 0 })
+			lost, ok := bad.all()[0].(scheduler.LoggerLost)
+			require.True(t, ok)
+			require.ErrorIs(t, lost.Why, errDumpRefused)
+			waitFor(t, "the refusal in the logger's log", func() bool { return strings.Contains(logBuf.String(), "refused dump connection") })
+			require.Equal(t, len(d.Payload), srv.store.held(), "nothing stored from a stranger")
+
+			if cfg == nil {
+				// Not the protocol at all.
+				nc, err := net.Dial("tcp", srv.addr())
+				require.NoError(t, err)
+				nc.Write([]byte("GET / HTTP/1.1\r\nHost: logger\r\n\r\n"))
+				nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+				io.ReadAll(nc) // ends when the logger closes (or resets) it
+				nc.Close()
+				waitFor(t, "the refusal", func() bool { return strings.Contains(logBuf.String(), "not a gochare dump stream") })
+			}
+
+			// A malformed dump from an authenticated PE drops its
+			// connection: the PE takes the logger for lost.
+			k := c.links[0]
+			k.mu.Lock()
+			conn := k.conn
+			k.mu.Unlock()
+			var h [dumpHeaderSize]byte
+			h[0] = dumpKindDump
+			binary.LittleEndian.PutUint32(h[9:], 5)
+			binary.LittleEndian.PutUint32(h[13:], 2) // to below from
+			_, err = conn.Write(h[:])
+			require.NoError(t, err)
+			waitFor(t, "the loss of the logger", func() bool {
+				for _, ev := range got.all() {
+					if _, ok := ev.(scheduler.LoggerLost); ok {
+						return true
+					}
+				}
+				return false
+			})
+			waitFor(t, "the logger's note", func() bool { return strings.Contains(logBuf.String(), "malformed dump from PE 1") })
+		})
+	}
+}
+
+// The logger keeps one period per PE: a dump of a new period replaces
+// the old one, one that starts below what it holds replaces from there.
+func TestLoggerStore(t *testing.T) {
+	var s loggerStore
+	require.Equal(t, 10, s.store(0, 1, 0, 10, make([]byte, 100)))
+	require.Equal(t, 20, s.store(0, 1, 10, 20, make([]byte, 100)))
+	s.store(1, 1, 0, 5, make([]byte, 7))
+	require.Equal(t, 207, s.held())
+	require.Equal(t, 4, s.store(0, 2, 0, 4, make([]byte, 40)))
+	require.Equal(t, 47, s.held())
+	require.Equal(t, 3, s.store(0, 2, 0, 3, make([]byte, 30)))
+	require.Equal(t, 37, s.held())
+}

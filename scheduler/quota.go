@@ -1,0 +1,240 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gochare/gochare/logging"
+)
+
+// Memory-bounded sender logs (Config.LogQuota): the protocol's log keeps
+// at most the quota in memory by dumping its oldest entries to the job's
+// loggers (logging.LogQuota decides; this file carries it out). The PE
+// sends each dump through Config.Dumps after every transmit, and the
+// acknowledgements and the loggers' deaths come back as posted events
+// (DumpAcked, LoggerLost). Before each handler the PE asks the protocol
+// for room: when a handler's sends could take the log past the quota,
+// the PE runs no handler until a logger acknowledges a dump or dies (it
+// is not idle meanwhile: a probe gets no answer while work waits), and
+// the time it waits is counted (Stats.LogBlocked). With no live logger
+// left and the log full, the PE stops the job with
+// logging.ErrNoLoggerLeft. A failure notice whose recovery resends
+// entries dumped to loggers fetches them back first (fetchDumped: the
+// PE goroutine waits for the loggers' answers, which end with the
+// logger's connection if it dies), so that the resend takes them in log
+// order from the loggers and from memory; a needed run on a dead logger
+// stops the job (logging.ErrLogEntriesLost).
+
+// DumpSink carries a PE's dumps to the loggers (launcher/dumpstream.go
+// over sockets). Dump is called on the PE goroutine and must not block
+// for long; the sink reports each logger's cumulative acknowledgement
+// with Net.Post(DumpAcked{...}) and a logger it lost with
+// Net.Post(LoggerLost{...}).
+type DumpSink interface {
+	Dump(b logging.DumpBatch)
+	// Fetch returns the entries [from, to) of period epoch that logger
+	// stores for this PE (encoded as in a DumpBatch). It waits for the
+	// logger's answer, and fails if the logger cannot give it.
+	Fetch(logger int, epoch uint64, from, to int) ([]byte, error)
+}
+
+type (
+	// DumpAcked is logger Logger's acknowledgement: it stores the entries
+	// of period Epoch below To.
+	DumpAcked struct {
+		Logger int
+		Epoch  uint64
+		To     int
+	}
+	// LoggerLost tells the PE that logger Logger is gone (Why).
+	LoggerLost struct {
+		Logger int
+		Why    error
+	}
+)
+
+// ErrLogQuota reports a log quota configured wrong.
+var ErrLogQuota = errors.New("scheduler: log quota")
+
+// checkQuota checks the quota's part of cfg.
+func checkQuota(cfg Config) error {
+	switch {
+	case cfg.LogQuota < 0:
+		return fmt.Errorf("%w: %d bytes: want > 0", ErrLogQuota, cfg.LogQuota)
+	case cfg.LogQuota == 0:
+		return nil
+	case cfg.Loggers < 1:
+		return fmt.Errorf("%w: %d bytes with no logger to dump to", ErrLogQuota, cfg.LogQuota)
+	case cfg.Dumps == nil:
+		return fmt.Errorf("%w: no DumpSink", ErrLogQuota)
+	}
+	return nil
+}
+
+// quota returns the protocol's log quota, nil without one.
+func (pe *PE) quota() logging.LogQuota {
+	if pe.cfg.LogQuota <= 0 {
+		return nil
+	}
+	q, _ := pe.proto.(logging.LogQuota)
+	return q
+}
+
+// logFull reports whether the next handler must wait for room in the log
+// (and starts counting the wait); it halts the PE when the quota cannot
+// hold.
+func (pe *PE) logFull() bool {
+	q := pe.quota()
+	if q == nil {
+		return false
+	}
+	ok, err := q.LogRoom()
+	if err != nil {
+		pe.halt(err)
+		return true
+	}
+	if ok {
+		pe.unblock()
+		return false
+	}
+	if pe.blockedAt.IsZero() {
+		pe.blockedAt = time.Now()
+	}
+	return true
+}
+
+// unblock ends a wait for room, counting it.
+func (pe *PE) unblock() {
+	if !pe.blockedAt.IsZero() {
+		pe.blocked += time.Since(pe.blockedAt)
+		pe.blockedAt = time.Time{}
+	}
+}
+
+// sendDumps sends the dumps the protocol decided.
+func (pe *PE) sendDumps() {
+	q := pe.quota()
+	if q == nil {
+		return
+	}
+	for _, b := range q.TakeDumps() {
+		pe.cfg.Dumps.Dump(b)
+	}
+}
+
+func (pe *PE) dumpAcked(ev DumpAcked) {
+	if q := pe.quota(); q != nil {
+		q.DumpAcked(ev.Logger, ev.Epoch, ev.To)
+		pe.sendDumps()
+		if !pe.blockedAt.IsZero() {
+			pe.schedule()
+		}
+	}
+}
+
+func (pe *PE) loggerLost(ev LoggerLost) {
+	if pe.cfg.LogQuota <= 0 || ev.Logger < 0 || ev.Logger >= pe.cfg.Loggers {
+		return
+	}
+	if !pe.deadLoggers[ev.Logger] {
+		pe.deadLoggers[ev.Logger] = true
+		pe.log.Warn("logger lost: dumping to the next one", "logger", ev.Logger, "why", ev.Why)
+	}
+	if q := pe.quota(); q != nil {
+		q.DumpLoggerFailed(ev.Logger)
+		pe.sendDumps()
+	}
+	pe.schedule()
+}
+
+// dumpEpochBase is the period a new protocol's log starts in: each
+// protocol this PE makes (one at the start, one per rollback) gets
+// periods of its own, 1<<32 apart, so that a logger's acknowledgement of
+// the protocol before cannot count for the new one.
+func (pe *PE) dumpEpochBase() uint64 {
+	pe.protocols++
+	return uint64(pe.protocols-1) << 32
+}
+
+// quotaProtocol tells a new protocol (a rollback's) of the loggers
+// known dead, and keeps the metrics of the one it replaces.
+func (pe *PE) quotaProtocol(old logging.Protocol) {
+	if pe.cfg.LogQuota <= 0 {
+		return
+	}
+	if q, ok := old.(logging.LogQuota); ok && old != nil {
+		st := q.DumpStats()
+		pe.dumpedBefore += st.Dumped
+		pe.logPeakBefore = max(pe.logPeakBefore, st.HighWater)
+	}
+	q := pe.quota()
+	for l, dead := range pe.deadLoggers {
+		if dead && q != nil {
+			q.DumpLoggerFailed(l)
+		}
+	}
+}
+
+// fetchDumped fetches back from the loggers the entries the failure
+// notice of failed and relocs resends; false: it could not, and the PE
+// halted.
+func (pe *PE) fetchDumped(failed []logging.PEID, relocs []logging.Relocation) bool {
+	q := pe.quota()
+	if q == nil {
+		return true
+	}
+	runs, err := q.NeedDumped(failed, relocs)
+	if err != nil {
+		pe.halt(err)
+		return false
+	}
+	epoch := q.DumpEpoch()
+	for _, r := range runs {
+		b, err := pe.cfg.Dumps.Fetch(r.Logger, epoch, r.From, r.To)
+		if err == nil {
+			var entries []logging.DumpedEntry
+			if entries, err = logging.DecodeDumped(b); err == nil {
+				if len(entries) != r.To-r.From {
+					err = fmt.Errorf("%w: %d entries for [%d, %d)", logging.ErrBadDump, len(entries), r.From, r.To)
+				} else {
+					err = q.Fetched(r.From, entries)
+				}
+			}
+		}
+		if err != nil {
+			pe.halt(fmt.Errorf("%w: PE %d could not fetch entries [%d, %d) of its log back from logger %d: %w",
+				logging.ErrLogEntriesLost, pe.cfg.Rank, r.From, r.To, r.Logger, err))
+			return false
+		}
+		pe.stats.LogFetchedBytes += len(b)
+	}
+	return true
+}
+
+// checkDumpedNeeded stops the PE when a FailureNotice needed entries it
+// dumped to a logger.
+func (pe *PE) checkDumpedNeeded() {
+	if q := pe.quota(); q != nil {
+		if err := q.DumpedEntryNeeded(); err != nil {
+			pe.halt(err)
+		}
+		q.DropFetched()
+	}
+}
+
+// quotaStats fills the quota's metrics in s.
+func (pe *PE) quotaStats(s *Stats) {
+	if pe.cfg.LogQuota <= 0 {
+		return
+	}
+	blocked := pe.blocked
+	if !pe.blockedAt.IsZero() {
+		blocked += time.Since(pe.blockedAt)
+	}
+	s.LogBlocked = blocked
+	s.LogDumpedBytes = pe.dumpedBefore
+	if q := pe.quota(); q != nil {
+		s.LogDumpedBytes += q.DumpStats().Dumped
+	}
+}
