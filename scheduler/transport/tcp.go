@@ -93,8 +93,9 @@ type TCP struct {
 	dirty []*tcpConn
 	// spare is the loop's spare item slice (see mailbox.take).
 	spare []item
-	// recv recycles the readers' buffers (see recvPool).
-	recv recvPool
+	// recv recycles the readers' buffers (see recvPool); a heap object
+	// of its own, so that the buffers' finalizers keep it alive, not e.
+	recv *recvPool
 }
 
 var _ Endpoint = (*TCP)(nil)
@@ -130,7 +131,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 		box:      mailbox{wake: make(chan struct{}, 1)},
 		peers:    make([]tcpPeer, cfg.Size),
 		loopDone: make(chan struct{}),
-		recv:     recvPool{maxBytes: recvPoolBytes},
+		recv:     &recvPool{maxBytes: recvPoolBytes},
 	}
 	e.mu.open = map[net.Conn]struct{}{}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
