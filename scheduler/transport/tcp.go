@@ -93,6 +93,9 @@ type TCP struct {
 	dirty []*tcpConn
 	// spare is the loop's spare item slice (see mailbox.take).
 	spare []item
+	// recv recycles the readers' buffers (see recvPool); a heap object
+	// of its own, so that the buffers' finalizers keep it alive, not e.
+	recv *recvPool
 }
 
 var _ Endpoint = (*TCP)(nil)
@@ -128,6 +131,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 		box:      mailbox{wake: make(chan struct{}, 1)},
 		peers:    make([]tcpPeer, cfg.Size),
 		loopDone: make(chan struct{}),
+		recv:     &recvPool{maxBytes: recvPoolBytes},
 	}
 	e.mu.open = map[net.Conn]struct{}{}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -291,6 +295,7 @@ func (e *TCP) Close() error {
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
+	e.recv.close()
 	return nil
 }
 
@@ -984,7 +989,8 @@ func parseFrameHeader(h []byte) (f frame, headLen, dataLen uint32) {
 // out a payload is never written again (the handler owns the payload)
 // and the next read goes to a new chunk once this one is nearly full.
 // A frame of more than bigFrame bytes gets a buffer of its own, read
-// into directly.
+// into directly. Chunks and big frames' buffers come from e.recv, which
+// takes them back once nothing refers to them.
 const (
 	readChunk  = 64 << 10
 	bigFrame   = 16 << 10
@@ -994,7 +1000,7 @@ const (
 // readLoop reads frames and passes them to the loop.
 func (c *tcpConn) readLoop() {
 	defer c.e.wg.Done()
-	buf := make([]byte, readChunk)
+	buf := c.e.recv.get(readChunk)
 	r, w := 0, 0    // buf[r:w] is read and not yet passed on
 	pinned := false // a frame passed on refers to buf
 	var batch []item
@@ -1032,7 +1038,7 @@ func (c *tcpConn) readLoop() {
 			// A big frame: read its body into a buffer of its own.
 			f, headLen, dataLen := parseFrameHeader(buf[r:])
 			if n := int(headLen) + int(dataLen); n > bigFrame {
-				body := make([]byte, n)
+				body := c.e.recv.get(n)
 				got := copy(body, buf[r+frameHeaderSize:w])
 				r += frameHeaderSize + got
 				if _, err := io.ReadFull(c.nc, body[got:]); err != nil {
@@ -1062,7 +1068,7 @@ func (c *tcpConn) readLoop() {
 				w = copy(buf, buf[r:w])
 				r = 0
 			default:
-				next := make([]byte, readChunk)
+				next := c.e.recv.get(readChunk)
 				w = copy(next, buf[r:w])
 				buf, r, pinned = next, 0, false
 			}

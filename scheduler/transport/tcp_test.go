@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -506,6 +507,69 @@ func TestTCPSendParts(t *testing.T) {
 			}
 		case <-time.After(time.Minute):
 			t.Fatalf("case %d: nothing arrived", i)
+		}
+	}
+}
+
+// keepHandler keeps every payload it receives and reports it.
+type keepHandler struct{ got chan []byte }
+
+func (h *keepHandler) Receive(from int, payload []byte) { h.got <- payload }
+func (h *keepHandler) Event(ev any)                     { ev.(func())() }
+
+// The readers' buffers are recycled once nothing refers to them (see
+// recvPool): payloads the handler keeps stay intact while the receiver
+// reads many more, big and small, with collections between them, and
+// payloads it dropped leave their buffers for new frames.
+func TestTCPKeptPayloadsSurviveRecycling(t *testing.T) {
+	var eps [2]*transport.TCP
+	h := &keepHandler{got: make(chan []byte, 1)}
+	var addrs []string
+	for r := range eps {
+		ep, err := transport.NewTCP(transport.Config{Rank: r, Size: 2, Secret: []byte("s")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ep.Close() })
+		eps[r] = ep
+		addrs = append(addrs, ep.Addr())
+	}
+	if err := eps[0].Start(addrs, &partsHandler{got: make(chan []byte, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eps[1].Start(addrs, h); err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{512 << 10, 100, 40 << 10, 512 << 10, 3000, 200 << 10}
+	var kept [][]byte
+	var keptIdx []int
+	for i := range 120 {
+		size := sizes[i%len(sizes)]
+		want := transport.MakeTestPayload(0, i, size)
+		eps[0].Post(func() {
+			eps[0].Send(1, want)
+			eps[0].Flush()
+		})
+		var got []byte
+		select {
+		case got = <-h.got:
+		case <-time.After(time.Minute):
+			t.Fatalf("payload %d: nothing arrived", i)
+		}
+		if err := transport.CheckTestPayload(0, i, size, got); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 {
+			kept, keptIdx = append(kept, got), append(keptIdx, i)
+		}
+		if i%10 == 0 {
+			runtime.GC()
+		}
+	}
+	for k, p := range kept {
+		i := keptIdx[k]
+		if err := transport.CheckTestPayload(0, i, sizes[i%len(sizes)], p); err != nil {
+			t.Errorf("kept payload changed after later frames: %v", err)
 		}
 	}
 }
