@@ -22,6 +22,25 @@ import (
 // has its own copy. Messages to tasks on this PE (which the protocol
 // buffers until they are handled) and multicasts (whose envelopes share
 // one payload) are marshalled into memory of their own.
+//
+// A message under None to one task on this PE is marshalled into memory
+// of its own that nothing but its envelope refers to: None keeps the
+// payload itself in the envelope, logs nothing, and forgets the message
+// once delivered; the recorder, the replayer and the annotation checker
+// copy what they keep, before the handler runs. So the PE owns such a
+// payload alone, as one received from another PE (ownPayload), and its
+// handler message is decoded aliasing it (unmarshalAliasing): the
+// message is marshalled once and its large bytes fields are not copied
+// again. Such a message whose handler message is a copy instead (a
+// protobuf one under aliasMin bytes, a plain or binary one: their codecs
+// copy what they decode) leaves its payload free once decoded: it is
+// marshalled into a buffer the PE takes back after the handler ran
+// (marshalLocal, freeLocal), so that the forward path does not allocate
+// a payload per message. Under FullDet and PartialDet the envelope
+// carries the sender log's copy, which the log keeps (and unmaps after a
+// checkpoint): a handler message there is always a copy, and the
+// message is marshalled into the one buffer every send reuses
+// (PE.postBuf).
 
 // maxFreeBufs bounds the free buffers kept; maxInNet the buffers waited
 // for (a Net that never releases everything keeps them from being
@@ -31,12 +50,27 @@ const (
 	maxInNet    = 64
 )
 
+// maxLocalFree and maxLocalFreeBytes bound the free buffers kept for
+// messages to tasks on this PE; maxLocalLent the payloads in them not
+// delivered yet (a payload never delivered, dropped by a rollback or
+// forwarded to a task that moved, is forgotten with the others once
+// there are more: it only goes back to the collector).
+const (
+	maxLocalFree      = 1024
+	maxLocalFreeBytes = 8 << 20
+	maxLocalLent      = 1 << 14
+)
+
 // marshalOwn marshals m, to be sent under None to target t of collection
 // cs, into memory the envelope may keep.
 func (pe *PE) marshalOwn(t actor.Target, cs *collectionState, codec actor.Codec, m any) ([]byte, error) {
+	local := t.Scope == actor.ScopeOne && int(cs.homeOf[cs.def.Shape.Linear(t.Index)]) == pe.cfg.Rank
+	if local && pe.replay == nil {
+		return pe.marshalLocal(codec, m)
+	}
 	net, ok := pe.cfg.Net.(partsNet)
 	pm, isProto := m.(proto.Message)
-	if !ok || !isProto || codec.NewProto == nil || t.Scope != actor.ScopeOne || int(cs.homeOf[cs.def.Shape.Linear(t.Index)]) == pe.cfg.Rank {
+	if !ok || !isProto || codec.NewProto == nil || t.Scope != actor.ScopeOne || local {
 		return codec.Append(nil, m)
 	}
 	n := proto.Size(pm)
@@ -85,4 +119,63 @@ func (pe *PE) lentToNet() {
 	}
 	clear(pe.lent)
 	pe.lent = pe.lent[:0]
+}
+
+// marshalLocal marshals m, sent under None to one task on this PE, into
+// memory nothing else refers to: a protobuf message of aliasMin bytes or
+// more into memory of its own, which its handler message aliases
+// (ownPayload); any other into a free buffer, taken back once delivered
+// (freeLocal).
+func (pe *PE) marshalLocal(codec actor.Codec, m any) ([]byte, error) {
+	if pm, ok := m.(proto.Message); ok && codec.NewProto != nil {
+		if n := proto.Size(pm); n >= aliasMin {
+			payload, err := codec.Append(make([]byte, 0, n), m)
+			if err == nil {
+				pe.ownPayload(payload)
+			}
+			return payload, err
+		}
+	}
+	var buf []byte
+	if last := len(pe.localFree) - 1; last >= 0 {
+		buf = pe.localFree[last]
+		pe.localFree[last] = nil
+		pe.localFree = pe.localFree[:last]
+		pe.localFreeBytes -= cap(buf)
+	}
+	payload, err := codec.Append(buf, m)
+	if err != nil || len(payload) == 0 {
+		return payload, err
+	}
+	if len(pe.localLent) >= maxLocalLent {
+		clear(pe.localLent)
+	}
+	if pe.localLent == nil {
+		pe.localLent = map[*byte]struct{}{}
+	}
+	pe.localLent[&payload[0]] = struct{}{}
+	return payload, nil
+}
+
+// takeLocal reports whether payload p, delivered, was marshalled into a
+// buffer of marshalLocal, and forgets it.
+func (pe *PE) takeLocal(p []byte) bool {
+	if len(p) == 0 || len(pe.localLent) == 0 {
+		return false
+	}
+	if _, ok := pe.localLent[&p[0]]; !ok {
+		return false
+	}
+	delete(pe.localLent, &p[0])
+	return true
+}
+
+// freeLocal takes back the buffer of a payload of takeLocal, once
+// nothing refers to it: its handler message was decoded into memory of
+// its own, and the handler ran.
+func (pe *PE) freeLocal(p []byte) {
+	if len(pe.localFree) < maxLocalFree && pe.localFreeBytes+cap(p) <= maxLocalFreeBytes {
+		pe.localFree = append(pe.localFree, p[:0])
+		pe.localFreeBytes += cap(p)
+	}
 }

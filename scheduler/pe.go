@@ -233,6 +233,12 @@ type PE struct {
 	owned        map[*byte]int
 	ownedBytes   int
 	unmarshalBuf []byte
+	// localFree are free buffers for payloads to tasks on this PE under
+	// None, localFreeBytes their capacity; localLent the payloads
+	// marshalled into them not delivered yet (marshal.go).
+	localFree      [][]byte
+	localFreeBytes int
+	localLent      map[*byte]struct{}
 	// largePayloads counts the envelopes of the Ready being sent that
 	// share each large payload (transmit).
 	largePayloads map[payloadKey]int
@@ -1110,6 +1116,11 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 		m = pm
 	} else {
 		m, err = h.Message.Decode(d.Message.Payload)
+		if pe.takeLocal(d.Message.Payload) {
+			// Decoded into memory of the message's own: the buffer is
+			// free once the recorder and checker below read it.
+			defer pe.freeLocal(d.Message.Payload)
+		}
 	}
 	if err != nil {
 		pe.drop(fmt.Errorf("%w: %s.%s: %v", ErrBadMessage, el.coll.def.Name, h.Name, err))

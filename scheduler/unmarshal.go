@@ -19,10 +19,12 @@ import (
 // A payload is owned alone when it came from another PE in a batch
 // decoded here (its memory is the transport's receive buffer, which
 // nothing writes again) and no other envelope of the batch shares it (a
-// multicast's payload_from). Payloads of messages sent on this PE to
-// its own tasks are never owned: they are the sender's memory (the
-// sender log's copy under a logging protocol, which it reuses after a
-// checkpoint), so their handler messages get copies. Once delivered, a
+// multicast's payload_from), or, under None, when it was marshalled on
+// this PE for one of its own tasks into memory of its own (marshalLocal,
+// marshal.go). Under a logging protocol a payload sent on this PE to its
+// own tasks is the sender log's copy, which the log keeps (and reuses
+// after a checkpoint): it is never owned, and its handler message gets a
+// copy. Once delivered, a
 // message's payload is read by nothing else (the protocol keeps no
 // delivered message), so its handler may keep and write its message as
 // it likes.
