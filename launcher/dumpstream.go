@@ -18,6 +18,7 @@ import (
 
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
+	"github.com/gochare/gochare/scheduler/transport"
 )
 
 // The dump stream: with --log-quota every PE dumps the oldest entries of
@@ -67,15 +68,7 @@ const (
 var errDumpRefused = errors.New("launcher: dump connection refused")
 
 func dumpMAC(secret []byte, role string, peNonce, loggerNonce []byte, pe, logger int) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("gochare-dump " + role))
-	m.Write(peNonce)
-	m.Write(loggerNonce)
-	var ids [8]byte
-	binary.LittleEndian.PutUint32(ids[0:], uint32(pe))
-	binary.LittleEndian.PutUint32(ids[4:], uint32(logger))
-	m.Write(ids[:])
-	return m.Sum(nil)
+	return transport.ProofMAC(secret, "gochare-dump "+role, peNonce, loggerNonce, pe, logger)
 }
 
 // loggerStore is what a logger holds: per PE, the entries of the PE's

@@ -1103,14 +1103,23 @@ func (c *tcpConn) check(f frame, headLen, dataLen uint32) error {
 var ErrRefused = errors.New("transport: connection refused")
 
 func handshakeMAC(secret []byte, role string, dialerNonce, acceptorNonce []byte, dialer, acceptor int) []byte {
+	return ProofMAC(secret, "gochare-tcp "+role, dialerNonce, acceptorNonce, dialer, acceptor)
+}
+
+// ProofMAC is the proof of the job secret in a handshake between a dialer
+// and an acceptor (numbered dialer and acceptor) that exchanged nonces:
+// an HMAC-SHA256 of label, both nonces and both numbers. label names the
+// protocol and the side that proves (so that one side's proof cannot be
+// replayed as the other's or in another protocol).
+func ProofMAC(secret []byte, label string, dialerNonce, acceptorNonce []byte, dialer, acceptor int) []byte {
 	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte("gochare-tcp " + role))
+	mac.Write([]byte(label))
 	mac.Write(dialerNonce)
 	mac.Write(acceptorNonce)
-	var ranks [8]byte
-	binary.LittleEndian.PutUint32(ranks[0:], uint32(dialer))
-	binary.LittleEndian.PutUint32(ranks[4:], uint32(acceptor))
-	mac.Write(ranks[:])
+	var ids [8]byte
+	binary.LittleEndian.PutUint32(ids[0:], uint32(dialer))
+	binary.LittleEndian.PutUint32(ids[4:], uint32(acceptor))
+	mac.Write(ids[:])
 	return mac.Sum(nil)
 }
 
