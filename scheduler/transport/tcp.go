@@ -1009,8 +1009,8 @@ func (c *tcpConn) readLoop() {
 		for w-r >= frameHeaderSize {
 			f, headLen, dataLen := parseFrameHeader(buf[r:])
 			if err := c.check(f, headLen, dataLen); err != nil {
-				c.e.stats.malformed.Add(1)
 				c.e.log.Warn("transport: malformed frame: dropping the connection", "peer", c.rank, "addr", c.remote, "err", err)
+				c.e.stats.malformed.Add(1)
 				c.fail(err)
 				return
 			}
@@ -1149,8 +1149,9 @@ func (e *TCP) acceptLoop() {
 			if err != nil {
 				e.untrack(nc)
 				if e.ctx.Err() == nil {
-					e.stats.refused.Add(1)
+					// Logged, then counted: who sees the count finds the line.
 					e.log.Warn("transport: refused connection", "addr", nc.RemoteAddr().String(), "err", err)
+					e.stats.refused.Add(1)
 				}
 				return
 			}
