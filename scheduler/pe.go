@@ -551,12 +551,21 @@ func Define(app actor.App, args []string) (*actor.Job, error) {
 	}
 	job := actor.NewJob()
 	if err := app.Define(job, args); err != nil {
-		return nil, fmt.Errorf("%s: %w", app.Name, err)
+		return nil, prefixApp(app.Name, err)
 	}
 	if err := job.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", app.Name, err)
+		return nil, prefixApp(app.Name, err)
 	}
 	return job, nil
+}
+
+// prefixApp names the application in err, unless the application's own
+// error already begins with its name (its flag parser's errors do).
+func prefixApp(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // Layout returns the initial PE of every task of a job, per collection,

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -215,4 +217,25 @@ func TestDroppedEnvelopeCountsReceived(t *testing.T) {
 	runPosted(pe, net)
 	require.Len(t, idle, 1)
 	require.Equal(t, job.IdleStatus{Round: 1, Received: 1}, idle[0])
+}
+
+// An application's error names the application once: Define adds the
+// name unless the application's own error already begins with it.
+func TestDefineNamesTheAppOnce(t *testing.T) {
+	failing := func(err error) actor.App {
+		return actor.App{Name: "sum", Define: func(*actor.Job, []string) error { return err }}
+	}
+	cause := errors.New("flag provided but not defined: -bogus")
+	_, err := Define(failing(cause), nil)
+	require.EqualError(t, err, "sum: flag provided but not defined: -bogus")
+	require.ErrorIs(t, err, cause)
+
+	own := fmt.Errorf("sum: %w", cause)
+	_, err = Define(failing(own), nil)
+	require.EqualError(t, err, "sum: flag provided but not defined: -bogus")
+	require.ErrorIs(t, err, cause)
+
+	// A name that only starts the same way is not the app's own prefix.
+	_, err = Define(failing(errors.New("summary: bad")), nil)
+	require.EqualError(t, err, "sum: summary: bad")
 }
