@@ -1000,6 +1000,12 @@ const (
 // readLoop reads frames and passes them to the loop.
 func (c *tcpConn) readLoop() {
 	defer c.e.wg.Done()
+	var in io.Reader = c.nc
+	if c.tls == nil && c.raw != nil {
+		if r := newRawReader(c.raw); r != nil {
+			in = r
+		}
+	}
 	buf := c.e.recv.get(readChunk)
 	r, w := 0, 0    // buf[r:w] is read and not yet passed on
 	pinned := false // a frame passed on refers to buf
@@ -1041,6 +1047,8 @@ func (c *tcpConn) readLoop() {
 				body := c.e.recv.get(n)
 				got := copy(body, buf[r+frameHeaderSize:w])
 				r += frameHeaderSize + got
+				// A long copy: through net.Conn, so that the runtime
+				// may run other goroutines meanwhile.
 				if _, err := io.ReadFull(c.nc, body[got:]); err != nil {
 					c.fail(err)
 					return
@@ -1073,7 +1081,7 @@ func (c *tcpConn) readLoop() {
 				buf, r, pinned = next, 0, false
 			}
 		}
-		n, err := c.nc.Read(buf[w:])
+		n, err := in.Read(buf[w:])
 		if err != nil {
 			c.fail(err)
 			return

@@ -1,15 +1,24 @@
 package transport
 
 import (
+	"io"
 	"net"
 	"syscall"
 	"unsafe"
 )
 
+// The socket is non-blocking, so its reads and writes return at once:
+// the short ones are made with RawSyscall, which skips the runtime's bookkeeping
+// for a call that may block (entersyscall: on an otherwise idle process
+// it wakes the runtime's monitor thread, a futex call for every read and
+// write of a ping-pong). A read or write that would block waits in the
+// netpoller as net.Conn's do.
+
 // directWriter writes on the loop's goroutine without blocking: one
 // writev of what the socket takes now.
 type directWriter struct {
 	iov   []syscall.Iovec
+	want  int
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool
@@ -18,13 +27,23 @@ type directWriter struct {
 // maxIovecs is the most buffers one writev takes (IOV_MAX).
 const maxIovecs = 1024
 
+// rawWriteMax is the most bytes written with RawSyscall: a longer copy
+// goes through Syscall, so that the runtime may hand this thread's
+// processor to other goroutines while the kernel copies. Reads of
+// frames larger than bigFrame go through net.Conn for the same reason.
+const rawWriteMax = 64 << 10
+
 // write writes bufs as far as the socket takes them without blocking and
 // returns the rest (the unwritten part of bufs, sharing its memory).
 func (d *directWriter) write(raw syscall.RawConn, bufs net.Buffers) (net.Buffers, error) {
 	if d.fn == nil {
 		d.fn = func(fd uintptr) bool {
 			for {
-				n, _, errno := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&d.iov[0])), uintptr(len(d.iov)))
+				call := syscall.RawSyscall
+				if d.want > rawWriteMax {
+					call = syscall.Syscall // a long copy
+				}
+				n, _, errno := call(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&d.iov[0])), uintptr(len(d.iov)))
 				if errno == syscall.EINTR {
 					continue
 				}
@@ -51,6 +70,7 @@ func (d *directWriter) write(raw syscall.RawConn, bufs net.Buffers) (net.Buffers
 		if len(d.iov) == 0 {
 			return nil, nil
 		}
+		d.want = want
 		err := raw.Write(d.fn)
 		clear(d.iov)
 		if err != nil {
@@ -82,4 +102,49 @@ func consume(bufs *net.Buffers, n int) {
 		(*bufs)[0] = nil
 		*bufs = (*bufs)[1:]
 	}
+}
+
+// rawReader reads a plain TCP socket: what net.Conn.Read does, with the
+// read made by RawSyscall.
+type rawReader struct {
+	raw   syscall.RawConn
+	p     []byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool
+}
+
+func newRawReader(raw syscall.RawConn) *rawReader {
+	r := &rawReader{raw: raw}
+	r.fn = func(fd uintptr) bool {
+		for {
+			n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.p[0])), uintptr(len(r.p)))
+			switch errno {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false // wait until the socket is readable
+			}
+			r.n, r.errno = int(n), errno
+			return true
+		}
+	}
+	return r
+}
+
+// Read reads into p (not empty) what the socket has, waiting for at
+// least one byte; io.EOF once the peer has closed its side.
+func (r *rawReader) Read(p []byte) (int, error) {
+	r.p = p
+	err := r.raw.Read(r.fn)
+	r.p = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case r.errno != 0:
+		return 0, r.errno
+	case r.n == 0:
+		return 0, io.EOF
+	}
+	return r.n, nil
 }

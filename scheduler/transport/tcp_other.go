@@ -3,6 +3,7 @@
 package transport
 
 import (
+	"io"
 	"net"
 	"syscall"
 )
@@ -14,3 +15,7 @@ type directWriter struct{}
 func (d *directWriter) write(_ syscall.RawConn, bufs net.Buffers) (net.Buffers, error) {
 	return bufs, nil
 }
+
+// newRawReader returns nil on this system: the reader reads through
+// net.Conn.
+func newRawReader(syscall.RawConn) io.Reader { return nil }
