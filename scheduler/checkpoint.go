@@ -234,8 +234,6 @@ func (pe *PE) sendEncoded(to int, kind wire.CheckpointKind, enc []byte) {
 		// The Net may keep what it is given.
 		pe.cfg.Net.Send(to, append(slices.Clip(head), enc...))
 	}
-	pe.stats.BatchesSent++
-	pe.stats.BytesSent += uint64(len(head) + len(enc))
 	pe.cfg.Net.Flush()
 }
 
