@@ -2,6 +2,7 @@ package actor
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -307,4 +308,49 @@ func use(ctx actor.Context, p *actor.Proxy[*actor.Start], r *actor.Proxy[*actor.
 		require.Contains(t, string(out), "cannot use", "%s: %s", name, out)
 		t.Logf("%s: %s", name, out)
 	}
+}
+
+// appendingTask packs itself with MarshalBinary and, into a given
+// buffer, with AppendBinary; appends counts the latter's calls.
+type appendingTask struct {
+	V       byte
+	appends int
+}
+
+func (a *appendingTask) MarshalBinary() ([]byte, error) { return []byte{'m', a.V}, nil }
+func (a *appendingTask) AppendBinary(b []byte) ([]byte, error) {
+	a.appends++
+	return append(b, 'm', a.V), nil
+}
+func (a *appendingTask) UnmarshalBinary(b []byte) error {
+	if len(b) != 2 || b[0] != 'm' {
+		return errors.New("bad state")
+	}
+	a.V = b[1]
+	return nil
+}
+
+// AppendTask appends what PackTask returns after what the buffer held:
+// through AppendBinary for a task that has it, through the task's
+// MarshalBinary or the plain codec for the others.
+func TestAppendTaskAppendsThePackedState(t *testing.T) {
+	j := NewJob()
+	app := NewCollection(j, "appending", Shape{1}, BlockMap, func(Index) *appendingTask { return &appendingTask{} })
+	plain := NewCollection(j, "plain", Shape{1}, BlockMap, func(Index) *plainTask { return &plainTask{} })
+	require.NotContains(t, errString(j), "appending")
+
+	task := &appendingTask{V: 7}
+	buf := make([]byte, 0, 64)
+	got, err := app.Def().AppendTask(append(buf, "head"...), task)
+	require.NoError(t, err)
+	require.Equal(t, "headm\x07", string(got))
+	require.Equal(t, 1, task.appends, "AppendBinary packed it")
+	require.Same(t, &buf[:1][0], &got[0], "packed into the buffer given")
+
+	p := &plainTask{Sum: 2.5, Trail: []uint64{1, 2}}
+	want, err := plain.Def().PackTask(p)
+	require.NoError(t, err)
+	got, err = plain.Def().AppendTask([]byte("x"), p)
+	require.NoError(t, err)
+	require.Equal(t, append([]byte("x"), want...), got)
 }

@@ -3,6 +3,7 @@ package actor
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -187,6 +188,22 @@ func (c *CollectionDef) PackTask(t Task) ([]byte, error) {
 		return m.MarshalBinary()
 	}
 	return nil, fmt.Errorf("%w: %T of collection %q has no MarshalBinary", ErrBinaryTask, t, c.Name)
+}
+
+// AppendTask appends the packed state of t (what PackTask returns) to
+// dst and returns the extended slice. A task whose type also has
+// AppendBinary (encoding.BinaryAppender) packs itself straight into dst:
+// a checkpoint packs every task into memory it reuses from one checkpoint
+// to the next, where MarshalBinary would return memory new each time.
+func (c *CollectionDef) AppendTask(dst []byte, t Task) ([]byte, error) {
+	if a, ok := t.(encoding.BinaryAppender); c.pack == nil && ok {
+		return a.AppendBinary(dst)
+	}
+	b, err := c.PackTask(t)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
 }
 
 // UnpackTask restores into t, a task fresh from the collection's

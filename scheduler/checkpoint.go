@@ -3,6 +3,10 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"google.golang.org/protobuf/proto"
 
@@ -35,6 +39,11 @@ func (pe *PE) abandonCheckpoint() {
 		if err := pe.store.Abort(epoch); err != nil {
 			panic(fmt.Sprintf("scheduler: abort staged checkpoint %d: %v", epoch, err))
 		}
+		// Its encoding may still be on its way to the buddy: left to the
+		// collector, as the buddy copies staged for it.
+		pe.ckpt.staged = nil
+		clear(pe.ckpt.buddyStaged)
+		pe.ckpt.buddyStaged = pe.ckpt.buddyStaged[:0]
 		pe.abandonedUpTo = max(pe.abandonedUpTo, epoch)
 	}
 }
@@ -43,23 +52,39 @@ func (pe *PE) abandonCheckpoint() {
 // checkpoint is due.
 var ErrRegionAtCheckpoint = errors.New("scheduler: cannot checkpoint a task inside a commutative region")
 
-// records packs every local task for a checkpoint.
-func (pe *PE) records() ([]migrate.TaskRecord, error) {
+// checkRegions reports a task inside a commutative region, which cannot
+// be checkpointed.
+func (pe *PE) checkRegions() error {
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted() {
 			if h, open := pe.proto.OpenRegion(cs.local[lin].id); open {
 				_, hi := splitHandler(h)
-				return nil, fmt.Errorf("%w: %s%v is inside a region of handler %s; a region must not stay open across a sync point (make the handler ordered, or close the region before the step's sync point)",
+				return fmt.Errorf("%w: %s%v is inside a region of handler %s; a region must not stay open across a sync point (make the handler ordered, or close the region before the step's sync point)",
 					ErrRegionAtCheckpoint, cs.def.Name, cs.local[lin].index, cs.def.Handlers[hi].Name)
 			}
 		}
 	}
+	return nil
+}
+
+// snapshots returns the protocol's counters of every local task.
+func (pe *PE) snapshots() map[commutative.TaskID]logging.TaskCheckpoint {
 	// The logs stay until the checkpoint commits (commitCheckpoint): if a
 	// PE fails before, this one is abandoned and replay needs them.
 	cps := map[commutative.TaskID]logging.TaskCheckpoint{}
 	for _, cp := range pe.proto.(logging.Snapshotter).Snapshot() {
 		cps[cp.Counters.Task] = cp
 	}
+	return cps
+}
+
+// records packs every local task into records of their own memory (a
+// restart from disk keeps them as the PE's copy).
+func (pe *PE) records() ([]migrate.TaskRecord, error) {
+	if err := pe.checkRegions(); err != nil {
+		return nil, err
+	}
+	cps := pe.snapshots()
 	var recs []migrate.TaskRecord
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted() {
@@ -74,29 +99,202 @@ func (pe *PE) records() ([]migrate.TaskRecord, error) {
 	return recs, nil
 }
 
+// encodeCheckpoint appends to enc this PE's checkpoint of epoch, every
+// local task packed straight into it (migrate.AppendTaskRecord), through
+// a scratch buffer of one task's size: the copy of the state a checkpoint
+// keeps is the encoding sent to the buddy.
+func (pe *PE) encodeCheckpoint(enc []byte, epoch uint64) ([]byte, error) {
+	if err := pe.checkRegions(); err != nil {
+		return enc, err
+	}
+	cps := pe.snapshots()
+	enc = migrate.AppendPECheckpointHeader(enc, &migrate.PECheckpoint{Epoch: epoch, PE: pe.cfg.Rank, NumPEs: pe.cfg.Size})
+	scratch := pe.ckpt.scratch
+	left := 0 // tasks not packed yet
+	for _, cs := range pe.colls {
+		left += len(cs.lins)
+	}
+	for _, cs := range pe.colls {
+		for _, lin := range cs.sorted() {
+			el := cs.local[lin]
+			rec, grown, err := pe.appendElement(scratch[:0], el, cps[el.id])
+			scratch = grown
+			left--
+			if err != nil {
+				return enc, err
+			}
+			if n := migrate.TaskRecordSize(rec); cap(enc)-len(enc) < n {
+				// Room for the tasks left if they are of this one's size,
+				// and an eighth more; at least double: the first
+				// checkpoint copies the encoding at most a few times,
+				// the next ones (which start from the last one's size)
+				// not at all.
+				enc = slices.Grow(enc, max(n*(left+1)+n*(left+1)/8, cap(enc)))
+			}
+			enc = migrate.AppendTaskRecord(enc, rec)
+		}
+	}
+	pe.ckpt.scratch = scratch
+	return enc, nil
+}
+
+// ckptMemory is the memory a PE's checkpoints reuse, so that taking one
+// costs copies into memory the PE already uses and no page faults or
+// clearing of memory new to it (docs/benchmarks.md, "Checkpoint cost";
+// before, the state went through three allocations of its size on the
+// sender and three on the buddy at every checkpoint):
+//
+//   - scratch: one task packed (AppendTask), before it is copied into
+//     the encoding;
+//   - the encodings (encodeCheckpoint) of the staged epoch and of the
+//     committed one, which the store's own records point into, and a
+//     spare one: the buffer of the epoch a commit made obsolete, which
+//     the next checkpoint encodes into. The encoding is also what goes
+//     to the buddy, without a copy (partsNet); the buddy's copy points
+//     into the payload it received (DecodePECheckpoint).
+//
+// On the buddy, the payloads its wards' copies came in (buddyStaged,
+// buddyCommitted: the store's buddy records point into them) go back to
+// the Net (recycler) once a commit has replaced them: the transport
+// joins the next copy into that memory. incoming is the payload of the
+// checkpoint batch being handled.
+//
+// Task code must not keep the bytes UnmarshalBinary gets (as
+// encoding.BinaryUnmarshaler requires): a restore unpacks from the
+// committed encoding, which a later checkpoint writes over.
+type ckptMemory struct {
+	scratch                  []byte
+	staged, committed, spare []byte
+
+	incoming                    []byte
+	buddyStaged, buddyCommitted [][]byte
+}
+
+// recycler is a Net that takes back the memory of payloads it delivered
+// (transport.TCP).
+type recycler interface{ Recycle(payload []byte) }
+
+// encodingBuffer returns an empty buffer for the next checkpoint's
+// encoding: the spare one if the Net holds no body sent from it any more
+// (a buddy copy is sent from its own memory), else a new one.
+func (pe *PE) encodingBuffer() []byte {
+	b := pe.ckpt.spare
+	pe.ckpt.spare = nil
+	if net, ok := pe.cfg.Net.(partsNet); b == nil || ok && !net.Released() {
+		// A new one, of the last checkpoint's size and an eighth more
+		// for the state to grow.
+		last := max(len(pe.ckpt.committed), len(pe.ckpt.staged))
+		return make([]byte, 0, last+last/8)
+	}
+	return b[:0]
+}
+
 func (pe *PE) takeCheckpoint(epoch uint64) {
-	recs, err := pe.records()
+	enc, err := pe.encodeCheckpoint(pe.encodingBuffer(), epoch)
 	if err != nil {
 		pe.cfg.Control.Fail(err)
 		return
 	}
-	if err := pe.store.Stage(epoch, recs); err != nil {
+	// The staged records point into the encoding.
+	staged, err := migrate.DecodePECheckpoint(enc)
+	if err != nil {
+		panic(fmt.Sprintf("scheduler: checkpoint %d does not decode: %v", epoch, err))
+	}
+	if err := pe.store.Stage(epoch, staged.Tasks); err != nil {
 		pe.cfg.Control.Fail(err)
 		return
 	}
+	// A buffer staged before for this epoch is left to the collector: it
+	// may still be on its way to the buddy.
+	pe.ckpt.staged = enc
 	if pe.recreatePending {
 		// The first checkpoint after the tasks were created again is
 		// their checkpoint as created.
 		pe.createdEpoch, pe.recreatePending = epoch, false
 	}
-	size := 0
-	for _, r := range recs {
-		size += len(r.Task) + len(r.Runtime) + len(r.Protocol)
-	}
 	if buddy := migrate.Buddy(pe.cfg.Rank, pe.live); buddy >= 0 {
-		pe.sendCheckpoint(buddy, wire.CheckpointKind_CHECKPOINT_BUDDY, epoch, pe.cfg.Rank, recs)
+		pe.sendEncoded(buddy, wire.CheckpointKind_CHECKPOINT_BUDDY, enc)
 	}
-	pe.cfg.Control.CheckpointStaged(epoch, len(recs), size)
+	pe.cfg.Control.CheckpointStaged(epoch, len(staged.Tasks), int(staged.Bytes()))
+}
+
+// sendEncoded sends a checkpoint encoded by migrate.AppendPECheckpoint to
+// PE to as a batch of kind kind: the batch's header, then enc itself,
+// which a partsNet sends from its own memory (enc must then not change
+// until the Net released it).
+func (pe *PE) sendEncoded(to int, kind wire.CheckpointKind, enc []byte) {
+	head := batchHeader(pe.headBuf[:0], pe.cfg.JobID, pe.generation)
+	head = appendVarintField(head, batchCheckpointKind, uint64(kind))
+	head = protowire.AppendTag(head, batchCheckpoint, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(len(enc)))
+	pe.headBuf = head
+	if net, ok := pe.cfg.Net.(partsNet); ok {
+		net.SendParts(to, head, enc)
+	} else {
+		// The Net may keep what it is given.
+		pe.cfg.Net.Send(to, append(slices.Clip(head), enc...))
+	}
+	pe.cfg.Net.Flush()
+}
+
+// batchCheckpoint is the field number of wire.Batch's checkpoint (the
+// others a checkpoint batch has: batchJob, batchGeneration,
+// batchCheckpointKind).
+const batchCheckpoint = 5
+
+// receiveCheckpointBatch handles payload if it is a batch that carries a
+// checkpoint (job, generation, checkpoint kind and checkpoint, as
+// sendEncoded and proto.Marshal write it), and reports whether it was:
+// the checkpoint's records then point into payload (the PE's, see
+// Receive) instead of being copied out of it twice (proto.Unmarshal of
+// the batch, then of the checkpoint). Any other batch is left to the
+// general decoding.
+func (pe *PE) receiveCheckpointBatch(from int, payload []byte) bool {
+	var job, generation, kind uint64
+	var cp []byte
+	found := false
+	for b := payload; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.VarintType && (num == batchJob || num == batchGeneration || num == batchCheckpointKind):
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return false
+			}
+			switch num {
+			case batchJob:
+				job = v
+			case batchGeneration:
+				generation = v
+			default:
+				kind = v
+			}
+			b = b[n:]
+		case typ == protowire.BytesType && num == batchCheckpoint:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return false
+			}
+			cp, found, b = v, true, b[n:]
+		default:
+			return false // envelopes, or something the general path judges
+		}
+	}
+	if !found || kind == uint64(wire.CheckpointKind_CHECKPOINT_NONE) || kind > math.MaxInt32 {
+		return false
+	}
+	if !pe.acceptBatch(from, payload, job, generation) {
+		return true
+	}
+	pe.ckpt.incoming = payload
+	pe.receiveCheckpoint(from, wire.CheckpointKind(kind), cp[:len(cp):len(cp)], generation)
+	pe.ckpt.incoming = nil
+	pe.schedule()
+	return true
 }
 
 func (pe *PE) sendCheckpoint(to int, kind wire.CheckpointKind, epoch uint64, of int, recs []migrate.TaskRecord) {
@@ -118,7 +316,9 @@ func (pe *PE) sendCheckpoint(to int, kind wire.CheckpointKind, epoch uint64, of 
 
 // generation is the recovery generation of the batch that carried it.
 func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte, generation uint64) {
-	cp, err := migrate.UnmarshalPECheckpoint(b)
+	// The records point into b, which stays as it is: a payload is the
+	// PE's (Receive), and a PE's own records are copies of its store's.
+	cp, err := migrate.DecodePECheckpoint(b)
 	if err != nil {
 		pe.drop(fmt.Errorf("%w: checkpoint from PE %d: %v", ErrMalformed, from, err))
 		return
@@ -131,6 +331,9 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte, ge
 		if err := pe.store.StageBuddy(from, cp.Epoch, cp.Tasks); err != nil {
 			pe.drop(fmt.Errorf("%w: buddy copy from PE %d: %v", ErrMalformed, from, err))
 			return
+		}
+		if pe.ckpt.incoming != nil {
+			pe.ckpt.buddyStaged = append(pe.ckpt.buddyStaged, pe.ckpt.incoming)
 		}
 		pe.cfg.Control.BuddyStored(cp.Epoch, from, generation)
 	case wire.CheckpointKind_CHECKPOINT_ADOPT:
@@ -176,6 +379,22 @@ func (pe *PE) commitCheckpoint(ev job.CommitCheckpoint) {
 		pe.cfg.Control.Fail(err)
 		return
 	}
+	// The previous epoch's encoding is no longer the store's: the next
+	// checkpoint writes into it.
+	if pe.ckpt.staged != nil {
+		pe.ckpt.spare, pe.ckpt.committed, pe.ckpt.staged = pe.ckpt.committed, pe.ckpt.staged, nil
+	}
+	// Likewise the buddy copies of the previous epoch: no record of the
+	// store points into their payloads any more.
+	if r, ok := pe.cfg.Net.(recycler); ok {
+		for _, p := range pe.ckpt.buddyCommitted {
+			r.Recycle(p)
+		}
+	}
+	clear(pe.ckpt.buddyCommitted)
+	pe.ckpt.buddyCommitted = append(pe.ckpt.buddyCommitted[:0], pe.ckpt.buddyStaged...)
+	clear(pe.ckpt.buddyStaged)
+	pe.ckpt.buddyStaged = pe.ckpt.buddyStaged[:0]
 	// The checkpoint records the placement the last migration made.
 	pe.moves, pe.exported, pe.importedFrom = nil, nil, nil
 	// Only now is everything before the checkpoint unneeded. No PE

@@ -31,6 +31,33 @@ func (pe *PE) packElement(el *element, cp logging.TaskCheckpoint) (migrate.TaskR
 	return rec, nil
 }
 
+// appendElement packs a task's checkpoint record as packElement does, but
+// into buf (the checkpoint's reused memory): the record's three parts
+// are consecutive slices of the returned buf.
+func (pe *PE) appendElement(buf []byte, el *element, cp logging.TaskCheckpoint) (migrate.TaskRecord, []byte, error) {
+	cs := el.coll
+	start := len(buf)
+	buf, err := cs.def.AppendTask(buf, el.task)
+	if err != nil {
+		return migrate.TaskRecord{}, buf, fmt.Errorf("scheduler: pack %s%v: %w", cs.def.Name, el.index, err)
+	}
+	taskEnd := len(buf)
+	buf, err = proto.MarshalOptions{}.MarshalAppend(buf, &wire.TaskRuntime{Expected: el.expected, NextReduction: el.nextRed, AtSync: el.atSync, Printed: el.printed})
+	if err != nil {
+		return migrate.TaskRecord{}, buf, err
+	}
+	runtimeEnd := len(buf)
+	if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf, taskCheckpointToWire(cp)); err != nil {
+		return migrate.TaskRecord{}, buf, err
+	}
+	rec := migrate.TaskRecord{Collection: uint32(cs.def.ID), Lin: int64(el.lin),
+		Task: buf[start:taskEnd:taskEnd], Runtime: buf[taskEnd:runtimeEnd:runtimeEnd], Protocol: buf[runtimeEnd:len(buf):len(buf)]}
+	if pe.cfg.Observe != nil {
+		pe.observe(Observation{Kind: ObservePack, Task: uint64(el.id), Record: rec})
+	}
+	return rec, buf, nil
+}
+
 // recordTarget returns the collection and index a record is for.
 func (pe *PE) recordTarget(rec migrate.TaskRecord) (*collectionState, int, bool) {
 	if int(rec.Collection) >= len(pe.colls) {

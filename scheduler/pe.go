@@ -320,6 +320,8 @@ type PE struct {
 	// abandonedUpTo is the latest checkpoint epoch a failure interrupted
 	// while this PE staged it.
 	abandonedUpTo uint64
+	// ckpt is the memory checkpoints reuse (checkpoint.go).
+	ckpt ckptMemory
 	// fromDisk is set while the PE waits for the records of a rollback
 	// to a disk checkpoint.
 	fromDisk bool
@@ -708,6 +710,9 @@ func (pe *PE) releaseDecoder(d *batchDecoder) {
 // receiveProto is Receive through proto.Unmarshal, for the batches the
 // hand-written decoder leaves to it (checkpoints).
 func (pe *PE) receiveProto(from int, payload []byte) {
+	if pe.receiveCheckpointBatch(from, payload) {
+		return
+	}
 	var b wire.Batch
 	if err := proto.Unmarshal(payload, &b); err != nil {
 		pe.drop(fmt.Errorf("%w from PE %d: %v", ErrMalformed, from, err))

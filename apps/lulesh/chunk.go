@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/apps/lulesh/kernel"
@@ -204,6 +205,12 @@ var errBadChunkState = errors.New("lulesh: bad packed chunk")
 
 // MarshalBinary packs the chunk's state for checkpoint and migration.
 func (c *Chunk) MarshalBinary() ([]byte, error) {
+	return c.AppendBinary(nil)
+}
+
+// AppendBinary appends what MarshalBinary returns to out (a checkpoint
+// packs into memory it reuses).
+func (c *Chunk) AppendBinary(out []byte) ([]byte, error) {
 	size := len(chunkMagic) + 1 + 3*4 + 2 + 4 + 8 + c.domain.StateSize()
 	var mask uint32
 	for slot, values := range c.received {
@@ -212,7 +219,7 @@ func (c *Chunk) MarshalBinary() ([]byte, error) {
 			size += 4 + 8*len(values)
 		}
 	}
-	out := make([]byte, 0, size)
+	out = slices.Grow(out, size)
 	out = append(out, chunkMagic...)
 	out = append(out, chunkVersion)
 	for _, p := range c.position {

@@ -2,6 +2,7 @@ package stencil3d
 
 import (
 	"github.com/gochare/gochare/actor"
+	"slices"
 
 	"encoding/binary"
 	"errors"
@@ -189,8 +190,14 @@ const (
 
 // MarshalBinary packs the chunk's state for checkpoint and migration.
 func (c *Chunk) MarshalBinary() ([]byte, error) {
+	return c.AppendBinary(make([]byte, 0, chunkHeaderBytes+8*len(c.temperature)))
+}
+
+// AppendBinary appends what MarshalBinary returns to out (a checkpoint
+// packs into memory it reuses).
+func (c *Chunk) AppendBinary(out []byte) ([]byte, error) {
 	c.flush()
-	out := make([]byte, 0, chunkHeaderBytes+8*len(c.temperature))
+	out = slices.Grow(out, chunkHeaderBytes+8*len(c.temperature))
 	out = append(out, chunkMagic...)
 	out = append(out, chunkVersion)
 	for _, e := range [3]int{c.block.X, c.block.Y, c.block.Z} {

@@ -36,6 +36,10 @@ type core struct {
 	// for new frames. Nil: never (a driver that may keep frames).
 	reusable func() bool
 	spare    [][]byte
+	// alloc, when not nil, returns n bytes for a payload that spans
+	// frames (their joined copy, which the payload's handler then owns):
+	// the TCP endpoint's recycled buffers (recvPool). Nil: make.
+	alloc func(n int) []byte
 }
 
 // maxSpare bounds the frame buffers kept for reuse.
@@ -368,8 +372,8 @@ func (c *core) receive(f frame) error {
 		c.stats.payloadsDelivered.Add(1)
 		c.deliver(from, payload)
 	}
-	in.unpack(f.Head, deliver)
-	in.unpack(f.Data, deliver)
+	in.unpack(f.Head, deliver, c.alloc)
+	in.unpack(f.Data, deliver, c.alloc)
 	// The handler may have sent to from and so piggybacked the ack.
 	if in.owed && (in.owedFrames >= c.ackFrames || in.owedBytes >= c.ackBytes) {
 		c.transmitAck(from, 0)
@@ -413,8 +417,15 @@ func (in *inChannel) check(head, data []byte, maxPayload int) error {
 
 // unpack adds a piece of a checked frame to the stream and calls deliver
 // for each payload it completes. A payload that lies whole in data is a
-// subslice of it; others are joined in a new buffer.
-func (in *inChannel) unpack(data []byte, deliver func([]byte)) {
+// subslice of it; others are joined in a buffer from alloc (nil: a new
+// one).
+func (in *inChannel) unpack(data []byte, deliver func([]byte), alloc func(int) []byte) {
+	joined := func(n int) []byte {
+		if alloc != nil {
+			return alloc(n)[:0]
+		}
+		return make([]byte, 0, n)
+	}
 	if len(data) == 0 {
 		return
 	}
@@ -427,7 +438,7 @@ func (in *inChannel) unpack(data []byte, deliver func([]byte)) {
 			deliver(payload)
 		} else {
 			if in.assembly == nil {
-				in.assembly = make([]byte, 0, in.need)
+				in.assembly = joined(in.need)
 			}
 			n := min(in.need, len(data))
 			in.assembly = append(in.assembly, data[:n]...)
@@ -450,8 +461,7 @@ func (in *inChannel) unpack(data []byte, deliver func([]byte)) {
 		}
 		in.need = int(size)
 		if len(data) > 0 {
-			in.assembly = make([]byte, len(data), size)
-			copy(in.assembly, data)
+			in.assembly = append(joined(int(size)), data...)
 			in.need -= len(data)
 		}
 		return

@@ -38,10 +38,20 @@ type recvPool struct {
 	// heap does not move objects): the finalizer gets only a pointer.
 	out map[uintptr]int
 	fin func(*byte) // p.reclaim, made once
+	// slack, when > 0, makes a new buffer 1/slack larger than asked, so
+	// that it serves again for a slightly larger size (a checkpoint's
+	// copy grows by a few bytes now and then).
+	slack int
 }
 
-// recvPoolBytes is the most bytes a TCP endpoint keeps pooled.
-const recvPoolBytes = 32 << 20
+// recvPoolBytes is the most bytes a TCP endpoint keeps pooled;
+// joinedPoolBytes the most its pool of joined payloads of joinedMin bytes
+// or more keeps (TCP.joined): a few buddy copies of a checkpoint.
+const (
+	recvPoolBytes   = 32 << 20
+	joinedPoolBytes = 64 << 20
+	joinedMin       = 1 << 20
+)
 
 // get returns a buffer of n bytes (its contents undefined) whose memory
 // comes back to p when it is garbage.
@@ -66,7 +76,11 @@ func (p *recvPool) get(n int) []byte {
 	}
 	if b == nil {
 		p.mu.Unlock()
-		b = make([]byte, n)
+		size := n
+		if p.slack > 0 {
+			size += n / p.slack
+		}
+		b = make([]byte, size)
 		p.mu.Lock()
 	}
 	if p.out == nil {
@@ -76,6 +90,29 @@ func (p *recvPool) get(n int) []byte {
 	p.mu.Unlock()
 	runtime.SetFinalizer(&b[0], p.fin)
 	return b[:n:n]
+}
+
+// put takes back b, a buffer get handed out (b starts at its first byte),
+// which its holder says it no longer uses, nor anything else: earlier
+// than its finalizer would. It reports whether b was taken (not a buffer
+// of p's, or the pool full: left to the finalizer).
+func (p *recvPool) put(b []byte) bool {
+	if cap(b) == 0 {
+		return false
+	}
+	first := &b[:1][0]
+	key := uintptr(unsafe.Pointer(first))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.out[key]
+	if !ok || p.closed || p.bytes+c > p.maxBytes {
+		return false
+	}
+	runtime.SetFinalizer(first, nil)
+	delete(p.out, key)
+	p.free = append(p.free, unsafe.Slice(first, c))
+	p.bytes += c
+	return true
 }
 
 // reclaim takes back a buffer nothing refers to any more (its finalizer).

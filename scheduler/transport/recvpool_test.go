@@ -95,3 +95,52 @@ func TestRecvPoolBounds(t *testing.T) {
 		t.Error("get(0) is not nil")
 	}
 }
+
+// A buffer given back with put is handed out again at once, without a
+// collection, and only once: its finalizer no longer returns it. A
+// slice that is not a buffer of the pool's is refused.
+func TestRecvPoolPut(t *testing.T) {
+	p := &recvPool{maxBytes: 4 << 20}
+	b := p.get(1 << 20)
+	addr := uintptr(unsafe.Pointer(&b[0]))
+	if p.put(make([]byte, 1<<20)) {
+		t.Fatal("put took a buffer the pool never handed out")
+	}
+	if !p.put(b) {
+		t.Fatal("put refused a buffer of the pool's")
+	}
+	if p.put(b) {
+		t.Fatal("put took the same buffer twice")
+	}
+	b = nil
+	again := p.get(1 << 20)
+	if got := uintptr(unsafe.Pointer(&again[0])); got != addr {
+		t.Fatal("the buffer put back was not handed out again")
+	}
+	// The finalizer was cleared: collections do not pool it a second
+	// time while it is in use.
+	for range 5 {
+		runtime.GC()
+	}
+	if n, _ := p.pooled(); n != 0 {
+		t.Fatalf("pool holds %d buffers while its only one is in use", n)
+	}
+	runtime.KeepAlive(again)
+	// With slack, a buffer serves again for a slightly larger size.
+	sl := &recvPool{maxBytes: 4 << 20, slack: 16}
+	first := sl.get(1 << 20)
+	firstAddr := uintptr(unsafe.Pointer(&first[0]))
+	if len(first) != 1<<20 || cap(first) != 1<<20 || !sl.put(first) {
+		t.Fatalf("slack pool: len %d cap %d, or put refused", len(first), cap(first))
+	}
+	grown := sl.get(1<<20 + 1000)
+	if got := uintptr(unsafe.Pointer(&grown[0])); got != firstAddr || len(grown) != 1<<20+1000 {
+		t.Fatal("a buffer with slack did not serve a size 1000 bytes larger")
+	}
+	runtime.KeepAlive(grown)
+	full := &recvPool{maxBytes: 1 << 20}
+	x, y := full.get(1<<20), full.get(1<<20)
+	if !full.put(x) || full.put(y) {
+		t.Fatal("a pool of 1 MiB took two buffers of 1 MiB")
+	}
+}

@@ -96,6 +96,11 @@ type TCP struct {
 	// recv recycles the readers' buffers (see recvPool); a heap object
 	// of its own, so that the buffers' finalizers keep it alive, not e.
 	recv *recvPool
+	// joined recycles the buffers large payloads are joined into from
+	// their frames (core.alloc), apart from recv: recv fills up with
+	// frame buffers, and a checkpoint's buddy copy (megabytes, once per
+	// checkpoint) would never find its way back into it.
+	joined *recvPool
 }
 
 var _ Endpoint = (*TCP)(nil)
@@ -132,6 +137,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 		peers:    make([]tcpPeer, cfg.Size),
 		loopDone: make(chan struct{}),
 		recv:     &recvPool{maxBytes: recvPoolBytes},
+		joined:   &recvPool{maxBytes: joinedPoolBytes, slack: 16},
 	}
 	e.mu.open = map[net.Conn]struct{}{}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -139,6 +145,14 @@ func NewTCP(cfg Config) (*TCP, error) {
 	e.core.deliver = func(from int, payload []byte) { e.h.Receive(from, payload) }
 	e.core.transmit = e.transmit
 	e.core.reusable = func() bool { return e.held.Load() == 0 }
+	// A payload joined from frames (a checkpoint's buddy copy, a large
+	// message) goes into recycled memory, as frames are read into.
+	e.core.alloc = func(n int) []byte {
+		if n >= joinedMin {
+			return e.joined.get(n)
+		}
+		return e.recv.get(n)
+	}
 	go e.run()
 	e.wg.Add(1)
 	go e.acceptLoop()
@@ -208,6 +222,16 @@ func (e *TCP) SendParts(to int, head, body []byte) { e.core.sendParts(to, head, 
 // receiver, and no frame waiting to be written. The caller may then
 // write their memory again. Call it only from Handler callbacks.
 func (e *TCP) Released() bool { return e.stats.backlog.Load() == 0 && e.held.Load() == 0 }
+
+// Recycle takes back the memory of a payload the endpoint delivered
+// joined from several frames (of a megabyte or more: a checkpoint's
+// buddy copy), which its handler will not use again, nor anything else:
+// the next such payload is joined into it, memory the process already
+// uses, instead of memory new to it (page faults and clearing; the
+// buffer would otherwise come back only after a garbage collection,
+// which a PE with a small heap may not run for many checkpoints). Any
+// other payload is left alone. Safe from any goroutine.
+func (e *TCP) Recycle(payload []byte) { e.joined.put(payload) }
 
 // Flush sends the frames being filled and the due acknowledgements. Call it
 // only from Handler callbacks.
@@ -296,6 +320,7 @@ func (e *TCP) Close() error {
 	e.mu.Unlock()
 	e.wg.Wait()
 	e.recv.close()
+	e.joined.close()
 	return nil
 }
 
