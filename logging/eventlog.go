@@ -37,17 +37,23 @@ import (
 //
 // A logger's death (EventLoggerFailed): the records it acknowledged are
 // no longer stable. Every PE carries those it holds again, and a PE whose
-// logger it was sends its own records of the period again to the next
-// live logger. But a PE that depended on a record without holding it (it
-// was stable) still does, and a restored task may wait for the dead
-// logger's recovery envelope: a PE failure and a logger failure in the
-// same checkpoint period, in either order, cannot be recovered by replay.
-// The job's coordinator checkpoints at the next sync point after a logger
-// dies and rolls every task back to the last committed checkpoint when
-// both come in one period (job/loggers.go). With no logger left, records
-// are never stable again: they ride on every envelope until the next
-// checkpoint, which keeps any number of later PE failures recoverable by
-// the survivors alone, at the cost of the piggyback.
+// logger it was sends its unstable records to the next live logger. But a
+// PE that depended on a record without holding it (it was stable) still
+// does: a PE failure after a logger failure, before the next checkpoint
+// commits, cannot be recovered by replay (CheckEventLogFailures); the
+// job's coordinator checkpoints at the next sync point after a logger
+// dies and rolls every task back to the last committed checkpoint on such
+// a PE failure (job/loggers.go). A logger failure after a PE failure is
+// harmless once every restored task has the logger's answer: every record
+// of a failed PE is one of its tasks' receptions or progress, so the
+// restored tasks' hosts hold what the dead logger had of it, and the live
+// creators hold their own. A task restored without the dead logger's
+// answer (still waiting for it, or restored after its death) may lack
+// records only it had (EventLogLost): the job stops with
+// ErrEventLogLost. With no logger left, records are never stable again:
+// they ride on every envelope until the next checkpoint, which keeps any
+// number of later PE failures recoverable by the survivors alone, at the
+// cost of the piggyback.
 
 // EventLogBatch is records of one creator for one event logger, in order,
 // for checkpoint period Epoch (the logger keeps the latest period only).
@@ -107,6 +113,13 @@ type EventLogging interface {
 	EventLogAcked(a EventLogAck)
 	// EventLoggerFailed records that logger l is dead.
 	EventLoggerFailed(l int)
+	// EventLogLost returns an error wrapping ErrEventLogLost when a task
+	// restored here since the last checkpoint has not had the answer of
+	// a logger that died since (it waits for it, or was restored after
+	// the death and could not ask): the records only that logger held of
+	// it are lost, and the caller must stop. The caller asks after
+	// EventLoggerFailed and after FailureNotice.
+	EventLogLost() error
 }
 
 var (
@@ -142,6 +155,9 @@ type eventLog struct {
 	seq   uint64
 	// acked is, per creator, the live logger's cumulative acknowledgement.
 	acked map[PEID]elAck
+	// diedInPeriod are the loggers known to have died since the last
+	// checkpoint (EventLogLost).
+	diedInPeriod []int
 }
 
 type elAck struct {
@@ -287,6 +303,7 @@ func (e *engine) EventLoggerFailed(dead int) {
 		return
 	}
 	l.dead[dead] = true
+	l.diedInPeriod = append(l.diedInPeriod, dead)
 	for c, a := range l.acked {
 		if a.logger == dead {
 			delete(l.acked, c)
@@ -314,6 +331,34 @@ func (e *engine) EventLoggerFailed(dead int) {
 	}
 }
 
+func (e *engine) EventLogLost() error {
+	if e.el == nil {
+		return nil
+	}
+	for _, l := range e.el.diedInPeriod {
+		if task, ok := e.awaitsLogger(l); ok {
+			return fmt.Errorf("%w: pe%d: task %d was restored since the last checkpoint without the records logger %d held, and it died",
+				ErrEventLogLost, e.pe, task, l)
+		}
+	}
+	return nil
+}
+
+// awaitsLogger returns a task restored here since the last checkpoint
+// that has not had logger l's answer.
+func (e *engine) awaitsLogger(l int) (TaskID, bool) {
+	for _, r := range e.relocated {
+		t, ok := e.tasks[r.Task]
+		if !ok || r.PE != e.pe {
+			continue
+		}
+		if _, answered := t.recovered[LoggerPE(l)]; !answered {
+			return r.Task, true
+		}
+	}
+	return 0, false
+}
+
 // requeueUnstable queues for piggybacking every determinant that is not
 // stable and not queued.
 func (e *engine) requeueUnstable() {
@@ -339,6 +384,7 @@ func (e *engine) eventLogCheckpoint() {
 	l.epoch++
 	l.seq = 0
 	clear(l.acked)
+	l.diedInPeriod = l.diedInPeriod[:0]
 	if l.target < 0 || l.dead[l.target] {
 		l.target = l.nextLive(int(e.pe) % len(l.dead))
 	}
@@ -484,16 +530,16 @@ func (l *EventLogger) Epoch() uint64 { return l.epoch }
 // Stats returns the logger's counters.
 func (l *EventLogger) Stats() EventLoggerStats { return l.stats }
 
-// ErrEventLogLost reports PE and event logger failures in one checkpoint
-// period: a PE may depend on a record only the dead logger stored, or a
-// restored task wait for its answer.
+// ErrEventLogLost reports a PE failure after an event logger failure in
+// one checkpoint period (a PE may depend on a record only the dead logger
+// stored), or a restored task that waits for a dead logger's answer.
 var ErrEventLogLost = errors.New("logging: a PE and an event logger failed in the same checkpoint period")
 
-// CheckEventLogFailures says whether peFailures PE failures and
-// loggerFailures event logger failures since the last checkpoint every PE
-// committed can be recovered by replay (see the event logger above). The
-// job's coordinator rolls every task back to the checkpoint when it
-// refuses.
+// CheckEventLogFailures says whether a PE failure, the peFailures-th
+// since the last checkpoint every PE committed, after loggerFailures
+// event logger failures since it, can be recovered by replay (see the
+// event logger above). The job's coordinator rolls every task back to the
+// checkpoint when it refuses.
 func CheckEventLogFailures(kind Kind, cfg Config, peFailures, loggerFailures int) error {
 	if kind == KindNone || !cfg.EventLogger || peFailures == 0 || loggerFailures == 0 {
 		return nil

@@ -104,3 +104,54 @@ func TestEventLoggerBounds(t *testing.T) {
 	require.ErrorIs(t, CheckEventLogger(KindFullDet, 0), ErrEventLoggerConfig)
 	require.NoError(t, CheckEventLogger(KindPartialDet, 2))
 }
+
+func TestEventLoggerRestoredTaskWaitsForTheLogger(t *testing.T) {
+	p := NewPartialDet(Config{PE: 0, PEs: 3, EventLogger: true, Loggers: 2})
+	el := p.(EventLogging)
+	task := TaskID(4)
+	p.RestoreTask(TaskCheckpoint{Counters: commutative.NewTaskState(task)}, []PEID{0, 1})
+	p.FailureNotice([]PEID{2}, []Relocation{{Task: task, PE: 0}})
+	r := p.Ready()
+	require.Len(t, r.Fetches, 2, "one fetch per live logger")
+	require.Equal(t, []TaskID{task}, r.Fetches[0].Tasks)
+	require.NoError(t, el.EventLogLost())
+	for _, env := range r.Envelopes {
+		if env.To == 0 {
+			p.Arrive(env)
+		}
+	}
+	p.Advance()
+	p.Arrive(Envelope{Kind: EnvelopeRecovery, From: 1, To: 0, Task: task, Epoch: r.Fetches[0].Recovery})
+	p.Arrive(Envelope{Kind: EnvelopeRecovery, From: LoggerPE(0), To: 0, Task: task, Epoch: r.Fetches[0].Recovery})
+	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: task}})
+	_, ok := p.NextDelivery(task, func(Message) bool { return true })
+	require.False(t, ok, "no delivery before every logger answered")
+	p.Arrive(Envelope{Kind: EnvelopeRecovery, From: LoggerPE(1), To: 0, Task: task, Epoch: r.Fetches[1].Recovery})
+	_, ok = p.NextDelivery(task, func(Message) bool { return true })
+	require.True(t, ok)
+	// Both loggers answered: a death now costs this recovery nothing.
+	el.EventLoggerFailed(1)
+	require.NoError(t, el.EventLogLost())
+}
+
+func TestEventLoggerDeathBeforeItsAnswerIsReported(t *testing.T) {
+	p := NewFullDet(Config{PE: 0, PEs: 3, EventLogger: true, Loggers: 2})
+	el := p.(EventLogging)
+	task := TaskID(4)
+	p.RestoreTask(TaskCheckpoint{Counters: commutative.NewTaskState(task)}, []PEID{0, 1})
+	// The logger dies before the notice: the task is restored without
+	// its records.
+	el.EventLoggerFailed(1)
+	require.NoError(t, el.EventLogLost())
+	p.FailureNotice([]PEID{2}, []Relocation{{Task: task, PE: 0}})
+	require.Len(t, p.Ready().Fetches, 1, "only the live logger is asked")
+	require.ErrorIs(t, el.EventLogLost(), ErrEventLogLost)
+
+	// A logger death in an earlier period costs nothing.
+	q := NewFullDet(Config{PE: 0, PEs: 3, EventLogger: true, Loggers: 2})
+	q.(EventLogging).EventLoggerFailed(1)
+	q.Checkpoint()
+	q.RestoreTask(TaskCheckpoint{Counters: commutative.NewTaskState(task)}, []PEID{0, 1})
+	q.FailureNotice([]PEID{2}, []Relocation{{Task: task, PE: 0}})
+	require.NoError(t, q.(EventLogging).EventLogLost())
+}

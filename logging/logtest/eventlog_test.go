@@ -31,8 +31,9 @@ func elSweepConfig(kind logging.Kind, seed uint64) Config {
 // TestSimulatorEventLoggerSeeds runs FullDet and PartialDet with event
 // loggers under crashes, reordering and duplication: any number of PE
 // crashes since a checkpoint is recovered (three at once included) with
-// the failure-free digest, and a run stops only where a PE and a logger
-// failed in one checkpoint period (the job rolls back there).
+// the failure-free digest, and a run stops only where a PE fails after a
+// logger in one checkpoint period (the job rolls back there) or a
+// restored task waits for a dead logger's answer (the job stops).
 func TestSimulatorEventLoggerSeeds(t *testing.T) {
 	for _, kind := range kinds[1:] {
 		t.Run(kind.String(), func(t *testing.T) {
@@ -44,7 +45,7 @@ func TestSimulatorEventLoggerSeeds(t *testing.T) {
 				return
 			}
 			seeds := max(seedCount()/5, 200)
-			var failures, thrice, thriceAtOnce, joint, stopped, loggerSurvived, recovered int
+			var failures, thrice, thriceAtOnce, joint, stopped, loggerSurvived, loggerAfterPE, recovered int
 			var withEL logging.Stats
 			for seed := range uint64(seeds) {
 				cfg := elSweepConfig(kind, seed)
@@ -70,6 +71,9 @@ func TestSimulatorEventLoggerSeeds(t *testing.T) {
 				}
 				if result.LoggerCrashes > 0 {
 					loggerSurvived++
+					if result.Crashes > 0 {
+						loggerAfterPE++
+					}
 				}
 				if result.Crashes == 3 {
 					thrice++
@@ -83,12 +87,13 @@ func TestSimulatorEventLoggerSeeds(t *testing.T) {
 				withEL.PiggybackedBytes += result.Stats.PiggybackedBytes
 				withEL.EventLogRecords += result.Stats.EventLogRecords
 			}
-			t.Logf("%v: %d seeds, %d recovered from crashes, %d from three (%d named by one notice), %d joint notices; %d survived a logger crash, %d stopped at a PE and a logger failure in one period; %d failed; %d piggybacked bytes, %d records logged",
-				kind, seeds, recovered, thrice, thriceAtOnce, joint, loggerSurvived, stopped, failures, withEL.PiggybackedBytes, withEL.EventLogRecords)
+			t.Logf("%v: %d seeds, %d recovered from crashes, %d from three (%d named by one notice), %d joint notices; %d survived a logger crash (%d of them with PE crashes), %d stopped at a PE and a logger failure in one period; %d failed; %d piggybacked bytes, %d records logged",
+				kind, seeds, recovered, thrice, thriceAtOnce, joint, loggerSurvived, loggerAfterPE, stopped, failures, withEL.PiggybackedBytes, withEL.EventLogRecords)
 			require.Zero(t, failures, "failing seeds")
 			require.Greater(t, recovered, seeds/2, "most runs recover from crashes")
 			require.Positive(t, thriceAtOnce, "some runs recover from three crashes named by one failure notice")
 			require.Positive(t, loggerSurvived, "some runs end correctly after a logger crash")
+			require.Positive(t, loggerAfterPE, "some runs end correctly with PE crashes and a logger crash")
 			require.Positive(t, stopped, "some runs see a PE and a logger fail in one period")
 			require.Positive(t, withEL.EventLogRecords, "records go to the loggers")
 		})

@@ -972,6 +972,15 @@ func (s *simulator) notice() {
 			s.flush(p)
 		}
 		s.pes[p].FailureNotice(failed, restored)
+		if el, ok := s.pes[p].(logging.EventLogging); ok && s.cfg.EventLogger {
+			if err := el.EventLogLost(); err != nil {
+				s.stopped = err
+				if s.trace != nil {
+					s.trace("the job stops: %v", err)
+				}
+				return
+			}
+		}
 		s.flush(p)
 	}
 	s.resumeRestored()
@@ -1043,7 +1052,15 @@ func (s *simulator) deliverLogItem() {
 			if s.trace != nil {
 				s.trace("  pe%d learns logger%d died", it.pe, it.logger)
 			}
-			s.pes[it.pe].(logging.EventLogging).EventLoggerFailed(it.logger)
+			el := s.pes[it.pe].(logging.EventLogging)
+			el.EventLoggerFailed(it.logger)
+			if err := el.EventLogLost(); err != nil {
+				s.stopped = err
+				if s.trace != nil {
+					s.trace("the job stops: %v", s.stopped)
+				}
+				return
+			}
 			s.took(it.pe)
 		}
 	case logFetch:
@@ -1058,9 +1075,10 @@ func (s *simulator) deliverLogItem() {
 	}
 }
 
-// crashLogger kills a live event logger. A PE failure in the same
-// checkpoint period stops the run (logging.CheckEventLogFailures), as the
-// job rolls every task back.
+// crashLogger kills a live event logger. A PE failure after it in the
+// same checkpoint period stops the run (logging.CheckEventLogFailures),
+// as the job rolls every task back there, and so does a PE that learns of
+// it while a restored task waits for its answer (AwaitsLogger).
 func (s *simulator) crashLogger() {
 	var live []int
 	for l, ok := range s.loggerAlive {
@@ -1077,14 +1095,6 @@ func (s *simulator) crashLogger() {
 	s.loggerDied = true
 	if s.trace != nil {
 		s.trace("crash logger%d", l)
-	}
-	lcfg := logging.Config{PEs: s.cfg.PEs, Failures: s.cfg.Failures, EventLogger: s.cfg.EventLogger, Loggers: s.cfg.Loggers}
-	if err := logging.CheckEventLogFailures(s.cfg.Protocol, lcfg, s.sinceCheckpoint, 1); err != nil {
-		if s.trace != nil {
-			s.trace("the job stops: %v", err)
-		}
-		s.stopped = err
-		return
 	}
 	s.logNet = slices.DeleteFunc(s.logNet, func(it logItem) bool { return it.logger == l })
 	for _, p := range s.livePEs() {
