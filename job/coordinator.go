@@ -163,6 +163,11 @@ type Config struct {
 	// Dumping whether the PEs dump log entries to them (a log quota).
 	Loggers int
 	Dumping bool
+	// EventLogger: the loggers are event loggers for the protocol's
+	// records (logging.Config.EventLogger): any number of PE failures is
+	// recovered by replay, and a logger's death is handled as with
+	// Dumping (loggers.go).
+	EventLogger bool
 }
 
 // The default checkpoint policy of a job that logs messages and was given

@@ -17,6 +17,13 @@ import (
 //
 //   - without dumping (Config.Dumping false) nothing was on the logger:
 //     the job goes on as if it had none;
+//   - with an event logger (Config.EventLogger) the records it made
+//     stable are lost: a PE that depended on one without holding it
+//     would need it after a PE failure. The same rule as for dumping
+//     follows (a PE failure before the forced checkpoint commits rolls
+//     every task back). A task restored since the checkpoint without
+//     the dead logger's answer stops the job instead, from its PE
+//     (logging.ErrEventLogLost);
 //   - with dumping, the coordinator has the next sync point checkpoint
 //     whatever the logs hold (a log limit notwithstanding), which makes
 //     every lost entry useless once it commits; a PE that fails before
@@ -66,12 +73,17 @@ func (c *Coordinator) OnLoggerFailure(l int) []Command {
 			left++
 		}
 	}
-	if !c.cfg.Dumping {
+	if !c.cfg.Dumping && !c.cfg.EventLogger {
 		c.note("logger %d failed (%d of %d left): no log entry is dumped in this job, the job goes on", l, left, c.cfg.Loggers)
 		return nil
 	}
 	c.lostLoggers = append(c.lostLoggers, l)
 	c.forceCheckpoint = true
+	if !c.cfg.Dumping {
+		c.note("logger %d failed (%d of %d left): the records it made stable since checkpoint %d ride on messages again; the next sync point checkpoints, "+
+			"and a PE that fails before that checkpoint commits rolls every task back to it", l, left, c.cfg.Loggers, c.committed)
+		return nil
+	}
 	c.note("logger %d failed (%d of %d left): the log entries dumped to it since checkpoint %d are lost; the next sync point checkpoints, "+
 		"and a PE that fails before that checkpoint commits stops the job", l, left, c.cfg.Loggers, c.committed)
 	return nil

@@ -23,11 +23,14 @@ var ErrTooManyFailures = errors.New("logging: more PE failures since the last ch
 // more, each failure may be the one that takes the last copy: a task
 // restored on a survivor could then replay a reception differently from
 // the first execution that other tasks saw, a wrong result nothing would
-// show. (A failure that leaves no copy of a task's checkpoint is the
+// show. With an event logger (Config.EventLogger) a record is stable on
+// a logger, and one that is not rides on until it is: any number of
+// failures is recoverable (but not a PE failure in the same period as a
+// logger failure: eventlog.go). (A failure that leaves no copy of a task's checkpoint is the
 // checkpoint store's to report.) None rolls every task back to the
 // checkpoint and keeps no record: any number of failures is recoverable.
 func CheckFailures(kind Kind, cfg Config, failed int) error {
-	if kind == KindNone || failed <= cfg.failures() {
+	if kind == KindNone || cfg.EventLogger || failed <= cfg.failures() {
 		return nil
 	}
 	return fmt.Errorf("%w: %d PEs failed since the last checkpoint, %v keeps each record on %d PEs (f=%d)",

@@ -57,6 +57,13 @@
 // it knows a third holder, which multiplies the records an envelope
 // carries by 2.4 to 3.5 against f=1 on the mini-apps (4 PEs in process).
 //
+// With an event logger (Config.EventLogger, eventlog.go) there is no f:
+// a record is stable once a logger process has acknowledged it, records
+// are stamped with their creator and number, the loggers' cumulative
+// acknowledgements reach every PE, and any number of PE failures is
+// survived; a PE and a logger failing in one checkpoint period is not
+// (CheckEventLogFailures).
+//
 // Nothing here starts a goroutine, reads a clock or draws a random number.
 // It imports commutative and the standard library only.
 //

@@ -114,8 +114,13 @@ type Config struct {
 	LogQuota int
 	Loggers  int
 	// DumpEpoch is the period number the quota's log starts in (see
-	// DumpConfig.Epoch).
+	// DumpConfig.Epoch), and the event logger's first period.
 	DumpEpoch uint64
+	// EventLogger (FullDet, PartialDet; needs Loggers > 0) makes the
+	// Loggers logger processes event loggers: a record is stable once one
+	// of them has acknowledged it (eventlog.go), and any number of PE
+	// failures is recovered. None ignores it.
+	EventLogger bool
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -246,6 +251,8 @@ type engine struct {
 	// dumpsDue are the dumps it decided and TakeDumps has not taken.
 	quota    *quota
 	dumpsDue []Dump
+	// el is the PE's side of the event logger (eventlog.go; nil without).
+	el *eventLog
 }
 
 // carriedUpTo is how far the envelopes of the current Ready to one PE
@@ -270,6 +277,8 @@ type storedDeterminant struct {
 	// the heap.
 	holders []PEID
 	inline  [4]PEID
+	// logged: sent to this PE's event logger (fillEventLog).
+	logged bool
 }
 
 // detSlab hands out storedDeterminants from chunks of detSlabChunk, so
@@ -322,6 +331,12 @@ func (t *hostedTask) noteRecovery(pe PEID, epoch uint32) {
 	if last, ok := t.recovered[pe]; !ok || last < epoch {
 		t.recovered[pe] = epoch
 	}
+	if _, logger := IsLoggerPE(pe); logger {
+		if t.recovered[pe] >= t.fetchEpoch {
+			delete(t.awaiting, pe)
+		}
+		return
+	}
 	if t.recovered[pe] >= t.epoch {
 		delete(t.awaiting, pe)
 	}
@@ -331,15 +346,25 @@ func (t *hostedTask) noteRecovery(pe PEID, epoch uint32) {
 // envelope of the current epoch.
 func (t *hostedTask) dropAwaited() {
 	for p := range t.awaiting {
+		if _, logger := IsLoggerPE(p); logger {
+			continue // answers to a fetch: noteRecovery
+		}
 		if last, ok := t.recovered[p]; ok && last >= t.epoch {
 			delete(t.awaiting, p)
 		}
 	}
 }
 
-// await makes the task wait for a recovery envelope from each of pes.
+// await makes the task wait for a recovery envelope from each of pes
+// (and still for the event loggers' answers it waits for).
 func (t *hostedTask) await(pes []PEID) {
+	was := t.awaiting
 	t.awaiting = make(map[PEID]struct{}, len(pes))
+	for p := range was {
+		if _, logger := IsLoggerPE(p); logger {
+			t.awaiting[p] = struct{}{}
+		}
+	}
 	for _, p := range pes {
 		t.awaiting[p] = struct{}{}
 	}
@@ -359,6 +384,11 @@ func (t *hostedTask) awaited() []PEID {
 type storedProgress struct {
 	rsn     uint64
 	holders []PEID
+	// creator and seq are the record's stamp under an event logger;
+	// logged: this record (this rsn) went to this PE's logger.
+	creator PEID
+	seq     uint64
+	logged  bool
 	// maybe: the task is in engine.maybeUnstable.
 	maybe bool
 }
@@ -384,6 +414,9 @@ type hostedTask struct {
 	awaiting  map[PEID]struct{}
 	epoch     uint32
 	recovered map[PEID]uint32
+	// fetchEpoch is the recovery epoch of the event loggers' answers the
+	// task waits for (they are in awaiting under LoggerPE).
+	fetchEpoch uint32
 	// replayEnd is the last reception position the task is known to have
 	// reached before a failure (by a determinant or a progress record):
 	// until its RSN passes it, the task is replaying.
@@ -408,6 +441,9 @@ func newEngine(kind Kind, cfg Config) *engine {
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
 		e.quota = newQuota(cfg)
+		if cfg.EventLogger {
+			e.el = newEventLog(cfg)
+		}
 	}
 	e.updateBound()
 	return e
@@ -615,7 +651,13 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 				stored.holders = append(stored.holders, h)
 			}
 		}
+		if e.el != nil && received && !e.progressStable(stored) && e.el.stable(p.Creator, p.Seq) {
+			stored.creator, stored.seq = p.Creator, p.Seq
+		}
 		return
+	}
+	if !received && p.Seq == 0 {
+		e.logProgress(&p)
 	}
 	if !ok {
 		e.progressTasks = append(e.progressTasks, p.Task)
@@ -625,6 +667,7 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 	// The record is replaced in place: a task's own progress changes on
 	// every send.
 	stored.rsn = p.RSN
+	stored.creator, stored.seq, stored.logged = p.Creator, p.Seq, false
 	stored.holders = stored.holders[:0]
 	if received {
 		stored.holders = append(stored.holders, from)
@@ -644,8 +687,8 @@ func (e *engine) progressSince(from int) []Progress {
 	for _, u := range e.updated[from:] {
 		// A task updated twice in one Ready is carried once, at its
 		// latest RSN (the one stored).
-		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && len(p.holders) <= e.bound {
-			out = append(out, u)
+		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && !e.progressStable(p) {
+			out = append(out, progressOf(u.Task, p))
 		}
 	}
 	if len(out) > 1 {
@@ -661,9 +704,9 @@ func (e *engine) unstableProgress() []Progress {
 	kept := e.maybeUnstable[:0]
 	for _, task := range e.maybeUnstable {
 		p, ok := e.progress[task]
-		if ok && len(p.holders) <= e.bound {
+		if ok && !e.progressStable(p) {
 			kept = append(kept, task)
-			out = append(out, Progress{Task: task, RSN: p.rsn})
+			out = append(out, progressOf(task, p))
 		} else if ok {
 			p.maybe = false
 		}
@@ -694,7 +737,26 @@ func (e *engine) sortedProgressTasks() []TaskID {
 
 // isStable reports whether d survives the failures still allowed (the
 // bound): it is stored on one PE more than that.
-func (e *engine) isStable(d *storedDeterminant) bool { return len(d.holders) > e.bound }
+// Under an event logger: a live logger acknowledged it.
+func (e *engine) isStable(d *storedDeterminant) bool {
+	if e.el != nil {
+		return e.el.stable(d.determinant.Creator, d.determinant.Seq)
+	}
+	return len(d.holders) > e.bound
+}
+
+// progressStable is isStable for a progress record.
+func (e *engine) progressStable(p *storedProgress) bool {
+	if e.el != nil {
+		return e.el.stable(p.creator, p.seq)
+	}
+	return len(p.holders) > e.bound
+}
+
+// progressOf is task's stored record as it travels.
+func progressOf(task TaskID, p *storedProgress) Progress {
+	return Progress{Task: task, RSN: p.rsn, Creator: p.creator, Seq: p.seq}
+}
 
 func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
@@ -810,9 +872,13 @@ func (e *engine) takeRecords(env Envelope) {
 	}
 	if len(env.Determinants) > 0 || len(env.Progress) > 0 {
 		e.storeReceived(env.Determinants, env.From)
-		e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
-			Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
-		})
+		if e.el == nil {
+			// Under an event logger stability comes from the loggers:
+			// holders are not counted.
+			e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
+				Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
+			})
+		}
 		e.refreshReplayEnds(env.Determinants)
 	}
 }
@@ -1003,6 +1069,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 		}
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
+		e.logDeterminant(&d)
 		e.store(e.stored.get(d, true, e.pe))
 		e.markUnstable(k)
 		e.stats.Determinants++
@@ -1041,6 +1108,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
 	e.unstable = nil
 	e.relocated = nil
+	e.eventLogCheckpoint()
 	return out
 }
 
@@ -1117,12 +1185,15 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 			t.dropAwaited()
 		}
 	}
+	var restoredHere []TaskID
 	for _, r := range relocated {
 		if t, ok := e.tasks[r.Task]; ok && r.PE == e.pe {
 			t.epoch = epoch
 			t.dropAwaited()
+			restoredHere = append(restoredHere, r.Task)
 		}
 	}
+	e.fetchFor(restoredHere, epoch)
 	at := make(map[TaskID]int, len(e.relocated))
 	for i, old := range e.relocated {
 		at[old.Task] = i
@@ -1164,7 +1235,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		}
 		recovery := Envelope{Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Epoch: epoch}
 		if p, ok := e.progress[r.Task]; ok {
-			recovery.Progress = []Progress{{Task: r.Task, RSN: p.rsn}}
+			recovery.Progress = []Progress{progressOf(r.Task, p)}
 		}
 		if r.PE != e.pe && !carriedTo[r.PE] {
 			// The batch depends on the determinants of its senders'
@@ -1246,7 +1317,12 @@ func (e *engine) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
 	return ok
 }
 
-func (e *engine) Ready() Ready { return e.ready }
+func (e *engine) Ready() Ready {
+	if e.el != nil {
+		e.fillEventLog()
+	}
+	return e.ready
+}
 
 func (e *engine) Advance() {
 	// The Ready just advanced past may still be read by the caller until

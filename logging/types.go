@@ -121,6 +121,11 @@ type Determinant struct {
 	Message  MessageID
 	Receiver TaskID
 	RSN      uint64
+	// Creator and Seq stamp the record under an event logger
+	// (Config.EventLogger): the PE that created it and its number among
+	// that PE's records of the checkpoint period (from 1). Zero otherwise.
+	Creator PEID
+	Seq     uint64
 }
 
 func (d Determinant) String() string {
@@ -128,7 +133,16 @@ func (d Determinant) String() string {
 }
 
 // EncodedSize is the number of bytes the determinant takes when piggybacked.
-func (d Determinant) EncodedSize() int { return d.Message.EncodedSize() + 16 }
+func (d Determinant) EncodedSize() int { return d.Message.EncodedSize() + 16 + stampSize(d.Seq) }
+
+// stampSize is the size of an event logger's stamp (Creator, Seq): none
+// without one.
+func stampSize(seq uint64) int {
+	if seq == 0 {
+		return 0
+	}
+	return 12
+}
 
 type determinantKey struct {
 	receiver TaskID
@@ -183,7 +197,14 @@ type Envelope struct {
 type Progress struct {
 	Task TaskID
 	RSN  uint64
+	// Creator and Seq stamp the record under an event logger, as for a
+	// Determinant.
+	Creator PEID
+	Seq     uint64
 }
+
+// EncodedSize is the number of bytes the record takes when piggybacked.
+func (p Progress) EncodedSize() int { return progressSize + stampSize(p.Seq) }
 
 func (p Progress) String() string { return fmt.Sprintf("t%d@%d", p.Task, p.RSN) }
 
@@ -196,7 +217,10 @@ func (e Envelope) PiggybackBytes() int {
 	for _, d := range e.Determinants {
 		n += d.EncodedSize()
 	}
-	return n + progressSize*len(e.Progress)
+	for _, p := range e.Progress {
+		n += p.EncodedSize()
+	}
+	return n
 }
 
 // Delivery is a message the caller must now hand to its handler.
@@ -248,11 +272,16 @@ type Ready struct {
 	// RollbackAll (None only) asks the caller to restore every task of the
 	// job from its last checkpoint and drop every message in flight.
 	RollbackAll bool
+	// EventLog (Config.EventLogger only) are the records to send to an
+	// event logger, in order, on the PE's stream to it; Fetches the
+	// recovery requests to send to loggers (see eventlog.go).
+	EventLog []EventLogBatch
+	Fetches  []EventLogFetch
 }
 
 // IsEmpty reports whether there is nothing to do.
 func (r Ready) IsEmpty() bool {
-	return len(r.Envelopes) == 0 && len(r.Determinants) == 0 && !r.RollbackAll
+	return len(r.Envelopes) == 0 && len(r.Determinants) == 0 && !r.RollbackAll && len(r.EventLog) == 0 && len(r.Fetches) == 0
 }
 
 // Stats are cumulative counters and current memory use.
@@ -279,4 +308,8 @@ type Stats struct {
 	RemoteEnvelopes         int
 	// Forwarded counts messages passed on to a task's new PE (Forward).
 	Forwarded int
+	// EventLogRecords and EventLogBytes count the records sent to event
+	// loggers (Config.EventLogger) and their encoded size.
+	EventLogRecords int
+	EventLogBytes   int
 }

@@ -159,7 +159,7 @@ func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 	// into a batch, hands its own back to the same Protocol, and drops the
 	// Protocol's envelopes with it in a rollback (pe.out is reset).
 	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true,
-		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase()})
+		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase(), EventLogger: pe.cfg.EventLogger})
 }
 
 // locate is the PE a task lives on, as far as this PE knows (-1 for a

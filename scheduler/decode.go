@@ -61,11 +61,11 @@ type rawDependency struct {
 }
 
 type rawDeterminant struct {
-	message       rawID
-	receiver, rsn uint64
+	message                     rawID
+	receiver, rsn, creator, seq uint64
 }
 
-type rawProgress struct{ task, rsn uint64 }
+type rawProgress struct{ task, rsn, creator, seq uint64 }
 
 // span is a range of one of batchDecoder's arrays.
 type span struct{ from, to int32 }
@@ -410,6 +410,10 @@ func (d *batchDecoder) determinant(b []byte) error {
 			det.receiver, n, err = varint(b)
 		case typ == protowire.VarintType && num == detRSN:
 			det.rsn, n, err = varint(b)
+		case typ == protowire.VarintType && num == detCreator:
+			det.creator, n, err = varint(b)
+		case typ == protowire.VarintType && num == detSeq:
+			det.seq, n, err = varint(b)
 		default:
 			n, err = skip(num, typ, b)
 		}
@@ -435,6 +439,10 @@ func (d *batchDecoder) progressRecord(b []byte) error {
 			p.task, n, err = varint(b)
 		case typ == protowire.VarintType && num == progRSN:
 			p.rsn, n, err = varint(b)
+		case typ == protowire.VarintType && num == progCreator:
+			p.creator, n, err = varint(b)
+		case typ == protowire.VarintType && num == progSeq:
+			p.seq, n, err = varint(b)
 		default:
 			n, err = skip(num, typ, b)
 		}
@@ -547,12 +555,13 @@ func (d *batchDecoder) envelope(i, from, self, size int) (logging.Envelope, erro
 			e.Determinants = nil
 			return e, err
 		}
-		e.Determinants[j] = logging.Determinant{Message: id, Receiver: commutative.TaskID(raw[j].receiver), RSN: raw[j].rsn}
+		e.Determinants[j] = logging.Determinant{Message: id, Receiver: commutative.TaskID(raw[j].receiver), RSN: raw[j].rsn,
+			Creator: logging.PEID(int32(raw[j].creator)), Seq: raw[j].seq}
 	}
 	records := d.progress[w.progress.from:w.progress.to]
 	e.Progress = take(progress, len(records), len(d.progress))
 	for j, p := range records {
-		e.Progress[j] = logging.Progress{Task: commutative.TaskID(p.task), RSN: p.rsn}
+		e.Progress[j] = logging.Progress{Task: commutative.TaskID(p.task), RSN: p.rsn, Creator: logging.PEID(int32(p.creator)), Seq: p.seq}
 	}
 	return e, nil
 }

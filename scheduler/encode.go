@@ -53,9 +53,15 @@ const (
 	detMessage  = 1
 	detReceiver = 2
 	detRSN      = 3
+	// detCreator and detSeq are the event logger's stamp (absent
+	// without one: zero).
+	detCreator = 4
+	detSeq     = 5
 
-	progTask = 1
-	progRSN  = 2
+	progTask    = 1
+	progRSN     = 2
+	progCreator = 3
+	progSeq     = 4
 )
 
 func sizeVarintField(n protowire.Number, v uint64) int {
@@ -157,11 +163,13 @@ func appendMessageRest(b []byte, m *logging.Message, from uint32) []byte {
 }
 
 func sizeDeterminant(d logging.Determinant) int {
-	return sizeNested(detMessage, sizeID(d.Message)) + sizeVarintField(detReceiver, uint64(d.Receiver)) + sizeVarintField(detRSN, d.RSN)
+	return sizeNested(detMessage, sizeID(d.Message)) + sizeVarintField(detReceiver, uint64(d.Receiver)) + sizeVarintField(detRSN, d.RSN) +
+		sizeVarintField(detCreator, int32Varint(int32(d.Creator))) + sizeVarintField(detSeq, d.Seq)
 }
 
 func sizeProgress(p logging.Progress) int {
-	return sizeVarintField(progTask, uint64(p.Task)) + sizeVarintField(progRSN, p.RSN)
+	return sizeVarintField(progTask, uint64(p.Task)) + sizeVarintField(progRSN, p.RSN) +
+		sizeVarintField(progCreator, int32Varint(int32(p.Creator))) + sizeVarintField(progSeq, p.Seq)
 }
 
 func sizeEnvelope(e *logging.Envelope, from uint32) int {
@@ -207,11 +215,15 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 		b = appendID(b, detMessage, d.Message)
 		b = appendVarintField(b, detReceiver, uint64(d.Receiver))
 		b = appendVarintField(b, detRSN, d.RSN)
+		b = appendVarintField(b, detCreator, int32Varint(int32(d.Creator)))
+		b = appendVarintField(b, detSeq, d.Seq)
 	}
 	for _, p := range e.Progress {
 		b = appendNestedHeader(b, envProgress, sizeProgress(p))
 		b = appendVarintField(b, progTask, uint64(p.Task))
 		b = appendVarintField(b, progRSN, p.RSN)
+		b = appendVarintField(b, progCreator, int32Varint(int32(p.Creator)))
+		b = appendVarintField(b, progSeq, p.Seq)
 	}
 	b = appendVarintField(b, envTask, uint64(e.Task))
 	return appendVarintField(b, envEpoch, uint64(e.Epoch))

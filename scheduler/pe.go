@@ -133,6 +133,11 @@ type Config struct {
 	Dumps    DumpSink
 	// DeadLoggers are the loggers dead before the job began.
 	DeadLoggers []int
+	// EventLogger makes the Loggers event loggers for the protocol's
+	// records (FullDet, PartialDet), reached through EventLog
+	// (eventlog.go).
+	EventLogger bool
+	EventLog    EventLogSink
 }
 
 // What a PE accepts through Net.Post, besides the coordinator's events
@@ -360,6 +365,9 @@ type PE struct {
 	logPeakBefore int
 	// protocols counts the protocols made (dumpEpochBase).
 	protocols int
+	// fetchesOut counts the event loggers' answers still due
+	// (eventlog.go).
+	fetchesOut int
 }
 
 type earlyBatch struct {
@@ -455,6 +463,9 @@ func New(cfg Config) (*PE, error) {
 	if err := checkQuota(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkEventLog(cfg); err != nil {
+		return nil, err
+	}
 	job, err := Define(cfg.App, cfg.Args)
 	if err != nil {
 		return nil, err
@@ -491,6 +502,7 @@ func New(cfg Config) (*PE, error) {
 	}
 	pe.proto = pe.newProtocol()
 	pe.quotaProtocol(nil)
+	pe.eventLogProtocol()
 	pe.proto.HostTask(pe.system)
 	defs := append(append([]*actor.CollectionDef(nil), job.Collections()...), reducerCollection(job))
 	for _, def := range defs {
@@ -830,6 +842,11 @@ func (pe *PE) Event(ev any) {
 		pe.dumpAcked(ev)
 	case LoggerLost:
 		pe.loggerLost(ev)
+		pe.eventLoggerLost(ev)
+	case EventLogAcked:
+		pe.eventLogAcked(ev)
+	case EventLogAnswer:
+		pe.eventLogAnswer(ev)
 	case job.Event:
 		ev.Dispatch(&pe.events)
 	case DiskRecords:
@@ -942,7 +959,7 @@ func (pe *PE) flushAll() {
 }
 
 func (pe *PE) answerProbe() {
-	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted {
+	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted || pe.fetchesOut > 0 {
 		return
 	}
 	pe.flushAll()
@@ -1012,6 +1029,7 @@ func (pe *PE) transmit() {
 		}
 	}
 	clear(pe.largePayloads)
+	pe.sendEventLog(ready)
 	pe.proto.Advance()
 	pe.lentToNet()
 	for _, env := range local {

@@ -196,6 +196,9 @@ func (pe *PE) noticeFailure(ev job.NoticeFailure) {
 		return
 	}
 	pe.proto.FailureNotice(failed, relocs)
+	if !pe.checkEventLogLost() {
+		return
+	}
 	pe.transmit()
 	pe.checkDumpedNeeded()
 	restored := pe.restored

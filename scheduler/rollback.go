@@ -23,6 +23,7 @@ func (pe *PE) rollback(ev job.Rollback) {
 	old := pe.proto
 	pe.proto = pe.newProtocol(ev.Failed...)
 	pe.quotaProtocol(old)
+	pe.eventLogProtocol()
 	pe.proto.HostTask(pe.system)
 	// Every task goes back to where its checkpoint is; the places are
 	// those the PE knows (where earlier recoveries put tasks), and the

@@ -76,6 +76,11 @@ func Check(cfg Config, res, clean Result) (Outcome, error) {
 		if strings.Contains(res.Err.Error(), logging.ErrNoLoggerLeft.Error()) && cfg.LogQuota > 0 && res.LoggersDead == cfg.Loggers {
 			return Unrecoverable, nil
 		}
+		// A task restored without the records of an event logger that
+		// died since the checkpoint (logging.EventLogLost).
+		if strings.Contains(res.Err.Error(), logging.ErrEventLogLost.Error()) && cfg.EventLogger && res.LoggersDead > 0 && dead > 0 {
+			return Unrecoverable, nil
+		}
 		return 0, fmt.Errorf("%w: the job failed (%d PEs dead): %v", ErrCheck, dead, firstLines(res.Err.Error(), 30))
 	}
 	if res.Status != clean.Status {

@@ -79,6 +79,10 @@ func (p *simPE) declare() {
 		return
 	}
 	p.declared = true
+	if p.w.eventLoggers != nil {
+		// The loggers close its streams before any recovery asks them.
+		p.w.eventLoggers.peFailed(p.rank)
+	}
 	p.w.perform(p.w.coord.OnFailure(p.rank))
 }
 

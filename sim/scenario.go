@@ -118,6 +118,45 @@ func LoggerScenario(seed uint64) Config {
 	return cfg
 }
 
+// EventLoggerScenario is Scenario(seed) under FullDet or PartialDet with
+// one or two event loggers (Config.EventLogger) on 4 to 6 PEs, and one,
+// two or three PEs killed at the same time: in half the runs no two of
+// them buddies (every other PE, where there are enough), so that every
+// checkpoint survives in memory and the failed PEs' tasks replay; in the
+// others any, with the checkpoints on disk too when two or more die. In
+// a quarter of the runs a logger dies too, at a random time in the first
+// 400 ms. The loggers' links are slow at times (LoggerSlowAtTimes). The
+// draws come from a source of their own.
+func EventLoggerScenario(seed uint64) Config {
+	cfg := Scenario(seed)
+	rng := newRand(seed, 13)
+	cfg.PEs = 4 + rng.IntN(3)
+	cfg.Protocol = []logging.Kind{logging.KindFullDet, logging.KindPartialDet}[rng.IntN(2)]
+	cfg.Loggers = 1 + rng.IntN(2)
+	cfg.EventLogger = true
+	cfg.EventLoggerLink = LoggerSlowAtTimes
+	kills := 1 + rng.IntN(3)
+	at := time.Duration(rng.Int64N(int64(300 * time.Millisecond)))
+	cfg.Faults = nil
+	victims := rng.Perm(cfg.PEs)[:kills]
+	if spread := rng.IntN(2) == 0; spread && cfg.PEs >= 2*kills {
+		// No two buddies (a PE's buddy is the next one, migrate.Buddy).
+		first := rng.IntN(cfg.PEs)
+		for i := range victims {
+			victims[i] = (first + 2*i) % cfg.PEs
+		}
+	} else if kills > 1 {
+		cfg.Disk = true
+	}
+	for _, pe := range victims {
+		cfg.Faults = append(cfg.Faults, Fault{PE: pe, At: at})
+	}
+	if rng.IntN(4) == 0 {
+		cfg.LoggerFaults = []LoggerFault{{Logger: rng.IntN(cfg.Loggers), At: time.Duration(rng.Int64N(int64(400 * time.Millisecond)))}}
+	}
+	return cfg
+}
+
 // FewTasks is the workload a third of the runs of 3 or 4 PEs with a log
 // limit take instead of theirs (Scenario): stencil3d with 2 chunks, so
 // that some PEs host no task of a collection with sync points.

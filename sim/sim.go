@@ -50,6 +50,11 @@ type Config struct {
 	Loggers      int
 	Dumping      bool
 	LoggerFaults []LoggerFault
+	// EventLogger (with Loggers) makes the loggers event loggers for the
+	// protocol's records (simulated in eventlog.go), with links that
+	// delay as EventLoggerLink says.
+	EventLogger     bool
+	EventLoggerLink LoggerLink
 	// LogQuota, if above 0 (with Loggers), bounds each PE's sender log:
 	// the PEs dump to simulated loggers (loggers.go), and Dumping is set.
 	LogQuota int
@@ -234,10 +239,14 @@ func Run(cfg Config) (Result, error) {
 	mt := jb.MainTarget()
 	w.main = migrate.TaskRef{Collection: int(mt.Collection), Lin: jb.Collections()[mt.Collection].Shape.Linear(mt.Index)}
 	w.coord = job.NewCoordinator(job.Config{Size: cfg.PEs, Protocol: cfg.Protocol, Layout: scheduler.Layout(jb, cfg.PEs),
-		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit, Loggers: cfg.Loggers, Dumping: cfg.Dumping})
+		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit, Loggers: cfg.Loggers, Dumping: cfg.Dumping,
+		EventLogger: cfg.EventLogger})
 	w.pes = make([]*simPE, cfg.PEs)
 	if cfg.LogQuota > 0 {
 		w.loggers = newSimLoggers(w)
+	}
+	if cfg.EventLogger {
+		w.eventLoggers = newSimEventLoggers(w)
 	}
 	for r := range w.pes {
 		p := &simPE{w: w, rank: r, counts: map[string]int{}, ctlRng: newRand(cfg.Seed, 2, r), links: make([]*rand.Rand, cfg.PEs),
@@ -262,8 +271,12 @@ func Run(cfg Config) (Result, error) {
 		if w.loggers != nil {
 			dumps = simDumps{s: w.loggers, p: p}
 		}
+		var eventLog scheduler.EventLogSink
+		if w.eventLoggers != nil {
+			eventLog = simEventLog{s: w.eventLoggers, p: p}
+		}
 		pe, err := scheduler.New(scheduler.Config{
-			LogQuota: cfg.LogQuota, Loggers: cfg.Loggers, Dumps: dumps,
+			LogQuota: cfg.LogQuota, Loggers: cfg.Loggers, Dumps: dumps, EventLogger: cfg.EventLogger, EventLog: eventLog,
 			Rank: r, Size: cfg.PEs, JobID: 1, App: cfg.App, Args: cfg.Args, Protocol: cfg.Protocol,
 			CheckpointEvery: cfg.CheckpointEvery, Net: (*simNet)(p), Control: (*simControl)(p),
 			OnStep:  p.onStep,
@@ -296,8 +309,10 @@ type world struct {
 	pending    []job.Command
 	performing bool
 	res        Result
-	// loggers hold the PEs' dumps (nil without Config.LogQuota).
-	loggers *simLoggers
+	// loggers hold the PEs' dumps (nil without Config.LogQuota), and
+	// eventLoggers their records (nil without Config.EventLogger).
+	loggers      *simLoggers
+	eventLoggers *simEventLoggers
 }
 
 func (w *world) run() Result {
@@ -321,6 +336,9 @@ func (w *world) run() Result {
 				w.res.LoggersDead++
 				if w.loggers != nil {
 					w.loggers.kill(f.Logger)
+				}
+				if w.eventLoggers != nil {
+					w.eventLoggers.kill(f.Logger)
 				}
 				w.perform(w.coord.OnLoggerFailure(f.Logger))
 			}

@@ -3,6 +3,7 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"os"
 	"runtime"
 	"slices"
@@ -19,6 +20,7 @@ var (
 	baseFlag           = flag.Bool("base", false, "with -seed: run the seed's BaseScenario")
 	genFlag            = flag.Bool("gen", false, "run the seeds' GenScenario (a generated program of sim/gen as the workload)")
 	loggersFlag        = flag.Bool("loggers", false, "run the seeds' LoggerScenario (loggers, one of which dies)")
+	eventLoggerFlag    = flag.Bool("event-logger", false, "run the seeds' EventLoggerScenario (event loggers, 1-3 simultaneous kills)")
 	beforeLogLimitFlag = flag.Bool("before-log-limit", false, "with -seed: run the seed's scenario as drawn before LogLimit was (ScenarioBeforeLogLimit; with -gen, GenScenarioBeforeLogLimit)")
 )
 
@@ -42,7 +44,7 @@ func cleanRun(t testing.TB, cfg Config) Result {
 type scenarioKind struct {
 	// base: BaseScenario; gen: GenScenario; beforeLogLimit: Scenario or
 	// GenScenario as drawn before LogLimit was; loggers: LoggerScenario.
-	base, gen, beforeLogLimit, loggers bool
+	base, gen, beforeLogLimit, loggers, eventLogger bool
 }
 
 // runSeed runs one seed and checks it.
@@ -59,6 +61,8 @@ func runSeed(t testing.TB, seed uint64, kind scenarioKind, trace bool) (Config, 
 		cfg, replay = ScenarioBeforeLogLimit(seed), " -before-log-limit"
 	case kind.loggers:
 		cfg, replay = LoggerScenario(seed), " -loggers"
+	case kind.eventLogger:
+		cfg, replay = EventLoggerScenario(seed), " -event-logger"
 	}
 	if trace {
 		cfg.Trace = os.Stdout
@@ -83,7 +87,7 @@ func runSeed(t testing.TB, seed uint64, kind scenarioKind, trace bool) (Config, 
 // failure).
 func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
-		cfg, res, err := runSeed(t, *seedFlag, scenarioKind{base: *baseFlag, gen: *genFlag, beforeLogLimit: *beforeLogLimitFlag, loggers: *loggersFlag}, testing.Verbose())
+		cfg, res, err := runSeed(t, *seedFlag, scenarioKind{base: *baseFlag, gen: *genFlag, beforeLogLimit: *beforeLogLimitFlag, loggers: *loggersFlag, eventLogger: *eventLoggerFlag}, testing.Verbose())
 		if kb, ok := knownBugOf(cfg, res, err); ok && !*strictFlag {
 			t.Skipf("known bug %q:\n%v", kb.name, err)
 		}
@@ -114,7 +118,7 @@ func TestSim(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				cfg, res, err := runSeed(t, s, scenarioKind{gen: *genFlag, loggers: *loggersFlag}, false)
+				cfg, res, err := runSeed(t, s, scenarioKind{gen: *genFlag, loggers: *loggersFlag, eventLogger: *eventLoggerFlag}, false)
 				results <- result{s, cfg, res, err}
 			}
 		}()
@@ -218,7 +222,7 @@ func TestSimGenerated(t *testing.T) {
 // first, stops the job with logging.ErrLogEntriesLost, an unrecoverable
 // outcome), one that fails after it is recovered.
 func TestSimLoggers(t *testing.T) {
-	if *seedFlag != 0 || *loggersFlag || *seedsFlag != 0 {
+	if *seedFlag != 0 || *loggersFlag || *eventLoggerFlag || *seedsFlag != 0 {
 		t.Skip("TestSim runs these flags (-loggers for loggers)")
 	}
 	*loggersFlag, *seedsFlag = true, defaultSeeds/10
@@ -249,7 +253,7 @@ func TestSimReplays(t *testing.T) {
 // with the failure-free results or a documented stop; some runs dump,
 // and some fetch.
 func TestSimLogQuota(t *testing.T) {
-	if *seedFlag != 0 || *loggersFlag || *seedsFlag != 0 {
+	if *seedFlag != 0 || *loggersFlag || *eventLoggerFlag || *seedsFlag != 0 {
 		t.Skip("TestSim runs these flags (-loggers for loggers)")
 	}
 	runs, dumped, fetched, stopped := 0, 0, 0, 0
@@ -281,4 +285,49 @@ func TestSimLogQuota(t *testing.T) {
 	if dumped == 0 || fetched == 0 {
 		t.Fatalf("%d runs: %d dumped, %d fetched: the quota is not exercised", runs, dumped, fetched)
 	}
+}
+
+// TestSimEventLogger is TestSim with event loggers (-event-logger,
+// EventLoggerScenario) over a twentieth as many seeds: one, two and three PEs
+// killed at once, sometimes a logger too; every run ends with the
+// failure-free results, or, where a task was restored without the records
+// of a logger that died since the checkpoint, with logging.ErrEventLogLost.
+func TestSimEventLogger(t *testing.T) {
+	if *seedFlag != 0 || *eventLoggerFlag || *seedsFlag != 0 {
+		t.Skip("TestSim runs these flags (-event-logger for event loggers)")
+	}
+	*eventLoggerFlag, *seedsFlag = true, defaultSeeds/20
+	defer func() { *eventLoggerFlag, *seedsFlag = false, 0 }()
+	TestSim(t)
+}
+
+// Under EventLoggerScenario some runs recover three PEs killed at once
+// by replay (no two buddies: no rollback), with the failure-free results,
+// and the PEs' records go to the event loggers.
+func TestSimEventLoggerThreeKills(t *testing.T) {
+	if *seedFlag != 0 || *eventLoggerFlag || *seedsFlag != 0 {
+		t.Skip("TestSim runs these flags (-event-logger for event loggers)")
+	}
+	replayed := 0
+	for seed := uint64(1); seed <= 400 && replayed < 5; seed++ {
+		cfg := EventLoggerScenario(seed)
+		if len(cfg.Faults) != 3 || cfg.Disk || len(cfg.LoggerFaults) > 0 {
+			continue
+		}
+		_, res, err := runSeed(t, seed, scenarioKind{eventLogger: true}, false)
+		require.NoError(t, err)
+		dead, logged := 0, 0
+		for p, d := range res.Dead {
+			if d {
+				dead++
+			} else {
+				logged += res.Stats[p].Protocol.EventLogRecords
+			}
+		}
+		if dead == 3 && !notesSay(res, "rolls back") && res.Recoveries > 0 {
+			replayed++
+		}
+		require.Positive(t, logged, "seed %d: records go to the event logger", seed)
+	}
+	require.GreaterOrEqual(t, replayed, 5, "runs recover three simultaneous kills by replay")
 }

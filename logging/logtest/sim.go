@@ -67,6 +67,18 @@ type Config struct {
 	// of each slice is drawn from 1 to Slice. 0 and 1 transmit after every
 	// handler and every arrival.
 	Slice int
+	// EventLogger runs the protocols with Loggers simulated event loggers
+	// (logging.Config.EventLogger; Loggers 0 means 1): the PEs' record
+	// batches travel to them in order per PE and logger, their
+	// acknowledgements to every PE and their answers to fetches reordered
+	// and delayed like envelopes. LoggerCrashes loggers die at random
+	// events (their death reaches each PE some events later).
+	EventLogger   bool
+	Loggers       int
+	LoggerCrashes int
+	// Simultaneous puts all the PE crashes at consecutive events, so that
+	// one failure notice names them all (with NoticeDelay > 0).
+	Simultaneous bool
 	// MaxEvents bounds the run; 0 means 100000.
 	MaxEvents int
 	// Trace, if set, receives a line per event.
@@ -109,6 +121,8 @@ type Result struct {
 	Moves, Forwarded, CrashesWhileStale int
 	// JointNotices counts failure notices that named two PEs or more.
 	JointNotices int
+	// LoggerCrashes counts event logger deaths.
+	LoggerCrashes int
 }
 
 type historyEntry struct {
@@ -183,7 +197,36 @@ type simulator struct {
 	sumStats logging.Stats
 	err      error
 	trace    func(format string, args ...any)
+
+	// Event loggers (Config.EventLogger): their state, which live, what
+	// travels to and from them, when they die, and whether one died since
+	// the last checkpoint.
+	loggers       []*logging.EventLogger
+	loggerAlive   []bool
+	logNet        []logItem
+	loggerCrashAt []int
+	loggerCrashes int
+	loggerDied    bool
 }
+
+// logItem is something in flight to or from an event logger.
+type logItem struct {
+	kind   logItemKind
+	pe     logging.PEID // the PE it is from (batch, fetch) or to (ack, death)
+	logger int
+	batch  logging.EventLogBatch
+	ack    logging.EventLogAck
+	fetch  logging.EventLogFetch
+}
+
+type logItemKind uint8
+
+const (
+	logBatch logItemKind = iota
+	logAck
+	logFetch
+	logDeath
+)
 
 // Run simulates cfg and checks it: after every step, no message is handled
 // twice by a task, no envelope leaves a PE before the determinants its
@@ -202,6 +245,12 @@ func Run(cfg Config) (result Result, err error) {
 	if cfg.MaxEvents == 0 {
 		cfg.MaxEvents = 100000
 	}
+	if cfg.EventLogger && cfg.Loggers == 0 {
+		cfg.Loggers = 1
+	}
+	if cfg.LoggerCrashes > cfg.Loggers {
+		return Result{}, fmt.Errorf("%d logger crashes with %d loggers: %w", cfg.LoggerCrashes, cfg.Loggers, ErrConfig)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v: %w", r, ErrViolation)
@@ -216,7 +265,7 @@ func Run(cfg Config) (result Result, err error) {
 		return Result{
 			Crashes: s.crashes, CrashesDuringRecovery: s.crashesDuringRecovery, Events: s.events,
 			Stopped: s.stopped, Moves: s.moves, Forwarded: s.forwarded, CrashesWhileStale: s.crashesWhileStale,
-			JointNotices: s.jointNotices,
+			JointNotices: s.jointNotices, LoggerCrashes: s.loggerCrashes,
 		}, nil
 	}
 	digests, err := s.reference()
@@ -231,7 +280,7 @@ func Run(cfg Config) (result Result, err error) {
 	return Result{
 		Digests: digests, Crashes: s.crashes, CrashesDuringRecovery: s.crashesDuringRecovery, Events: s.events, Stats: s.sumStats,
 		Moves: s.moves, Forwarded: s.forwarded, CrashesWhileStale: s.crashesWhileStale,
-		JointNotices: s.jointNotices,
+		JointNotices: s.jointNotices, LoggerCrashes: s.loggerCrashes,
 	}, nil
 }
 
@@ -284,12 +333,24 @@ func newSimulator(cfg Config) *simulator {
 	expected := cfg.Tasks * cfg.Steps * 5
 	for range cfg.Crashes {
 		at := 1 + rng.IntN(expected)
-		if len(s.crashAt) > 0 && rng.IntN(2) == 0 {
+		if len(s.crashAt) > 0 && cfg.Simultaneous {
+			at = s.crashAt[0] + len(s.crashAt)
+		} else if len(s.crashAt) > 0 && rng.IntN(2) == 0 {
 			at = s.crashAt[len(s.crashAt)-1] + 1 + rng.IntN(cfg.Tasks*4) // during recovery
 		}
 		s.crashAt = append(s.crashAt, at)
 	}
 	slices.Sort(s.crashAt)
+	if cfg.EventLogger {
+		for l := range cfg.Loggers {
+			s.loggers = append(s.loggers, logging.NewEventLogger(l))
+			s.loggerAlive = append(s.loggerAlive, true)
+		}
+		for range cfg.LoggerCrashes {
+			s.loggerCrashAt = append(s.loggerCrashAt, 1+rng.IntN(expected))
+		}
+		slices.Sort(s.loggerCrashAt)
+	}
 	return s
 }
 
@@ -297,7 +358,7 @@ func newSimulator(cfg Config) *simulator {
 // configures it, with Locate answering from p's view.
 func (s *simulator) newProtocol(p logging.PEID) logging.Protocol {
 	return logging.New(s.cfg.Protocol, logging.Config{
-		PE: p, PEs: s.cfg.PEs, Failures: s.cfg.Failures,
+		PE: p, PEs: s.cfg.PEs, Failures: s.cfg.Failures, EventLogger: s.cfg.EventLogger, Loggers: s.cfg.Loggers,
 		Locate: func(task logging.TaskID) logging.PEID { return s.view[p][task] },
 	})
 }
@@ -322,6 +383,15 @@ func (s *simulator) run() {
 			s.crash()
 			continue
 		}
+		if len(s.loggerCrashAt) > 0 && s.events >= s.loggerCrashAt[0] {
+			s.loggerCrashAt = s.loggerCrashAt[1:]
+			s.crashLogger()
+			continue
+		}
+		if len(s.logNet) > 0 && s.rng.IntN(2) == 0 {
+			s.deliverLogItem()
+			continue
+		}
 		if s.noticeAt >= 0 && s.events >= s.noticeAt {
 			s.notice()
 			continue
@@ -335,6 +405,10 @@ func (s *simulator) run() {
 		}
 		if len(s.network) > 0 {
 			s.deliverEnvelope()
+			continue
+		}
+		if len(s.logNet) > 0 {
+			s.deliverLogItem()
 			continue
 		}
 		if s.flushAll() {
@@ -384,6 +458,11 @@ func (s *simulator) collectStats() {
 		s.sumStats.LoggedMessages += st.LoggedMessages
 		s.sumStats.StoredDeterminants += st.StoredDeterminants
 		s.sumStats.Forwarded += st.Forwarded
+		s.sumStats.PiggybackedDeterminants += st.PiggybackedDeterminants
+		s.sumStats.ProgressRecords += st.ProgressRecords
+		s.sumStats.RemoteEnvelopes += st.RemoteEnvelopes
+		s.sumStats.EventLogRecords += st.EventLogRecords
+		s.sumStats.EventLogBytes += st.EventLogBytes
 	}
 }
 
@@ -603,6 +682,13 @@ func (s *simulator) flush(p logging.PEID) {
 		groups[env.To] = len(s.network)
 		s.network = append(s.network, []logging.Envelope{env})
 	}
+	for _, b := range ready.EventLog {
+		b.Determinants, b.Progress = slices.Clone(b.Determinants), slices.Clone(b.Progress)
+		s.logNet = append(s.logNet, logItem{kind: logBatch, pe: p, logger: b.Logger, batch: b})
+	}
+	for _, f := range ready.Fetches {
+		s.logNet = append(s.logNet, logItem{kind: logFetch, pe: p, logger: f.Logger, fetch: f})
+	}
 	pe.Advance()
 }
 
@@ -659,6 +745,12 @@ func (s *simulator) isStable(receiver commutative.TaskID, rsn uint64) bool {
 			}
 		}
 	}
+	if s.cfg.EventLogger {
+		// Stable: on a live logger. After a logger's death, no PE may
+		// fail before the next checkpoint (the run stops at one), and
+		// nothing the survivors depend on can be lost.
+		return s.loggerDied || s.onLogger(receiver, rsn)
+	}
 	allowed := s.cfg.Failures - s.sinceCheckpoint
 	if s.cfg.acceptAllCrashes {
 		allowed = s.cfg.Failures
@@ -666,7 +758,20 @@ func (s *simulator) isStable(receiver commutative.TaskID, rsn uint64) bool {
 	return holders >= min(allowed, s.cfg.Crashes-s.crashes, alive-1)+1
 }
 
+// onLogger reports whether a live event logger stores a determinant.
+func (s *simulator) onLogger(receiver commutative.TaskID, rsn uint64) bool {
+	for l, lg := range s.loggers {
+		if s.loggerAlive[l] && lg.HoldsDeterminant(receiver, rsn) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *simulator) heldAnywhere(receiver commutative.TaskID, rsn uint64) bool {
+	if s.onLogger(receiver, rsn) {
+		return true
+	}
 	for p, pe := range s.pes {
 		if s.alive[p] && pe.HoldsDeterminant(receiver, rsn) {
 			return true
@@ -686,6 +791,7 @@ func (s *simulator) resume(t int) {
 func (s *simulator) checkpoint() {
 	s.migrate()
 	s.sinceCheckpoint = 0
+	s.loggerDied = false
 	for p, pe := range s.pes {
 		if !s.alive[p] {
 			continue
@@ -755,12 +861,26 @@ func (s *simulator) crash() {
 		s.crashesWhileStale++
 	}
 	s.sinceCheckpoint++
-	if err := logging.CheckFailures(s.cfg.Protocol, logging.Config{PEs: s.cfg.PEs, Failures: s.cfg.Failures}, s.sinceCheckpoint); err != nil && !s.cfg.acceptAllCrashes {
+	lcfg := logging.Config{PEs: s.cfg.PEs, Failures: s.cfg.Failures, EventLogger: s.cfg.EventLogger, Loggers: s.cfg.Loggers}
+	err := logging.CheckFailures(s.cfg.Protocol, lcfg, s.sinceCheckpoint)
+	if err == nil && s.loggerDied {
+		err = logging.CheckEventLogFailures(s.cfg.Protocol, lcfg, s.sinceCheckpoint, 1)
+	}
+	if err != nil && !s.cfg.acceptAllCrashes {
 		if s.trace != nil {
 			s.trace("the job stops: %v", err)
 		}
 		s.stopped = err
 		return
+	}
+	// The loggers close the victim's stream: what it had not sent is
+	// lost, and what it sent and the logger has not taken is dropped
+	// (Store refuses it).
+	s.logNet = slices.DeleteFunc(s.logNet, func(it logItem) bool { return it.pe == victim })
+	for l, lg := range s.loggers {
+		if s.loggerAlive[l] {
+			lg.PEsFailed([]logging.PEID{victim})
+		}
 	}
 	live = s.livePEs()
 	for r := range s.checkedUpTo {
@@ -852,6 +972,15 @@ func (s *simulator) notice() {
 			s.flush(p)
 		}
 		s.pes[p].FailureNotice(failed, restored)
+		if el, ok := s.pes[p].(logging.EventLogging); ok && s.cfg.EventLogger {
+			if err := el.EventLogLost(); err != nil {
+				s.stopped = err
+				if s.trace != nil {
+					s.trace("the job stops: %v", err)
+				}
+				return
+			}
+		}
 		s.flush(p)
 	}
 	s.resumeRestored()
@@ -885,4 +1014,90 @@ func describe(env logging.Envelope) string {
 		fmt.Fprintf(&b, " dets %v", env.Determinants)
 	}
 	return b.String()
+}
+
+// deliverLogItem takes one item to or from an event logger off the
+// network. A PE's batches to a logger arrive in order (one stream); the
+// rest is reordered.
+func (s *simulator) deliverLogItem() {
+	i := s.rng.IntN(len(s.logNet))
+	if it := s.logNet[i]; it.kind == logBatch {
+		i = slices.IndexFunc(s.logNet, func(o logItem) bool {
+			return o.kind == logBatch && o.pe == it.pe && o.logger == it.logger
+		})
+	}
+	it := s.logNet[i]
+	s.logNet = slices.Delete(s.logNet, i, i+1)
+	switch it.kind {
+	case logBatch:
+		if !s.loggerAlive[it.logger] {
+			return
+		}
+		ack, ok := s.loggers[it.logger].Store(it.batch)
+		if s.trace != nil {
+			s.trace("  logger%d stores %d dets %d progress of pe%d (period %d): %v", it.logger, len(it.batch.Determinants), len(it.batch.Progress), it.pe, it.batch.Epoch, ok)
+		}
+		if !ok {
+			return
+		}
+		for _, p := range s.livePEs() {
+			s.logNet = append(s.logNet, logItem{kind: logAck, pe: p, logger: it.logger, ack: ack})
+		}
+	case logAck:
+		if s.alive[it.pe] {
+			s.pes[it.pe].(logging.EventLogging).EventLogAcked(it.ack)
+		}
+	case logDeath:
+		if s.alive[it.pe] {
+			if s.trace != nil {
+				s.trace("  pe%d learns logger%d died", it.pe, it.logger)
+			}
+			el := s.pes[it.pe].(logging.EventLogging)
+			el.EventLoggerFailed(it.logger)
+			if err := el.EventLogLost(); err != nil {
+				s.stopped = err
+				if s.trace != nil {
+					s.trace("the job stops: %v", s.stopped)
+				}
+				return
+			}
+			s.took(it.pe)
+		}
+	case logFetch:
+		if !s.loggerAlive[it.logger] || !s.alive[it.pe] {
+			return
+		}
+		envs := s.loggers[it.logger].Fetch(it.fetch)
+		if s.trace != nil {
+			s.trace("  logger%d answers pe%d's fetch for tasks %v", it.logger, it.pe, it.fetch.Tasks)
+		}
+		s.network = append(s.network, envs)
+	}
+}
+
+// crashLogger kills a live event logger. A PE failure after it in the
+// same checkpoint period stops the run (logging.CheckEventLogFailures),
+// as the job rolls every task back there, and so does a PE that learns of
+// it while a restored task waits for its answer (AwaitsLogger).
+func (s *simulator) crashLogger() {
+	var live []int
+	for l, ok := range s.loggerAlive {
+		if ok {
+			live = append(live, l)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	l := live[s.rng.IntN(len(live))]
+	s.loggerAlive[l] = false
+	s.loggerCrashes++
+	s.loggerDied = true
+	if s.trace != nil {
+		s.trace("crash logger%d", l)
+	}
+	s.logNet = slices.DeleteFunc(s.logNet, func(it logItem) bool { return it.logger == l })
+	for _, p := range s.livePEs() {
+		s.logNet = append(s.logNet, logItem{kind: logDeath, pe: p, logger: l})
+	}
 }

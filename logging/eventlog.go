@@ -1,0 +1,548 @@
+package logging
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// An event logger (Config.EventLogger, FullDet and PartialDet) is a
+// logger process that stores the records the PEs create (determinants,
+// and PartialDet's progress records) and makes them stable: a record is
+// stable once a live event logger has acknowledged it, whatever the
+// number of PEs that hold it. Each PE sends the records it creates, in
+// creation order, on its stream to one logger (Ready.EventLog; the PE's
+// own, Config.PE modulo the loggers, while that one lives). Every record
+// carries a stamp, its creator and its number among the creator's records
+// of the checkpoint period (Determinant.Seq, Progress.Seq), and the logger
+// acknowledges cumulatively per creator (EventLogAck): "I store every
+// record of creator c numbered up to n". The logger sends each of its
+// acknowledgements to every PE (EventLogAcked), so every PE knows which
+// records are stable without any PE-to-PE acknowledgement: a vector of
+// one number per creator, which costs a PE a few bytes per logger batch,
+// where a stability vector riding on every application envelope would
+// cost as many numbers as PEs on each.
+//
+// The piggyback rule is the protocols' (doc.go) with stable meaning
+// acknowledged by a live logger: a PE carries a record on its application
+// envelopes until it learns the logger has it, and a PE that received an
+// unstable record carries it on likewise. So whatever fails, a survivor
+// that depends on a record either holds it or the logger does: any number
+// of PE failures at once is recovered (CheckFailures accepts them all)
+// as long as the checkpoints survive. A restored task waits, besides the
+// survivors' recovery envelopes, for one from each live logger
+// (Ready.Fetches asks for it; the logger answers with EventLogger.Fetch,
+// which the caller hands to Arrive like any recovery envelope).
+//
+// A logger's death (EventLoggerFailed): the records it acknowledged are
+// no longer stable. Every PE carries those it holds again, and a PE whose
+// logger it was sends its unstable records to the next live logger. But a
+// PE that depended on a record without holding it (it was stable) still
+// does: a PE failure after a logger failure, before the next checkpoint
+// commits, cannot be recovered by replay (CheckEventLogFailures); the
+// job's coordinator checkpoints at the next sync point after a logger
+// dies and rolls every task back to the last committed checkpoint on such
+// a PE failure (job/loggers.go). A logger failure after a PE failure is
+// harmless once every restored task has the logger's answer: every record
+// of a failed PE is one of its tasks' receptions or progress, so the
+// restored tasks' hosts hold what the dead logger had of it, and the live
+// creators hold their own. A task restored without the dead logger's
+// answer (still waiting for it, or restored after its death) may lack
+// records only it had (EventLogLost): the job stops with
+// ErrEventLogLost. With no logger left, records are never stable again:
+// they ride on every envelope until the next checkpoint, which keeps any
+// number of later PE failures recoverable by the survivors alone, at the
+// cost of the piggyback.
+
+// EventLogBatch is records of one creator for one event logger, in order,
+// for checkpoint period Epoch (the logger keeps the latest period only).
+type EventLogBatch struct {
+	Logger       int
+	Epoch        uint64
+	Creator      PEID
+	Determinants []Determinant
+	Progress     []Progress
+}
+
+// Bytes is the encoded size of the batch's records.
+func (b EventLogBatch) Bytes() int {
+	n := 0
+	for _, d := range b.Determinants {
+		n += d.EncodedSize()
+	}
+	for _, p := range b.Progress {
+		n += p.EncodedSize()
+	}
+	return n
+}
+
+// EventLogAck says that Logger stores every record of Creator of period
+// Epoch numbered up to UpTo.
+type EventLogAck struct {
+	Logger  int
+	Epoch   uint64
+	Creator PEID
+	UpTo    uint64
+}
+
+// EventLogFetch asks Logger, for PE, the records of Tasks (restored on PE)
+// of period Epoch; the answer is one recovery envelope per task of
+// recovery epoch Recovery (Envelope.Epoch).
+type EventLogFetch struct {
+	Logger   int
+	PE       PEID
+	Epoch    uint64
+	Recovery uint32
+	Tasks    []TaskID
+}
+
+// LoggerPE is the PEID under which event logger l sends recovery
+// envelopes (negative: no PE has it).
+func LoggerPE(l int) PEID { return PEID(-1 - l) }
+
+// IsLoggerPE reports whether p names an event logger, and which.
+func IsLoggerPE(p PEID) (int, bool) { return int(-1 - p), p < 0 }
+
+// EventLogging is what a caller of a Protocol with Config.EventLogger
+// uses to pass on the loggers' events. Every Protocol this package makes
+// implements it; without an event logger its methods do nothing.
+type EventLogging interface {
+	// EventLogAcked records an acknowledgement of a logger (sent to every
+	// PE).
+	EventLogAcked(a EventLogAck)
+	// EventLoggerFailed records that logger l is dead.
+	EventLoggerFailed(l int)
+	// EventLogLost returns an error wrapping ErrEventLogLost when a task
+	// restored here since the last checkpoint has not had the answer of
+	// a logger that died since (it waits for it, or was restored after
+	// the death and could not ask): the records only that logger held of
+	// it are lost, and the caller must stop. The caller asks after
+	// EventLoggerFailed and after FailureNotice.
+	EventLogLost() error
+}
+
+var (
+	_ EventLogging = (*FullDet)(nil)
+	_ EventLogging = (*PartialDet)(nil)
+	_ EventLogging = (*None)(nil)
+)
+
+// ErrEventLoggerConfig reports an event logger asked for where none can
+// work.
+var ErrEventLoggerConfig = errors.New("logging: bad event logger configuration")
+
+// CheckEventLogger says whether protocol kind can run with an event
+// logger among loggers logger processes.
+func CheckEventLogger(kind Kind, loggers int) error {
+	if kind == KindNone {
+		return fmt.Errorf("%w: checkpoint/restart (None) records nothing to log", ErrEventLoggerConfig)
+	}
+	if loggers <= 0 {
+		return fmt.Errorf("%w: it needs at least one logger process", ErrEventLoggerConfig)
+	}
+	return nil
+}
+
+// eventLog is a PE's side of the event logger.
+type eventLog struct {
+	dead []bool
+	// target is the logger this PE's records go to (-1: none left).
+	target int
+	// epoch is the checkpoint period, seq the stamp of this PE's last
+	// record in it.
+	epoch uint64
+	seq   uint64
+	// acked is, per creator, the live logger's cumulative acknowledgement.
+	acked map[PEID]elAck
+	// diedInPeriod are the loggers known to have died since the last
+	// checkpoint (EventLogLost).
+	diedInPeriod []int
+}
+
+type elAck struct {
+	logger int
+	upTo   uint64
+}
+
+func newEventLog(cfg Config) *eventLog {
+	if cfg.Loggers <= 0 {
+		panic(fmt.Sprintf("logging: pe%d: an event logger with %d loggers", cfg.PE, cfg.Loggers))
+	}
+	return &eventLog{
+		dead: make([]bool, cfg.Loggers), target: int(cfg.PE) % cfg.Loggers,
+		epoch: cfg.DumpEpoch, acked: map[PEID]elAck{},
+	}
+}
+
+// stable reports whether the record of creator numbered seq is stored on a
+// live logger.
+func (l *eventLog) stable(creator PEID, seq uint64) bool {
+	a, ok := l.acked[creator]
+	return ok && seq != 0 && seq <= a.upTo && !l.dead[a.logger]
+}
+
+// nextLive is the first live logger from from on, cyclically (-1: none).
+func (l *eventLog) nextLive(from int) int {
+	for i := range l.dead {
+		if c := (from + i) % len(l.dead); !l.dead[c] {
+			return c
+		}
+	}
+	return -1
+}
+
+// live are the live loggers.
+func (l *eventLog) live() []int {
+	var out []int
+	for i, d := range l.dead {
+		if !d {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// batch is the Ready's batch to the target logger, made if needed (nil
+// with no logger left).
+func (e *engine) batch() *EventLogBatch {
+	l := e.el
+	if l.target < 0 {
+		return nil
+	}
+	if n := len(e.ready.EventLog); n > 0 && e.ready.EventLog[n-1].Logger == l.target && e.ready.EventLog[n-1].Epoch == l.epoch {
+		return &e.ready.EventLog[n-1]
+	}
+	e.ready.EventLog = append(e.ready.EventLog, EventLogBatch{Logger: l.target, Epoch: l.epoch, Creator: e.pe})
+	return &e.ready.EventLog[len(e.ready.EventLog)-1]
+}
+
+// logDeterminant stamps a determinant created here (it goes to the
+// logger with the Ready: fillEventLog).
+func (e *engine) logDeterminant(d *Determinant) {
+	if e.el == nil {
+		return
+	}
+	e.el.seq++
+	d.Creator, d.Seq = e.pe, e.el.seq
+}
+
+// logProgress stamps a progress record made here.
+func (e *engine) logProgress(p *Progress) {
+	if e.el == nil {
+		return
+	}
+	e.el.seq++
+	p.Creator, p.Seq = e.pe, e.el.seq
+}
+
+// fillEventLog puts in the Ready's batch every record this PE holds that
+// is not stable and not yet sent to its logger: the ones it created, and
+// like any message that leaves the PE, the unstable ones of others that
+// they may depend on. A logger then never holds a record without the
+// records it depends on being on a logger too or held by every PE that
+// depends on them: a determinant on a logger whose message a restored
+// sender could not send again would make its receiver wait forever. The
+// logger's acknowledgement counts this PE's own records only (their
+// stamps are consecutive on this stream); the others become stable by
+// their creators' streams.
+func (e *engine) fillEventLog() {
+	if e.el.target < 0 {
+		return
+	}
+	var b *EventLogBatch
+	for _, k := range e.unstable {
+		d, ok := e.determinants[k]
+		if !ok || d.logged || e.isStable(d) {
+			continue
+		}
+		if b == nil {
+			b = e.batch()
+		}
+		d.logged = true
+		b.Determinants = append(b.Determinants, d.determinant)
+		e.stats.EventLogRecords++
+		e.stats.EventLogBytes += d.determinant.EncodedSize()
+	}
+	for _, task := range e.maybeUnstable {
+		p, ok := e.progress[task]
+		if !ok || p.logged || e.progressStable(p) {
+			continue
+		}
+		if b == nil {
+			b = e.batch()
+		}
+		p.logged = true
+		rec := progressOf(task, p)
+		b.Progress = append(b.Progress, rec)
+		e.stats.EventLogRecords++
+		e.stats.EventLogBytes += rec.EncodedSize()
+	}
+}
+
+func (e *engine) EventLogAcked(a EventLogAck) {
+	l := e.el
+	if l == nil || a.Epoch != l.epoch || a.Logger < 0 || a.Logger >= len(l.dead) || l.dead[a.Logger] {
+		return
+	}
+	cur, ok := l.acked[a.Creator]
+	if ok && cur.logger == a.Logger && cur.upTo >= a.UpTo {
+		return
+	}
+	if ok && cur.logger == a.Logger {
+		cur.upTo = a.UpTo
+	} else {
+		cur = elAck{logger: a.Logger, upTo: a.UpTo}
+	}
+	l.acked[a.Creator] = cur
+}
+
+func (e *engine) EventLoggerFailed(dead int) {
+	l := e.el
+	if l == nil || dead < 0 || dead >= len(l.dead) || l.dead[dead] {
+		return
+	}
+	l.dead[dead] = true
+	l.diedInPeriod = append(l.diedInPeriod, dead)
+	for c, a := range l.acked {
+		if a.logger == dead {
+			delete(l.acked, c)
+		}
+	}
+	// What the dead logger made stable is not any more: carry it again,
+	// from the next envelope to each PE on.
+	e.forgetCarried()
+	e.requeueUnstable()
+	for _, task := range e.sortedProgressTasks() {
+		e.markMaybeUnstable(task)
+	}
+	if l.target != dead {
+		return
+	}
+	// The next logger gets every unstable record again (fillEventLog),
+	// this PE's own in stamp order, so that its cumulative
+	// acknowledgement means what it says.
+	l.target = l.nextLive(dead + 1)
+	for _, d := range e.determinants {
+		d.logged = false
+	}
+	for _, p := range e.progress {
+		p.logged = false
+	}
+}
+
+func (e *engine) EventLogLost() error {
+	if e.el == nil {
+		return nil
+	}
+	for _, l := range e.el.diedInPeriod {
+		if task, ok := e.awaitsLogger(l); ok {
+			return fmt.Errorf("%w: pe%d: task %d was restored since the last checkpoint without the records logger %d held, and it died",
+				ErrEventLogLost, e.pe, task, l)
+		}
+	}
+	return nil
+}
+
+// awaitsLogger returns a task restored here since the last checkpoint
+// that has not had logger l's answer.
+func (e *engine) awaitsLogger(l int) (TaskID, bool) {
+	for _, r := range e.relocated {
+		t, ok := e.tasks[r.Task]
+		if !ok || r.PE != e.pe {
+			continue
+		}
+		if _, answered := t.recovered[LoggerPE(l)]; !answered {
+			return r.Task, true
+		}
+	}
+	return 0, false
+}
+
+// requeueUnstable queues for piggybacking every determinant that is not
+// stable and not queued.
+func (e *engine) requeueUnstable() {
+	queued := make(map[determinantKey]bool, len(e.unstable))
+	for _, k := range e.unstable {
+		queued[k] = true
+	}
+	for _, k := range e.sortedDeterminantKeys() {
+		if !queued[k] && !e.isStable(e.determinants[k]) {
+			e.markUnstable(k)
+		}
+	}
+}
+
+// eventLogCheckpoint starts a new period: records and acknowledgements
+// of the one before are forgotten (the loggers drop them when they see the
+// new period).
+func (e *engine) eventLogCheckpoint() {
+	l := e.el
+	if l == nil {
+		return
+	}
+	l.epoch++
+	l.seq = 0
+	clear(l.acked)
+	l.diedInPeriod = l.diedInPeriod[:0]
+	if l.target < 0 || l.dead[l.target] {
+		l.target = l.nextLive(int(e.pe) % len(l.dead))
+	}
+}
+
+// fetchFor asks every live logger for the records of the tasks restored
+// here by a failure notice of recovery epoch epoch, and makes them wait
+// for the answers.
+func (e *engine) fetchFor(restored []TaskID, epoch uint32) {
+	if e.el == nil || len(restored) == 0 {
+		return
+	}
+	for _, l := range e.el.live() {
+		for _, task := range restored {
+			t := e.tasks[task]
+			t.awaiting[LoggerPE(l)] = struct{}{}
+			t.fetchEpoch = epoch
+		}
+		e.ready.Fetches = append(e.ready.Fetches, EventLogFetch{
+			Logger: l, PE: e.pe, Epoch: e.el.epoch, Recovery: epoch, Tasks: slices.Clone(restored),
+		})
+	}
+}
+
+// EventLogger is the logger process's side: it stores the records the PEs
+// send (Store), acknowledges them, and answers a restored task's fetch
+// (Fetch). A pure state machine, like the protocols.
+type EventLogger struct {
+	id    int
+	epoch uint64
+	dets  map[TaskID]map[uint64]Determinant
+	prog  map[TaskID]Progress
+	acked map[PEID]uint64
+	dead  map[PEID]bool
+	stats EventLoggerStats
+}
+
+// EventLoggerStats are an event logger's counters.
+type EventLoggerStats struct {
+	Batches, Records, Bytes int
+	// Stale counts batches of an earlier period or a failed PE, dropped.
+	Stale int
+	// Held is the number of records held now.
+	Held int
+}
+
+// NewEventLogger returns logger id's state.
+func NewEventLogger(id int) *EventLogger {
+	return &EventLogger{id: id, dets: map[TaskID]map[uint64]Determinant{}, prog: map[TaskID]Progress{},
+		acked: map[PEID]uint64{}, dead: map[PEID]bool{}}
+}
+
+// Store keeps a batch and returns the acknowledgement to send to every
+// PE, or false when the batch is dropped: it is of a period before the
+// latest one seen, or from a PE known failed (its stream is closed: what
+// a recovery fetched from this logger is all it will ever have of it).
+// A batch of a later period drops every record of the earlier ones.
+func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
+	if l.dead[b.Creator] || b.Epoch < l.epoch {
+		l.stats.Stale++
+		return EventLogAck{}, false
+	}
+	if b.Epoch > l.epoch {
+		l.epoch = b.Epoch
+		clear(l.dets)
+		clear(l.prog)
+		clear(l.acked)
+		l.stats.Held = 0
+	}
+	l.stats.Batches++
+	upTo := l.acked[b.Creator]
+	for _, d := range b.Determinants {
+		byRSN := l.dets[d.Receiver]
+		if byRSN == nil {
+			byRSN = map[uint64]Determinant{}
+			l.dets[d.Receiver] = byRSN
+		}
+		if _, ok := byRSN[d.RSN]; !ok {
+			byRSN[d.RSN] = d
+			l.stats.Held++
+		}
+		if d.Creator == b.Creator {
+			upTo = max(upTo, d.Seq)
+		}
+	}
+	for _, p := range b.Progress {
+		if cur, ok := l.prog[p.Task]; !ok || cur.RSN < p.RSN {
+			if !ok {
+				l.stats.Held++
+			}
+			l.prog[p.Task] = p
+		}
+		if p.Creator == b.Creator {
+			upTo = max(upTo, p.Seq)
+		}
+	}
+	l.stats.Records += len(b.Determinants) + len(b.Progress)
+	l.stats.Bytes += b.Bytes()
+	l.acked[b.Creator] = upTo
+	return EventLogAck{Logger: l.id, Epoch: l.epoch, Creator: b.Creator, UpTo: upTo}, true
+}
+
+// PEsFailed closes the streams of failed PEs: their later batches are
+// dropped. The caller calls it before it answers a fetch of the recovery
+// from their failure.
+func (l *EventLogger) PEsFailed(pes []PEID) {
+	for _, p := range pes {
+		l.dead[p] = true
+	}
+}
+
+// Fetch answers f: one recovery envelope per task, with the task's
+// determinants (by RSN) and progress record of f's period (none if this
+// logger holds another period: nothing of f's was stored here).
+func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
+	out := make([]Envelope, 0, len(f.Tasks))
+	for _, task := range f.Tasks {
+		env := Envelope{Kind: EnvelopeRecovery, From: LoggerPE(l.id), To: f.PE, Task: task, Epoch: f.Recovery}
+		if f.Epoch == l.epoch {
+			for _, d := range l.dets[task] {
+				env.Determinants = append(env.Determinants, d)
+			}
+			slices.SortFunc(env.Determinants, func(x, y Determinant) int { return cmp.Compare(x.RSN, y.RSN) })
+			if p, ok := l.prog[task]; ok {
+				env.Progress = []Progress{p}
+			}
+		}
+		out = append(out, env)
+	}
+	return out
+}
+
+// HoldsDeterminant reports whether the logger stores the determinant of
+// receiver's reception at rsn (of its latest period).
+func (l *EventLogger) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
+	_, ok := l.dets[receiver][rsn]
+	return ok
+}
+
+// Epoch is the latest period the logger has seen.
+func (l *EventLogger) Epoch() uint64 { return l.epoch }
+
+// Stats returns the logger's counters.
+func (l *EventLogger) Stats() EventLoggerStats { return l.stats }
+
+// ErrEventLogLost reports a PE failure after an event logger failure in
+// one checkpoint period (a PE may depend on a record only the dead logger
+// stored), or a restored task that waits for a dead logger's answer.
+var ErrEventLogLost = errors.New("logging: a PE and an event logger failed in the same checkpoint period")
+
+// CheckEventLogFailures says whether a PE failure, the peFailures-th
+// since the last checkpoint every PE committed, after loggerFailures
+// event logger failures since it, can be recovered by replay (see the
+// event logger above). The job's coordinator rolls every task back to the
+// checkpoint when it refuses.
+func CheckEventLogFailures(kind Kind, cfg Config, peFailures, loggerFailures int) error {
+	if kind == KindNone || !cfg.EventLogger || peFailures == 0 || loggerFailures == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d PE(s) and %d logger(s) failed since the last checkpoint", ErrEventLogLost, peFailures, loggerFailures)
+}
