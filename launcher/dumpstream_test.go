@@ -165,3 +165,42 @@ func TestLoggerStore(t *testing.T) {
 	require.Equal(t, 3, s.store(0, 2, 0, 3, make([]byte, 30)))
 	require.Equal(t, 37, s.held())
 }
+
+// A logger reads dumps into slabs of mapped memory, one PE's period after
+// the other in each; the slabs of a period that ended are reused for the
+// next, and a dump larger than a quarter slab gets a chunk of its own.
+func TestLoggerStoreSlabs(t *testing.T) {
+	s := loggerStore{mem: logging.NewDumpMemory()}
+	put := func(pe int, epoch uint64, from, to, n int, fill byte) []byte {
+		b := s.buffer(pe, epoch, n)
+		require.Len(t, b, n)
+		for i := range b {
+			b[i] = fill
+		}
+		require.Equal(t, to, s.store(pe, epoch, from, to, b))
+		return b
+	}
+	var want []byte
+	for i := range 60 {
+		want = append(want, put(0, 1, i, i+1, 100_000, byte(i))...)
+	}
+	big := put(1, 1, 0, 1, logging.DumpSlab, 7)
+	require.Equal(t, len(want)+len(big), s.held())
+	got, ok := s.fetch(0, 1, 0, 60)
+	require.True(t, ok)
+	require.Equal(t, want, got)
+	got, ok = s.fetch(1, 1, 0, 1)
+	require.True(t, ok)
+	require.Equal(t, big, got)
+	slabs := len(s.pes[0].slabs)
+	require.Greater(t, slabs, 1)
+	require.Len(t, s.pes[1].slabs, 0, "the large dump has a chunk of its own")
+	require.Len(t, s.pes[1].own, 1)
+
+	// PE 0's next period: its slabs go to the free list and come back.
+	put(0, 2, 0, 1, 100_000, 1)
+	require.Len(t, s.free, slabs-1)
+	require.Equal(t, 100_000+len(big), s.held())
+	_, ok = s.fetch(0, 1, 0, 60)
+	require.False(t, ok, "the period that ended is gone")
+}

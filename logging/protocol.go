@@ -407,7 +407,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
-		e.quota = newQuota(cfg)
+		e.quota = newQuota(cfg, &e.log)
 	}
 	e.updateBound()
 	return e

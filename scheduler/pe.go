@@ -358,6 +358,13 @@ type PE struct {
 	logPeakBefore int
 	// protocols counts the protocols made (dumpEpochBase).
 	protocols int
+	// Under a log quota a resume starts its tasks one by one as the log
+	// has room (quota.go: resumeWhenRoom): resumeQueue are those still
+	// to start, resumeTasks those started, heldEvents the coordinator's
+	// events that came meanwhile.
+	resumeQueue []resumeStart
+	resumeTasks int
+	heldEvents  []job.Event
 }
 
 type earlyBatch struct {
@@ -817,7 +824,9 @@ func (pe *PE) Event(ev any) {
 	case LoggerLost:
 		pe.loggerLost(ev)
 	case job.Event:
-		ev.Dispatch(&pe.events)
+		if !pe.holdEvent(ev) {
+			ev.Dispatch(&pe.events)
+		}
 	case DiskRecords:
 		pe.diskRecords(ev)
 		pe.schedule()
@@ -928,12 +937,13 @@ func (pe *PE) flushAll() {
 }
 
 func (pe *PE) answerProbe() {
-	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted {
+	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted || pe.holding() {
 		return
 	}
 	pe.flushAll()
 	st := job.IdleStatus{Round: *pe.probe, SyncTasks: pe.syncTasks(), LogBytes: pe.proto.Stats().LogBytes}
 	st.AtSync, st.SyncStep, st.LowSyncStep, st.SyncStepsKnown = pe.waitingAtSync()
+	pe.quotaAtSync(st.AtSync)
 	for p, ok := range pe.live {
 		if ok {
 			st.Sent += pe.sentTo[p]
