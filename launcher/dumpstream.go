@@ -581,6 +581,13 @@ func (c *dumpClient) run(k *dumpLink) {
 			c.lose(k, fmt.Errorf("launcher: dump to logger %d: %w", k.logger, err))
 			return
 		}
+		// Written (the bufio.Writer keeps nothing of them after Flush):
+		// the PE fills the buffers again.
+		for _, b := range batch {
+			if !b.fetch && cap(b.Payload) > 0 {
+				c.post(scheduler.DumpSent{Payload: b.Payload})
+			}
+		}
 	}
 }
 

@@ -51,15 +51,28 @@ func dumpOf(t *testing.T, logger int, epoch uint64, from, n int) logging.DumpBat
 	return logging.DumpBatch{Logger: logger, Epoch: epoch, From: out.From, To: out.To, Payload: out.Payload}
 }
 
+// posted keeps what a dump client posts to its PE: the dumps it gives
+// back once written (sent) apart from the rest.
 type posted struct {
-	mu  sync.Mutex
-	evs []any
+	mu   sync.Mutex
+	evs  []any
+	sent [][]byte
 }
 
 func (p *posted) post(ev any) {
 	p.mu.Lock()
-	p.evs = append(p.evs, ev)
+	if s, ok := ev.(scheduler.DumpSent); ok {
+		p.sent = append(p.sent, s.Payload)
+	} else {
+		p.evs = append(p.evs, ev)
+	}
 	p.mu.Unlock()
+}
+
+func (p *posted) sentBack() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]byte(nil), p.sent...)
 }
 
 func (p *posted) all() []any {
@@ -96,6 +109,9 @@ func TestDumpStream(t *testing.T) {
 			waitFor(t, "the acknowledgement", func() bool { return len(got.all()) > 0 })
 			require.Equal(t, scheduler.DumpAcked{Logger: 0, Epoch: 3, To: d.To}, got.all()[0])
 			require.Equal(t, len(d.Payload), srv.store.held())
+			// The dump's buffer came back to the PE once written.
+			waitFor(t, "the buffer given back", func() bool { return len(got.sentBack()) > 0 })
+			require.Equal(t, d.Payload, got.sentBack()[0])
 			// The run comes back as it went; one the logger does not hold
 			// is an error.
 			back, err := c.Fetch(0, 3, d.From, d.To)

@@ -59,6 +59,10 @@ type LogQuota interface {
 	DropFetched()
 	// DumpEpoch is the period the log is in (DumpBatch.Epoch).
 	DumpEpoch() uint64
+	// RecycleDump gives back the Payload of a DumpBatch once it is sent
+	// (nothing refers to it any more): the next TakeDumps fills it again
+	// instead of allocating (and clearing) a new one.
+	RecycleDump(b []byte)
 	// ResumeStart and Resumed bracket a resume of tasks tasks (those
 	// waiting at a sync point, or those a recovery restored here), which
 	// the caller starts one by one, each after a LogRoom as a handler:
@@ -124,7 +128,12 @@ type quota struct {
 	// loggers for it (Fetched), by log position.
 	needDumped error
 	fetched    map[int]Message
+	// spare are dump buffers given back (RecycleDump), at most maxSpare.
+	spare [][]byte
 }
+
+// maxSpare bounds the dump buffers a log keeps for reuse.
+const maxSpare = 64
 
 // quotaChunk is the size of the sender log's chunks under a quota of
 // quota bytes: a sixteenth of it (a Dumper's batch), in 64 KiB, at most a
@@ -323,7 +332,7 @@ func (e *engine) TakeDumps() []DumpBatch {
 			en := e.log.entry(i)
 			size += 11*binary.MaxVarintLen64 + int(en.pathLen) + int(en.requiresLen) + int(en.payloadLen)
 		}
-		b := make([]byte, 0, size)
+		b := e.quota.dumpBuffer(size)
 		for i := d.From; i < d.To; i++ {
 			b = e.log.appendEntry(b, i)
 		}
@@ -331,6 +340,25 @@ func (e *engine) TakeDumps() []DumpBatch {
 	}
 	e.dumpsDue = e.dumpsDue[:0]
 	return out
+}
+
+// dumpBuffer returns an empty buffer of capacity at least size, a spare
+// one if one is large enough and not much larger.
+func (q *quota) dumpBuffer(size int) []byte {
+	for i := len(q.spare) - 1; i >= 0; i-- {
+		if b := q.spare[i]; cap(b) >= size && cap(b) <= 2*size+4096 {
+			q.spare[i] = q.spare[len(q.spare)-1]
+			q.spare = q.spare[:len(q.spare)-1]
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, size)
+}
+
+func (e *engine) RecycleDump(b []byte) {
+	if q := e.quota; q != nil && cap(b) > 0 && len(q.spare) < maxSpare {
+		q.spare = append(q.spare, b[:0])
+	}
 }
 
 func (e *engine) DumpAcked(logger int, epoch uint64, to int) {

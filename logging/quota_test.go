@@ -210,3 +210,31 @@ func TestLogQuotaDrainsAtASyncPoint(t *testing.T) {
 		require.Positive(t, dumped)
 	}
 }
+
+// A dump's buffer given back once sent is filled again by a later dump.
+func TestRecycleDump(t *testing.T) {
+	p := NewPartialDet(Config{PE: 0, PEs: 2, LogQuota: 1 << 20, Loggers: 1})
+	p.HostTask(7)
+	q := p.(LogQuota)
+	var first []byte
+	for i := 0; i < 2000; i++ {
+		ok, err := q.LogRoom()
+		require.NoError(t, err)
+		require.True(t, ok)
+		p.Send(7, 0, Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, 2000)})
+		p.Advance()
+		for _, d := range q.TakeDumps() {
+			n, err := CountDumped(d.Payload)
+			require.NoError(t, err)
+			require.Equal(t, d.To-d.From, n)
+			if first == nil {
+				first = d.Payload
+			} else if &d.Payload[:1][0] == &first[:1][0] {
+				return // reused
+			}
+			q.DumpAcked(d.Logger, d.Epoch, d.To)
+			q.RecycleDump(d.Payload)
+		}
+	}
+	t.Fatal("no dump reused a buffer given back")
+}

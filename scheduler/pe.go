@@ -823,6 +823,8 @@ func (pe *PE) Event(ev any) {
 		pe.dumpAcked(ev)
 	case LoggerLost:
 		pe.loggerLost(ev)
+	case DumpSent:
+		pe.dumpSent(ev)
 	case job.Event:
 		if !pe.holdEvent(ev) {
 			ev.Dispatch(&pe.events)

@@ -53,6 +53,10 @@ type (
 		Logger int
 		Why    error
 	}
+	// DumpSent gives back the Payload of a dump the sink has sent (or
+	// dropped): nothing refers to it any more, and the protocol fills it
+	// again (logging.LogQuota.RecycleDump). Optional for a DumpSink.
+	DumpSent struct{ Payload []byte }
 )
 
 // ErrLogQuota reports a log quota configured wrong.
@@ -275,6 +279,12 @@ func (pe *PE) quotaAtSync(atSync int) {
 	if q := pe.quota(); q != nil && atSync > 0 {
 		q.AtSync(atSync)
 		pe.sendDumps()
+	}
+}
+
+func (pe *PE) dumpSent(ev DumpSent) {
+	if q := pe.quota(); q != nil {
+		q.RecycleDump(ev.Payload)
 	}
 }
 
