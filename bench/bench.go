@@ -22,6 +22,12 @@ const Usage = `  gochare bench [--quick|--full|--tiny] [--out DIR] [--mtbf 24h] 
       after a PE killed mid-period (restore spread 1, 2, all), Daly's
       checkpoint period; writes JSON, CSV, Markdown and PNG plots to DIR
       (default evaluation-results); --quick is the default
+  gochare bench quota [--tiny] [--out DIR] [--reps N] [--pes N] [--apps leanmd,stencil3d] [--fractions 100,50,10] [--loggers 1,2]
+      the log quota: leanmd and stencil3d with --log-quota at fractions of the
+      log's unbounded high-water mark against the unbounded log, with one and
+      two loggers; forward overhead, bytes dumped, time blocked, recovery
+      after a PE killed; writes JSON, CSV, Markdown and a PNG plot to DIR
+      (default quota-results)
   gochare bench transport [--sizes 64,524288 --stacks gochare-tcp,gochare-protoactor,protoactor,tcp --time D --rounds N]
       transport latency and throughput between two PE processes
 `
@@ -44,10 +50,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return evaluation.Main(args, stdout, exe)
 	}
 	switch args[0] {
+	case "quota":
+		return evaluation.QuotaMain(args[1:], stdout, exe)
 	case "transport":
 		return 0, transportbench.Main(ctx, args[1:], stdout, stderr, []string{exe, "bench", "transport-peer"})
 	case "transport-peer":
 		return 0, transportbench.Peer(args[1:], stderr)
 	}
-	return 2, fmt.Errorf("%w: unknown benchmark %q (evaluation, transport)", ErrUsage, args[0])
+	return 2, fmt.Errorf("%w: unknown benchmark %q (evaluation, quota, transport)", ErrUsage, args[0])
 }

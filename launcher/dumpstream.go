@@ -72,21 +72,97 @@ func dumpMAC(secret []byte, role string, peNonce, loggerNonce []byte, pe, logger
 }
 
 // loggerStore is what a logger holds: per PE, the entries of the PE's
-// current period, in runs as they came.
+// current period, in runs as they came. The runs are cut from slabs of
+// mapped memory (buffer; logging.DumpMemory) that go back to a free list
+// when their period ends: a logger that read every dump into fresh heap
+// memory would fault in every page of all that is dumped to it (4 KiB
+// at a time), which on LeanMD cost the logger more CPU than all else it
+// does. Its zero value (the tests') takes the payloads it is given.
 type loggerStore struct {
 	mu   sync.Mutex
 	pes  map[int]*peDumps
 	size int // bytes held
+	// mem maps the slabs (nil: payloads are the caller's); free are the
+	// slabs of periods that ended, kept for reuse up to maxFreeSlabs.
+	mem  *logging.DumpMemory
+	free [][]byte
 }
+
+// maxFreeSlabs bounds the slabs a logger keeps for reuse (256 MiB).
+const maxFreeSlabs = 64
 
 type peDumps struct {
 	epoch uint64
 	runs  []dumpRun
+	// slabs are the memory of the runs (the last one is being filled);
+	// own are chunks made for one dump larger than a quarter slab.
+	slabs [][]byte
+	used  int
+	own   [][]byte
 }
 
 type dumpRun struct {
 	from, to int
 	payload  []byte
+}
+
+// period returns PE pe's dumps of period epoch, ending the one before
+// (s.mu held).
+func (s *loggerStore) period(pe int, epoch uint64) *peDumps {
+	if s.pes == nil {
+		s.pes = map[int]*peDumps{}
+	}
+	d := s.pes[pe]
+	if d != nil && d.epoch == epoch {
+		return d
+	}
+	if d != nil {
+		for _, r := range d.runs {
+			s.size -= len(r.payload)
+		}
+		for _, c := range d.slabs {
+			if len(s.free) < maxFreeSlabs {
+				s.free = append(s.free, c)
+			} else {
+				s.mem.Release(c)
+			}
+		}
+		for _, c := range d.own {
+			s.mem.Release(c)
+		}
+	}
+	d = &peDumps{epoch: epoch}
+	s.pes[pe] = d
+	return d
+}
+
+// buffer returns n bytes to read a dump of PE pe of period epoch into,
+// for store.
+func (s *loggerStore) buffer(pe int, epoch uint64, n int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mem == nil {
+		return make([]byte, n)
+	}
+	d := s.period(pe, epoch)
+	if n > logging.DumpSlab/4 {
+		c := s.mem.Chunk(n)
+		d.own = append(d.own, c)
+		return c[:n:n]
+	}
+	if len(d.slabs) == 0 || d.used+n > len(d.slabs[len(d.slabs)-1]) {
+		var c []byte
+		if k := len(s.free); k > 0 {
+			c, s.free = s.free[k-1], s.free[:k-1]
+		} else {
+			c = s.mem.Chunk(logging.DumpSlab)
+		}
+		d.slabs = append(d.slabs, c)
+		d.used = 0
+	}
+	b := d.slabs[len(d.slabs)-1][d.used : d.used+n : d.used+n]
+	d.used += n
+	return b
 }
 
 // store keeps a dump of PE pe and returns the acknowledgement's end. A
@@ -96,19 +172,7 @@ type dumpRun struct {
 func (s *loggerStore) store(pe int, epoch uint64, from, to int, payload []byte) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pes == nil {
-		s.pes = map[int]*peDumps{}
-	}
-	d := s.pes[pe]
-	if d == nil || d.epoch != epoch {
-		if d != nil {
-			for _, r := range d.runs {
-				s.size -= len(r.payload)
-			}
-		}
-		d = &peDumps{epoch: epoch}
-		s.pes[pe] = d
-	}
+	d := s.period(pe, epoch)
 	for len(d.runs) > 0 && d.runs[len(d.runs)-1].from >= from {
 		s.size -= len(d.runs[len(d.runs)-1].payload)
 		d.runs = d.runs[:len(d.runs)-1]
@@ -171,6 +235,7 @@ func listenDumps(l, pes int, host string, secret []byte, tlsCfg *tls.Config, log
 		return nil, fmt.Errorf("launcher: logger %d: dump listener: %w", l, err)
 	}
 	s := &dumpServer{logger: l, pes: pes, secret: secret, tls: tlsCfg, log: log, ln: ln, open: map[net.Conn]struct{}{}}
+	s.store.mem = logging.NewDumpMemory()
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
@@ -278,7 +343,10 @@ func (s *dumpServer) handshake(nc net.Conn) (net.Conn, int, error) {
 
 // serve stores PE pe's dumps and acknowledges each.
 func (s *dumpServer) serve(nc net.Conn, pe int) error {
-	r := bufio.NewReaderSize(nc, 256<<10)
+	// A small buffer: the headers come through it, and a dump's
+	// entries, larger than it, mostly go straight from the socket into
+	// their buffer (bufio reads past an empty buffer).
+	r := bufio.NewReaderSize(nc, 16<<10)
 	var h [dumpHeaderSize]byte
 	var ack [dumpAckSize]byte
 	for {
@@ -303,16 +371,18 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			}
 			continue
 		}
-		payload := make([]byte, n)
+		payload := s.store.buffer(pe, epoch, int(n))
 		if _, err := io.ReadFull(r, payload); err != nil {
 			return err
 		}
-		entries, err := logging.DecodeDumped(payload)
+		// The logger stores and returns bytes: it checks their framing
+		// only (the PE decodes in full what it fetches back).
+		count, err := logging.CountDumped(payload)
 		if err != nil {
 			return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
 		}
-		if len(entries) != int(to-from) {
-			return fmt.Errorf("launcher: dump from PE %d: %d entries for [%d, %d)", pe, len(entries), from, to)
+		if count != int(to-from) {
+			return fmt.Errorf("launcher: dump from PE %d: %d entries for [%d, %d)", pe, count, from, to)
 		}
 		end := s.store.store(pe, epoch, int(from), int(to), payload)
 		ack[0] = dumpKindAck
@@ -510,6 +580,13 @@ func (c *dumpClient) run(k *dumpLink) {
 		if err := w.Flush(); err != nil {
 			c.lose(k, fmt.Errorf("launcher: dump to logger %d: %w", k.logger, err))
 			return
+		}
+		// Written (the bufio.Writer keeps nothing of them after Flush):
+		// the PE fills the buffers again.
+		for _, b := range batch {
+			if !b.fetch && cap(b.Payload) > 0 {
+				c.post(scheduler.DumpSent{Payload: b.Payload})
+			}
 		}
 	}
 }

@@ -51,15 +51,28 @@ func dumpOf(t *testing.T, logger int, epoch uint64, from, n int) logging.DumpBat
 	return logging.DumpBatch{Logger: logger, Epoch: epoch, From: out.From, To: out.To, Payload: out.Payload}
 }
 
+// posted keeps what a dump client posts to its PE: the dumps it gives
+// back once written (sent) apart from the rest.
 type posted struct {
-	mu  sync.Mutex
-	evs []any
+	mu   sync.Mutex
+	evs  []any
+	sent [][]byte
 }
 
 func (p *posted) post(ev any) {
 	p.mu.Lock()
-	p.evs = append(p.evs, ev)
+	if s, ok := ev.(scheduler.DumpSent); ok {
+		p.sent = append(p.sent, s.Payload)
+	} else {
+		p.evs = append(p.evs, ev)
+	}
 	p.mu.Unlock()
+}
+
+func (p *posted) sentBack() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]byte(nil), p.sent...)
 }
 
 func (p *posted) all() []any {
@@ -96,6 +109,9 @@ func TestDumpStream(t *testing.T) {
 			waitFor(t, "the acknowledgement", func() bool { return len(got.all()) > 0 })
 			require.Equal(t, scheduler.DumpAcked{Logger: 0, Epoch: 3, To: d.To}, got.all()[0])
 			require.Equal(t, len(d.Payload), srv.store.held())
+			// The dump's buffer came back to the PE once written.
+			waitFor(t, "the buffer given back", func() bool { return len(got.sentBack()) > 0 })
+			require.Equal(t, d.Payload, got.sentBack()[0])
 			// The run comes back as it went; one the logger does not hold
 			// is an error.
 			back, err := c.Fetch(0, 3, d.From, d.To)
@@ -164,4 +180,43 @@ func TestLoggerStore(t *testing.T) {
 	require.Equal(t, 47, s.held())
 	require.Equal(t, 3, s.store(0, 2, 0, 3, make([]byte, 30)))
 	require.Equal(t, 37, s.held())
+}
+
+// A logger reads dumps into slabs of mapped memory, one PE's period after
+// the other in each; the slabs of a period that ended are reused for the
+// next, and a dump larger than a quarter slab gets a chunk of its own.
+func TestLoggerStoreSlabs(t *testing.T) {
+	s := loggerStore{mem: logging.NewDumpMemory()}
+	put := func(pe int, epoch uint64, from, to, n int, fill byte) []byte {
+		b := s.buffer(pe, epoch, n)
+		require.Len(t, b, n)
+		for i := range b {
+			b[i] = fill
+		}
+		require.Equal(t, to, s.store(pe, epoch, from, to, b))
+		return b
+	}
+	var want []byte
+	for i := range 60 {
+		want = append(want, put(0, 1, i, i+1, 100_000, byte(i))...)
+	}
+	big := put(1, 1, 0, 1, logging.DumpSlab, 7)
+	require.Equal(t, len(want)+len(big), s.held())
+	got, ok := s.fetch(0, 1, 0, 60)
+	require.True(t, ok)
+	require.Equal(t, want, got)
+	got, ok = s.fetch(1, 1, 0, 1)
+	require.True(t, ok)
+	require.Equal(t, big, got)
+	slabs := len(s.pes[0].slabs)
+	require.Greater(t, slabs, 1)
+	require.Len(t, s.pes[1].slabs, 0, "the large dump has a chunk of its own")
+	require.Len(t, s.pes[1].own, 1)
+
+	// PE 0's next period: its slabs go to the free list and come back.
+	put(0, 2, 0, 1, 100_000, 1)
+	require.Len(t, s.free, slabs-1)
+	require.Equal(t, 100_000+len(big), s.held())
+	_, ok = s.fetch(0, 1, 0, 60)
+	require.False(t, ok, "the period that ended is gone")
 }

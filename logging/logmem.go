@@ -48,6 +48,10 @@ type logMemory struct {
 	// owner is nil for heap chunks. Only the log refers to it: once the
 	// log is garbage, so is owner, and its cleanup unmaps owner.maps.
 	owner *memOwner
+	// size, if above 0, is the size of a chunk instead of heapChunk or
+	// mappedChunk (a log under a quota: quotaChunk); a mapped chunk
+	// smaller than a huge page is mapped with small pages.
+	size int
 }
 
 type memOwner struct{ maps *mappings }
@@ -77,13 +81,16 @@ func newLogMemory(offHeap bool) logMemory {
 	}
 	o := &memOwner{&mappings{regions: map[*byte][]byte{}}}
 	runtime.AddCleanup(o, (*mappings).unmapAll, o.maps)
-	return logMemory{o}
+	return logMemory{owner: o}
 }
 
 // chunk returns an empty chunk of capacity at least need.
 func (m logMemory) chunk(need int) []byte {
 	if m.owner != nil {
 		size := (max(mappedChunk, need) + hugePage - 1) / hugePage * hugePage
+		if m.size > 0 && need <= m.size {
+			size = m.size
+		}
 		if c, region, ok := mapChunk(size); ok {
 			ms := m.owner.maps
 			ms.mu.Lock()
@@ -93,6 +100,9 @@ func (m logMemory) chunk(need int) []byte {
 		}
 		// Mapping failed (e.g. address space exhausted): the heap still
 		// serves.
+	}
+	if m.size > 0 {
+		return make([]byte, 0, max(m.size, need))
 	}
 	return make([]byte, 0, max(heapChunk, need))
 }

@@ -14,8 +14,17 @@ const madvPopulateWrite = 23
 
 // mapChunk maps size bytes (a multiple of hugePage) of anonymous memory
 // aligned on a huge page, asks for huge pages, and returns the aligned
-// chunk and the whole region to unmap.
+// chunk and the whole region to unmap. A size that is not a multiple of
+// hugePage is mapped as it is, with small pages (a huge page would cost
+// more memory than the chunk holds).
 func mapChunk(size int) (chunk, region []byte, ok bool) {
+	if size%hugePage != 0 {
+		region, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+		if err != nil {
+			return nil, nil, false
+		}
+		return region, region, true
+	}
 	region, err := syscall.Mmap(-1, 0, size+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
 	if err != nil {
 		return nil, nil, false

@@ -440,7 +440,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
-		e.quota = newQuota(cfg)
+		e.quota = newQuota(cfg, &e.log)
 		if cfg.EventLogger {
 			e.el = newEventLog(cfg)
 		}

@@ -59,6 +59,23 @@ type LogQuota interface {
 	DropFetched()
 	// DumpEpoch is the period the log is in (DumpBatch.Epoch).
 	DumpEpoch() uint64
+	// RecycleDump gives back the Payload of a DumpBatch once it is sent
+	// (nothing refers to it any more): the next TakeDumps fills it again
+	// instead of allocating (and clearing) a new one.
+	RecycleDump(b []byte)
+	// ResumeStart and Resumed bracket a resume of tasks tasks (those
+	// waiting at a sync point, or those a recovery restored here), which
+	// the caller starts one by one, each after a LogRoom as a handler:
+	// their sends together (often far more than a handler's) are what
+	// the log dumps ahead of the next resume while the PE waits at its
+	// sync point (AtSync).
+	ResumeStart()
+	Resumed(tasks int)
+	// AtSync tells the log that the PE is idle with tasks tasks waiting
+	// at a sync point: it dumps now what their resume will need room
+	// for (before the first resume: all it holds), while the PE has
+	// nothing else to do.
+	AtSync(tasks int)
 }
 
 var (
@@ -89,32 +106,119 @@ var ErrDumpedEntryNeeded = errors.New("logging: a recovery needs log entries dum
 type quota struct {
 	d *Dumper
 	// burst is the bytes logged since the last LogRoom, maxBurst the most
-	// that has been between two calls (one handler's sends).
+	// that has been between two calls (one handler's sends, or one
+	// task's start in a resume). resumeBurst is the most a whole resume
+	// logged (resumed: one has run); draining is set by AtSync until the
+	// PE runs a handler or a resume starts, while the log dumps down to
+	// what the next resume needs.
 	burst, maxBurst int
+	resumeBurst     int
+	resumed         bool
+	draining        bool
+	// resumeTasks is the number of tasks the coming resume starts (as
+	// AtSync last said), perTask the most a resume logged per task it
+	// started; inResume is set between ResumeStart and Resumed, while
+	// resumeAcc sums the resume's bursts.
+	resumeTasks int
+	perTask     int
+	inResume    bool
+	resumeAcc   int
 	// needDumped is set by a FailureNotice that had to resend entries no
 	// longer in memory; fetched are such entries, fetched back from the
 	// loggers for it (Fetched), by log position.
 	needDumped error
 	fetched    map[int]Message
+	// spare are dump buffers given back (RecycleDump), at most maxSpare.
+	spare [][]byte
 }
 
-// newQuota returns the quota of cfg, nil without one. With no logger
-// (Config.Loggers 0) nothing can be dumped: LogRoom fails once the log
-// is full.
-func newQuota(cfg Config) *quota {
+// maxSpare bounds the dump buffers a log keeps for reuse.
+const maxSpare = 64
+
+// quotaChunk is the size of the sender log's chunks under a quota of
+// quota bytes: a sixteenth of it (a Dumper's batch), in 64 KiB, at most a
+// mapped chunk. As loggers store the oldest entries their chunks go to
+// the log's free list and are filled again, so the log's memory follows
+// the quota: the chunks it holds stay within the quota and two chunks
+// (one partly released, one partly filled), and once they are there no
+// page is faulted in again.
+func quotaChunk(quota int) int {
+	const unit = 64 << 10
+	return min(max((quota/16+unit-1)/unit*unit, unit), mappedChunk)
+}
+
+// newQuota returns the quota of cfg, nil without one, and sizes the
+// chunks of log for it. With no logger (Config.Loggers 0) nothing can be
+// dumped: LogRoom fails once the log is full.
+func newQuota(cfg Config, log *senderLog) *quota {
 	if cfg.LogQuota <= 0 {
 		return nil
 	}
-	// Dumps start at a quarter of the quota, and a quarter may be on its
-	// way to a logger: with a logger that keeps up the log holds about
-	// half the quota, and the other half takes a handler's sends (which
-	// are logged as the handler makes them, LogRoom) without a wait.
-	d, err := NewDumper(DumpConfig{Quota: cfg.LogQuota, Threshold: max(cfg.LogQuota/4, 1), Window: max(cfg.LogQuota/4, 1),
-		Loggers: max(cfg.Loggers, 0), Prefer: int(cfg.PE), Epoch: cfg.DumpEpoch})
+	chunk := quotaChunk(cfg.LogQuota)
+	log.mem.size = chunk
+	log.keepBytes = cfg.LogQuota + 2*chunk
+	d, err := NewDumper(DumpConfig{Quota: cfg.LogQuota, Loggers: max(cfg.Loggers, 0), Prefer: int(cfg.PE), Epoch: cfg.DumpEpoch})
 	if err != nil {
 		panic(err) // the quota and the loggers are checked above
 	}
-	return &quota{d: d}
+	q := &quota{d: d}
+	q.tune()
+	return q
+}
+
+// dumpWindow is the most bytes a log keeps on their way to loggers:
+// with the acknowledgements pipelined, a PE that logs r bytes a second
+// waits for room only when a logger's acknowledgement takes longer than
+// dumpWindow/r (LeanMD on a loaded 2-core machine logs about 25 MB/s per
+// PE and sees acknowledgements after 5-40 ms, and after 150 ms now and
+// then).
+const dumpWindow = 8 << 20
+
+// tune sets the dumper's threshold and window. The log keeps room for
+// the largest handler burst; of what the quota leaves beside it (less a
+// batch), up to dumpWindow may be on its way to a logger at once, and
+// dumps start above the rest, but at an eighth of it at least: a small
+// quota dumps nearly all it logs anyway, and gives the acknowledgements
+// as much time as it can; a large one dumps only what goes past its
+// threshold. While draining (a resume is coming), the threshold is what
+// the resume's burst leaves.
+func (q *quota) tune() {
+	quota, batch := q.d.cfg.Quota, q.d.cfg.Batch
+	room := max(quota-q.maxBurst-batch, 0)
+	threshold := max(room-dumpWindow, room/8)
+	window := max(room-threshold, batch)
+	if q.draining {
+		threshold = min(threshold, max(quota-q.resumeNeed()-batch, 0))
+		window = quota
+	}
+	q.d.Tune(threshold, window)
+}
+
+// resumeNeed is the room a resume needs: the most a resume logged per
+// task times the tasks it starts (or the largest resume, if more), and
+// an eighth more (the tasks' state changes the sends a little); the
+// whole quota before the first.
+func (q *quota) resumeNeed() int {
+	if !q.resumed {
+		return q.d.cfg.Quota
+	}
+	need := max(q.resumeBurst, q.perTask*q.resumeTasks)
+	return min(need+need/8, q.d.cfg.Quota)
+}
+
+// closeBurst ends a burst of handler sends: the largest so far sets the
+// room the log keeps.
+func (e *engine) closeBurst() {
+	q := e.quota
+	if q.inResume {
+		q.resumeAcc += q.burst
+	}
+	if q.burst > q.maxBurst {
+		q.maxBurst = q.burst
+		q.tune()
+		e.applyDumpActions()
+	}
+	q.burst = 0
 }
 
 // logged records an entry of size bytes, appended to the log.
@@ -147,16 +251,16 @@ func (e *engine) LogRoom() (bool, error) {
 	if q == nil {
 		return true, nil
 	}
-	if q.burst > q.maxBurst {
-		// The log must keep room for the largest burst: dumps start
-		// early enough, and enough go at once, that the memory stays
-		// below the quota less one burst while the logger keeps up.
-		q.maxBurst = q.burst
-		room := max(q.d.cfg.Quota-q.maxBurst, 0)
-		q.d.Tune(min(q.d.cfg.Quota/4, room/3), min(q.d.cfg.Quota/4, room/3))
-		e.applyDumpActions()
+	// The log must keep room for the largest burst: dumps start early
+	// enough, and enough go at once, that the memory stays below the
+	// quota less one burst while the logger keeps up (tune). A drain
+	// (AtSync) lasts while the PE is idle: with handlers running, dumps
+	// go in full batches again.
+	if q.draining {
+		q.draining = false
+		q.tune()
 	}
-	q.burst = 0
+	e.closeBurst()
 	st := q.d.Stats()
 	if st.InMemory+q.maxBurst <= q.d.cfg.Quota {
 		return true, nil
@@ -174,6 +278,49 @@ func (e *engine) LogRoom() (bool, error) {
 	return false, nil
 }
 
+func (e *engine) ResumeStart() {
+	q := e.quota
+	if q == nil {
+		return
+	}
+	e.closeBurst()
+	q.inResume, q.resumeAcc = true, 0
+	if q.draining {
+		// The resume's sends are dumped in full batches.
+		q.draining = false
+		q.tune()
+		e.applyDumpActions()
+	}
+}
+
+func (e *engine) Resumed(tasks int) {
+	q := e.quota
+	if q == nil || !q.inResume {
+		return
+	}
+	e.closeBurst()
+	q.inResume = false
+	q.resumeBurst = max(q.resumeBurst, q.resumeAcc)
+	if tasks > 0 {
+		q.perTask = max(q.perTask, (q.resumeAcc+tasks-1)/tasks)
+	}
+	q.resumed = true
+}
+
+func (e *engine) AtSync(tasks int) {
+	q := e.quota
+	if q == nil {
+		return
+	}
+	q.resumeTasks = tasks
+	if q.draining || q.d.Stats().InMemory+q.resumeNeed() <= q.d.cfg.Quota {
+		return
+	}
+	q.draining = true
+	q.tune()
+	e.applyDumpActions()
+}
+
 func (e *engine) TakeDumps() []DumpBatch {
 	if e.quota == nil || len(e.dumpsDue) == 0 {
 		return nil
@@ -185,7 +332,7 @@ func (e *engine) TakeDumps() []DumpBatch {
 			en := e.log.entry(i)
 			size += 11*binary.MaxVarintLen64 + int(en.pathLen) + int(en.requiresLen) + int(en.payloadLen)
 		}
-		b := make([]byte, 0, size)
+		b := e.quota.dumpBuffer(size)
 		for i := d.From; i < d.To; i++ {
 			b = e.log.appendEntry(b, i)
 		}
@@ -193,6 +340,25 @@ func (e *engine) TakeDumps() []DumpBatch {
 	}
 	e.dumpsDue = e.dumpsDue[:0]
 	return out
+}
+
+// dumpBuffer returns an empty buffer of capacity at least size, a spare
+// one if one is large enough and not much larger.
+func (q *quota) dumpBuffer(size int) []byte {
+	for i := len(q.spare) - 1; i >= 0; i-- {
+		if b := q.spare[i]; cap(b) >= size && cap(b) <= 2*size+4096 {
+			q.spare[i] = q.spare[len(q.spare)-1]
+			q.spare = q.spare[:len(q.spare)-1]
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, size)
+}
+
+func (e *engine) RecycleDump(b []byte) {
+	if q := e.quota; q != nil && cap(b) > 0 && len(q.spare) < maxSpare {
+		q.spare = append(q.spare, b[:0])
+	}
 }
 
 func (e *engine) DumpAcked(logger int, epoch uint64, to int) {
@@ -333,6 +499,31 @@ func (l *senderLog) appendEntry(b []byte, i int) []byte {
 	return append(b, l.chunks[e.chunk][int(e.off):int(e.off)+n]...)
 }
 
+// DumpMemory hands out memory for dumped entries outside the Go heap, in
+// chunks mapped as the sender log's are (logmem.go: huge pages where the
+// platform has them, the heap elsewhere): a logger keeps every PE's
+// dumps of a period, as much as the logs themselves would, and writing
+// them into fresh heap memory would cost a page fault every 4 KiB. Its
+// chunks are unmapped with Release, or all at once when it is garbage
+// (nothing may keep a slice of one beyond it). Not safe for concurrent
+// use.
+type DumpMemory struct{ mem logMemory }
+
+// DumpSlab is the size of the chunks a logger cuts dumps from.
+const DumpSlab = mappedChunk
+
+// NewDumpMemory returns an empty DumpMemory.
+func NewDumpMemory() *DumpMemory { return &DumpMemory{newLogMemory(true)} }
+
+// Chunk returns a chunk of at least n bytes (len its capacity).
+func (m *DumpMemory) Chunk(n int) []byte {
+	c := m.mem.chunk(n)
+	return c[:cap(c)]
+}
+
+// Release gives a chunk Chunk returned back.
+func (m *DumpMemory) Release(c []byte) { m.mem.release(c) }
+
 // DumpedEntry is a log entry as a logger returns it: the message, and the
 // PE it was sent to.
 type DumpedEntry struct {
@@ -342,6 +533,38 @@ type DumpedEntry struct {
 
 // ErrBadDump reports dumped entries that do not decode.
 var ErrBadDump = errors.New("logging: malformed dumped log entries")
+
+// CountDumped checks the framing of a DumpBatch's Payload (every entry's
+// fixed fields and lengths, the bytes they announce present) and returns
+// how many entries it holds, without building them: what a logger, which
+// only stores and returns the bytes, needs. The PE that fetches them back
+// decodes them in full (DecodeDumped) and checks them against its log.
+func CountDumped(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		var v [11]uint64
+		for j := range v {
+			x, k := binary.Uvarint(b)
+			if k <= 0 {
+				return 0, fmt.Errorf("%w: entry %d: bad field %d", ErrBadDump, n, j)
+			}
+			v[j], b = x, b[k:]
+		}
+		size := uint64(0)
+		for _, l := range v[8:] {
+			if l > 1<<31 {
+				return 0, fmt.Errorf("%w: entry %d: length %d", ErrBadDump, n, l)
+			}
+			size += l
+		}
+		if size > uint64(len(b)) {
+			return 0, fmt.Errorf("%w: entry %d: %d bytes, %d left", ErrBadDump, n, size, len(b))
+		}
+		b = b[size:]
+		n++
+	}
+	return n, nil
+}
 
 // DecodeDumped decodes the entries of a DumpBatch's Payload; their
 // payloads point into b.

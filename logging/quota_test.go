@@ -100,5 +100,141 @@ func TestDecodeDumpedRefusesMalformed(t *testing.T) {
 	for _, b := range [][]byte{{0x80}, {1, 2, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200}} {
 		_, err := DecodeDumped(b)
 		require.ErrorIs(t, err, ErrBadDump)
+		_, err = CountDumped(b)
+		require.ErrorIs(t, err, ErrBadDump)
 	}
+}
+
+// quotaLog sends n messages of about size bytes from task 7 with a
+// handler's LogRoom before each, acknowledging every dump at once, and
+// returns the dumps.
+func quotaLog(t *testing.T, p Protocol, n, size int) []DumpBatch {
+	t.Helper()
+	q := p.(LogQuota)
+	var all []DumpBatch
+	for i := range n {
+		ok, err := q.LogRoom()
+		require.NoError(t, err)
+		require.True(t, ok, "message %d: the logger acknowledged every dump", i)
+		p.Send(7, 0, Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, size+i%7)})
+		p.Advance()
+		for _, d := range q.TakeDumps() {
+			all = append(all, d)
+			q.DumpAcked(d.Logger, d.Epoch, d.To)
+		}
+	}
+	return all
+}
+
+// Under a quota the log's chunks are small and come back from its free
+// list as loggers store entries: its memory stays within the quota and
+// two chunks however much goes through it, and CountDumped counts what
+// DecodeDumped decodes.
+func TestLogQuotaMemoryFollowsTheQuota(t *testing.T) {
+	const quota = 1 << 20
+	p := NewPartialDet(Config{PE: 0, PEs: 2, LogQuota: quota, Loggers: 1, LogOffHeap: true})
+	p.HostTask(7)
+	dumps := quotaLog(t, p, 4000, 2000) // 8 MB through a 1 MiB quota
+	require.NotEmpty(t, dumps)
+	for _, d := range dumps {
+		n, err := CountDumped(d.Payload)
+		require.NoError(t, err)
+		require.Equal(t, d.To-d.From, n)
+	}
+	l := &p.(*PartialDet).log
+	chunk := quotaChunk(quota)
+	require.Equal(t, 64<<10, chunk)
+	require.LessOrEqual(t, l.memBytes(), quota+2*chunk)
+	if canMap {
+		require.LessOrEqual(t, l.mem.mappedBytes(), quota+2*chunk)
+	}
+	require.NotEmpty(t, l.free, "released chunks are kept for reuse")
+	st := p.(LogQuota).DumpStats()
+	require.LessOrEqual(t, st.HighWater, quota)
+	require.Greater(t, st.Dumped, 7_000_000)
+}
+
+// Tasks waiting at a sync point make the idle log dump ahead what their
+// resume will log (everything before the first resume), the resume
+// (started task by task after a LogRoom each) ends the drain and is
+// measured, and the next drain leaves room for that much and an eighth.
+func TestLogQuotaDrainsAtASyncPoint(t *testing.T) {
+	const quota = 1 << 20
+	p := NewPartialDet(Config{PE: 0, PEs: 2, LogQuota: quota, Loggers: 1})
+	p.HostTask(7)
+	q := p.(LogQuota)
+	ackAll := func() int {
+		n := 0
+		for {
+			ds := q.TakeDumps()
+			if len(ds) == 0 {
+				return n
+			}
+			for _, d := range ds {
+				q.DumpAcked(d.Logger, d.Epoch, d.To)
+				n++
+			}
+		}
+	}
+	quotaLog(t, p, 50, 2000) // 100 KB: below the threshold (an eighth)
+	require.Zero(t, q.DumpStats().Dumped)
+
+	q.AtSync(10)
+	require.Positive(t, ackAll(), "before the first resume the drain dumps all")
+	require.Zero(t, q.DumpStats().InMemory)
+
+	// A resume of 10 tasks, 80 KB each.
+	const perTask = 80_000
+	q.ResumeStart()
+	for i := range 10 {
+		ok, err := q.LogRoom()
+		require.NoError(t, err)
+		require.True(t, ok, "task %d", i)
+		p.Send(7, 0, Message{To: 9, Handler: 3, Key: uint64(1000 + i), Payload: make([]byte, perTask)})
+		p.Advance()
+		ackAll()
+	}
+	q.Resumed(10)
+	ackAll()
+	before := q.DumpStats().InMemory
+	require.Positive(t, before)
+
+	// Waiting at the next sync point: the drain leaves the room the
+	// resume needs (its bytes and an eighth, and a batch).
+	q.AtSync(10)
+	dumped := ackAll()
+	after := q.DumpStats().InMemory
+	need := 10 * perTask * 9 / 8
+	require.LessOrEqual(t, after+need, quota, "the resume fits after the drain (before: %d)", before)
+	if before+need+quotaChunk(quota) > quota {
+		require.Positive(t, dumped)
+	}
+}
+
+// A dump's buffer given back once sent is filled again by a later dump.
+func TestRecycleDump(t *testing.T) {
+	p := NewPartialDet(Config{PE: 0, PEs: 2, LogQuota: 1 << 20, Loggers: 1})
+	p.HostTask(7)
+	q := p.(LogQuota)
+	var first []byte
+	for i := 0; i < 2000; i++ {
+		ok, err := q.LogRoom()
+		require.NoError(t, err)
+		require.True(t, ok)
+		p.Send(7, 0, Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, 2000)})
+		p.Advance()
+		for _, d := range q.TakeDumps() {
+			n, err := CountDumped(d.Payload)
+			require.NoError(t, err)
+			require.Equal(t, d.To-d.From, n)
+			if first == nil {
+				first = d.Payload
+			} else if &d.Payload[:1][0] == &first[:1][0] {
+				return // reused
+			}
+			q.DumpAcked(d.Logger, d.Epoch, d.To)
+			q.RecycleDump(d.Payload)
+		}
+	}
+	t.Fatal("no dump reused a buffer given back")
 }

@@ -72,6 +72,12 @@ type senderLog struct {
 	released int
 	// scratch encodes Requires before they are copied into a chunk.
 	scratch []byte
+	// free are chunks release gave back, kept for space to fill again
+	// (a log under a quota, whose chunks come and go as loggers store
+	// its entries: mapping them again would fault every page in again),
+	// as long as the chunks held stay within keepBytes (0: none kept).
+	free      [][]byte
+	keepBytes int
 }
 
 // len is the number of messages logged.
@@ -129,11 +135,27 @@ func (l *senderLog) release(to int) int {
 	for i := range keep {
 		if c := l.chunks[i]; c != nil {
 			freed += cap(c)
-			l.mem.release(c)
 			l.chunks[i] = nil
+			if l.keepBytes > 0 && l.memBytes()+cap(c) <= l.keepBytes {
+				l.free = append(l.free, c[:0])
+				continue
+			}
+			l.mem.release(c)
 		}
 	}
 	return freed
+}
+
+// reused returns a chunk of the free list with room for need bytes, or
+// nil.
+func (l *senderLog) reused(need int) []byte {
+	for i, c := range l.free {
+		if cap(c) >= need {
+			l.free = slices.Delete(l.free, i, i+1)
+			return c
+		}
+	}
+	return nil
 }
 
 // memBytes is the capacity of the chunks the log holds, spare ones
@@ -143,6 +165,9 @@ func (l *senderLog) memBytes() int {
 	for _, c := range l.chunks {
 		n += cap(c)
 	}
+	for _, c := range l.free {
+		n += cap(c)
+	}
 	return n
 }
 
@@ -150,7 +175,11 @@ func (l *senderLog) memBytes() int {
 // spare chunk or making one.
 func (l *senderLog) space(need int) int {
 	if len(l.chunks) == 0 {
-		l.chunks = append(l.chunks, l.mem.chunk(need))
+		c := l.reused(need)
+		if c == nil {
+			c = l.mem.chunk(need)
+		}
+		l.chunks = append(l.chunks, c)
 		return 0
 	}
 	if c := l.chunks[l.cur]; cap(c)-len(c) >= need {
@@ -160,9 +189,13 @@ func (l *senderLog) space(need int) int {
 	if l.cur < len(l.chunks) && cap(l.chunks[l.cur]) >= need {
 		return l.cur
 	}
-	// No spare chunk, or one too small for this message: a new one takes
-	// its place in the order (spare chunks after it stay spare).
-	c := l.mem.chunk(need)
+	// No spare chunk, or one too small for this message: a new one (or
+	// one released before) takes its place in the order (spare chunks
+	// after it stay spare).
+	c := l.reused(need)
+	if c == nil {
+		c = l.mem.chunk(need)
+	}
 	if l.cur == len(l.chunks) {
 		l.chunks = append(l.chunks, c)
 	} else {

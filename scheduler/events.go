@@ -20,6 +20,10 @@ func (h *eventHandler) Begin(job.Begin) {
 
 func (h *eventHandler) Resume(ev job.Resume) {
 	h.pe.rollingBack = false
+	if h.pe.quota() != nil {
+		h.pe.resumeSync(ev.Passed) // one task at a time (quota.go)
+		return
+	}
 	h.pe.resume(ev.Passed)
 }
 

@@ -368,6 +368,13 @@ type PE struct {
 	// fetchesOut counts the event loggers' answers still due
 	// (eventlog.go).
 	fetchesOut int
+	// Under a log quota a resume starts its tasks one by one as the log
+	// has room (quota.go: resumeWhenRoom): resumeQueue are those still
+	// to start, resumeTasks those started, heldEvents the coordinator's
+	// events that came meanwhile.
+	resumeQueue []resumeStart
+	resumeTasks int
+	heldEvents  []job.Event
 }
 
 type earlyBatch struct {
@@ -847,8 +854,12 @@ func (pe *PE) Event(ev any) {
 		pe.eventLogAcked(ev)
 	case EventLogAnswer:
 		pe.eventLogAnswer(ev)
+	case DumpSent:
+		pe.dumpSent(ev)
 	case job.Event:
-		ev.Dispatch(&pe.events)
+		if !pe.holdEvent(ev) {
+			ev.Dispatch(&pe.events)
+		}
 	case DiskRecords:
 		pe.diskRecords(ev)
 		pe.schedule()
@@ -959,12 +970,13 @@ func (pe *PE) flushAll() {
 }
 
 func (pe *PE) answerProbe() {
-	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted || pe.fetchesOut > 0 {
+	if pe.probe == nil || pe.runAt < len(pe.runnable) || pe.posted || pe.fetchesOut > 0 || pe.holding() {
 		return
 	}
 	pe.flushAll()
 	st := job.IdleStatus{Round: *pe.probe, SyncTasks: pe.syncTasks(), LogBytes: pe.proto.Stats().LogBytes}
 	st.AtSync, st.SyncStep, st.LowSyncStep, st.SyncStepsKnown = pe.waitingAtSync()
+	pe.quotaAtSync(st.AtSync)
 	for p, ok := range pe.live {
 		if ok {
 			st.Sent += pe.sentTo[p]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 )
 
@@ -52,6 +53,10 @@ type (
 		Logger int
 		Why    error
 	}
+	// DumpSent gives back the Payload of a dump the sink has sent (or
+	// dropped): nothing refers to it any more, and the protocol fills it
+	// again (logging.LogQuota.RecycleDump). Optional for a DumpSink.
+	DumpSent struct{ Payload []byte }
 )
 
 // ErrLogQuota reports a log quota configured wrong.
@@ -95,7 +100,9 @@ func (pe *PE) logFull() bool {
 		return true
 	}
 	if ok {
-		pe.unblock()
+		if !pe.holding() {
+			pe.unblock()
+		}
 		return false
 	}
 	if pe.blockedAt.IsZero() {
@@ -127,9 +134,157 @@ func (pe *PE) dumpAcked(ev DumpAcked) {
 	if q := pe.quota(); q != nil {
 		q.DumpAcked(ev.Logger, ev.Epoch, ev.To)
 		pe.sendDumps()
-		if !pe.blockedAt.IsZero() {
+		if pe.holding() {
+			pe.resumeWhenRoom()
+		} else if !pe.blockedAt.IsZero() {
 			pe.schedule()
 		}
+	}
+}
+
+// A resume of the tasks waiting at a sync point starts them all at
+// once, and their sends (LeanMD's: half of a tenth of its unbounded
+// peak) are far more than one handler's; so do the tasks a recovery
+// restored here (all the tasks of a failed PE: more than the whole quota
+// of a small one). Under a quota the PE starts them one by one instead
+// (resumeWhenRoom), each after a LogRoom as a handler, and waits for a
+// logger's acknowledgement where there is no room, counting the wait
+// (Stats.LogBlocked); and it dumps ahead what the next resume will need
+// while it waits at the sync point (quotaAtSync, from answerProbe). The
+// coordinator's events that come during a resume wait behind it, in
+// their order (holdEvent), as if the resume were one step; a probe gets
+// no answer (the PE is not idle).
+
+// resumeStart is a task a resume starts: restored, a task a recovery
+// restored here (resumeRestored), or one waiting at a sync point.
+type resumeStart struct {
+	el       *element
+	restored bool
+}
+
+// holding reports whether a resume is under way.
+func (pe *PE) holding() bool { return len(pe.resumeQueue) > 0 }
+
+// resumeSync is the coordinator's Resume under a quota: the tasks
+// waiting at a sync point go on one by one (resume does the same at
+// once).
+func (pe *PE) resumeSync(passed uint64) {
+	pe.resumedBelow = passed
+	var starts []resumeStart
+	for _, cs := range pe.colls {
+		for _, lin := range cs.sorted() {
+			if el := cs.local[lin]; el.atSync {
+				starts = append(starts, resumeStart{el: el})
+			}
+		}
+	}
+	pe.queueResume(starts)
+}
+
+// resumeRestoredOneByOne starts the tasks a recovery restored here one
+// by one.
+func (pe *PE) resumeRestoredOneByOne(restored []*element) {
+	starts := make([]resumeStart, len(restored))
+	for i, el := range restored {
+		starts[i] = resumeStart{el: el, restored: true}
+	}
+	pe.queueResume(starts)
+}
+
+func (pe *PE) queueResume(starts []resumeStart) {
+	if len(starts) == 0 {
+		pe.runAutoResumes()
+		pe.transmit()
+		pe.schedule()
+		return
+	}
+	if !pe.holding() {
+		pe.resumeTasks = 0
+		pe.quota().ResumeStart()
+	}
+	pe.resumeQueue = append(pe.resumeQueue, starts...)
+	pe.resumeWhenRoom()
+}
+
+// resumeWhenRoom starts the queued tasks while the log has room for
+// their sends; once they all run, it hands the events held behind them
+// over, in order.
+func (pe *PE) resumeWhenRoom() {
+	q := pe.quota()
+	for len(pe.resumeQueue) > 0 {
+		ok, err := q.LogRoom()
+		if err != nil {
+			pe.halt(err)
+			return
+		}
+		if !ok {
+			if pe.blockedAt.IsZero() {
+				pe.blockedAt = time.Now()
+			}
+			pe.transmit()
+			return
+		}
+		r := pe.resumeQueue[0]
+		pe.resumeQueue[0] = resumeStart{}
+		pe.resumeQueue = pe.resumeQueue[1:]
+		pe.resumeTasks++
+		switch {
+		case r.restored:
+			pe.resumeRestored(r.el)
+		case r.el.atSync && r.el.coll.local[r.el.lin] == r.el:
+			pe.resumeTask(r.el)
+		}
+		pe.runAutoResumes()
+		if pe.halted != nil {
+			return
+		}
+	}
+	pe.resumeQueue = nil
+	pe.unblock()
+	q.Resumed(pe.resumeTasks)
+	pe.transmit()
+	pe.schedule()
+	held := pe.heldEvents
+	pe.heldEvents = nil
+	for i, ev := range held {
+		if pe.halted != nil {
+			return
+		}
+		if pe.holding() {
+			pe.heldEvents = append(pe.heldEvents, held[i:]...)
+			return
+		}
+		ev.Dispatch(&pe.events)
+	}
+}
+
+// holdEvent reports whether ev must wait behind a resume under way (and
+// keeps it); the queries the coordinator asks of a PE in any state are
+// answered at once.
+func (pe *PE) holdEvent(ev job.Event) bool {
+	if !pe.holding() {
+		return false
+	}
+	switch ev.(type) {
+	case job.Probe, job.ReportProgress, job.Diagnose:
+		return false
+	}
+	pe.heldEvents = append(pe.heldEvents, ev)
+	return true
+}
+
+// quotaAtSync tells the log that the PE is idle with atSync tasks
+// waiting at a sync point, and sends what it dumps for the resume.
+func (pe *PE) quotaAtSync(atSync int) {
+	if q := pe.quota(); q != nil && atSync > 0 {
+		q.AtSync(atSync)
+		pe.sendDumps()
+	}
+}
+
+func (pe *PE) dumpSent(ev DumpSent) {
+	if q := pe.quota(); q != nil {
+		q.RecycleDump(ev.Payload)
 	}
 }
 
@@ -144,6 +299,9 @@ func (pe *PE) loggerLost(ev LoggerLost) {
 	if q := pe.quota(); q != nil {
 		q.DumpLoggerFailed(ev.Logger)
 		pe.sendDumps()
+		if pe.holding() {
+			pe.resumeWhenRoom()
+		}
 	}
 	pe.schedule()
 }

@@ -203,6 +203,10 @@ func (pe *PE) noticeFailure(ev job.NoticeFailure) {
 	pe.checkDumpedNeeded()
 	restored := pe.restored
 	pe.restored = nil
+	if pe.quota() != nil {
+		pe.resumeRestoredOneByOne(restored) // as the log has room (quota.go)
+		return
+	}
 	for _, el := range restored {
 		pe.resumeRestored(el)
 	}

@@ -80,6 +80,14 @@ type Run struct {
 	LogBytes         int64 `json:"log_bytes"`
 	RestoredTasks    int64 `json:"restored_tasks"`
 	RolledBackTasks  int64 `json:"rolled_back_tasks"`
+	// The log's largest per-PE high-water mark (under --log-quota, of its
+	// memory), and with a quota the bytes dumped to loggers and the time
+	// blocked waiting for them (summed over the PEs, from `job stats`),
+	// and the bytes fetched back from them (summed over the PE stats).
+	LogPeakBytes    int64 `json:"log_peak_bytes"`
+	LogDumpedBytes  int64 `json:"log_dumped_bytes,omitempty"`
+	LogBlockedMS    int64 `json:"log_blocked_ms,omitempty"`
+	LogFetchedBytes int64 `json:"log_fetched_bytes,omitempty"`
 
 	Checkpoints []Checkpoint `json:"checkpoints"`
 	// Recovery, for failure cases, as the launcher reports it: detection
@@ -285,6 +293,11 @@ func parseOutput(r *Run, lines []line) error {
 			r.LogBytes = inum("log_bytes")
 			r.RestoredTasks = inum("restored_tasks")
 			r.RolledBackTasks = inum("rolled_back_tasks")
+			r.LogPeakBytes = inum("largest_log_peak_bytes")
+			r.LogDumpedBytes = inum("log_dumped_bytes")
+			r.LogBlockedMS = inum("log_blocked_ms")
+		case msg == "PE stats":
+			r.LogFetchedBytes += inum("log_fetched_bytes")
 		}
 	}
 	for i := range r.Checkpoints {

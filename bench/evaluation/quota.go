@@ -1,0 +1,609 @@
+package evaluation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// The log-quota comparison (`gochare bench quota`): per application, the
+// forward path with --log-quota at fractions of the log's unbounded
+// high-water mark against the same job with its log unbounded, with one
+// and with two loggers, and the recovery after a PE killed, with the
+// bytes dumped to the loggers and fetched back. A first job per
+// application runs unbounded to find the high-water mark (the largest
+// per-PE log_peak_bytes); every job starts the loggers, so that a
+// difference is the dumping alone. The forward jobs of a repetition run
+// in an order rotated every repetition, and each quota's overhead is its
+// time per step over the unbounded job's of the same repetition and
+// loggers (paired A/B on a loaded machine).
+
+// QuotaApp is one application of the quota comparison.
+type QuotaApp struct {
+	Name string   `json:"name"`
+	Args []string `json:"args"` // application flags, the step count included
+	// CheckpointEvery is --checkpoint-every; PE 1 is killed at KillStep
+	// in the failure jobs.
+	CheckpointEvery int `json:"checkpoint_every"`
+	KillStep        int `json:"kill_step"`
+}
+
+// QuotaConfig is a whole quota comparison.
+type QuotaConfig struct {
+	Preset string `json:"preset"`
+	Exe    string `json:"-"`
+	PEs    int    `json:"pes"`
+	Reps   int    `json:"reps"`
+	// Fractions are the quotas in percent of the unbounded high-water
+	// mark; Loggers the logger counts of the forward jobs (the failure
+	// jobs use the first).
+	Fractions []int      `json:"fractions"`
+	Loggers   []int      `json:"loggers"`
+	Apps      []QuotaApp `json:"apps"`
+	Timeout   Duration   `json:"timeout"`
+}
+
+// QuotaPreset returns the named configuration: tiny (the tests) or quick
+// (the default: LeanMD as docs/benchmarks.md measures its log, and
+// stencil3d).
+func QuotaPreset(name string) (QuotaConfig, error) {
+	c := QuotaConfig{Preset: name, PEs: 2, Reps: 3, Fractions: []int{100, 50, 10}, Loggers: []int{1, 2}, Timeout: Duration(3 * time.Minute)}
+	switch name {
+	case "tiny":
+		c.Reps = 1
+		c.Fractions = []int{100, 25}
+		c.Loggers = []int{1}
+		c.Timeout = Duration(time.Minute)
+		c.Apps = []QuotaApp{
+			{Name: "leanmd", Args: []string{"--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "20", "--steps", "9"}, CheckpointEvery: 3, KillStep: 4},
+			{Name: "stencil3d", Args: []string{"--grid", "32,32,32", "--chunk", "8,8,8", "--iterations", "12"}, CheckpointEvery: 4, KillStep: 6},
+		}
+	case "quick":
+		c.Apps = []QuotaApp{
+			{Name: "leanmd", Args: []string{"--cells", "3,3,3", "--steps", "30"}, CheckpointEvery: 10, KillStep: 15},
+			{Name: "stencil3d", Args: []string{"--grid", "128,128,128", "--chunk", "32,32,32", "--iterations", "60"}, CheckpointEvery: 20, KillStep: 30},
+		}
+	default:
+		return c, fmt.Errorf("evaluation: unknown quota preset %q (tiny or quick)", name)
+	}
+	return c, nil
+}
+
+// QuotaCase is one job of the comparison: Fraction 0 is the unbounded
+// log.
+type QuotaCase struct {
+	App      string `json:"app"`
+	Fraction int    `json:"fraction"`
+	Loggers  int    `json:"loggers"`
+	Failure  bool   `json:"failure"`
+	// Calibration marks the job that finds the high-water mark.
+	Calibration bool `json:"calibration"`
+	Rep         int  `json:"rep"`
+}
+
+func (k QuotaCase) String() string {
+	q := "unbounded"
+	if k.Fraction > 0 {
+		q = fmt.Sprintf("quota %d %%", k.Fraction)
+	}
+	s := fmt.Sprintf("%s %s, %d logger(s)", k.App, q, k.Loggers)
+	switch {
+	case k.Calibration:
+		return s + ", high-water mark"
+	case k.Failure:
+		s += ", PE 1 killed"
+	}
+	return fmt.Sprintf("%s, rep %d", s, k.Rep+1)
+}
+
+// QuotaRun is the outcome of one job.
+type QuotaRun struct {
+	QuotaCase
+	Run
+	// Quota is --log-quota in bytes (0: unbounded).
+	Quota int64 `json:"quota"`
+}
+
+// QuotaSummary is one application, logger count and quota.
+type QuotaSummary struct {
+	App      string `json:"app"`
+	Loggers  int    `json:"loggers"`
+	Fraction int    `json:"fraction"`
+	Quota    int64  `json:"quota"`
+	// StepMS is the time per step; Overhead the ratio to the unbounded
+	// job's of the same repetition, minus 1 (Median over repetitions).
+	StepMS   Stat `json:"step_ms"`
+	Overhead Stat `json:"overhead"`
+	// DumpedBytes, BlockedMS: summed over the PEs, per job; PeakBytes
+	// the largest per-PE high-water mark of the log's memory.
+	DumpedBytes Stat  `json:"dumped_bytes"`
+	BlockedMS   Stat  `json:"blocked_ms"`
+	PeakBytes   int64 `json:"peak_bytes"`
+	// RecoveryMS (failure → progress at the failure regained) and
+	// FetchedBytes (log entries the survivors fetched back from the
+	// loggers), for the logger count of the failure jobs.
+	RecoveryMS   Stat `json:"recovery_ms"`
+	FetchedBytes Stat `json:"fetched_bytes"`
+}
+
+// QuotaResults is everything a quota comparison measured.
+type QuotaResults struct {
+	Config    QuotaConfig      `json:"config"`
+	Started   time.Time        `json:"started"`
+	Host      Host             `json:"host"`
+	HighWater map[string]int64 `json:"high_water"`
+	Runs      []QuotaRun       `json:"runs"`
+	Summary   []QuotaSummary   `json:"summary"`
+}
+
+func (c QuotaConfig) validate() error {
+	switch {
+	case c.Exe == "":
+		return errors.New("evaluation: no gochare executable")
+	case c.PEs < 2:
+		return fmt.Errorf("evaluation: %d PEs: at least 2 are needed (one is killed)", c.PEs)
+	case c.Reps < 1:
+		return fmt.Errorf("evaluation: %d repetitions: want at least 1", c.Reps)
+	case len(c.Loggers) == 0 || len(c.Fractions) == 0:
+		return errors.New("evaluation: no logger count or no quota fraction")
+	}
+	for _, l := range c.Loggers {
+		if l < 1 {
+			return fmt.Errorf("evaluation: %d loggers: want at least 1", l)
+		}
+	}
+	for _, f := range c.Fractions {
+		if f < 1 || f > 100 {
+			return fmt.Errorf("evaluation: quota %d %%: want 1 to 100", f)
+		}
+	}
+	return nil
+}
+
+// cases returns the jobs of app a for repetition rep, in the order they
+// run: the forward ones (per logger count, unbounded then every quota)
+// rotated by rep, then the failure ones rotated the same way.
+func (c QuotaConfig) cases(a QuotaApp, rep int) []QuotaCase {
+	var fwd, fail []QuotaCase
+	for _, l := range c.Loggers {
+		fwd = append(fwd, QuotaCase{App: a.Name, Loggers: l, Rep: rep})
+		for _, f := range c.Fractions {
+			fwd = append(fwd, QuotaCase{App: a.Name, Fraction: f, Loggers: l, Rep: rep})
+		}
+	}
+	fail = append(fail, QuotaCase{App: a.Name, Loggers: c.Loggers[0], Failure: true, Rep: rep})
+	for _, f := range c.Fractions {
+		fail = append(fail, QuotaCase{App: a.Name, Fraction: f, Loggers: c.Loggers[0], Failure: true, Rep: rep})
+	}
+	return append(rotateQuota(fwd, rep), rotateQuota(fail, rep)...)
+}
+
+func rotateQuota(cs []QuotaCase, n int) []QuotaCase {
+	n %= len(cs)
+	return append(slices.Clone(cs[n:]), cs[:n]...)
+}
+
+// jobs is the number of jobs of the comparison.
+func (c QuotaConfig) jobs() int {
+	n := 0
+	for _, a := range c.Apps {
+		n += 1 + c.Reps*len(c.cases(a, 0))
+	}
+	return n
+}
+
+// quotaBytes is the quota of fraction percent of highWater.
+func quotaBytes(highWater int64, fraction int) int64 {
+	return max(highWater*int64(fraction)/100, 1)
+}
+
+// args are the `gochare` arguments of k with a quota of quota bytes (0:
+// none).
+func (c QuotaConfig) args(a QuotaApp, k QuotaCase, quota int64) []string {
+	args := []string{"run", a.Name, "--pes", strconv.Itoa(c.PEs), "--loggers", strconv.Itoa(k.Loggers),
+		"--checkpoint-every", strconv.Itoa(a.CheckpointEvery), "--json"}
+	if quota > 0 {
+		args = append(args, "--log-quota", strconv.FormatInt(quota, 10))
+	}
+	if k.Failure {
+		args = append(args, "--kill", fmt.Sprintf("pe=1,at=step:%d", a.KillStep))
+	}
+	return append(args, a.Args...)
+}
+
+// EvaluateQuota runs every job of cfg and summarizes them; a job that
+// fails is recorded (OK false) and the comparison goes on, except the
+// calibration job, without which an application's quotas are unknown.
+func EvaluateQuota(ctx context.Context, cfg QuotaConfig, progress *Progress) (*QuotaResults, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	res := &QuotaResults{Config: cfg, Started: time.Now().UTC(), Host: hostInfo(), HighWater: map[string]int64{}}
+	progress.start(cfg.jobs())
+	run := func(a QuotaApp, k QuotaCase, quota int64) QuotaRun {
+		r := QuotaRun{QuotaCase: k, Quota: quota}
+		c := Case{App: a.Name, Protocol: "partialdet", Failure: k.Failure, Rep: k.Rep}
+		r.Run = execute(ctx, cfg.Exe, c, cfg.args(a, k, quota), time.Duration(cfg.Timeout))
+		if r.OK && k.Failure && r.RestoredTasks == 0 {
+			r.OK, r.Error = false, "PE 1 was killed and no task was restored"
+		}
+		res.Runs = append(res.Runs, r)
+		progress.doneQuota(r)
+		return r
+	}
+	for _, a := range cfg.Apps {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("evaluation: interrupted: %w", err)
+		}
+		cal := run(a, QuotaCase{App: a.Name, Loggers: cfg.Loggers[0], Calibration: true}, 0)
+		if !cal.OK || cal.LogPeakBytes <= 0 {
+			return res, fmt.Errorf("evaluation: %s: the unbounded job gave no high-water mark: %s", a.Name, cal.Error)
+		}
+		res.HighWater[a.Name] = cal.LogPeakBytes
+	}
+	for rep := range cfg.Reps {
+		for _, a := range cfg.Apps {
+			for _, k := range cfg.cases(a, rep) {
+				if err := ctx.Err(); err != nil {
+					return res, fmt.Errorf("evaluation: interrupted: %w", err)
+				}
+				var quota int64
+				if k.Fraction > 0 {
+					quota = quotaBytes(res.HighWater[a.Name], k.Fraction)
+				}
+				run(a, k, quota)
+			}
+		}
+	}
+	progress.finish()
+	res.Summary = summarizeQuota(cfg, res)
+	return res, nil
+}
+
+func summarizeQuota(cfg QuotaConfig, res *QuotaResults) []QuotaSummary {
+	type fkey struct {
+		app              string
+		loggers, rep     int
+		fraction         int
+		failure, calibre bool
+	}
+	byKey := map[fkey]QuotaRun{}
+	for _, r := range res.Runs {
+		if r.OK {
+			byKey[fkey{r.App, r.Loggers, r.QuotaCase.Rep, r.Fraction, r.QuotaCase.Failure, r.Calibration}] = r
+		}
+	}
+	var out []QuotaSummary
+	for _, a := range cfg.Apps {
+		for _, l := range cfg.Loggers {
+			for _, f := range append([]int{0}, cfg.Fractions...) {
+				s := QuotaSummary{App: a.Name, Loggers: l, Fraction: f}
+				if f > 0 {
+					s.Quota = quotaBytes(res.HighWater[a.Name], f)
+				}
+				var step, over, dumped, blocked, rec, fetched []float64
+				for rep := range cfg.Reps {
+					r, ok := byKey[fkey{a.Name, l, rep, f, false, false}]
+					if ok {
+						step = append(step, r.StepMS)
+						dumped = append(dumped, float64(r.LogDumpedBytes))
+						blocked = append(blocked, float64(r.LogBlockedMS))
+						s.PeakBytes = max(s.PeakBytes, r.LogPeakBytes)
+						if base, ok := byKey[fkey{a.Name, l, rep, 0, false, false}]; ok && base.StepMS > 0 {
+							over = append(over, r.StepMS/base.StepMS-1)
+						}
+					}
+					if fr, ok := byKey[fkey{a.Name, l, rep, f, true, false}]; ok {
+						rec = append(rec, fr.RegainedMS)
+						fetched = append(fetched, float64(fr.LogFetchedBytes))
+					}
+				}
+				s.StepMS, s.Overhead, s.DumpedBytes, s.BlockedMS = stat(step), stat(over), stat(dumped), stat(blocked)
+				s.RecoveryMS, s.FetchedBytes = stat(rec), stat(fetched)
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// Check verifies what the quota promises: every job finished with its
+// application's failure-free result, and no PE's log went past its
+// quota.
+func (res *QuotaResults) Check() error {
+	var errs []error
+	digest := map[string]string{}
+	for _, r := range res.Runs {
+		if r.Calibration && r.OK {
+			digest[r.App] = r.Digest
+		}
+	}
+	for _, r := range res.Runs {
+		switch {
+		case !r.OK:
+			errs = append(errs, fmt.Errorf("%s: %s", r.QuotaCase, strings.SplitN(r.Error, "\n", 2)[0]))
+		case r.Digest != digest[r.App]:
+			errs = append(errs, fmt.Errorf("%s: digest %s, the unbounded job's is %s", r.QuotaCase, r.Digest, digest[r.App]))
+		case r.Quota > 0 && r.LogPeakBytes > r.Quota:
+			errs = append(errs, fmt.Errorf("%s: a PE's log reached %d bytes, over the quota of %d", r.QuotaCase, r.LogPeakBytes, r.Quota))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Progress) doneQuota(r QuotaRun) {
+	if p == nil {
+		return
+	}
+	p.n++
+	status := "ok"
+	if !r.OK {
+		status = "FAILED: " + strings.SplitN(r.Error, "\n", 2)[0]
+	}
+	what := fmt.Sprintf("%.2f ms/step, dumped %s, blocked %d ms", r.StepMS, bytesStr(float64(r.LogDumpedBytes)), r.LogBlockedMS)
+	if r.QuotaCase.Failure {
+		what += fmt.Sprintf(", recovery %.0f ms", r.RegainedMS)
+	}
+	fmt.Fprintf(p.w, "[%d/%d] %s: %s, %.1f s, %s\n", p.n, p.total, r.QuotaCase, what, r.WallS, status)
+}
+
+// QuotaMain is `gochare bench quota ...`: it runs the comparison with
+// the executable exe and writes its outputs. It returns the exit status.
+func QuotaMain(args []string, stdout io.Writer, exe string) (int, error) {
+	fs := flag.NewFlagSet("bench quota", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	tiny := fs.Bool("tiny", false, "CI preset: the smallest jobs, 1 repetition, quotas of 100 and 25 %, one logger")
+	out := fs.String("out", "quota-results", "directory for quota.json, quota.csv, quota.md and quota-overhead.png")
+	reps := fs.Int("reps", 0, "repetitions of every job (default: the preset's)")
+	pes := fs.Int("pes", 0, "PE processes per job (default 2)")
+	apps := fs.String("apps", "", "comma-separated applications (default: leanmd,stencil3d)")
+	fractions := fs.String("fractions", "", "quotas in percent of the unbounded high-water mark (default 100,50,10)")
+	loggers := fs.String("loggers", "", "logger counts of the forward jobs (default 1,2)")
+	if err := fs.Parse(args); err != nil {
+		return 2, fmt.Errorf("evaluation: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return 2, fmt.Errorf("evaluation: unexpected argument %q", fs.Arg(0))
+	}
+	name := "quick"
+	if *tiny {
+		name = "tiny"
+	}
+	cfg, err := QuotaPreset(name)
+	if err != nil {
+		return 2, err
+	}
+	cfg.Exe = exe
+	if *reps > 0 {
+		cfg.Reps = *reps
+	}
+	if *pes > 0 {
+		cfg.PEs = *pes
+	}
+	for _, o := range []struct {
+		flag string
+		val  string
+		dst  *[]int
+	}{{"--fractions", *fractions, &cfg.Fractions}, {"--loggers", *loggers, &cfg.Loggers}} {
+		if o.val == "" {
+			continue
+		}
+		var v []int
+		for _, f := range strings.Split(o.val, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				return 2, fmt.Errorf("evaluation: %s: %q is not a number", o.flag, f)
+			}
+			v = append(v, n)
+		}
+		*o.dst = v
+	}
+	if *apps != "" {
+		var keep []QuotaApp
+		for _, n := range strings.Split(*apps, ",") {
+			i := slices.IndexFunc(cfg.Apps, func(a QuotaApp) bool { return a.Name == n })
+			if i < 0 {
+				return 2, fmt.Errorf("evaluation: --apps: no application %q (leanmd, stencil3d)", n)
+			}
+			keep = append(keep, cfg.Apps[i])
+		}
+		cfg.Apps = keep
+	}
+	if err := cfg.validate(); err != nil {
+		return 2, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "gochare bench quota: preset %s, %d PEs, %d repetitions, %d jobs, results in %s\n", cfg.Preset, cfg.PEs, cfg.Reps, cfg.jobs(), *out)
+	res, err := EvaluateQuota(ctx, cfg, NewProgress(stdout))
+	if err != nil {
+		return 1, err
+	}
+	files, err := WriteQuota(res, *out)
+	if err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(files, ", "))
+	if err := res.Check(); err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
+
+// WriteQuota writes every output of res into dir and returns the files'
+// paths.
+func WriteQuota(res *QuotaResults, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("evaluation: %w", err)
+	}
+	writers := []struct {
+		name  string
+		write func(io.Writer, *QuotaResults) error
+	}{
+		{"quota.json", writeQuotaJSON},
+		{"quota.csv", writeQuotaCSV},
+		{"quota.md", writeQuotaMarkdown},
+		{"quota-overhead.png", plotQuotaOverhead},
+	}
+	var files []string
+	for _, w := range writers {
+		path := filepath.Join(dir, w.name)
+		if err := writeFile(path, func(f io.Writer) error { return w.write(f, res) }); err != nil {
+			return files, fmt.Errorf("evaluation: %s: %w", w.name, err)
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}
+
+func writeQuotaJSON(w io.Writer, res *QuotaResults) error {
+	// NaN (a statistic of no run) is not JSON: it goes out as 0 with N 0.
+	clean := func(s *Stat) {
+		for _, f := range []*float64{&s.Median, &s.Min, &s.Max} {
+			if math.IsNaN(*f) || math.IsInf(*f, 0) {
+				*f = 0
+			}
+		}
+	}
+	out := *res
+	out.Summary = slices.Clone(res.Summary)
+	for i := range out.Summary {
+		s := &out.Summary[i]
+		for _, st := range []*Stat{&s.StepMS, &s.Overhead, &s.DumpedBytes, &s.BlockedMS, &s.RecoveryMS, &s.FetchedBytes} {
+			clean(st)
+		}
+	}
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(&out)
+}
+
+func colorRGB(r, g, b uint8) color.Color { return color.RGBA{R: r, G: g, B: b, A: 255} }
+
+func fractionName(f int) string {
+	if f == 0 {
+		return "unbounded"
+	}
+	return fmt.Sprintf("%d %%", f)
+}
+
+func writeQuotaCSV(w io.Writer, res *QuotaResults) error {
+	rows := [][]string{{"app", "loggers", "fraction", "quota_bytes", "step_ms_median", "overhead_median", "overhead_min", "overhead_max",
+		"dumped_bytes_median", "blocked_ms_median", "peak_bytes", "recovery_ms_median", "fetched_bytes_median"}}
+	for _, s := range res.Summary {
+		rows = append(rows, []string{s.App, strconv.Itoa(s.Loggers), strconv.Itoa(s.Fraction), i64(s.Quota), g(s.StepMS.Median),
+			g(s.Overhead.Median), g(s.Overhead.Min), g(s.Overhead.Max), g(s.DumpedBytes.Median), g(s.BlockedMS.Median), i64(s.PeakBytes),
+			g(s.RecoveryMS.Median), g(s.FetchedBytes.Median)})
+	}
+	return writeCSV(w, rows)
+}
+
+func writeQuotaMarkdown(w io.Writer, res *QuotaResults) error {
+	var b strings.Builder
+	cfg := res.Config
+	fmt.Fprintf(&b, "Preset `%s`: %d PE processes per job, partialdet, %d repetition(s); %d CPUs, load average at start %s; started %s.\n\n",
+		cfg.Preset, cfg.PEs, cfg.Reps, res.Host.CPUs, res.Host.LoadAvg, res.Started.Format(time.RFC3339))
+	b.WriteString("| app | configuration | unbounded high-water mark (largest PE) |\n|---|---|---:|\n")
+	for _, a := range cfg.Apps {
+		fmt.Fprintf(&b, "| %s | `%s`, checkpoint every %d steps, PE 1 killed at step %d | %d B (%s) |\n", a.Name, strings.Join(a.Args, " "),
+			a.CheckpointEvery, a.KillStep, res.HighWater[a.Name], bytesStr(float64(res.HighWater[a.Name])))
+	}
+	failed := 0
+	for _, r := range res.Runs {
+		if !r.OK {
+			failed++
+		}
+	}
+	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n\n", len(res.Runs), len(res.Runs)-failed, failed)
+	b.WriteString("Median (min – max) over repetitions. Overhead: time per step over the unbounded job's with the same loggers in the same repetition. " +
+		"Dumped, blocked: summed over the PEs. Peak: the largest PE's log memory (entry bytes). " +
+		fmt.Sprintf("Recovery (with %d logger(s)): PE 1 killed → progress at the failure regained; fetched: the log entries the survivors fetched back from the loggers.\n\n", cfg.Loggers[0]))
+	b.WriteString("| app | loggers | quota | ms/step | overhead | dumped | blocked ms | peak | recovery ms | fetched |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range res.Summary {
+		q := fractionName(s.Fraction)
+		if s.Quota > 0 {
+			q += " (" + bytesStr(float64(s.Quota)) + ")"
+		}
+		over, rec, fetched := pct(s.Overhead), "–", "–"
+		if s.Fraction == 0 {
+			over = "–"
+		}
+		if s.Loggers == cfg.Loggers[0] {
+			rec, fetched = rng(s.RecoveryMS, "%.0f"), bytesStr(s.FetchedBytes.Median)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.App, s.Loggers, q, rng(s.StepMS, "%.2f"), over,
+			bytesStr(s.DumpedBytes.Median), rng(s.BlockedMS, "%.0f"), bytesStr(float64(s.PeakBytes)), rec, fetched)
+	}
+	if failed > 0 {
+		b.WriteString("\n### Failed jobs\n\n")
+		for _, r := range res.Runs {
+			if !r.OK {
+				fmt.Fprintf(&b, "- %s: %s\n", r.QuotaCase, strings.SplitN(r.Error, "\n", 2)[0])
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// plotQuotaOverhead draws the forward overhead over the unbounded log, in
+// percent, per application and logger count (groups) and quota (bars).
+func plotQuotaOverhead(w io.Writer, res *QuotaResults) error {
+	p := plot.New()
+	p.Title.Text = "Log quota: forward overhead vs the unbounded log (median)"
+	p.Y.Label.Text = "overhead (%)"
+	var groups []string
+	for _, a := range res.Config.Apps {
+		for _, l := range res.Config.Loggers {
+			groups = append(groups, fmt.Sprintf("%s, %d logger(s)", a.Name, l))
+		}
+	}
+	width := vg.Points(18)
+	fr := res.Config.Fractions
+	for i, f := range fr {
+		vals := make(plotter.Values, len(groups))
+		j := 0
+		for _, a := range res.Config.Apps {
+			for _, l := range res.Config.Loggers {
+				for _, s := range res.Summary {
+					if s.App == a.Name && s.Loggers == l && s.Fraction == f {
+						vals[j] = 100 * finite(s.Overhead.Median)
+					}
+				}
+				j++
+			}
+		}
+		bars, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		shade := uint8(60 + 150*i/max(len(fr)-1, 1))
+		bars.Color = colorRGB(40, shade, 200-shade/2)
+		bars.LineStyle.Width = 0
+		bars.Offset = width * vg.Length(2*i-len(fr)+1) / 2
+		p.Add(bars)
+		p.Legend.Add(fmt.Sprintf("quota %d %%", f), bars)
+	}
+	p.Add(plotter.NewGrid())
+	p.Y.Max = math.Max(p.Y.Max*1.3, 5)
+	p.Legend.Top = true
+	p.NominalX(groups...)
+	return savePNG(w, p, 6*vg.Inch, 3.2*vg.Inch)
+}
