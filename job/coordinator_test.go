@@ -368,3 +368,66 @@ func TestFailureBeforeEveryPECommittedWaitsForTheCommits(t *testing.T) {
 	require.Equal(t, []int{2}, rec.Failed)
 	require.Empty(t, c.OnDiskWritten(1, epoch, migrate.FileEntry{PE: 1}, nil), "the checkpoint is over: no manifest")
 }
+
+// Two buddies that fail after the coordinator committed a checkpoint,
+// before every live PE reported it committed, and whose disk copy of it
+// is not complete: once the last live PE commits, the first failure's
+// recovery finds both copies of some task lost and sends every task back
+// to the disk checkpoint, on the survivors, and that rollback covers the
+// second failure too. No recovery of the second failure follows it (one
+// of a new generation would supersede the rollback, which would then
+// never end: the job went quiet), and the survivors' answers to the
+// rollback end it.
+func TestBuddiesFailingBeforeEveryPECommittedRollBackToDiskOnce(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
+		t.Run(kind.String(), func(t *testing.T) {
+			layout := []int{0, 1, 2, 3, 0, 1, 2, 3}
+			c := NewCoordinator(Config{Size: 4, Protocol: kind, Layout: [][]int{layout}, CheckpointDir: "/ckpt"})
+			c.Ready()
+			for pe := range 4 {
+				c.OnStaged(pe, InitialEpoch, 10)
+				c.OnBuddyStored((pe+1)%4, InitialEpoch, pe, 0)
+			}
+			for pe := range 4 {
+				c.OnCommitted(pe, InitialEpoch)
+				c.OnDiskWritten(pe, InitialEpoch, migrate.FileEntry{PE: pe}, nil)
+			}
+			require.Empty(t, c.OnManifestWritten(InitialEpoch, nil))
+
+			epoch := c.nextEpoch()
+			cmds := c.startCheckpoint(epoch)
+			for p := range 4 {
+				cmds = append(cmds, c.OnStaged(p, epoch, 10)...)
+				cmds = append(cmds, c.OnBuddyStored((p+1)%4, epoch, p, 0)...)
+			}
+			eventOf[CommitCheckpoint](t, cmds)
+			require.Empty(t, c.OnCommitted(0, epoch))
+			require.Empty(t, c.OnFailure(1), "PEs 2 and 3 have not committed yet")
+			require.Empty(t, c.OnFailure(2), "PE 3 has not committed yet")
+			cmds = c.OnCommitted(3, epoch)
+			var rollbacks []Rollback
+			for _, ev := range events(cmds) {
+				switch ev := ev.(type) {
+				case Rollback:
+					rollbacks = append(rollbacks, ev)
+				case Recover:
+					require.Failf(t, "a recovery after the rollback", "%v", events(cmds))
+				}
+			}
+			require.Len(t, rollbacks, 1, "%v", events(cmds))
+			rb := rollbacks[0]
+			require.True(t, rb.FromDisk)
+			require.Equal(t, uint64(InitialEpoch), rb.Epoch, "checkpoint %d has no complete disk copy", epoch)
+			require.Equal(t, []int{1, 2}, rb.Failed)
+			sd, _ := eventOf[SendDiskRecords](t, cmds)
+			for lin, pe := range sd.Hosts[0] {
+				require.True(t, pe == 0 || pe == 3, "task %d placed on PE %d, a survivor", lin, pe)
+			}
+
+			require.Empty(t, c.OnRestored(0, rb.Generation, Progress{}))
+			require.NotEmpty(t, c.OnRestored(3, rb.Generation, Progress{}), "the survivors' answers end the rollback")
+			_, done := c.Done()
+			require.False(t, done)
+		})
+	}
+}

@@ -150,6 +150,13 @@ func (c *Coordinator) recoverAfterCommit() []Command {
 	c.phase = phaseRunning
 	for _, pe := range failed {
 		cmds = append(cmds, c.recoverFrom(pe)...)
+		if c.done || c.phase == phaseRollingBack {
+			// A rollback (from memory or from disk) places the tasks
+			// of every dead PE, the ones still in failed included:
+			// recovering them again would start a recovery of a new
+			// generation over the rollback, which then never ends.
+			break
+		}
 	}
 	return cmds
 }
