@@ -48,7 +48,8 @@ func giveApp(given, got *[]gave) actor.App {
 
 // A message given (Proxy.Give) to a task on the same PE under None
 // reaches its handler as the sender's value itself, unencoded; under a
-// logging protocol, with the annotation check, to another PE, or nil, it
+// logging protocol, with the annotation check or a record, to another
+// PE, or nil, it
 // is encoded as Send's are, and the handler gets what decoding gives:
 // into a message given and encoded before (a spare), if there is one. An
 // observer sees the given message encoded as it would have been sent.
@@ -58,13 +59,15 @@ func TestGiveHandsTheValueOverOnlyUnderNone(t *testing.T) {
 		kind     logging.Kind
 		check    int
 		observe  bool
+		record   bool
 		handOver bool
 	}{
-		{"none", logging.KindNone, 0, false, true},
-		{"none observed", logging.KindNone, 0, true, true},
-		{"none checked", logging.KindNone, 2, false, false},
-		{"fulldet", logging.KindFullDet, 0, false, false},
-		{"partialdet", logging.KindPartialDet, 0, false, false},
+		{"none", logging.KindNone, 0, false, false, true},
+		{"none observed", logging.KindNone, 0, true, false, true},
+		{"none checked", logging.KindNone, 2, false, false, false},
+		{"none recorded", logging.KindNone, 0, false, true, false},
+		{"fulldet", logging.KindFullDet, 0, false, false, false},
+		{"partialdet", logging.KindPartialDet, 0, false, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,6 +75,9 @@ func TestGiveHandsTheValueOverOnlyUnderNone(t *testing.T) {
 			var observed [][]byte
 			cfg := Config{Rank: 1, Size: 2, JobID: 42, App: giveApp(&given, &got), Protocol: c.kind,
 				Net: &recordingNet{sent: map[int][][]byte{}}, Control: nopControl{}, CheckAnnotations: c.check}
+			if c.record {
+				cfg.RecordDir = t.TempDir()
+			}
 			if c.observe {
 				cfg.Observe = func(o Observation) {
 					if o.Kind == ObserveSend || o.Kind == ObserveHandle {
