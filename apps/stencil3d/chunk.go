@@ -185,14 +185,15 @@ func (c *Chunk) recycle() {
 	c.inbox = [NumSides]*Face{}
 }
 
-// message returns a message for this chunk's face on side s: a spare one
-// (recycle), or a new one.
+// message returns an empty message for this chunk's face on side s: a
+// spare one (recycle), or a new one.
 func (c *Chunk) message(s Side) *Face {
 	m := c.spare[s]
 	c.spare[s] = nil
 	if m == nil {
-		m = &Face{}
+		return &Face{}
 	}
+	m.Reset() // whatever a decoder left in it (unknown fields)
 	return m
 }
 
