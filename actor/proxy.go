@@ -58,6 +58,45 @@ func (p *Proxy[M]) Send(ctx Context, to Index, m M) {
 	ctx.Post(p.target(ScopeOne, to, nil), p.keyOf(m), m)
 }
 
+// Give is Send for a sender that gives m up: from the call on, m and
+// everything it refers to (a bytes field's array, a slice's) belong to
+// the runtime, and the caller must neither read nor write them again.
+// In return, under --ft none (nothing is logged or replayed), a message to
+// an element on the sender's own PE is not encoded at all: the handler
+// receives m itself, with its buffers, and owns it like any message it
+// receives (it may keep it, write it, send it on with Give). Anywhere
+// else (another PE, a logging protocol, --record, replay,
+// --check-annotations) Give encodes m like Send; m is garbage afterwards,
+// or the receiver's. A handler cannot tell the two apart: it always gets
+// a message of its own, and the sender must always act as if m had
+// passed to the receiver.
+//
+// The rule is the caller's to keep, as with any memory handed to another
+// goroutine: a sender that keeps writing a buffer it gave changes the
+// message under its receiver. A sender that sends the same buffer every
+// iteration keeps using Send; one that wants to spare the copies gives
+// each message its own buffers (e.g. taking back the buffers of the
+// messages it received, which are its own).
+func (p *Proxy[M]) Give(ctx Context, to Index, m M) {
+	if !p.coll.Shape.Contains(to) {
+		panic(fmt.Sprintf("actor: send to %v outside collection %q of shape %v", to, p.coll.Name, p.coll.Shape))
+	}
+	t := p.target(ScopeOne, to, nil)
+	if g, ok := ctx.(giver); ok {
+		g.Give(t, p.keyOf(m), m)
+		return
+	}
+	ctx.Post(t, p.keyOf(m), m)
+}
+
+// giver is a Context that can take a message the sender gave up
+// (Proxy.Give); a Context without Give gets it through Post, encoded.
+type giver interface {
+	// Give is Post for a message m whose sender gave it up: the runtime
+	// may hand m itself to its handler.
+	Give(to Target, key uint64, m any)
+}
+
 // Broadcast sends m to every element of the collection. As with Send, m is
 // the caller's again once the call returns.
 func (p *Proxy[M]) Broadcast(ctx Context, m M) {

@@ -69,3 +69,40 @@ func TestLongBufferDropsDuplicatesAndDeliversInArrivalOrder(t *testing.T) {
 		})
 	}
 }
+
+// A task that buffers a few messages at a time reuses its buffer's array
+// once emptied: no allocation per message in steady state, the messages
+// taken in arrival order, and what was taken cleared from the array.
+func TestEmptiedBufferReusesItsArray(t *testing.T) {
+	var task hostedTask
+	payload := []byte{1}
+	push := func(n int) {
+		for i := range n {
+			task.pushBuffer(Message{Key: uint64(i), Payload: payload})
+		}
+	}
+	drain := func(n int) {
+		for i := range n {
+			if m := task.takeBuffered(0); m.Key != uint64(i) {
+				t.Fatalf("took key %d, want %d", m.Key, i)
+			}
+		}
+	}
+	push(6)
+	drain(6)
+	if allocs := testing.AllocsPerRun(100, func() { push(6); drain(6) }); allocs != 0 {
+		t.Errorf("%v allocations per 6 messages buffered and taken, want 0", allocs)
+	}
+	for _, m := range task.bufferArray[:cap(task.bufferArray)] {
+		if m.Payload != nil {
+			t.Fatal("a message taken is still in the array")
+		}
+	}
+	// A long buffer's array is not kept once emptied.
+	push(2 * bufferKeepMax)
+	drain(2 * bufferKeepMax)
+	push(1)
+	if cap(task.bufferArray) > bufferKeepMax {
+		t.Errorf("kept an array of %d messages, at most %d", cap(task.bufferArray), bufferKeepMax)
+	}
+}

@@ -406,6 +406,11 @@ type hostedTask struct {
 	// it (see pushBuffer).
 	buffer   []Message
 	buffered map[MessageID]struct{}
+	// bufferArray is buffer's array from its first element: a buffer
+	// emptied starts again there (pushBuffer), so that a task that
+	// buffers a few messages at a time allocates no array per few
+	// messages. Kept up to bufferKeepMax messages.
+	bufferArray []Message
 	// awaiting are the survivors whose recovery envelope of epoch (or a
 	// later one) has not arrived; recovered is the latest epoch received
 	// from each PE. A recovery envelope of an earlier failure does not
@@ -829,7 +834,17 @@ func (t *hostedTask) isBuffered(id MessageID) bool {
 // pushBuffer appends m to the task's buffer, indexing it once the buffer
 // is long.
 func (t *hostedTask) pushBuffer(m Message) {
+	if len(t.buffer) == 0 {
+		t.buffer = t.bufferArray[:0] // takeBuffered cleared what it took
+	}
+	grow := len(t.buffer) == cap(t.buffer)
 	t.buffer = append(t.buffer, m)
+	if grow {
+		t.bufferArray = nil
+		if cap(t.buffer) <= bufferKeepMax {
+			t.bufferArray = t.buffer[:0]
+		}
+	}
 	switch {
 	case t.buffered != nil:
 		t.buffered[m.ID] = struct{}{}
@@ -840,6 +855,9 @@ func (t *hostedTask) pushBuffer(m Message) {
 		}
 	}
 }
+
+// bufferKeepMax bounds the buffer array a task keeps once emptied.
+const bufferKeepMax = 64
 
 // takeBuffered removes and returns the buffer's message at index i. The
 // first message, the usual case, goes without moving the others: the

@@ -69,6 +69,12 @@ type Message struct {
 	// buffering.
 	Key     uint64
 	Payload []byte
+	// Value, when not nil, is the message itself, given by its sender to
+	// a task on the same PE under None without being encoded (Payload is
+	// then empty; see the scheduler's Proxy.Give path). Like Payload it is
+	// opaque: the protocols carry it and never read it. It is never set
+	// on a message that is logged or leaves its PE.
+	Value any
 	// Requires (PartialDet only, set by Send) lists the region receptions
 	// in the send's causal past since the last checkpoint: the message
 	// must not be handled by Dependency.Task before that task has handled

@@ -40,28 +40,40 @@ func BenchmarkMessageRate(b *testing.B) {
 // delivered message of a whole in-process stencil3d job on two PEs (send,
 // log, transport, receive, and the application's own encoding, decoding
 // and computing), per protocol: what the forward path costs the garbage
-// collector beyond checkpoint/restart.
+// collector beyond checkpoint/restart. allocs/msg and B/msg are the whole
+// job's, set-up included (40 iterations); steady-allocs/msg and
+// steady-B/msg are those of the messages of iterations 41 to 80 alone:
+// the difference between a job of 80 iterations and one of 40, per
+// message more.
 func BenchmarkAllocsPerMessage(b *testing.B) {
-	args := []string{"--grid", "64,64,64", "--chunk", "16,16,16", "--iterations", "40"}
+	run := func(b *testing.B, kind logging.Kind, iterations int) (mallocs, bytes, msgs uint64) {
+		args := []string{"--grid", "64,64,64", "--chunk", "16,16,16", "--iterations", fmt.Sprint(iterations)}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res, err := inprocess.Run(context.Background(), stencil3d.App, args, 2, nil, inprocess.WithProtocol(kind))
+		runtime.ReadMemStats(&after)
+		if err != nil || res.Status != 0 {
+			b.Fatal(err, res.Status)
+		}
+		for _, s := range res.Stats {
+			msgs += s.Delivered
+		}
+		return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc, msgs
+	}
 	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
 		b.Run(kind.String(), func(b *testing.B) {
-			var before, after runtime.MemStats
-			var mallocs, bytes, msgs uint64
+			var mallocs, bytes, msgs, longMallocs, longBytes, longMsgs uint64
 			for i := 0; i < b.N; i++ {
-				runtime.ReadMemStats(&before)
-				res, err := inprocess.Run(context.Background(), stencil3d.App, args, 2, nil, inprocess.WithProtocol(kind))
-				runtime.ReadMemStats(&after)
-				if err != nil || res.Status != 0 {
-					b.Fatal(err, res.Status)
-				}
-				mallocs += after.Mallocs - before.Mallocs
-				bytes += after.TotalAlloc - before.TotalAlloc
-				for _, s := range res.Stats {
-					msgs += s.Delivered
-				}
+				m, by, n := run(b, kind, 40)
+				mallocs, bytes, msgs = mallocs+m, bytes+by, msgs+n
+				m, by, n = run(b, kind, 80)
+				longMallocs, longBytes, longMsgs = longMallocs+m, longBytes+by, longMsgs+n
 			}
 			b.ReportMetric(float64(mallocs)/float64(msgs), "allocs/msg")
 			b.ReportMetric(float64(bytes)/float64(msgs), "B/msg")
+			more := float64(longMsgs) - float64(msgs)
+			b.ReportMetric((float64(longMallocs)-float64(mallocs))/more, "steady-allocs/msg")
+			b.ReportMetric((float64(longBytes)-float64(bytes))/more, "steady-B/msg")
 		})
 	}
 }

@@ -288,7 +288,45 @@ func TestUnmarshalAliasingMatchesProto(t *testing.T) {
 		} else {
 			require.False(t, overlaps(got.Data, b), "input %d: a small field is copied", i)
 		}
+
+		// Into a message that held something else (a spare), aliasing
+		// or not, with or without the Go field finder: the same message,
+		// a copied bytes field in the spare's memory when it has room.
+		for _, alias := range []bool{false, true} {
+			for _, fields := range []*bytesFields{nil, {}} {
+				old := bigData(r.IntN(2*aliasMin), 5)
+				spare := &testmsg.Num{Key: 77, From: -3, Value: 2.5, Values: []float64{1, 2}, Data: old}
+				require.NoError(t, decodeInto(b, spare, alias, &scratch, fields), "input %d", i)
+				require.True(t, proto.Equal(&want, spare), "input %d", i)
+				switch {
+				case alias && len(spare.Data) >= aliasMin:
+					require.True(t, overlaps(spare.Data, b), "input %d: a large field aliases the input", i)
+				case len(spare.Data) > 0 && len(spare.Data) <= cap(old):
+					require.Same(t, &old[0], &spare.Data[0], "input %d: copied into the spare's memory", i)
+				default:
+					require.False(t, overlaps(spare.Data, b), "input %d: a copy", i)
+				}
+			}
+		}
 	}
+}
+
+// Decoding into a spare message allocates nothing when the bytes field
+// fits in the spare's memory, through the Go field finder.
+func TestDecodeIntoSpareDoesNotAllocate(t *testing.T) {
+	b, err := proto.Marshal(&testmsg.Num{Key: 3, Value: 1.5, Data: bigData(2048, 1)})
+	require.NoError(t, err)
+	spare := &testmsg.Num{Data: make([]byte, 2048)}
+	var scratch []byte
+	var fields bytesFields
+	require.NoError(t, decodeInto(b, spare, false, &scratch, &fields))
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := decodeInto(b, spare, false, &scratch, &fields); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, bigData(2048, 1), spare.Data)
 }
 
 // Under None, a large message to another PE is marshalled into a buffer

@@ -22,6 +22,11 @@ func (c *taskContext) Post(t actor.Target, key uint64, m any) {
 	c.pe.post(t, key, m, c.el.id)
 }
 
+// Give is Post for a message its sender gave up (actor.Proxy.Give).
+func (c *taskContext) Give(t actor.Target, key uint64, m any) {
+	c.pe.give(t, key, m, c.el.id)
+}
+
 func (c *taskContext) Expect(key uint64) { c.el.expected = key }
 
 func (c *taskContext) Contribute(r actor.Reducer, v actor.Value, cb actor.Callback) {

@@ -22,7 +22,8 @@
 // message), context.go (actor.Context), encode.go, decode.go and
 // envelope.go (batches on the wire), unmarshal.go (handler messages that
 // alias the received batch), marshal.go (reused buffers of large
-// messages under None), reduce.go (reductions), events.go (the
+// messages under None), give.go (messages given by their sender,
+// Proxy.Give: handed over unencoded under None, spares to decode into), reduce.go (reductions), events.go (the
 // coordinator's events), syncpoint.go (sync points), checkpoint.go
 // (staging, buddy copies, commit), recovery.go (restoring failed PEs'
 // tasks under message logging), rollback.go (every task back to the

@@ -82,6 +82,7 @@ func SystemTask(rank int) uint64 { return TaskID(systemCollection, rank) }
 
 func (pe *PE) observe(o Observation) {
 	o.Rollback = pe.rolledBackAt
+	o.Message = pe.encoded(o.Message) // a given message, as it would have been sent
 	pe.cfg.Observe(o)
 }
 

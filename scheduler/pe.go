@@ -188,6 +188,9 @@ type Stats struct {
 	MigratedIn      int    // tasks moved here by load balancing
 	MigratedOut     int    // tasks moved away
 	Forwarded       uint64 // envelopes passed on to a task's new PE
+	// Given counts the messages handed to a task of this PE as their
+	// sender gave them, without being encoded (actor.Proxy.Give, give.go).
+	Given uint64
 	// PassedAgain counts the sync points a re-executing task passed by
 	// itself, the job having passed them without a checkpoint
 	// (job.Resume.Passed).
@@ -238,6 +241,13 @@ type PE struct {
 	owned        map[*byte]int
 	ownedBytes   int
 	unmarshalBuf []byte
+	// bytesFields finds generated messages' bytes fields for decodeInto.
+	bytesFields bytesFields
+	// spares are protobuf messages given and encoded, by handler, to
+	// decode into (give.go); spareCount and spareBytes their number and
+	// encoded size.
+	spares                 map[uint32][]spare
+	spareCount, spareBytes int
 	// localFree are free buffers for payloads to tasks on this PE under
 	// None, localFreeBytes their capacity; localLent the payloads
 	// marshalled into them not delivered yet (marshal.go).
@@ -1019,6 +1029,9 @@ func (pe *PE) transmit() {
 			continue // its replay will come from the log
 		}
 		pe.sentTo[env.To]++
+		if env.Kind == logging.EnvelopeMessage && env.Message.Value != nil && int(env.To) != pe.cfg.Rank {
+			env.Message = pe.encoded(env.Message) // never made (give.go); a guard
+		}
 		if int(env.To) == pe.cfg.Rank {
 			if pe.cfg.LogQuota > 0 && len(env.Message.Payload) > 0 {
 				// Its payload is the log's copy, whose memory a logger's
@@ -1154,11 +1167,23 @@ func (pe *PE) invoke(el *element, d logging.Delivery) {
 	ctx.el = el
 	var m any
 	var err error
-	if owned := pe.takeOwned(d.Message.Payload); owned && h.Message.NewProto != nil {
-		pm := h.Message.NewProto()
-		err = unmarshalAliasing(d.Message.Payload, pm, &pe.unmarshalBuf)
+	if d.Message.Value != nil {
+		// Given by its sender on this PE (give.go): the value itself.
+		m = d.Message.Value
+	} else if h.Message.NewProto != nil {
+		// Into a spare message if there is one (give.go); aliasing the
+		// payload if the PE owns it alone (unmarshal.go).
+		owned := pe.takeOwned(d.Message.Payload)
+		pm := pe.newMessage(d.Message.Handler, h)
+		err = decodeInto(d.Message.Payload, pm, owned, &pe.unmarshalBuf, &pe.bytesFields)
 		m = pm
+		if !owned && pe.takeLocal(d.Message.Payload) {
+			// Decoded into memory of the message's own: the buffer is
+			// free once the recorder and checker below read it.
+			defer pe.freeLocal(d.Message.Payload)
+		}
 	} else {
+		pe.takeOwned(d.Message.Payload) // decoded into memory of its own
 		m, err = h.Message.Decode(d.Message.Payload)
 		if pe.takeLocal(d.Message.Payload) {
 			// Decoded into memory of the message's own: the buffer is

@@ -1,6 +1,10 @@
 package scheduler
 
 import (
+	"reflect"
+	"strconv"
+	"strings"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -85,24 +89,36 @@ func aliasable(fd protoreflect.FieldDescriptor) bool {
 
 // aliasField is an aliasable field found on the wire and its last value.
 type aliasField struct {
-	fd protoreflect.FieldDescriptor
-	v  []byte
+	fd  protoreflect.FieldDescriptor
+	v   []byte
+	old []byte // the field's memory before decoding
 }
 
 // unmarshalAliasing is proto.Unmarshal(b, m), except that m's aliasable
 // top-level fields of aliasMin bytes or more are slices of b: the caller
-// must own b and never write it again. The other fields go through
-// proto.Unmarshal, in a copy of b without the aliasable ones made in
-// *scratch; input proto.Unmarshal rejects goes to it whole, for its
-// error.
+// must own b and never write it again (decodeInto).
 func unmarshalAliasing(b []byte, m proto.Message, scratch *[]byte) error {
-	if len(b) < aliasMin {
-		return proto.Unmarshal(b, m)
+	return decodeInto(b, m, true, scratch, nil)
+}
+
+// decodeInto is proto.Unmarshal(b, m) for a message m that is new or the
+// runtime's to reuse (a given message, spares.go), except for m's
+// aliasable top-level fields: with alias, those of aliasMin bytes or more
+// are slices of b (the caller must own b and never write it again); the
+// others are copied into the memory the field held before, when it has
+// room (m's old value is garbage: nothing else refers to it), or else
+// into fresh memory. The other fields go through proto.Unmarshal, in a
+// copy of b without the aliasable ones made in *scratch; input
+// proto.Unmarshal rejects goes to it whole, for its error. fields, when
+// not nil, sets bytes fields of generated messages without the
+// allocation of protoreflect's Set.
+func decodeInto(b []byte, m proto.Message, alias bool, scratch *[]byte, fields *bytesFields) error {
+	if alias && len(b) < aliasMin {
+		alias = false
 	}
-	fields := m.ProtoReflect().Descriptor().Fields()
+	desc := m.ProtoReflect().Descriptor().Fields()
 	var found [2]aliasField
 	aliased := found[:0]
-	large := false
 	rest := (*scratch)[:0]
 	for in := b; len(in) > 0; {
 		num, typ, n := protowire.ConsumeTag(in)
@@ -114,7 +130,7 @@ func unmarshalAliasing(b []byte, m proto.Message, scratch *[]byte) error {
 			return proto.Unmarshal(b, m)
 		}
 		if typ == protowire.BytesType {
-			if fd := fields.ByNumber(num); fd != nil && aliasable(fd) {
+			if fd := desc.ByNumber(num); fd != nil && aliasable(fd) {
 				v, _ := protowire.ConsumeBytes(in[n:])
 				i := 0
 				for i < len(aliased) && aliased[i].fd != fd {
@@ -124,7 +140,6 @@ func unmarshalAliasing(b []byte, m proto.Message, scratch *[]byte) error {
 					aliased = append(aliased, aliasField{fd: fd})
 				}
 				aliased[i].v = v
-				large = large || len(v) >= aliasMin
 				in = in[n+l:]
 				continue
 			}
@@ -133,24 +148,110 @@ func unmarshalAliasing(b []byte, m proto.Message, scratch *[]byte) error {
 		in = in[n+l:]
 	}
 	*scratch = rest
-	if !large {
+	if len(aliased) == 0 {
 		return proto.Unmarshal(b, m)
+	}
+	// The fields' memory before proto.Unmarshal resets m.
+	for i := range aliased {
+		aliased[i].old = fields.get(m, aliased[i].fd)
 	}
 	if err := proto.Unmarshal(rest, m); err != nil {
 		return proto.Unmarshal(b, m)
 	}
-	r := m.ProtoReflect()
 	for _, a := range aliased {
 		switch {
-		case len(a.v) >= aliasMin:
-			if bv, ok := m.(*wrapperspb.BytesValue); ok {
-				bv.Value = a.v[:len(a.v):len(a.v)] // without reflection's allocation
-				continue
-			}
-			r.Set(a.fd, protoreflect.ValueOfBytes(a.v[:len(a.v):len(a.v)]))
+		case alias && len(a.v) >= aliasMin:
+			fields.set(m, a.fd, a.v[:len(a.v):len(a.v)])
 		case len(a.v) > 0:
-			r.Set(a.fd, protoreflect.ValueOfBytes(append([]byte(nil), a.v...)))
+			buf := a.old[:0]
+			if cap(buf) < len(a.v) {
+				buf = nil
+			}
+			fields.set(m, a.fd, append(buf, a.v...))
 		}
 	}
 	return nil
+}
+
+// bytesFields finds the Go struct fields of generated messages' bytes
+// fields (by their protobuf tag, as the protobuf runtime does), so that
+// decodeInto reads and sets them without protoreflect's allocation per
+// Set. It is used from the PE's goroutine only; a nil *bytesFields, or a
+// message that is not a generated struct, goes through protoreflect.
+type bytesFields struct {
+	byType map[reflect.Type]map[protowire.Number]int
+}
+
+// field returns m's Go field holding bytes field fd, if it finds one.
+func (f *bytesFields) field(m proto.Message, fd protoreflect.FieldDescriptor) (reflect.Value, bool) {
+	if f == nil {
+		return reflect.Value{}, false
+	}
+	t := reflect.TypeOf(m)
+	nums, ok := f.byType[t]
+	if !ok {
+		nums = bytesFieldsOf(t)
+		if f.byType == nil {
+			f.byType = map[reflect.Type]map[protowire.Number]int{}
+		}
+		f.byType[t] = nums
+	}
+	i, ok := nums[fd.Number()]
+	if !ok {
+		return reflect.Value{}, false
+	}
+	v := reflect.ValueOf(m)
+	if v.IsNil() {
+		return reflect.Value{}, false
+	}
+	return v.Elem().Field(i), true
+}
+
+// bytesFieldsOf maps the field numbers of the exported []byte fields of
+// generated message type t (a pointer to a struct with protobuf tags) to
+// their index in the struct.
+func bytesFieldsOf(t reflect.Type) map[protowire.Number]int {
+	nums := map[protowire.Number]int{}
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nums
+	}
+	st := t.Elem()
+	for i := range st.NumField() {
+		sf := st.Field(i)
+		tag, ok := sf.Tag.Lookup("protobuf")
+		if !ok || !sf.IsExported() || sf.Type != reflect.TypeFor[[]byte]() {
+			continue
+		}
+		parts := strings.Split(tag, ",")
+		if len(parts) < 2 || parts[0] != "bytes" {
+			continue
+		}
+		n, err := strconv.Atoi(parts[1])
+		if err != nil || n <= 0 {
+			continue
+		}
+		nums[protowire.Number(n)] = i
+	}
+	return nums
+}
+
+// get returns the bytes of m's field fd.
+func (f *bytesFields) get(m proto.Message, fd protoreflect.FieldDescriptor) []byte {
+	if v, ok := f.field(m, fd); ok {
+		return v.Bytes()
+	}
+	return m.ProtoReflect().Get(fd).Bytes()
+}
+
+// set sets m's field fd to b.
+func (f *bytesFields) set(m proto.Message, fd protoreflect.FieldDescriptor, b []byte) {
+	if v, ok := f.field(m, fd); ok {
+		v.SetBytes(b)
+		return
+	}
+	if bv, ok := m.(*wrapperspb.BytesValue); ok {
+		bv.Value = b // without reflection's allocation
+		return
+	}
+	m.ProtoReflect().Set(fd, protoreflect.ValueOfBytes(b))
 }

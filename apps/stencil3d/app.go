@@ -99,15 +99,16 @@ func (p *program) sendFaces(c *Chunk, ctx actor.Context) {
 	for s := range Side(NumSides) {
 		var values []byte
 		if faces != nil {
-			values = faces[s]
+			values, faces[s] = faces[s], nil
 		} else {
 			values = AppendFaceBytes(c.block, c.temperature, s, nil)
 		}
-		p.face.Send(ctx, neighbour(p.shape, at, s), &Face{
-			Iteration: c.iteration,
-			Halo:      haloOf(s.Opposite()),
-			Values:    values,
-		})
+		// Given, buffer and all: on this PE under --ft none the
+		// neighbour gets this very message, and this chunk takes the
+		// neighbours' faces in exchange (Chunk.recycle).
+		m := c.message(s)
+		m.Iteration, m.Halo, m.Values = c.iteration, haloOf(s.Opposite()), values
+		p.face.Give(ctx, neighbour(p.shape, at, s), m)
 	}
 }
 
@@ -122,6 +123,7 @@ func (p *program) onFace(c *Chunk, _ actor.Context, m *Face) {
 	if err := c.storeFace(m.GetIteration(), s, m.GetValues()); err != nil {
 		panic(err)
 	}
+	c.keep(s, m)
 }
 
 // onFacesComplete runs once all six faces of an iteration are stored: the

@@ -45,12 +45,21 @@ type Chunk struct {
 	halos [NumSides][]byte
 	// outgoing holds the faces of iteration outgoingFor taken by Step from
 	// the new array, for the sends of that iteration; nil when none.
-	outgoing    *[NumSides][]byte
-	outgoingFor uint64
-	// faceBufs are the buffers Step writes the outgoing faces into, the
-	// same every iteration: a Send encodes its message before it returns,
-	// so they are free again once the faces are sent. Not packed.
+	outgoing     *[NumSides][]byte
+	outgoingFor  uint64
+	outgoingBufs [NumSides][]byte
+	// faceBufs are the buffers Step writes the outgoing faces into. The
+	// faces are given to the neighbours (Proxy.Give), buffers included,
+	// so each iteration's come from the faces received the iteration
+	// before: the face received for the halo on side s has the size of
+	// this chunk's face on side s, and once Step has read it, it is this
+	// chunk's own. A buffer that is missing (the first iteration, or the
+	// received face went elsewhere) is allocated. Not packed.
 	faceBufs [NumSides][]byte
+	// inbox holds the messages of the faces in halos; spare the messages
+	// whose faces Step has read, for this chunk's next sends (with a
+	// buffer of the next faceBufs). Not packed.
+	inbox, spare [NumSides]*Face
 }
 
 // allSides is the received mask of a complete ghost exchange.
@@ -147,11 +156,46 @@ func (c *Chunk) completeIteration(iteration uint64) (last bool, err error) {
 		return false, err
 	}
 	c.halos = [NumSides][]byte{}
+	if faces != nil {
+		c.outgoingBufs = c.faceBufs
+		faces = &c.outgoingBufs
+	}
+	c.recycle()
 	c.iteration++
 	c.received = 0
 	c.finished = c.iteration == c.iterations
 	c.outgoing, c.outgoingFor = faces, c.iteration
 	return c.finished, nil
+}
+
+// keep records m, whose face storeFace took for the halo on side s: its
+// buffer and the message itself are the chunk's once Step has read the
+// face (recycle).
+func (c *Chunk) keep(s Side, m *Face) { c.inbox[s] = m }
+
+// recycle, once Step has read the received faces, makes their buffers
+// the next faceBufs and their messages spare ones.
+func (c *Chunk) recycle() {
+	for s, m := range c.inbox {
+		c.faceBufs[s] = nil
+		if m != nil {
+			c.faceBufs[s], m.Values = m.GetValues(), nil
+			c.spare[s] = m
+		}
+	}
+	c.inbox = [NumSides]*Face{}
+}
+
+// message returns an empty message for this chunk's face on side s: a
+// spare one (recycle), or a new one.
+func (c *Chunk) message(s Side) *Face {
+	m := c.spare[s]
+	c.spare[s] = nil
+	if m == nil {
+		return &Face{}
+	}
+	m.Reset() // whatever a decoder left in it (unknown fields)
+	return m
 }
 
 // clearHalo zeroes the halo of a chunk's array: its faces, edges and
@@ -262,6 +306,6 @@ func (c *Chunk) UnmarshalBinary(data []byte) error {
 		c.temperature[n] = math.Float64frombits(binary.LittleEndian.Uint64(rest[8*n:]))
 	}
 	c.started, c.finished, c.iteration, c.received = started, finished, iteration, received
-	c.halos, c.outgoing = [NumSides][]byte{}, nil
+	c.halos, c.outgoing, c.inbox = [NumSides][]byte{}, nil, [NumSides]*Face{}
 	return nil
 }

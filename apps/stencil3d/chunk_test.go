@@ -153,3 +153,53 @@ func TestChunkUnpackRefusesForeignState(t *testing.T) {
 		}
 	}
 }
+
+// A chunk's next faces go out in the messages and buffers of the faces it
+// received (recycle): once Step has read them, each received face's
+// buffer holds the chunk's face on that side, and its message carries it,
+// reset.
+func TestChunkRecyclesReceivedFaces(t *testing.T) {
+	cfg, err := ParseConfig([]string{"--grid", "8,8,8", "--chunk", "4,4,4", "--iterations", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newChunk(cfg)
+	if err := c.begin(); err != nil {
+		t.Fatal(err)
+	}
+	var got [NumSides]*Face
+	for s := range Side(NumSides) {
+		got[s] = &Face{Iteration: 0, Halo: haloOf(s), Values: make([]byte, 8*c.block.FaceLen(s))}
+		if err := c.storeFace(0, s, got[s].Values); err != nil {
+			t.Fatal(err)
+		}
+		c.keep(s, got[s])
+	}
+	bufs := [NumSides][]byte{}
+	for s := range got {
+		bufs[s] = got[s].Values
+	}
+	if _, err := c.completeIteration(0); err != nil {
+		t.Fatal(err)
+	}
+	faces := c.takeFaces()
+	if faces == nil {
+		t.Fatal("no faces for iteration 1")
+	}
+	for s := range Side(NumSides) {
+		m := c.message(s)
+		if m != got[s] || m.Values != nil || m.Iteration != 0 || m.Halo != 0 {
+			t.Errorf("side %v: message %p (%v), want the one received, reset", s, m, m)
+		}
+		want := AppendFaceBytes(c.block, c.temperature, s, nil)
+		if string(faces[s]) != string(want) {
+			t.Errorf("side %v: face is not the chunk's", s)
+		}
+		if &faces[s][0] == &bufs[s][0] {
+			t.Errorf("side %v: this iteration's face was written into a buffer Step was reading", s)
+		}
+		if &c.faceBufs[s][0] != &bufs[s][0] {
+			t.Errorf("side %v: the next faces do not go into the received buffer", s)
+		}
+	}
+}

@@ -59,15 +59,57 @@ func TestRecoveryInProcess(t *testing.T) {
 func TestMigrationInProcess(t *testing.T) {
 	args := []string{"--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "45"}
 	clean := apptest.Run(t, App, 4, args)
-	for _, kill := range []bool{false, true} {
-		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
-			opts := []inprocess.Option{inprocess.WithProtocol(logging.KindPartialDet), inprocess.WithCheckpointEvery(10), inprocess.WithBalancer("greedy")}
-			if kill {
-				opts = append(opts, inprocess.WithKill(2, 33))
+	for _, kind := range []logging.Kind{logging.KindPartialDet, logging.KindNone} {
+		for _, kill := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/kill=%v", kind, kill), func(t *testing.T) {
+				opts := []inprocess.Option{inprocess.WithProtocol(kind), inprocess.WithCheckpointEvery(10), inprocess.WithBalancer("greedy")}
+				if kill {
+					opts = append(opts, inprocess.WithKill(2, 33))
+				}
+				res := apptest.Run(t, App, 4, args, opts...)
+				require.Equal(t, clean.Output[:4], res.Output[:4])
+				require.Positive(t, apptest.Sum(res).MigratedIn, "the balancer moved tasks")
+				if kind == logging.KindNone {
+					require.Positive(t, given(res), "faces to chunks on the same PE were handed over")
+				}
+			})
+		}
+	}
+}
+
+// given is the number of messages handed over unencoded in res.
+func given(res inprocess.Result) uint64 {
+	var n uint64
+	for _, st := range res.Stats {
+		n += st.Given
+	}
+	return n
+}
+
+// Under --ft none a face to a chunk on the same PE is handed over as the
+// sender gave it (Proxy.Give), buffer and all, and the chunks recycle
+// the buffers they receive for their own faces: every face between
+// chunks of one PE goes so, and the results are bitwise those of the
+// serial solver and of a logging protocol's run, on 1, 2 and 3 PEs.
+func TestGivenFacesInProcess(t *testing.T) {
+	args := []string{"--grid", "24,24,24", "--chunk", "8,8,8", "--iterations", "12"}
+	cfg, err := ParseConfig(args)
+	require.NoError(t, err)
+	for _, pes := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint(pes, " PEs"), func(t *testing.T) {
+			logged := apptest.Run(t, App, pes, args, inprocess.WithProtocol(logging.KindPartialDet))
+			res := apptest.Run(t, App, pes, args, inprocess.WithProtocol(logging.KindNone))
+			require.Equal(t, logged.Output[:4], res.Output[:4])
+			require.Equal(t, serialDigest(cfg), res.Output[2])
+			require.Zero(t, given(logged), "nothing handed over under a logging protocol")
+			faces := uint64(cfg.NumChunks() * NumSides * cfg.Iterations)
+			if pes == 1 {
+				require.Equal(t, faces, given(res), "every face is handed over on one PE")
+				return
 			}
-			res := apptest.Run(t, App, 4, args, opts...)
-			require.Equal(t, clean.Output[:4], res.Output[:4])
-			require.Positive(t, apptest.Sum(res).MigratedIn, "the balancer moved tasks")
+			// Faces to chunks on another PE are encoded.
+			require.Positive(t, given(res))
+			require.Less(t, given(res), faces)
 		})
 	}
 }
