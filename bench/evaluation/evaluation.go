@@ -284,13 +284,7 @@ func Main(args []string, stdout io.Writer, exe string) (int, error) {
 
 // Write writes every output of res into dir and returns the files' paths.
 func Write(res *Results, dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("evaluation: %w", err)
-	}
-	writers := []struct {
-		name  string
-		write func(io.Writer, *Results) error
-	}{
+	return writeOutputs(dir, res, []output[*Results]{
 		{"results.json", writeJSON},
 		{"runs.csv", writeRunsCSV},
 		{"summary.csv", writeSummaryCSV},
@@ -299,12 +293,27 @@ func Write(res *Results, dir string) ([]string, error) {
 		{"overhead.png", plotOverhead},
 		{"recovery.png", plotRecovery},
 		{"timeline.png", plotTimeline},
+	})
+}
+
+// output is one file of a bench's results: its name in the output
+// directory and what writes it.
+type output[R any] struct {
+	name  string
+	write func(io.Writer, R) error
+}
+
+// writeOutputs writes res into dir, one file per output, and returns the
+// paths written (up to the first error).
+func writeOutputs[R any](dir string, res R, outputs []output[R]) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("evaluation: %w", err)
 	}
 	var files []string
-	for _, w := range writers {
-		path := filepath.Join(dir, w.name)
-		if err := writeFile(path, func(f io.Writer) error { return w.write(f, res) }); err != nil {
-			return files, fmt.Errorf("evaluation: %s: %w", w.name, err)
+	for _, o := range outputs {
+		path := filepath.Join(dir, o.name)
+		if err := writeFile(path, func(f io.Writer) error { return o.write(f, res) }); err != nil {
+			return files, fmt.Errorf("evaluation: %s: %w", o.name, err)
 		}
 		files = append(files, path)
 	}

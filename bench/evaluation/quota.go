@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -450,27 +449,12 @@ func QuotaMain(args []string, stdout io.Writer, exe string) (int, error) {
 // WriteQuota writes every output of res into dir and returns the files'
 // paths.
 func WriteQuota(res *QuotaResults, dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("evaluation: %w", err)
-	}
-	writers := []struct {
-		name  string
-		write func(io.Writer, *QuotaResults) error
-	}{
+	return writeOutputs(dir, res, []output[*QuotaResults]{
 		{"quota.json", writeQuotaJSON},
 		{"quota.csv", writeQuotaCSV},
 		{"quota.md", writeQuotaMarkdown},
 		{"quota-overhead.png", plotQuotaOverhead},
-	}
-	var files []string
-	for _, w := range writers {
-		path := filepath.Join(dir, w.name)
-		if err := writeFile(path, func(f io.Writer) error { return w.write(f, res) }); err != nil {
-			return files, fmt.Errorf("evaluation: %s: %w", w.name, err)
-		}
-		files = append(files, path)
-	}
-	return files, nil
+	})
 }
 
 func writeQuotaJSON(w io.Writer, res *QuotaResults) error {
