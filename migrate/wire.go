@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/gochare/gochare/internal/protofield"
 )
 
 // A PE checkpoint's encoding without the protobuf runtime's copies, for
@@ -52,10 +54,10 @@ func AppendPECheckpoint(dst []byte, cp *PECheckpoint) ([]byte, error) {
 // it decodes all the same). A checkpoint packs its tasks one by one this
 // way, each straight after the other.
 func AppendPECheckpointHeader(dst []byte, cp *PECheckpoint) []byte {
-	dst = appendVarintField(dst, cpEpoch, cp.Epoch)
-	dst = appendVarintField(dst, cpPE, uint64(int64(int32(cp.PE))))
-	dst = appendVarintField(dst, cpNumPEs, uint64(int64(int32(cp.NumPEs))))
-	return appendBytesField(dst, cpFingerprint, []byte(cp.JobFingerprint))
+	dst = protofield.AppendVarint(dst, cpEpoch, cp.Epoch)
+	dst = protofield.AppendVarint(dst, cpPE, uint64(int64(int32(cp.PE))))
+	dst = protofield.AppendVarint(dst, cpNumPEs, uint64(int64(int32(cp.NumPEs))))
+	return protofield.AppendBytes(dst, cpFingerprint, []byte(cp.JobFingerprint))
 }
 
 // AppendTaskRecord appends r as one task of a PE checkpoint's encoding
@@ -63,17 +65,17 @@ func AppendPECheckpointHeader(dst []byte, cp *PECheckpoint) []byte {
 func AppendTaskRecord(dst []byte, r TaskRecord) []byte {
 	dst = protowire.AppendTag(dst, cpTasks, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(taskRecordSize(r)))
-	dst = appendVarintField(dst, recCollection, uint64(r.Collection))
-	dst = appendVarintField(dst, recLin, uint64(r.Lin))
-	dst = appendBytesField(dst, recTask, r.Task)
-	dst = appendBytesField(dst, recRuntime, r.Runtime)
-	return appendBytesField(dst, recProtocol, r.Protocol)
+	dst = protofield.AppendVarint(dst, recCollection, uint64(r.Collection))
+	dst = protofield.AppendVarint(dst, recLin, uint64(r.Lin))
+	dst = protofield.AppendBytes(dst, recTask, r.Task)
+	dst = protofield.AppendBytes(dst, recRuntime, r.Runtime)
+	return protofield.AppendBytes(dst, recProtocol, r.Protocol)
 }
 
 // PECheckpointSize is the length of cp's encoding.
 func PECheckpointSize(cp *PECheckpoint) int {
-	n := varintFieldSize(cpEpoch, cp.Epoch) + varintFieldSize(cpPE, uint64(int64(int32(cp.PE)))) +
-		varintFieldSize(cpNumPEs, uint64(int64(int32(cp.NumPEs)))) + bytesFieldSize(cpFingerprint, len(cp.JobFingerprint))
+	n := protofield.VarintSize(cpEpoch, cp.Epoch) + protofield.VarintSize(cpPE, uint64(int64(int32(cp.PE)))) +
+		protofield.VarintSize(cpNumPEs, uint64(int64(int32(cp.NumPEs)))) + protofield.BytesSize(cpFingerprint, len(cp.JobFingerprint))
 	for _, r := range cp.Tasks {
 		n += TaskRecordSize(r)
 	}
@@ -81,44 +83,11 @@ func PECheckpointSize(cp *PECheckpoint) int {
 }
 
 // TaskRecordSize is the length AppendTaskRecord appends for r.
-func TaskRecordSize(r TaskRecord) int { return bytesFieldSize(cpTasks, taskRecordSize(r)) }
+func TaskRecordSize(r TaskRecord) int { return protofield.BytesSize(cpTasks, taskRecordSize(r)) }
 
 func taskRecordSize(r TaskRecord) int {
-	return varintFieldSize(recCollection, uint64(r.Collection)) + varintFieldSize(recLin, uint64(r.Lin)) +
-		bytesFieldSize(recTask, len(r.Task)) + bytesFieldSize(recRuntime, len(r.Runtime)) + bytesFieldSize(recProtocol, len(r.Protocol))
-}
-
-// appendVarintField appends field num with value v, unless v is zero
-// (proto3 leaves zero values out).
-func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
-}
-
-func varintFieldSize(num protowire.Number, v uint64) int {
-	if v == 0 {
-		return 0
-	}
-	return protowire.SizeTag(num) + protowire.SizeVarint(v)
-}
-
-// appendBytesField appends field num with bytes v, unless v is empty.
-func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
-	if len(v) == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
-}
-
-func bytesFieldSize(num protowire.Number, n int) int {
-	if n == 0 {
-		return 0
-	}
-	return protowire.SizeTag(num) + protowire.SizeBytes(n)
+	return protofield.VarintSize(recCollection, uint64(r.Collection)) + protofield.VarintSize(recLin, uint64(r.Lin)) +
+		protofield.BytesSize(recTask, len(r.Task)) + protofield.BytesSize(recRuntime, len(r.Runtime)) + protofield.BytesSize(recProtocol, len(r.Protocol))
 }
 
 // DecodePECheckpoint decodes what MarshalPECheckpoint (or

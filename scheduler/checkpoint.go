@@ -7,10 +7,10 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
-
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/internal/protofield"
 	"github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
@@ -224,7 +224,7 @@ func (pe *PE) takeCheckpoint(epoch uint64) {
 // until the Net released it).
 func (pe *PE) sendEncoded(to int, kind wire.CheckpointKind, enc []byte) {
 	head := batchHeader(pe.headBuf[:0], pe.cfg.JobID, pe.generation)
-	head = appendVarintField(head, batchCheckpointKind, uint64(kind))
+	head = protofield.AppendVarint(head, batchCheckpointKind, uint64(kind))
 	head = protowire.AppendTag(head, batchCheckpoint, protowire.BytesType)
 	head = protowire.AppendVarint(head, uint64(len(enc)))
 	pe.headBuf = head

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/gochare/gochare/internal/protofield"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler/wire"
 )
@@ -64,21 +65,6 @@ const (
 	progSeq     = 4
 )
 
-func sizeVarintField(n protowire.Number, v uint64) int {
-	if v == 0 {
-		return 0
-	}
-	return protowire.SizeTag(n) + protowire.SizeVarint(v)
-}
-
-func appendVarintField(b []byte, n protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, n, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
-}
-
 // sizeNested is the size of a length-delimited field holding size bytes
 // (written even when empty: a set message field).
 func sizeNested(n protowire.Number, size int) int {
@@ -94,7 +80,7 @@ func appendNestedHeader(b []byte, n protowire.Number, size int) []byte {
 func int32Varint(v int32) uint64 { return uint64(int64(v)) }
 
 func sizeID(id logging.MessageID) int {
-	n := sizeVarintField(idSender, uint64(id.Sender)) + sizeVarintField(idSRN, id.SRN)
+	n := protofield.VarintSize(idSender, uint64(id.Sender)) + protofield.VarintSize(idSRN, id.SRN)
 	if l := id.CPI.Len(); l > 0 {
 		n += protowire.SizeTag(idCPI) + protowire.SizeBytes(l)
 	}
@@ -103,8 +89,8 @@ func sizeID(id logging.MessageID) int {
 
 func appendID(b []byte, n protowire.Number, id logging.MessageID) []byte {
 	b = appendNestedHeader(b, n, sizeID(id))
-	b = appendVarintField(b, idSender, uint64(id.Sender))
-	b = appendVarintField(b, idSRN, id.SRN)
+	b = protofield.AppendVarint(b, idSender, uint64(id.Sender))
+	b = protofield.AppendVarint(b, idSRN, id.SRN)
 	if l := id.CPI.Len(); l > 0 {
 		b = appendNestedHeader(b, idCPI, l)
 		b = id.CPI.AppendEncoded(b)
@@ -113,25 +99,25 @@ func appendID(b []byte, n protowire.Number, id logging.MessageID) []byte {
 }
 
 func sizeDependency(d logging.Dependency) int {
-	return sizeVarintField(depTask, uint64(d.Task)) + sizeNested(depTrigger, sizeID(d.Trigger))
+	return protofield.VarintSize(depTask, uint64(d.Task)) + sizeNested(depTrigger, sizeID(d.Trigger))
 }
 
 // sizeMessage is the size of m's encoding; from, when not 0, stands for
 // its payload (see payload_from in wire.proto).
 func sizeMessage(m *logging.Message, from uint32) int {
 	n := sizeNested(msgID, sizeID(m.ID)) +
-		sizeVarintField(msgTo, uint64(m.To)) +
-		sizeVarintField(msgHandler, uint64(m.Handler)) +
-		sizeVarintField(msgOrder, uint64(m.Annotation.Order)) +
-		sizeVarintField(msgRegionSize, uint64(uint32(m.Annotation.RegionSize))) +
-		sizeVarintField(msgKey, m.Key)
+		protofield.VarintSize(msgTo, uint64(m.To)) +
+		protofield.VarintSize(msgHandler, uint64(m.Handler)) +
+		protofield.VarintSize(msgOrder, uint64(m.Annotation.Order)) +
+		protofield.VarintSize(msgRegionSize, uint64(uint32(m.Annotation.RegionSize))) +
+		protofield.VarintSize(msgKey, m.Key)
 	if len(m.Payload) > 0 && from == 0 {
 		n += protowire.SizeTag(msgPayload) + protowire.SizeBytes(len(m.Payload))
 	}
 	for _, d := range m.Requires {
 		n += sizeNested(msgRequires, sizeDependency(d))
 	}
-	return n + sizeVarintField(msgPayloadFrom, uint64(from))
+	return n + protofield.VarintSize(msgPayloadFrom, uint64(from))
 }
 
 func appendMessage(b []byte, m *logging.Message, from uint32) []byte {
@@ -146,36 +132,36 @@ func appendMessage(b []byte, m *logging.Message, from uint32) []byte {
 func appendMessageHead(b []byte, m *logging.Message, from uint32) []byte {
 	b = appendNestedHeader(b, envMessage, sizeMessage(m, from))
 	b = appendID(b, msgID, m.ID)
-	b = appendVarintField(b, msgTo, uint64(m.To))
-	b = appendVarintField(b, msgHandler, uint64(m.Handler))
-	b = appendVarintField(b, msgOrder, uint64(m.Annotation.Order))
-	b = appendVarintField(b, msgRegionSize, uint64(uint32(m.Annotation.RegionSize)))
-	return appendVarintField(b, msgKey, m.Key)
+	b = protofield.AppendVarint(b, msgTo, uint64(m.To))
+	b = protofield.AppendVarint(b, msgHandler, uint64(m.Handler))
+	b = protofield.AppendVarint(b, msgOrder, uint64(m.Annotation.Order))
+	b = protofield.AppendVarint(b, msgRegionSize, uint64(uint32(m.Annotation.RegionSize)))
+	return protofield.AppendVarint(b, msgKey, m.Key)
 }
 
 func appendMessageRest(b []byte, m *logging.Message, from uint32) []byte {
 	for _, d := range m.Requires {
 		b = appendNestedHeader(b, msgRequires, sizeDependency(d))
-		b = appendVarintField(b, depTask, uint64(d.Task))
+		b = protofield.AppendVarint(b, depTask, uint64(d.Task))
 		b = appendID(b, depTrigger, d.Trigger)
 	}
-	return appendVarintField(b, msgPayloadFrom, uint64(from))
+	return protofield.AppendVarint(b, msgPayloadFrom, uint64(from))
 }
 
 func sizeDeterminant(d logging.Determinant) int {
-	return sizeNested(detMessage, sizeID(d.Message)) + sizeVarintField(detReceiver, uint64(d.Receiver)) + sizeVarintField(detRSN, d.RSN) +
-		sizeVarintField(detCreator, int32Varint(int32(d.Creator))) + sizeVarintField(detSeq, d.Seq)
+	return sizeNested(detMessage, sizeID(d.Message)) + protofield.VarintSize(detReceiver, uint64(d.Receiver)) + protofield.VarintSize(detRSN, d.RSN) +
+		protofield.VarintSize(detCreator, int32Varint(int32(d.Creator))) + protofield.VarintSize(detSeq, d.Seq)
 }
 
 func sizeProgress(p logging.Progress) int {
-	return sizeVarintField(progTask, uint64(p.Task)) + sizeVarintField(progRSN, p.RSN) +
-		sizeVarintField(progCreator, int32Varint(int32(p.Creator))) + sizeVarintField(progSeq, p.Seq)
+	return protofield.VarintSize(progTask, uint64(p.Task)) + protofield.VarintSize(progRSN, p.RSN) +
+		protofield.VarintSize(progCreator, int32Varint(int32(p.Creator))) + protofield.VarintSize(progSeq, p.Seq)
 }
 
 func sizeEnvelope(e *logging.Envelope, from uint32) int {
-	n := sizeVarintField(envKind, uint64(e.Kind)) +
-		sizeVarintField(envFrom, int32Varint(int32(e.From))) +
-		sizeVarintField(envTo, int32Varint(int32(e.To)))
+	n := protofield.VarintSize(envKind, uint64(e.Kind)) +
+		protofield.VarintSize(envFrom, int32Varint(int32(e.From))) +
+		protofield.VarintSize(envTo, int32Varint(int32(e.To)))
 	if e.Kind == logging.EnvelopeMessage {
 		n += sizeNested(envMessage, sizeMessage(&e.Message, from))
 	}
@@ -188,7 +174,7 @@ func sizeEnvelope(e *logging.Envelope, from uint32) int {
 	for _, p := range e.Progress {
 		n += sizeNested(envProgress, sizeProgress(p))
 	}
-	return n + sizeVarintField(envTask, uint64(e.Task)) + sizeVarintField(envEpoch, uint64(e.Epoch))
+	return n + protofield.VarintSize(envTask, uint64(e.Task)) + protofield.VarintSize(envEpoch, uint64(e.Epoch))
 }
 
 // appendEnvelope appends e as one entry of a batch's envelopes field;
@@ -196,9 +182,9 @@ func sizeEnvelope(e *logging.Envelope, from uint32) int {
 // message shares (1-based), sent instead of the payload.
 func appendEnvelope(b []byte, e *logging.Envelope, from uint32) []byte {
 	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelope(e, from))
-	b = appendVarintField(b, envKind, uint64(e.Kind))
-	b = appendVarintField(b, envFrom, int32Varint(int32(e.From)))
-	b = appendVarintField(b, envTo, int32Varint(int32(e.To)))
+	b = protofield.AppendVarint(b, envKind, uint64(e.Kind))
+	b = protofield.AppendVarint(b, envFrom, int32Varint(int32(e.From)))
+	b = protofield.AppendVarint(b, envTo, int32Varint(int32(e.To)))
 	if e.Kind == logging.EnvelopeMessage {
 		b = appendMessage(b, &e.Message, from)
 	}
@@ -213,20 +199,20 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 	for _, d := range e.Determinants {
 		b = appendNestedHeader(b, envDeterminants, sizeDeterminant(d))
 		b = appendID(b, detMessage, d.Message)
-		b = appendVarintField(b, detReceiver, uint64(d.Receiver))
-		b = appendVarintField(b, detRSN, d.RSN)
-		b = appendVarintField(b, detCreator, int32Varint(int32(d.Creator)))
-		b = appendVarintField(b, detSeq, d.Seq)
+		b = protofield.AppendVarint(b, detReceiver, uint64(d.Receiver))
+		b = protofield.AppendVarint(b, detRSN, d.RSN)
+		b = protofield.AppendVarint(b, detCreator, int32Varint(int32(d.Creator)))
+		b = protofield.AppendVarint(b, detSeq, d.Seq)
 	}
 	for _, p := range e.Progress {
 		b = appendNestedHeader(b, envProgress, sizeProgress(p))
-		b = appendVarintField(b, progTask, uint64(p.Task))
-		b = appendVarintField(b, progRSN, p.RSN)
-		b = appendVarintField(b, progCreator, int32Varint(int32(p.Creator)))
-		b = appendVarintField(b, progSeq, p.Seq)
+		b = protofield.AppendVarint(b, progTask, uint64(p.Task))
+		b = protofield.AppendVarint(b, progRSN, p.RSN)
+		b = protofield.AppendVarint(b, progCreator, int32Varint(int32(p.Creator)))
+		b = protofield.AppendVarint(b, progSeq, p.Seq)
 	}
-	b = appendVarintField(b, envTask, uint64(e.Task))
-	return appendVarintField(b, envEpoch, uint64(e.Epoch))
+	b = protofield.AppendVarint(b, envTask, uint64(e.Task))
+	return protofield.AppendVarint(b, envEpoch, uint64(e.Epoch))
 }
 
 // appendEnvelopeLast appends message envelope e like appendEnvelope,
@@ -236,9 +222,9 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 // and the payload must follow them, as the end of the batch.
 func appendEnvelopeLast(b []byte, e *logging.Envelope) []byte {
 	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelope(e, 0))
-	b = appendVarintField(b, envKind, uint64(e.Kind))
-	b = appendVarintField(b, envFrom, int32Varint(int32(e.From)))
-	b = appendVarintField(b, envTo, int32Varint(int32(e.To)))
+	b = protofield.AppendVarint(b, envKind, uint64(e.Kind))
+	b = protofield.AppendVarint(b, envFrom, int32Varint(int32(e.From)))
+	b = protofield.AppendVarint(b, envTo, int32Varint(int32(e.To)))
 	b = appendEnvelopeRest(b, e)
 	b = appendMessageHead(b, &e.Message, 0)
 	b = appendMessageRest(b, &e.Message, 0)
@@ -252,8 +238,8 @@ const maxBatchHeader = 2 * (1 + 10)
 // batchHeader appends a batch's job and generation fields; the envelopes
 // follow (protobuf accepts fields in any order).
 func batchHeader(b []byte, job, generation uint64) []byte {
-	b = appendVarintField(b, batchJob, job)
-	return appendVarintField(b, batchGeneration, generation)
+	b = protofield.AppendVarint(b, batchJob, job)
+	return protofield.AppendVarint(b, batchGeneration, generation)
 }
 
 // sharedPayloadMin is the smallest payload sent once per batch when
