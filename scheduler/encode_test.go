@@ -46,12 +46,23 @@ func randomEnvelope(r *rand.Rand) logging.Envelope {
 		e.Message = m
 	}
 	for range r.IntN(3) {
-		e.Determinants = append(e.Determinants, logging.Determinant{Message: randomID(r, 0), Receiver: commutative.TaskID(r.Uint64N(100)), RSN: r.Uint64N(1000)})
+		creator, seq := randomStamp(r)
+		e.Determinants = append(e.Determinants, logging.Determinant{Message: randomID(r, 0), Receiver: commutative.TaskID(r.Uint64N(100)), RSN: r.Uint64N(1000),
+			Creator: creator, Seq: seq})
 	}
 	for range r.IntN(3) {
-		e.Progress = append(e.Progress, logging.Progress{Task: commutative.TaskID(r.Uint64N(100)), RSN: r.Uint64N(1000)})
+		creator, seq := randomStamp(r)
+		e.Progress = append(e.Progress, logging.Progress{Task: commutative.TaskID(r.Uint64N(100)), RSN: r.Uint64N(1000), Creator: creator, Seq: seq})
 	}
 	return e
+}
+
+// randomStamp is an event logger's stamp half the time, none otherwise.
+func randomStamp(r *rand.Rand) (logging.PEID, uint64) {
+	if r.IntN(2) == 0 {
+		return 0, 0
+	}
+	return logging.PEID(r.IntN(8)), r.Uint64N(1 << 40)
 }
 
 // The hand-written encoder writes, envelope by envelope, the bytes
@@ -177,10 +188,11 @@ func envelopeToWire(e logging.Envelope) *wire.Envelope {
 		}
 	}
 	for _, d := range e.Determinants {
-		w.Determinants = append(w.Determinants, &wire.Determinant{Message: idToWire(d.Message), Receiver: uint64(d.Receiver), Rsn: d.RSN})
+		w.Determinants = append(w.Determinants, &wire.Determinant{Message: idToWire(d.Message), Receiver: uint64(d.Receiver), Rsn: d.RSN,
+			Creator: int32(d.Creator), Seq: d.Seq})
 	}
 	for _, p := range e.Progress {
-		w.Progress = append(w.Progress, &wire.Progress{Task: uint64(p.Task), Rsn: p.RSN})
+		w.Progress = append(w.Progress, &wire.Progress{Task: uint64(p.Task), Rsn: p.RSN, Creator: int32(p.Creator), Seq: p.Seq})
 	}
 	return w
 }

@@ -71,10 +71,12 @@ func envelopeFromWire(w *wire.Envelope, from, self, size int) (logging.Envelope,
 		if err != nil {
 			return e, err
 		}
-		e.Determinants = append(e.Determinants, logging.Determinant{Message: id, Receiver: commutative.TaskID(d.Receiver), RSN: d.Rsn})
+		e.Determinants = append(e.Determinants, logging.Determinant{Message: id, Receiver: commutative.TaskID(d.Receiver), RSN: d.Rsn,
+			Creator: logging.PEID(d.Creator), Seq: d.Seq})
 	}
 	for _, p := range w.Progress {
-		e.Progress = append(e.Progress, logging.Progress{Task: commutative.TaskID(p.Task), RSN: p.Rsn})
+		e.Progress = append(e.Progress, logging.Progress{Task: commutative.TaskID(p.Task), RSN: p.Rsn,
+			Creator: logging.PEID(p.Creator), Seq: p.Seq})
 	}
 	return e, nil
 }
