@@ -94,6 +94,9 @@ type coordinatorConfig struct {
 	// LogQuota, if above 0, bounds each PE's sender log (--log-quota):
 	// the PEs dump to the loggers (dumpstream.go).
 	LogQuota int
+	// EventLogger makes the loggers event loggers (--event-logger,
+	// eventlogstream.go).
+	EventLogger bool
 }
 
 // coordinator is the launcher's process side of one job: it admits the
@@ -561,7 +564,7 @@ func (c *coordinator) maybeSetup() {
 			CheckpointEvery: c.cfg.CheckpointEvery, KillAtStep: killAtStep(c.cfg.Kills, i), MeasureLoad: c.cfg.Balancer != "",
 			TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(), RecordDir: c.cfg.RecordDir,
 			CheckAnnotations: uint32(c.cfg.CheckAnnotations),
-			LogQuota:         int64(c.cfg.LogQuota), LoggerAddrs: c.loggerAddrs(),
+			LogQuota:         int64(c.cfg.LogQuota), LoggerAddrs: c.loggerAddrs(), EventLogger: c.cfg.EventLogger,
 		}}})
 		// From now on both sides send heartbeats, and silence counts.
 		p.out.startHeartbeats(heartbeatInterval(c.cfg.HeartbeatTimeout))
@@ -890,7 +893,7 @@ func (c *coordinator) newCore() *coord.Coordinator {
 		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
 		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > coord.InitialEpoch,
 		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit, Loggers: c.cfg.Loggers,
-		Dumping: c.cfg.LogQuota > 0,
+		Dumping: c.cfg.LogQuota > 0, EventLogger: c.cfg.EventLogger,
 	})
 	for _, l := range c.deadLoggers {
 		core.OnLoggerFailure(l)
@@ -1024,8 +1027,11 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 			"messages_logged", st.LoggedMessages, "log_bytes", st.LoggedBytes, "log_peak_bytes", st.LogPeakBytes, "determinants", st.Determinants,
 			"piggybacked_bytes", st.PiggybackedBytes, "duplicates_dropped", st.Duplicates,
 			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped, "sync_points_passed_again", st.PassedAgain,
-			"log_dumped_bytes", st.LogDumpedBytes, "log_blocked_ms", st.LogBlockedMs, "log_fetched_bytes", st.LogFetchedBytes)
+			"log_dumped_bytes", st.LogDumpedBytes, "log_blocked_ms", st.LogBlockedMs, "log_fetched_bytes", st.LogFetchedBytes,
+			"event_log_records", st.EventLogRecords, "event_log_bytes", st.EventLogBytes)
 		total.LogDumpedBytes += st.LogDumpedBytes
+		total.EventLogRecords += st.EventLogRecords
+		total.EventLogBytes += st.EventLogBytes
 		total.LogBlockedMs += st.LogBlockedMs
 		total.Delivered += st.Delivered
 		total.Determinants += st.Determinants
@@ -1039,7 +1045,8 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
 		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes, "largest_log_peak_bytes", total.LogPeakBytes,
 		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack, "sync_points_passed_again", total.PassedAgain,
-		"log_dumped_bytes", total.LogDumpedBytes, "log_blocked_ms", total.LogBlockedMs)
+		"log_dumped_bytes", total.LogDumpedBytes, "log_blocked_ms", total.LogBlockedMs,
+		"event_log_records", total.EventLogRecords, "event_log_bytes", total.EventLogBytes)
 	c.timeline.report()
 }
 

@@ -3,9 +3,6 @@ package launcher
 import (
 	"bufio"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -18,7 +15,6 @@ import (
 
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
-	"github.com/gochare/gochare/scheduler/transport"
 )
 
 // The dump stream: with --log-quota every PE dumps the oldest entries of
@@ -26,12 +22,8 @@ import (
 // over a TCP connection of its own to the logger (one per PE and logger,
 // dialed by the PE on its first dump there), authenticated as the PEs'
 // connections are: under --tls a mutual TLS handshake with the job's
-// certificates first, then both sides prove the job secret.
-//
-//	PE     -> logger: "GCD1", PE rank u32, logger u32, PE nonce [16]
-//	logger -> PE:     logger nonce [16], HMAC(secret, "gochare-dump logger", nonces, rank, logger) [32]
-//	PE     -> logger: HMAC(secret, "gochare-dump pe", nonces, rank, logger) [32]
-//	logger -> PE:     1 (accepted)
+// certificates first, then both sides prove the job secret (the
+// handshake of loggerconn.go, magic "GCD1", label "gochare-dump").
 //
 // Then the PE sends dumps, a 21-byte header (kind 1 u8, epoch u64, from
 // u32, to u32, length u32) and the entries (logging.DumpBatch.Payload),
@@ -50,7 +42,6 @@ import (
 const (
 	dumpMagic      = "GCD1"
 	dumpNonce      = 16
-	dumpHelloSize  = len(dumpMagic) + 4 + 4 + dumpNonce
 	dumpHeaderSize = 1 + 8 + 4 + 4 + 4
 	dumpAckSize    = 1 + 8 + 4
 	dumpKindDump   = 1
@@ -66,10 +57,6 @@ const (
 // errDumpRefused is the error of a dump connection refused in its
 // handshake.
 var errDumpRefused = errors.New("launcher: dump connection refused")
-
-func dumpMAC(secret []byte, role string, peNonce, loggerNonce []byte, pe, logger int) []byte {
-	return transport.ProofMAC(secret, "gochare-dump "+role, peNonce, loggerNonce, pe, logger)
-}
 
 // loggerStore is what a logger holds: per PE, the entries of the PE's
 // current period, in runs as they came. The runs are cut from slabs of
@@ -222,6 +209,9 @@ type dumpServer struct {
 	log    *slog.Logger
 	ln     net.Listener
 	store  loggerStore
+	// events is the event logger, fed by the PEs' record streams on the
+	// same listener (eventlogstream.go).
+	events *eventLogServer
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	open   map[net.Conn]struct{}
@@ -234,7 +224,7 @@ func listenDumps(l, pes int, host string, secret []byte, tlsCfg *tls.Config, log
 	if err != nil {
 		return nil, fmt.Errorf("launcher: logger %d: dump listener: %w", l, err)
 	}
-	s := &dumpServer{logger: l, pes: pes, secret: secret, tls: tlsCfg, log: log, ln: ln, open: map[net.Conn]struct{}{}}
+	s := &dumpServer{logger: l, pes: pes, secret: secret, tls: tlsCfg, log: log, ln: ln, open: map[net.Conn]struct{}{}, events: newEventLogServer(l, log)}
 	s.store.mem = logging.NewDumpMemory()
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -287,9 +277,13 @@ func (s *dumpServer) acceptLoop() {
 		go func() {
 			defer s.wg.Done()
 			defer s.untrack(nc)
-			c, pe, err := s.handshake(nc)
+			c, pe, kind, err := acceptLoggerConn(nc, s.tls, s.secret, s.logger, s.pes, dumpStream, eventLogStream)
 			if err != nil {
 				s.log.Warn("refused dump connection", "addr", nc.RemoteAddr().String(), "err", err)
+				return
+			}
+			if kind == eventLogStream {
+				s.events.serve(c, pe)
 				return
 			}
 			if err := s.serve(c, pe); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -297,48 +291,6 @@ func (s *dumpServer) acceptLoop() {
 			}
 		}()
 	}
-}
-
-// handshake runs the logger's side of the handshake.
-func (s *dumpServer) handshake(nc net.Conn) (net.Conn, int, error) {
-	nc.SetDeadline(time.Now().Add(dumpHandshakeLimit))
-	if s.tls != nil {
-		tc := tls.Server(nc, s.tls)
-		if err := tc.Handshake(); err != nil {
-			return nil, 0, fmt.Errorf("%w: TLS: %w", errDumpRefused, err)
-		}
-		nc = tc
-	}
-	var hello [dumpHelloSize]byte
-	if _, err := io.ReadFull(nc, hello[:]); err != nil {
-		return nil, 0, fmt.Errorf("%w: no handshake: %w", errDumpRefused, err)
-	}
-	if string(hello[:4]) != dumpMagic {
-		return nil, 0, fmt.Errorf("%w: not a gochare dump stream", errDumpRefused)
-	}
-	pe, logger := int64(binary.LittleEndian.Uint32(hello[4:])), int(binary.LittleEndian.Uint32(hello[8:]))
-	if logger != s.logger || pe >= int64(s.pes) {
-		return nil, 0, fmt.Errorf("%w: PE %d dumping to logger %d (this is logger %d of a job of %d PEs)", errDumpRefused, pe, logger, s.logger, s.pes)
-	}
-	peNonce := hello[12:]
-	var reply [dumpNonce + sha256.Size]byte
-	rand.Read(reply[:dumpNonce])
-	copy(reply[dumpNonce:], dumpMAC(s.secret, "logger", peNonce, reply[:dumpNonce], int(pe), s.logger))
-	if _, err := nc.Write(reply[:]); err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", errDumpRefused, err)
-	}
-	var proof [sha256.Size]byte
-	if _, err := io.ReadFull(nc, proof[:]); err != nil {
-		return nil, 0, fmt.Errorf("%w: PE %d gave no proof of the job secret: %w", errDumpRefused, pe, err)
-	}
-	if !hmac.Equal(proof[:], dumpMAC(s.secret, "pe", peNonce, reply[:dumpNonce], int(pe), s.logger)) {
-		return nil, 0, fmt.Errorf("%w: PE %d does not know the job secret", errDumpRefused, pe)
-	}
-	if _, err := nc.Write([]byte{1}); err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", errDumpRefused, err)
-	}
-	nc.SetDeadline(time.Time{})
-	return nc, int(pe), nil
 }
 
 // serve stores PE pe's dumps and acknowledges each.
@@ -641,54 +593,7 @@ func (c *dumpClient) readAcks(k *dumpLink, nc net.Conn) {
 
 // dial opens and authenticates the connection to k's logger.
 func (c *dumpClient) dial(k *dumpLink) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(c.ctx, dumpHandshakeLimit)
-	defer cancel()
-	nc, err := new(net.Dialer).DialContext(ctx, "tcp", k.addr)
-	if err != nil {
-		return nil, fmt.Errorf("launcher: logger %d at %s: %w", k.logger, k.addr, err)
-	}
-	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
-	defer stop()
-	sock := nc
-	if c.tls != nil {
-		tc := tls.Client(nc, c.tls)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			sock.Close()
-			return nil, fmt.Errorf("%w: TLS with logger %d at %s: %w", errDumpRefused, k.logger, k.addr, err)
-		}
-		nc = tc
-	}
-	fail := func(err error) (net.Conn, error) {
-		sock.Close()
-		return nil, err
-	}
-	var hello [dumpHelloSize]byte
-	copy(hello[:], dumpMagic)
-	binary.LittleEndian.PutUint32(hello[4:], uint32(c.rank))
-	binary.LittleEndian.PutUint32(hello[8:], uint32(k.logger))
-	rand.Read(hello[12:])
-	if _, err := nc.Write(hello[:]); err != nil {
-		return fail(err)
-	}
-	var reply [dumpNonce + sha256.Size]byte
-	if _, err := io.ReadFull(nc, reply[:]); err != nil {
-		return fail(fmt.Errorf("%w: no handshake reply from logger %d: %w", errDumpRefused, k.logger, err))
-	}
-	if !hmac.Equal(reply[dumpNonce:], dumpMAC(c.secret, "logger", hello[12:], reply[:dumpNonce], c.rank, k.logger)) {
-		return fail(fmt.Errorf("%w: the logger at %s does not know the job secret", errDumpRefused, k.addr))
-	}
-	if _, err := nc.Write(dumpMAC(c.secret, "pe", hello[12:], reply[:dumpNonce], c.rank, k.logger)); err != nil {
-		return fail(err)
-	}
-	var ok [1]byte
-	if _, err := io.ReadFull(nc, ok[:]); err != nil || ok[0] != 1 {
-		return fail(fmt.Errorf("%w: logger %d refused the handshake", errDumpRefused, k.logger))
-	}
-	if !stop() {
-		return fail(ctx.Err())
-	}
-	nc.SetDeadline(time.Time{})
-	return nc, nil
+	return dialLoggerConn(c.ctx, dumpStream, k.addr, c.rank, k.logger, c.secret, c.tls)
 }
 
 // close stops every connection and goroutine.

@@ -140,7 +140,7 @@ func TestDumpStream(t *testing.T) {
 				nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 				io.ReadAll(nc) // ends when the logger closes (or resets) it
 				nc.Close()
-				waitFor(t, "the refusal", func() bool { return strings.Contains(logBuf.String(), "not a gochare dump stream") })
+				waitFor(t, "the refusal", func() bool { return strings.Contains(logBuf.String(), "not a gochare logger stream") })
 			}
 
 			// A malformed dump from an authenticated PE drops its

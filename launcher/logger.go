@@ -35,7 +35,8 @@ import (
 // for, as a PE started by hand is.
 //
 // With --log-quota the PEs dump the oldest entries of their sender logs
-// to the loggers (dumpstream.go): a logger listens for the PEs' dump
+// to the loggers (dumpstream.go), and with --event-logger they send the
+// protocol's records (eventlogstream.go): a logger listens for the PEs'
 // connections from its start and says where in its Hello
 // (transport_addr); the PEs get the addresses in their Setup.
 
@@ -206,9 +207,10 @@ func (c *coordinator) loggerTick(now time.Time) {
 
 // loggerAddrs are the addresses of the loggers' dump listeners, by
 // number, "" for a dead one (the PEs' setup waits for every logger to
-// join or be declared dead).
+// join or be declared dead): for the dump stream and the event logger's
+// record stream, none without either.
 func (c *coordinator) loggerAddrs() []string {
-	if c.cfg.LogQuota <= 0 {
+	if c.cfg.LogQuota <= 0 && !c.cfg.EventLogger {
 		return nil
 	}
 	addrs := make([]string, c.cfg.Loggers)
@@ -249,8 +251,10 @@ func runLogger(ctx context.Context, coordinator string, l, size int, secret []by
 		return 1, err
 	}
 	defer func() {
-		log.Info("logger stops", "held_bytes", dumps.store.held())
 		dumps.close()
+		el := dumps.events.stats()
+		log.Info("logger stops", "held_bytes", dumps.store.held(), "event_log_batches", el.Batches, "event_log_records", el.Records,
+			"event_log_bytes", el.Bytes, "event_log_stale_batches", el.Stale)
 	}()
 	var why atomic.Pointer[error]
 	cut := func(err error) {

@@ -87,6 +87,13 @@ const usageHead = `usage:
                                 memory, dumping the oldest entries to the
                                 loggers; a full log holds the PE's
                                 handlers until a logger stores a dump
+        --event-logger          with --loggers, under fulldet or
+                                partialdet: the loggers store the
+                                protocol's records (determinants,
+                                progress), so a record stops riding on
+                                messages once a logger acknowledges it,
+                                and any number of simultaneous PE
+                                failures is recovered by replay
         --checkpoint-dir DIR    also write every checkpoint to DIR
         --restart DIR           start from the latest complete checkpoint in
                                 DIR (written by --checkpoint-dir, with any
@@ -347,6 +354,8 @@ type runOptions struct {
 	loggers       int
 	// logQuota is --log-quota in bytes (0: none).
 	logQuota int
+	// eventLogger is --event-logger.
+	eventLogger bool
 	// checkAnnotations is --check-annotations: the number of other orders
 	// each commutative region is re-run in (0: no check).
 	checkAnnotations int
@@ -418,6 +427,8 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			}
 		case "tls":
 			o.tls = true
+		case "event-logger":
+			o.eventLogger = true
 		case "secret-dir":
 			v, err := valueOf(&i, "--secret-dir")
 			if err != nil {
@@ -546,6 +557,11 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	}
 	if o.logQuota > 0 && o.protocol == logging.KindNone {
 		return o, nil, fmt.Errorf("%w: --log-quota with --ft none: checkpoint/restart keeps no sender log", errUsage)
+	}
+	if o.eventLogger {
+		if err := logging.CheckEventLogger(o.protocol, o.loggers); err != nil {
+			return o, nil, fmt.Errorf("%w: --event-logger (with --ft %s, --loggers %d): %w", errUsage, protocolName(o.protocol), o.loggers, err)
+		}
 	}
 	if o.logLimitSet && o.logLimitMiB > 0 && o.protocol == logging.KindNone {
 		return o, nil, fmt.Errorf("%w: --log-limit with --ft none: checkpoint/restart keeps no sender log", errUsage)
@@ -701,7 +717,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 		RecordDir: o.recordDir,
-		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), LogQuota: o.logQuota, CheckAnnotations: o.checkAnnotations, TLS: coordinatorTLS,
+		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), LogQuota: o.logQuota, EventLogger: o.eventLogger, CheckAnnotations: o.checkAnnotations, TLS: coordinatorTLS,
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))

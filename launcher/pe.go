@@ -368,8 +368,27 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			}
 		}
 	}
+	var events *eventLogClient
+	var eventSink scheduler.EventLogSink
+	if setup.EventLogger {
+		var elTLS *tls.Config
+		if o.TLS != nil {
+			elTLS = o.TLS.PeerConfig()
+		}
+		events = newEventLogClient(o.Rank, setup.LoggerAddrs, o.Secret, elTLS, ep.Post, o.Log)
+		defer events.close()
+		eventSink = events
+		if deadLoggers == nil {
+			for l, a := range setup.LoggerAddrs {
+				if a == "" {
+					deadLoggers = append(deadLoggers, l)
+				}
+			}
+		}
+	}
 	pe, err := scheduler.New(scheduler.Config{
 		LogQuota: int(setup.LogQuota), Loggers: len(setup.LoggerAddrs), Dumps: dumpSink, DeadLoggers: deadLoggers,
+		EventLogger: setup.EventLogger, EventLog: eventSink,
 		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args, Protocol: kind,
 		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
 		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep, MeasureLoad: setup.MeasureLoad, Trace: trace,
@@ -445,6 +464,9 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 				// no loss now.
 				dumps.cancel()
 			}
+			if events != nil {
+				events.cancel()
+			}
 			reply := make(chan scheduler.Stats, 1)
 			ep.Post(scheduler.StatsRequest{Reply: reply})
 			select {
@@ -461,6 +483,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 					LoggedMessages: logged, LongestSilenceMs: longest.Milliseconds(), PassedAgain: int32(st.PassedAgain),
 					LogPeakBytes: int64(p.PeakLogBytes), LogDumpedBytes: int64(st.LogDumpedBytes), LogBlockedMs: st.LogBlocked.Milliseconds(),
 					LogFetchedBytes: int64(st.LogFetchedBytes),
+					EventLogRecords: int64(p.EventLogRecords), EventLogBytes: int64(p.EventLogBytes),
 				}}})
 			case <-time.After(2 * time.Second):
 			}

@@ -88,13 +88,16 @@ type EventLogAck struct {
 
 // EventLogFetch asks Logger, for PE, the records of Tasks (restored on PE)
 // of period Epoch; the answer is one recovery envelope per task of
-// recovery epoch Recovery (Envelope.Epoch).
+// recovery epoch Recovery (Envelope.Epoch). Failed are the PEs PE knows
+// failed: the logger closes their streams (EventLogger.PEsFailed) before
+// it answers, whether or not it heard of the failures otherwise.
 type EventLogFetch struct {
 	Logger   int
 	PE       PEID
 	Epoch    uint64
 	Recovery uint32
 	Tasks    []TaskID
+	Failed   []PEID
 }
 
 // LoggerPE is the PEID under which event logger l sends recovery
@@ -113,6 +116,12 @@ type EventLogging interface {
 	EventLogAcked(a EventLogAck)
 	// EventLoggerFailed records that logger l is dead.
 	EventLoggerFailed(l int)
+	// TakeEventLog returns the record batches for the loggers that the
+	// next Ready would carry (Ready.EventLog), made now, and takes them
+	// out of it: a caller that sends them at once, between two handlers,
+	// makes the records stable sooner, so fewer ride on the envelopes it
+	// sends after. Nil without an event logger.
+	TakeEventLog() []EventLogBatch
 	// EventLogLost returns an error wrapping ErrEventLogLost when a task
 	// restored here since the last checkpoint has not had the answer of
 	// a logger that died since (it waits for it, or was restored after
@@ -280,6 +289,56 @@ func (e *engine) fillEventLog() {
 	}
 }
 
+// eventLogReady readies the Ready for the caller: its batches for the
+// logger, and its envelopes stripped of the records that became stable
+// since they were made.
+func (e *engine) eventLogReady() {
+	e.fillEventLog()
+	e.stripStable()
+}
+
+// stripStable drops from the Ready's application envelopes the records
+// acknowledged since each envelope was made (the caller takes the
+// acknowledgements between its handlers, and sends the envelopes of a
+// slice of handlers together at its end): a record stable when its
+// envelope leaves need not ride on it, as it would not have had it been
+// stable at the send. Recovery envelopes keep theirs.
+func (e *engine) stripStable() {
+	l := e.el
+	for i := range e.ready.Envelopes {
+		env := &e.ready.Envelopes[i]
+		if env.Kind != EnvelopeMessage || (len(env.Determinants) == 0 && len(env.Progress) == 0) {
+			continue
+		}
+		before := env.PiggybackBytes()
+		nd, np := len(env.Determinants), len(env.Progress)
+		env.Determinants = slices.DeleteFunc(env.Determinants, func(d Determinant) bool { return l.stable(d.Creator, d.Seq) })
+		env.Progress = slices.DeleteFunc(env.Progress, func(p Progress) bool { return l.stable(p.Creator, p.Seq) })
+		if len(env.Determinants) == nd && len(env.Progress) == np {
+			continue
+		}
+		e.stats.PiggybackedBytes -= before - env.PiggybackBytes()
+		e.stats.PiggybackedDeterminants -= nd - len(env.Determinants)
+		e.stats.ProgressRecords -= np - len(env.Progress)
+		if len(env.Determinants) == 0 {
+			env.Determinants = nil
+		}
+		if len(env.Progress) == 0 {
+			env.Progress = nil
+		}
+	}
+}
+
+func (e *engine) TakeEventLog() []EventLogBatch {
+	if e.el == nil {
+		return nil
+	}
+	e.fillEventLog()
+	out := e.ready.EventLog
+	e.ready.EventLog = nil
+	return out
+}
+
 func (e *engine) EventLogAcked(a EventLogAck) {
 	l := e.el
 	if l == nil || a.Epoch != l.epoch || a.Logger < 0 || a.Logger >= len(l.dead) || l.dead[a.Logger] {
@@ -404,7 +463,7 @@ func (e *engine) fetchFor(restored []TaskID, epoch uint32) {
 			t.fetchEpoch = epoch
 		}
 		e.ready.Fetches = append(e.ready.Fetches, EventLogFetch{
-			Logger: l, PE: e.pe, Epoch: e.el.epoch, Recovery: epoch, Tasks: slices.Clone(restored),
+			Logger: l, PE: e.pe, Epoch: e.el.epoch, Recovery: epoch, Tasks: slices.Clone(restored), Failed: slices.Clone(e.failed),
 		})
 	}
 }

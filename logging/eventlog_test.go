@@ -114,6 +114,7 @@ func TestEventLoggerRestoredTaskWaitsForTheLogger(t *testing.T) {
 	r := p.Ready()
 	require.Len(t, r.Fetches, 2, "one fetch per live logger")
 	require.Equal(t, []TaskID{task}, r.Fetches[0].Tasks)
+	require.Equal(t, []PEID{2}, r.Fetches[0].Failed, "a fetch names the failed PEs, for the logger to close their streams")
 	require.NoError(t, el.EventLogLost())
 	for _, env := range r.Envelopes {
 		if env.To == 0 {
@@ -154,4 +155,46 @@ func TestEventLoggerDeathBeforeItsAnswerIsReported(t *testing.T) {
 	q.RestoreTask(TaskCheckpoint{Counters: commutative.NewTaskState(task)}, []PEID{0, 1})
 	q.FailureNotice([]PEID{2}, []Relocation{{Task: task, PE: 0}})
 	require.NoError(t, q.(EventLogging).EventLogLost())
+}
+
+// Records taken for the logger between handlers (TakeEventLog) leave the
+// Ready; an envelope made while its record was unstable sheds it if the
+// logger's acknowledgement comes before the Ready is taken, and the
+// piggyback count says what left.
+func TestEventLoggerTakeAndStrip(t *testing.T) {
+	p := NewFullDet(Config{PE: 0, PEs: 3, EventLogger: true, Loggers: 1})
+	el := p.(EventLogging)
+	p.HostTask(1)
+	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: 1}})
+	_, ok := p.NextDelivery(1, func(Message) bool { return true })
+	require.True(t, ok)
+	p.EndHandler(1)
+	p.Send(1, 2, Message{To: 5})
+	p.Send(1, 1, Message{To: 6})
+	require.Equal(t, 2, p.Stats().PiggybackedDeterminants, "both envelopes carry the record when made")
+	taken := el.TakeEventLog()
+	require.Len(t, taken, 1)
+	require.Len(t, taken[0].Determinants, 1)
+	require.Empty(t, el.TakeEventLog(), "taken once")
+	el.EventLogAcked(EventLogAck{Logger: 0, Epoch: 0, Creator: 0, UpTo: 1})
+	r := p.Ready()
+	require.Empty(t, r.EventLog, "already sent")
+	require.Len(t, r.Envelopes, 2)
+	for _, env := range r.Envelopes {
+		require.Empty(t, env.Determinants, "stable before the envelope left: it does not ride")
+	}
+	require.Zero(t, p.Stats().PiggybackedBytes)
+	require.Zero(t, p.Stats().PiggybackedDeterminants)
+	p.Advance()
+
+	// Without the acknowledgement the record rides.
+	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 2}, To: 1}})
+	_, ok = p.NextDelivery(1, func(Message) bool { return true })
+	require.True(t, ok)
+	p.EndHandler(1)
+	p.Send(1, 2, Message{To: 5})
+	r = p.Ready()
+	require.Len(t, r.Envelopes[0].Determinants, 1)
+	require.Equal(t, uint64(2), r.Envelopes[0].Determinants[0].Seq)
+	require.Equal(t, r.Envelopes[0].PiggybackBytes(), p.Stats().PiggybackedBytes)
 }

@@ -1337,7 +1337,7 @@ func (e *engine) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
 
 func (e *engine) Ready() Ready {
 	if e.el != nil {
-		e.fillEventLog()
+		e.eventLogReady()
 	}
 	return e.ready
 }

@@ -30,6 +30,26 @@ type EventLogSink interface {
 	Fetch(f logging.EventLogFetch)
 }
 
+// EventLogAckSource is an EventLogSink that keeps the acknowledgements
+// it receives for the PE to take between two handlers (TakeAcks, called
+// on the PE goroutine, cheap when there is none), rather than posting
+// each: an acknowledgement taken in the middle of a slice of handlers
+// spares the rest of the slice's envelopes its records. It posts
+// EventLogAcksPending when acknowledgements wait and the PE may be idle.
+type EventLogAckSource interface {
+	EventLogSink
+	TakeAcks(into []logging.EventLogAck) []logging.EventLogAck
+}
+
+// EventLogAcksPending tells the PE that its EventLogAckSource holds
+// acknowledgements.
+type EventLogAcksPending struct{}
+
+// eventLogEvery is how many handlers a PE runs between two sends of its
+// new records to its logger within a slice (besides the send at every
+// transmit).
+const eventLogEvery = 8
+
 type (
 	// EventLogAcked is a logger's acknowledgement.
 	EventLogAcked struct{ Ack logging.EventLogAck }
@@ -77,6 +97,47 @@ func (pe *PE) sendEventLog(r logging.Ready) {
 	for _, f := range r.Fetches {
 		pe.fetchesOut++
 		pe.cfg.EventLog.Fetch(f)
+	}
+}
+
+// eventLogBetweenHandlers takes the acknowledgements come in since the
+// last handler and, every eventLogEvery handlers, sends the records made
+// since to the logger at once: the sooner a record is acknowledged, the
+// fewer envelopes carry it.
+func (pe *PE) eventLogBetweenHandlers() {
+	if !pe.cfg.EventLogger {
+		return
+	}
+	pe.takeEventLogAcks()
+	pe.eventLogHandlers++
+	if pe.eventLogHandlers < eventLogEvery {
+		return
+	}
+	pe.eventLogHandlers = 0
+	el := pe.eventLogging()
+	if el == nil {
+		return
+	}
+	for _, b := range el.TakeEventLog() {
+		pe.cfg.EventLog.Log(b)
+	}
+}
+
+// takeEventLogAcks hands the protocol the acknowledgements the sink
+// holds.
+func (pe *PE) takeEventLogAcks() {
+	src, ok := pe.cfg.EventLog.(EventLogAckSource)
+	if !ok {
+		return
+	}
+	pe.ackBuf = src.TakeAcks(pe.ackBuf[:0])
+	if len(pe.ackBuf) == 0 {
+		return
+	}
+	if el := pe.eventLogging(); el != nil {
+		for _, a := range pe.ackBuf {
+			el.EventLogAcked(a)
+		}
 	}
 }
 

@@ -378,6 +378,11 @@ type PE struct {
 	// fetchesOut counts the event loggers' answers still due
 	// (eventlog.go).
 	fetchesOut int
+	// eventLogHandlers counts the handlers since records last went to
+	// the event logger within a slice; ackBuf takes its sink's
+	// acknowledgements (eventlog.go).
+	eventLogHandlers int
+	ackBuf           []logging.EventLogAck
 	// Under a log quota a resume starts its tasks one by one as the log
 	// has room (quota.go: resumeWhenRoom): resumeQueue are those still
 	// to start, resumeTasks those started, heldEvents the coordinator's
@@ -862,6 +867,8 @@ func (pe *PE) Event(ev any) {
 		pe.eventLoggerLost(ev)
 	case EventLogAcked:
 		pe.eventLogAcked(ev)
+	case EventLogAcksPending:
+		pe.takeEventLogAcks()
 	case EventLogAnswer:
 		pe.eventLogAnswer(ev)
 	case DumpSent:
@@ -931,6 +938,7 @@ func (pe *PE) runSlice() {
 		if pe.halted != nil {
 			return
 		}
+		pe.eventLogBetweenHandlers()
 		pe.markRunnable(el)
 		budget--
 	}

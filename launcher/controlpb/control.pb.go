@@ -1448,8 +1448,12 @@ type Setup struct {
 	// (--log-quota): the PE dumps its oldest entries to the loggers, at
 	// LoggerAddrs (by logger number; "" for a logger dead before the job
 	// began).
-	LogQuota      int64    `protobuf:"varint,21,opt,name=log_quota,json=logQuota,proto3" json:"log_quota,omitempty"`
-	LoggerAddrs   []string `protobuf:"bytes,22,rep,name=logger_addrs,json=loggerAddrs,proto3" json:"logger_addrs,omitempty"`
+	LogQuota    int64    `protobuf:"varint,21,opt,name=log_quota,json=logQuota,proto3" json:"log_quota,omitempty"`
+	LoggerAddrs []string `protobuf:"bytes,22,rep,name=logger_addrs,json=loggerAddrs,proto3" json:"logger_addrs,omitempty"`
+	// EventLogger (--event-logger) makes the loggers at LoggerAddrs event
+	// loggers for the protocol's records: the PE opens a record stream to
+	// each (launcher/eventlogstream.go).
+	EventLogger   bool `protobuf:"varint,30,opt,name=event_logger,json=eventLogger,proto3" json:"event_logger,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1594,6 +1598,13 @@ func (x *Setup) GetLoggerAddrs() []string {
 		return x.LoggerAddrs
 	}
 	return nil
+}
+
+func (x *Setup) GetEventLogger() bool {
+	if x != nil {
+		return x.EventLogger
+	}
+	return false
 }
 
 // LoggerSetup admits a logger (the logger's Setup): from it on, both sides
@@ -3375,6 +3386,10 @@ type PEStats struct {
 	// log_fetched_bytes: the bytes of log entries fetched back from
 	// loggers for recoveries.
 	LogFetchedBytes int64 `protobuf:"varint,18,opt,name=log_fetched_bytes,json=logFetchedBytes,proto3" json:"log_fetched_bytes,omitempty"`
+	// With --event-logger: the records the PE sent to event loggers, and
+	// their encoded bytes.
+	EventLogRecords int64 `protobuf:"varint,30,opt,name=event_log_records,json=eventLogRecords,proto3" json:"event_log_records,omitempty"`
+	EventLogBytes   int64 `protobuf:"varint,31,opt,name=event_log_bytes,json=eventLogBytes,proto3" json:"event_log_bytes,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3535,6 +3550,20 @@ func (x *PEStats) GetLogFetchedBytes() int64 {
 	return 0
 }
 
+func (x *PEStats) GetEventLogRecords() int64 {
+	if x != nil {
+		return x.EventLogRecords
+	}
+	return 0
+}
+
+func (x *PEStats) GetEventLogBytes() int64 {
+	if x != nil {
+		return x.EventLogBytes
+	}
+	return 0
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
@@ -3636,7 +3665,7 @@ const file_control_proto_rawDesc = "" +
 	"\ttransport\x18\a \x01(\tR\ttransport\x12\x16\n" +
 	"\x06logger\x18\b \x01(\bR\x06logger\"!\n" +
 	"\aRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xfe\x03\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xa1\x04\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -3657,7 +3686,8 @@ const file_control_proto_rawDesc = "" +
 	"record_dir\x18\r \x01(\tR\trecordDir\x12+\n" +
 	"\x11check_annotations\x18\x14 \x01(\rR\x10checkAnnotations\x12\x1b\n" +
 	"\tlog_quota\x18\x15 \x01(\x03R\blogQuota\x12!\n" +
-	"\flogger_addrs\x18\x16 \x03(\tR\vloggerAddrs\"n\n" +
+	"\flogger_addrs\x18\x16 \x03(\tR\vloggerAddrs\x12!\n" +
+	"\fevent_logger\x18\x1e \x01(\bR\veventLogger\"n\n" +
 	"\vLoggerSetup\x12\x16\n" +
 	"\x06logger\x18\x01 \x01(\x05R\x06logger\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x120\n" +
@@ -3778,7 +3808,7 @@ const file_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
 	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\x12\x1a\n" +
-	"\brecreate\x18\x06 \x01(\bR\brecreate\"\x97\x05\n" +
+	"\brecreate\x18\x06 \x01(\bR\brecreate\"\xeb\x05\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3802,7 +3832,9 @@ const file_control_proto_rawDesc = "" +
 	"\x0elog_peak_bytes\x18\x0f \x01(\x03R\flogPeakBytes\x12(\n" +
 	"\x10log_dumped_bytes\x18\x10 \x01(\x03R\x0elogDumpedBytes\x12$\n" +
 	"\x0elog_blocked_ms\x18\x11 \x01(\x03R\flogBlockedMs\x12*\n" +
-	"\x11log_fetched_bytes\x18\x12 \x01(\x03R\x0flogFetchedBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\x11log_fetched_bytes\x18\x12 \x01(\x03R\x0flogFetchedBytes\x12*\n" +
+	"\x11event_log_records\x18\x1e \x01(\x03R\x0feventLogRecords\x12&\n" +
+	"\x0fevent_log_bytes\x18\x1f \x01(\x03R\reventLogBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once

@@ -1,0 +1,738 @@
+package launcher
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler"
+)
+
+// The event logger's record stream: with --event-logger every PE opens a
+// connection to every logger when it starts (the logger's listener of
+// the dump stream; the handshake of loggerconn.go with magic "GCE1"). On
+// it the PE sends its record batches (logging.EventLogBatch, to the one
+// logger its protocol names) and the fetches of its restored tasks
+// (logging.EventLogFetch, to every live logger); the logger, a
+// logging.EventLogger, stores the batches and sends each acknowledgement
+// to every connected PE (the acknowledgements of all PEs reach every PE:
+// that is what makes a record stable everywhere without PE-to-PE
+// acknowledgements), and answers a fetch on the fetching PE's
+// connection, after closing the streams of the PEs the fetch names
+// failed. Frames, little-endian:
+//
+//	header:  kind u8, body length u32
+//	records (PE -> logger, kind 1): epoch u64, determinants u32, progress u32, the records
+//	acks    (logger -> PE, kind 2): count u32, count x (epoch u64, creator u32, up to u64)
+//	fetch   (PE -> logger, kind 3): epoch u64, recovery u32, failed u32, failed x PE u32, tasks u32, tasks x task u64
+//	answer  (logger -> PE, kind 4): recovery u32, count u32, count x (task u64, determinants u32, progress u32, the records)
+//
+// A determinant is sender u64, srn u64, path length u32, path, receiver
+// u64, rsn u64, creator u32, seq u64; a progress record task u64, rsn
+// u64, creator u32, seq u64. A batch's creator is the PE at the other
+// end of the connection. The logger coalesces acknowledgements: a PE's
+// writer sends, each time it gets to write, the latest acknowledgement
+// of each creator not yet sent to it, so a PE slow to read gets fewer
+// frames, never stale ones first. A logger sends a PE that connects the
+// acknowledgements it already made in the current period.
+//
+// A PE that loses its connection to a logger (or cannot open one) posts
+// scheduler.LoggerLost, and answers its fetches still due there as empty
+// (scheduler.EventLogAnswer without envelopes): the protocol then stops
+// the job if a restored task needed that logger's records
+// (logging.ErrEventLogLost). A malformed frame closes the connection
+// (the logger logs it; the PE takes the logger for lost).
+const (
+	elKindRecords = 1
+	elKindAcks    = 2
+	elKindFetch   = 3
+	elKindAnswer  = 4
+	elHeaderSize  = 5
+	elAckSize     = 8 + 4 + 8
+	// maxEventLogFrame bounds a frame's body.
+	maxEventLogFrame = 1 << 30
+)
+
+// errEventLogFrame reports a malformed event-log frame.
+var errEventLogFrame = errors.New("launcher: malformed event log frame")
+
+// elWriter appends the frames' fields.
+type elWriter struct{ b []byte }
+
+func (w *elWriter) u32(v uint32) { w.b = binary.LittleEndian.AppendUint32(w.b, v) }
+func (w *elWriter) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+
+// begin starts a frame of kind; end fills its length.
+func (w *elWriter) begin(kind byte) int {
+	at := len(w.b)
+	w.b = append(w.b, kind, 0, 0, 0, 0)
+	return at
+}
+
+func (w *elWriter) end(at int) {
+	binary.LittleEndian.PutUint32(w.b[at+1:], uint32(len(w.b)-at-elHeaderSize))
+}
+
+func (w *elWriter) determinant(d logging.Determinant) {
+	w.u64(uint64(d.Message.Sender))
+	w.u64(d.Message.SRN)
+	w.u32(uint32(d.Message.CPI.Len()))
+	w.b = d.Message.CPI.AppendEncoded(w.b)
+	w.u64(uint64(d.Receiver))
+	w.u64(d.RSN)
+	w.u32(uint32(d.Creator))
+	w.u64(d.Seq)
+}
+
+func (w *elWriter) progress(p logging.Progress) {
+	w.u64(uint64(p.Task))
+	w.u64(p.RSN)
+	w.u32(uint32(p.Creator))
+	w.u64(p.Seq)
+}
+
+func (w *elWriter) records(dets []logging.Determinant, prog []logging.Progress) {
+	w.u32(uint32(len(dets)))
+	w.u32(uint32(len(prog)))
+	for _, d := range dets {
+		w.determinant(d)
+	}
+	for _, p := range prog {
+		w.progress(p)
+	}
+}
+
+// elReader takes a frame's fields; the first short read or bad value
+// sets err, and later reads return zeros.
+type elReader struct {
+	b   []byte
+	err error
+}
+
+func (r *elReader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s", errEventLogFrame, what)
+	}
+	r.b = nil
+}
+
+func (r *elReader) u32() uint32 {
+	if len(r.b) < 4 {
+		r.fail("short")
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
+func (r *elReader) u64() uint64 {
+	if len(r.b) < 8 {
+		r.fail("short")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+// count reads a count of items of at least min bytes each, checked
+// against what is left.
+func (r *elReader) count(min int) int {
+	n := r.u32()
+	if uint64(n)*uint64(min) > uint64(len(r.b)) {
+		r.fail("count beyond the frame")
+		return 0
+	}
+	return int(n)
+}
+
+func (r *elReader) determinant() logging.Determinant {
+	var d logging.Determinant
+	d.Message.Sender = commutative.TaskID(r.u64())
+	d.Message.SRN = r.u64()
+	if n := r.u32(); n > 0 {
+		if uint64(n) > uint64(len(r.b)) {
+			r.fail("path beyond the frame")
+			return d
+		}
+		p, err := commutative.ParsePath(r.b[:n])
+		if err != nil {
+			r.fail(err.Error())
+			return d
+		}
+		d.Message.CPI = p
+		r.b = r.b[n:]
+	}
+	d.Receiver = logging.TaskID(r.u64())
+	d.RSN = r.u64()
+	d.Creator = logging.PEID(int32(r.u32()))
+	d.Seq = r.u64()
+	return d
+}
+
+func (r *elReader) progress() logging.Progress {
+	return logging.Progress{Task: logging.TaskID(r.u64()), RSN: r.u64(), Creator: logging.PEID(int32(r.u32())), Seq: r.u64()}
+}
+
+const (
+	elDeterminantMin = 8 + 8 + 4 + 8 + 8 + 4 + 8
+	elProgressSize   = 8 + 8 + 4 + 8
+)
+
+func (r *elReader) records() ([]logging.Determinant, []logging.Progress) {
+	nd := r.count(elDeterminantMin)
+	np := r.u32()
+	var dets []logging.Determinant
+	var prog []logging.Progress
+	if nd > 0 {
+		dets = make([]logging.Determinant, 0, nd)
+	}
+	for range nd {
+		if r.err != nil {
+			return nil, nil
+		}
+		dets = append(dets, r.determinant())
+	}
+	if uint64(np)*elProgressSize > uint64(len(r.b)) {
+		r.fail("count beyond the frame")
+		return nil, nil
+	}
+	if np > 0 {
+		prog = make([]logging.Progress, 0, np)
+	}
+	for range np {
+		prog = append(prog, r.progress())
+	}
+	return dets, prog
+}
+
+// done fails on trailing bytes and returns the first error.
+func (r *elReader) done() error {
+	if r.err == nil && len(r.b) != 0 {
+		r.fail(fmt.Sprintf("%d trailing bytes", len(r.b)))
+	}
+	return r.err
+}
+
+// readEventLogFrame reads one frame: its kind and body.
+func readEventLogFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
+	var h [elHeaderSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.LittleEndian.Uint32(h[1:])
+	if n > maxEventLogFrame {
+		return 0, nil, fmt.Errorf("%w: %d bytes", errEventLogFrame, n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return 0, nil, err
+	}
+	return h[0], buf, nil
+}
+
+// eventLogServer is a logger's side of the record stream: one
+// logging.EventLogger, fed by the connections of every PE.
+type eventLogServer struct {
+	logger int
+	log    *slog.Logger
+	mu     sync.Mutex
+	state  *logging.EventLogger
+	// acks are the latest acknowledgement of each creator in the current
+	// period (for a PE that connects late); peers the PEs' connections.
+	acks  map[logging.PEID]logging.EventLogAck
+	peers map[int]*elPeer
+}
+
+// elPeer is the logger's writer to one PE: acknowledgements not yet sent
+// (the latest per creator) and answers, in order.
+type elPeer struct {
+	pe      int
+	mu      sync.Mutex
+	cond    *sync.Cond
+	acks    map[logging.PEID]logging.EventLogAck
+	answers [][]byte
+	closed  bool
+}
+
+func newEventLogServer(l int, log *slog.Logger) *eventLogServer {
+	return &eventLogServer{logger: l, log: log, state: logging.NewEventLogger(l),
+		acks: map[logging.PEID]logging.EventLogAck{}, peers: map[int]*elPeer{}}
+}
+
+// serve runs PE pe's connection until it ends.
+func (s *eventLogServer) serve(nc net.Conn, pe int) {
+	p := &elPeer{pe: pe, acks: map[logging.PEID]logging.EventLogAck{}}
+	p.cond = sync.NewCond(&p.mu)
+	s.mu.Lock()
+	if old := s.peers[pe]; old != nil {
+		old.close()
+	}
+	s.peers[pe] = p
+	for c, a := range s.acks {
+		p.acks[c] = a
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := p.write(nc); err != nil && !errors.Is(err, net.ErrClosed) {
+			s.log.Warn("event log connection: cannot write to a PE", "pe", pe, "err", err)
+		}
+		nc.Close()
+	}()
+	err := s.read(nc, p)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		s.log.Warn("event log connection dropped", "pe", pe, "addr", nc.RemoteAddr().String(), "err", err)
+	}
+	s.mu.Lock()
+	if s.peers[pe] == p {
+		delete(s.peers, pe)
+	}
+	s.mu.Unlock()
+	p.close()
+	nc.Close()
+	<-done
+}
+
+// read takes PE p's frames until the connection ends or breaks the
+// format.
+func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
+	r := bufio.NewReaderSize(nc, 64<<10)
+	var buf []byte
+	for {
+		kind, body, err := readEventLogFrame(r, buf)
+		if err != nil {
+			return err
+		}
+		buf = body
+		fr := elReader{b: body}
+		switch kind {
+		case elKindRecords:
+			b := logging.EventLogBatch{Logger: s.logger, Creator: logging.PEID(p.pe)}
+			b.Epoch = fr.u64()
+			b.Determinants, b.Progress = fr.records()
+			if err := fr.done(); err != nil {
+				return fmt.Errorf("records from PE %d: %w", p.pe, err)
+			}
+			s.store(b)
+		case elKindFetch:
+			f := logging.EventLogFetch{Logger: s.logger, PE: logging.PEID(p.pe)}
+			f.Epoch = fr.u64()
+			f.Recovery = fr.u32()
+			for range fr.count(4) {
+				f.Failed = append(f.Failed, logging.PEID(int32(fr.u32())))
+			}
+			for range fr.count(8) {
+				f.Tasks = append(f.Tasks, logging.TaskID(fr.u64()))
+			}
+			if err := fr.done(); err != nil {
+				return fmt.Errorf("fetch from PE %d: %w", p.pe, err)
+			}
+			s.fetch(p, f)
+		default:
+			return fmt.Errorf("%w: kind %d from PE %d", errEventLogFrame, kind, p.pe)
+		}
+	}
+}
+
+// store keeps a batch and queues its acknowledgement to every PE.
+func (s *eventLogServer) store(b logging.EventLogBatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := s.state.Epoch()
+	ack, ok := s.state.Store(b)
+	if !ok {
+		return
+	}
+	if s.state.Epoch() != before {
+		clear(s.acks)
+	}
+	s.acks[ack.Creator] = ack
+	for _, p := range s.peers {
+		p.queueAck(ack)
+	}
+}
+
+// fetch answers f on p's connection, the failed PEs' streams closed
+// first.
+func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) {
+	s.mu.Lock()
+	s.state.PEsFailed(f.Failed)
+	envs := s.state.Fetch(f)
+	s.mu.Unlock()
+	var w elWriter
+	at := w.begin(elKindAnswer)
+	w.u32(f.Recovery)
+	w.u32(uint32(len(envs)))
+	for _, env := range envs {
+		w.u64(uint64(env.Task))
+		w.records(env.Determinants, env.Progress)
+	}
+	w.end(at)
+	p.mu.Lock()
+	p.answers = append(p.answers, w.b)
+	p.cond.Signal()
+	p.mu.Unlock()
+}
+
+// stats returns the logger's counters.
+func (s *eventLogServer) stats() logging.EventLoggerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.Stats()
+}
+
+func (p *elPeer) queueAck(a logging.EventLogAck) {
+	p.mu.Lock()
+	if cur, ok := p.acks[a.Creator]; !ok || cur.Epoch < a.Epoch || (cur.Epoch == a.Epoch && cur.UpTo < a.UpTo) {
+		p.acks[a.Creator] = a
+		p.cond.Signal()
+	}
+	p.mu.Unlock()
+}
+
+func (p *elPeer) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// write sends p's acknowledgements and answers as they come, each time
+// all that is due in one write.
+func (p *elPeer) write(nc net.Conn) error {
+	var w elWriter
+	for {
+		p.mu.Lock()
+		for !p.closed && len(p.acks) == 0 && len(p.answers) == 0 {
+			p.cond.Wait()
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return nil
+		}
+		w.b = w.b[:0]
+		if len(p.acks) > 0 {
+			at := w.begin(elKindAcks)
+			w.u32(uint32(len(p.acks)))
+			for _, a := range p.acks {
+				w.u64(a.Epoch)
+				w.u32(uint32(a.Creator))
+				w.u64(a.UpTo)
+			}
+			w.end(at)
+			clear(p.acks)
+		}
+		for _, a := range p.answers {
+			w.b = append(w.b, a...)
+		}
+		p.answers = p.answers[:0]
+		p.mu.Unlock()
+		if _, err := nc.Write(w.b); err != nil {
+			return err
+		}
+	}
+}
+
+// eventLogClient is a PE's side of the record stream: a
+// scheduler.EventLogAckSource with one connection per logger, opened at
+// once. Log and Fetch encode on the caller's goroutine and queue; a
+// writer per logger sends, a reader keeps the acknowledgements for the
+// PE to take between handlers (TakeAcks) and posts the answers to the
+// PE (post), and the first error posts the logger's loss.
+type eventLogClient struct {
+	rank   int
+	secret []byte
+	tls    *tls.Config
+	post   func(any)
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	links  []*elLink
+	// acks are the acknowledgements received and not yet taken (the
+	// latest per logger and creator); pending is set while there are.
+	ackMu   sync.Mutex
+	acks    map[elAckKey]logging.EventLogAck
+	pending atomic.Bool
+}
+
+type elAckKey struct {
+	logger  int
+	creator logging.PEID
+}
+
+type elLink struct {
+	logger int
+	addr   string
+	mu     sync.Mutex
+	cond   *sync.Cond
+	out    []byte
+	gone   error
+	conn   net.Conn
+	// fetches counts the answers due, in the order asked.
+	fetches int
+}
+
+func newEventLogClient(rank int, addrs []string, secret []byte, tlsCfg *tls.Config, post func(any), log *slog.Logger) *eventLogClient {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &eventLogClient{rank: rank, secret: secret, tls: tlsCfg, post: post, log: log, ctx: ctx, cancel: cancel, acks: map[elAckKey]logging.EventLogAck{}}
+	for l, a := range addrs {
+		k := &elLink{logger: l, addr: a}
+		k.cond = sync.NewCond(&k.mu)
+		c.links = append(c.links, k)
+		if a == "" {
+			k.gone = fmt.Errorf("launcher: logger %d was dead before the job began", l)
+			continue
+		}
+		c.wg.Add(1)
+		go c.run(k)
+	}
+	return c
+}
+
+// queue appends a frame for k made by fill, or reports k gone.
+func (c *eventLogClient) queue(l int, fill func(w *elWriter), fetch bool) error {
+	if l < 0 || l >= len(c.links) {
+		return fmt.Errorf("launcher: no logger %d", l)
+	}
+	k := c.links[l]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gone != nil {
+		return k.gone
+	}
+	w := elWriter{b: k.out}
+	fill(&w)
+	k.out = w.b
+	if fetch {
+		k.fetches++
+	}
+	k.cond.Signal()
+	return nil
+}
+
+// Log queues b for its logger; it never blocks.
+func (c *eventLogClient) Log(b logging.EventLogBatch) {
+	err := c.queue(b.Logger, func(w *elWriter) {
+		at := w.begin(elKindRecords)
+		w.u64(b.Epoch)
+		w.records(b.Determinants, b.Progress)
+		w.end(at)
+	}, false)
+	if err != nil {
+		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: err})
+	}
+}
+
+// Fetch queues f for its logger; a logger already gone answers at once
+// with nothing.
+func (c *eventLogClient) Fetch(f logging.EventLogFetch) {
+	err := c.queue(f.Logger, func(w *elWriter) {
+		at := w.begin(elKindFetch)
+		w.u64(f.Epoch)
+		w.u32(f.Recovery)
+		w.u32(uint32(len(f.Failed)))
+		for _, p := range f.Failed {
+			w.u32(uint32(p))
+		}
+		w.u32(uint32(len(f.Tasks)))
+		for _, t := range f.Tasks {
+			w.u64(uint64(t))
+		}
+		w.end(at)
+	}, true)
+	if err != nil {
+		c.post(scheduler.LoggerLost{Logger: f.Logger, Why: err})
+		c.post(scheduler.EventLogAnswer{Logger: f.Logger})
+	}
+}
+
+// lose marks k gone with err (the first error wins), tells the PE, and
+// answers its fetches due as empty.
+func (c *eventLogClient) lose(k *elLink, err error) {
+	k.mu.Lock()
+	first := k.gone == nil
+	due := 0
+	if first {
+		k.gone = err
+		k.out = nil
+		due, k.fetches = k.fetches, 0
+		k.cond.Broadcast()
+	}
+	conn := k.conn
+	k.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+	if first && c.ctx.Err() == nil {
+		c.log.Warn("lost an event logger", "logger", k.logger, "err", err)
+		c.post(scheduler.LoggerLost{Logger: k.logger, Why: err})
+		for range due {
+			c.post(scheduler.EventLogAnswer{Logger: k.logger})
+		}
+	}
+}
+
+// run opens k's connection and writes what is queued until an error or
+// close.
+func (c *eventLogClient) run(k *elLink) {
+	defer c.wg.Done()
+	nc, err := dialLoggerConn(c.ctx, eventLogStream, k.addr, c.rank, k.logger, c.secret, c.tls)
+	if err != nil {
+		c.lose(k, err)
+		return
+	}
+	k.mu.Lock()
+	if k.gone != nil {
+		k.mu.Unlock()
+		nc.Close()
+		return
+	}
+	k.conn = nc
+	k.mu.Unlock()
+	c.wg.Add(1)
+	go c.read(k, nc)
+	var buf []byte
+	for {
+		k.mu.Lock()
+		for len(k.out) == 0 && k.gone == nil {
+			k.cond.Wait()
+		}
+		if k.gone != nil {
+			k.mu.Unlock()
+			return
+		}
+		// Swap the buffers: Log fills the other while this one is
+		// written.
+		buf, k.out = k.out, buf[:0]
+		k.mu.Unlock()
+		if _, err := nc.Write(buf); err != nil {
+			c.lose(k, fmt.Errorf("launcher: records to event logger %d: %w", k.logger, err))
+			return
+		}
+	}
+}
+
+// read posts k's acknowledgements and answers.
+func (c *eventLogClient) read(k *elLink, nc net.Conn) {
+	defer c.wg.Done()
+	r := bufio.NewReaderSize(nc, 16<<10)
+	var buf []byte
+	for {
+		kind, body, err := readEventLogFrame(r, buf)
+		if err != nil {
+			c.lose(k, fmt.Errorf("launcher: event logger %d's connection ended: %w", k.logger, err))
+			return
+		}
+		buf = body
+		fr := elReader{b: body}
+		switch kind {
+		case elKindAcks:
+			n := fr.count(elAckSize)
+			acks := make([]logging.EventLogAck, 0, n)
+			for range n {
+				acks = append(acks, logging.EventLogAck{Logger: k.logger, Epoch: fr.u64(), Creator: logging.PEID(int32(fr.u32())), UpTo: fr.u64()})
+			}
+			if err := fr.done(); err != nil {
+				c.lose(k, fmt.Errorf("launcher: event logger %d: %w", k.logger, err))
+				return
+			}
+			c.keepAcks(acks)
+		case elKindAnswer:
+			recovery := fr.u32()
+			n := fr.count(8 + 4 + 4)
+			envs := make([]logging.Envelope, 0, n)
+			for range n {
+				env := logging.Envelope{Kind: logging.EnvelopeRecovery, From: logging.LoggerPE(k.logger), To: logging.PEID(c.rank),
+					Task: logging.TaskID(fr.u64()), Epoch: recovery}
+				env.Determinants, env.Progress = fr.records()
+				envs = append(envs, env)
+			}
+			if err := fr.done(); err != nil {
+				c.lose(k, fmt.Errorf("launcher: event logger %d: %w", k.logger, err))
+				return
+			}
+			k.mu.Lock()
+			due := k.fetches > 0 && k.gone == nil
+			if due {
+				k.fetches--
+			}
+			k.mu.Unlock()
+			if !due {
+				c.lose(k, fmt.Errorf("launcher: event logger %d answered a fetch nobody made", k.logger))
+				return
+			}
+			c.post(scheduler.EventLogAnswer{Logger: k.logger, Envelopes: envs})
+		default:
+			c.lose(k, fmt.Errorf("%w: kind %d from event logger %d", errEventLogFrame, kind, k.logger))
+			return
+		}
+	}
+}
+
+// keepAcks keeps acknowledgements for the PE to take (TakeAcks), and
+// tells it when they are the first since it last took them.
+func (c *eventLogClient) keepAcks(acks []logging.EventLogAck) {
+	c.ackMu.Lock()
+	for _, a := range acks {
+		k := elAckKey{a.Logger, a.Creator}
+		if cur, ok := c.acks[k]; !ok || cur.Epoch < a.Epoch || (cur.Epoch == a.Epoch && cur.UpTo < a.UpTo) {
+			c.acks[k] = a
+		}
+	}
+	first := len(c.acks) > 0 && !c.pending.Swap(true)
+	c.ackMu.Unlock()
+	if first {
+		c.post(scheduler.EventLogAcksPending{})
+	}
+}
+
+// TakeAcks appends the acknowledgements received since the last call to
+// into (scheduler.EventLogAckSource).
+func (c *eventLogClient) TakeAcks(into []logging.EventLogAck) []logging.EventLogAck {
+	if !c.pending.Load() {
+		return into
+	}
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
+	for _, a := range c.acks {
+		into = append(into, a)
+	}
+	clear(c.acks)
+	c.pending.Store(false)
+	return into
+}
+
+// close stops every connection and goroutine; losses are not reported
+// from then on.
+func (c *eventLogClient) close() {
+	c.cancel()
+	for _, k := range c.links {
+		k.mu.Lock()
+		if k.gone == nil {
+			k.gone = errors.New("launcher: closed")
+		}
+		k.cond.Broadcast()
+		if k.conn != nil {
+			k.conn.Close()
+		}
+		k.mu.Unlock()
+	}
+	c.wg.Wait()
+}
