@@ -98,3 +98,21 @@ func TestEventLoggerKilled(t *testing.T) {
 	require.Equal(t, want, j.waitLine(t, leanmdDigest, time.Second)[1])
 	require.NotRegexp(t, `logger 0 .*failed`, j.output(), "the other logger lives to the end")
 }
+
+// An event logger that stops (SIGSTOP) keeps its connections open: the
+// launcher declares it dead by its heartbeats, kills it and tells the
+// PEs, which drop their streams to it; the job ends with the
+// failure-free digest.
+func TestStoppedEventLogger(t *testing.T) {
+	args := []string{"run", "leanmd", "--pes", "3", "--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "8", "--steps", "60", "--checkpoint-every", "8"}
+	want := leanmdDigestOf(t, args)
+	j := startJob(t, append(args, "--ft", "partialdet", "--loggers", "1", "--event-logger", "--heartbeat-timeout", "1s")...)
+	loggers := parsePids(t, j.waitLine(t, loggerPidsLine, 30*time.Second)[1])
+	j.waitLine(t, regexp.MustCompile(`job begins`), time.Minute)
+	require.NoError(t, syscall.Kill(loggers[0], syscall.SIGSTOP))
+	j.waitLine(t, regexp.MustCompile(`logger failed; the job goes on" detail="logger 0 \(pid \d+ on \S+\) missed heartbeats`), 30*time.Second)
+	j.waitLine(t, regexp.MustCompile(`lost an event logger" pe=\d+ logger=0`), 30*time.Second)
+	require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+	require.Equal(t, want, j.waitLine(t, leanmdDigest, time.Second)[1])
+	require.True(t, gone(loggers[0]))
+}

@@ -589,6 +589,15 @@ func (c *eventLogClient) lose(k *elLink, err error) {
 	}
 }
 
+// loseLogger drops the streams to logger l, which the launcher declared
+// dead, as if they had broken.
+func (c *eventLogClient) loseLogger(l int, why error) {
+	if l < 0 || l >= len(c.links) {
+		return
+	}
+	c.lose(c.links[l], why)
+}
+
 // run opens k's connection and writes what is queued until an error or
 // close.
 func (c *eventLogClient) run(k *elLink) {

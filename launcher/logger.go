@@ -158,6 +158,15 @@ func (c *coordinator) failLogger(l int, how string) {
 		return
 	}
 	c.cfg.Log.Error("logger failed; the job goes on", "detail", detail, "loggers_left", c.cfg.Loggers-len(c.deadLoggers))
+	if c.setupSent && (c.cfg.EventLogger || c.cfg.LogQuota > 0) {
+		// The PEs' streams to it may stay open (a hung process or
+		// host): they drop them now.
+		for _, q := range c.peers {
+			if q != nil && !q.gone {
+				q.send(&controlpb.ToPE{Msg: &controlpb.ToPE_LoggerFailed{LoggerFailed: &controlpb.LoggerFailed{Logger: int32(l), Why: detail}}})
+			}
+		}
+	}
 	if c.core != nil {
 		c.perform(c.core.OnLoggerFailure(l))
 		return

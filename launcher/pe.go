@@ -425,6 +425,14 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			o.Log.Warn("failure injection: the launcher asks this PE to signal itself", "signal", sig.String())
 			syscall.Kill(os.Getpid(), sig)
 			continue
+		case *controlpb.ToPE_LoggerFailed:
+			why := fmt.Errorf("launcher: the launcher declared logger %d dead: %s", x.LoggerFailed.Logger, x.LoggerFailed.Why)
+			if events != nil {
+				events.loseLogger(int(x.LoggerFailed.Logger), why)
+			} else {
+				ep.Post(scheduler.LoggerLost{Logger: int(x.LoggerFailed.Logger), Why: why})
+			}
+			continue
 		}
 		if rr := m.GetRestartRecords(); rr != nil {
 			cp, err := migrate.UnmarshalPECheckpoint(rr.Checkpoint)

@@ -724,6 +724,7 @@ type ToPE struct {
 	//	*ToPE_LoggerSetup
 	//	*ToPE_ReportProgress
 	//	*ToPE_Diagnose
+	//	*ToPE_LoggerFailed
 	Msg           isToPE_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -964,6 +965,15 @@ func (x *ToPE) GetDiagnose() *Diagnose {
 	return nil
 }
 
+func (x *ToPE) GetLoggerFailed() *LoggerFailed {
+	if x != nil {
+		if x, ok := x.Msg.(*ToPE_LoggerFailed); ok {
+			return x.LoggerFailed
+		}
+	}
+	return nil
+}
+
 type isToPE_Msg interface {
 	isToPE_Msg()
 }
@@ -1057,6 +1067,11 @@ type ToPE_Diagnose struct {
 	Diagnose *Diagnose `protobuf:"bytes,31,opt,name=diagnose,proto3,oneof"`
 }
 
+type ToPE_LoggerFailed struct {
+	// Loggers (field numbers from 40).
+	LoggerFailed *LoggerFailed `protobuf:"bytes,40,opt,name=logger_failed,json=loggerFailed,proto3,oneof"`
+}
+
 func (*ToPE_Challenge) isToPE_Msg() {}
 
 func (*ToPE_Setup) isToPE_Msg() {}
@@ -1101,6 +1116,63 @@ func (*ToPE_ReportProgress) isToPE_Msg() {}
 
 func (*ToPE_Diagnose) isToPE_Msg() {}
 
+func (*ToPE_LoggerFailed) isToPE_Msg() {}
+
+// LoggerFailed tells a PE that the launcher declared logger Logger dead
+// (Why): the PE drops its streams to it, which may stay open when the
+// logger's host or process hangs rather than ends.
+type LoggerFailed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Logger        int32                  `protobuf:"varint,1,opt,name=logger,proto3" json:"logger,omitempty"`
+	Why           string                 `protobuf:"bytes,2,opt,name=why,proto3" json:"why,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoggerFailed) Reset() {
+	*x = LoggerFailed{}
+	mi := &file_control_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoggerFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoggerFailed) ProtoMessage() {}
+
+func (x *LoggerFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoggerFailed.ProtoReflect.Descriptor instead.
+func (*LoggerFailed) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LoggerFailed) GetLogger() int32 {
+	if x != nil {
+		return x.Logger
+	}
+	return 0
+}
+
+func (x *LoggerFailed) GetWhy() string {
+	if x != nil {
+		return x.Why
+	}
+	return ""
+}
+
 // RestartRecords carries, in one or more messages, the tasks a PE takes
 // from a disk checkpoint when a job restarts (a migrate PECheckpoint).
 type RestartRecords struct {
@@ -1116,7 +1188,7 @@ type RestartRecords struct {
 
 func (x *RestartRecords) Reset() {
 	*x = RestartRecords{}
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1200,7 @@ func (x *RestartRecords) String() string {
 func (*RestartRecords) ProtoMessage() {}
 
 func (x *RestartRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1213,7 @@ func (x *RestartRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRecords.ProtoReflect.Descriptor instead.
 func (*RestartRecords) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RestartRecords) GetCheckpoint() []byte {
@@ -1175,7 +1247,7 @@ type Restarted struct {
 
 func (x *Restarted) Reset() {
 	*x = Restarted{}
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1259,7 @@ func (x *Restarted) String() string {
 func (*Restarted) ProtoMessage() {}
 
 func (x *Restarted) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1272,7 @@ func (x *Restarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restarted.ProtoReflect.Descriptor instead.
 func (*Restarted) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{9}
+	return file_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Restarted) GetTasks() int32 {
@@ -1221,7 +1293,7 @@ type Challenge struct {
 
 func (x *Challenge) Reset() {
 	*x = Challenge{}
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1305,7 @@ func (x *Challenge) String() string {
 func (*Challenge) ProtoMessage() {}
 
 func (x *Challenge) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1318,7 @@ func (x *Challenge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Challenge.ProtoReflect.Descriptor instead.
 func (*Challenge) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{10}
+	return file_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Challenge) GetNonce() []byte {
@@ -1282,7 +1354,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1366,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1379,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{11}
+	return file_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Hello) GetRank() int32 {
@@ -1377,7 +1449,7 @@ type Refused struct {
 
 func (x *Refused) Reset() {
 	*x = Refused{}
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1461,7 @@ func (x *Refused) String() string {
 func (*Refused) ProtoMessage() {}
 
 func (x *Refused) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1474,7 @@ func (x *Refused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refused.ProtoReflect.Descriptor instead.
 func (*Refused) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Refused) GetReason() string {
@@ -1460,7 +1532,7 @@ type Setup struct {
 
 func (x *Setup) Reset() {
 	*x = Setup{}
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1544,7 @@ func (x *Setup) String() string {
 func (*Setup) ProtoMessage() {}
 
 func (x *Setup) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1557,7 @@ func (x *Setup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Setup.ProtoReflect.Descriptor instead.
 func (*Setup) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Setup) GetRank() int32 {
@@ -1620,7 +1692,7 @@ type LoggerSetup struct {
 
 func (x *LoggerSetup) Reset() {
 	*x = LoggerSetup{}
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1704,7 @@ func (x *LoggerSetup) String() string {
 func (*LoggerSetup) ProtoMessage() {}
 
 func (x *LoggerSetup) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1717,7 @@ func (x *LoggerSetup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoggerSetup.ProtoReflect.Descriptor instead.
 func (*LoggerSetup) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LoggerSetup) GetLogger() int32 {
@@ -1680,7 +1752,7 @@ type ReportProgress struct {
 
 func (x *ReportProgress) Reset() {
 	*x = ReportProgress{}
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1764,7 @@ func (x *ReportProgress) String() string {
 func (*ReportProgress) ProtoMessage() {}
 
 func (x *ReportProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1777,7 @@ func (x *ReportProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgress.ProtoReflect.Descriptor instead.
 func (*ReportProgress) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{15}
+	return file_control_proto_rawDescGZIP(), []int{16}
 }
 
 type ProgressReport struct {
@@ -1717,7 +1789,7 @@ type ProgressReport struct {
 
 func (x *ProgressReport) Reset() {
 	*x = ProgressReport{}
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1801,7 @@ func (x *ProgressReport) String() string {
 func (*ProgressReport) ProtoMessage() {}
 
 func (x *ProgressReport) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1814,7 @@ func (x *ProgressReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressReport.ProtoReflect.Descriptor instead.
 func (*ProgressReport) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{16}
+	return file_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProgressReport) GetDelivered() uint64 {
@@ -1760,7 +1832,7 @@ type Diagnose struct {
 
 func (x *Diagnose) Reset() {
 	*x = Diagnose{}
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1772,7 +1844,7 @@ func (x *Diagnose) String() string {
 func (*Diagnose) ProtoMessage() {}
 
 func (x *Diagnose) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1785,7 +1857,7 @@ func (x *Diagnose) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnose.ProtoReflect.Descriptor instead.
 func (*Diagnose) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{17}
+	return file_control_proto_rawDescGZIP(), []int{18}
 }
 
 type Diagnosis struct {
@@ -1797,7 +1869,7 @@ type Diagnosis struct {
 
 func (x *Diagnosis) Reset() {
 	*x = Diagnosis{}
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1881,7 @@ func (x *Diagnosis) String() string {
 func (*Diagnosis) ProtoMessage() {}
 
 func (x *Diagnosis) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1894,7 @@ func (x *Diagnosis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnosis.ProtoReflect.Descriptor instead.
 func (*Diagnosis) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{18}
+	return file_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Diagnosis) GetReport() string {
@@ -1845,7 +1917,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1929,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1942,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{19}
+	return file_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Ready) GetHandlerDigest() string {
@@ -1888,7 +1960,7 @@ type Begin struct {
 
 func (x *Begin) Reset() {
 	*x = Begin{}
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +1972,7 @@ func (x *Begin) String() string {
 func (*Begin) ProtoMessage() {}
 
 func (x *Begin) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +1985,7 @@ func (x *Begin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Begin.ProtoReflect.Descriptor instead.
 func (*Begin) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{20}
+	return file_control_proto_rawDescGZIP(), []int{21}
 }
 
 // Output is the seq-th line (from 0) task printed; re-executed, a task
@@ -1929,7 +2001,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1941,7 +2013,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1954,7 +2026,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{21}
+	return file_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Output) GetLine() string {
@@ -1987,7 +2059,7 @@ type ExitRequest struct {
 
 func (x *ExitRequest) Reset() {
 	*x = ExitRequest{}
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2071,7 @@ func (x *ExitRequest) String() string {
 func (*ExitRequest) ProtoMessage() {}
 
 func (x *ExitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2084,7 @@ func (x *ExitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitRequest.ProtoReflect.Descriptor instead.
 func (*ExitRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{22}
+	return file_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExitRequest) GetStatus() int32 {
@@ -2031,7 +2103,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2043,7 +2115,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2056,7 +2128,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{23}
+	return file_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Probe) GetRound() uint64 {
@@ -2089,7 +2161,7 @@ type Idle struct {
 
 func (x *Idle) Reset() {
 	*x = Idle{}
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2173,7 @@ func (x *Idle) String() string {
 func (*Idle) ProtoMessage() {}
 
 func (x *Idle) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2186,7 @@ func (x *Idle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idle.ProtoReflect.Descriptor instead.
 func (*Idle) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{24}
+	return file_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Idle) GetRound() uint64 {
@@ -2188,7 +2260,7 @@ type QuiescenceRequest struct {
 
 func (x *QuiescenceRequest) Reset() {
 	*x = QuiescenceRequest{}
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2272,7 @@ func (x *QuiescenceRequest) String() string {
 func (*QuiescenceRequest) ProtoMessage() {}
 
 func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2285,7 @@ func (x *QuiescenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceRequest.ProtoReflect.Descriptor instead.
 func (*QuiescenceRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{25}
+	return file_control_proto_rawDescGZIP(), []int{26}
 }
 
 type QuiescenceDetected struct {
@@ -2225,7 +2297,7 @@ type QuiescenceDetected struct {
 
 func (x *QuiescenceDetected) Reset() {
 	*x = QuiescenceDetected{}
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2309,7 @@ func (x *QuiescenceDetected) String() string {
 func (*QuiescenceDetected) ProtoMessage() {}
 
 func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2322,7 @@ func (x *QuiescenceDetected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuiescenceDetected.ProtoReflect.Descriptor instead.
 func (*QuiescenceDetected) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{26}
+	return file_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QuiescenceDetected) GetNumber() uint64 {
@@ -2270,7 +2342,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2354,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2367,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{27}
+	return file_control_proto_rawDescGZIP(), []int{28}
 }
 
 // KillDue tells the coordinator that a task of the PE offered step (at or
@@ -2310,7 +2382,7 @@ type KillDue struct {
 
 func (x *KillDue) Reset() {
 	*x = KillDue{}
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2322,7 +2394,7 @@ func (x *KillDue) String() string {
 func (*KillDue) ProtoMessage() {}
 
 func (x *KillDue) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2335,7 +2407,7 @@ func (x *KillDue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillDue.ProtoReflect.Descriptor instead.
 func (*KillDue) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{28}
+	return file_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *KillDue) GetStep() uint64 {
@@ -2356,7 +2428,7 @@ type InjectFailure struct {
 
 func (x *InjectFailure) Reset() {
 	*x = InjectFailure{}
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2440,7 @@ func (x *InjectFailure) String() string {
 func (*InjectFailure) ProtoMessage() {}
 
 func (x *InjectFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2453,7 @@ func (x *InjectFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectFailure.ProtoReflect.Descriptor instead.
 func (*InjectFailure) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{29}
+	return file_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *InjectFailure) GetSignal() string {
@@ -2400,7 +2472,7 @@ type Stop struct {
 
 func (x *Stop) Reset() {
 	*x = Stop{}
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2484,7 @@ func (x *Stop) String() string {
 func (*Stop) ProtoMessage() {}
 
 func (x *Stop) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2497,7 @@ func (x *Stop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stop.ProtoReflect.Descriptor instead.
 func (*Stop) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{30}
+	return file_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Stop) GetStatus() int32 {
@@ -2444,7 +2516,7 @@ type Failed struct {
 
 func (x *Failed) Reset() {
 	*x = Failed{}
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2528,7 @@ func (x *Failed) String() string {
 func (*Failed) ProtoMessage() {}
 
 func (x *Failed) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2541,7 @@ func (x *Failed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failed.ProtoReflect.Descriptor instead.
 func (*Failed) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{31}
+	return file_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Failed) GetError() string {
@@ -2488,7 +2560,7 @@ type TakeCheckpoint struct {
 
 func (x *TakeCheckpoint) Reset() {
 	*x = TakeCheckpoint{}
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2572,7 @@ func (x *TakeCheckpoint) String() string {
 func (*TakeCheckpoint) ProtoMessage() {}
 
 func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2585,7 @@ func (x *TakeCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeCheckpoint.ProtoReflect.Descriptor instead.
 func (*TakeCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{32}
+	return file_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TakeCheckpoint) GetEpoch() uint64 {
@@ -2533,7 +2605,7 @@ type CommitCheckpoint struct {
 
 func (x *CommitCheckpoint) Reset() {
 	*x = CommitCheckpoint{}
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2617,7 @@ func (x *CommitCheckpoint) String() string {
 func (*CommitCheckpoint) ProtoMessage() {}
 
 func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2630,7 @@ func (x *CommitCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitCheckpoint.ProtoReflect.Descriptor instead.
 func (*CommitCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{33}
+	return file_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CommitCheckpoint) GetEpoch() uint64 {
@@ -2587,7 +2659,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2599,7 +2671,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2612,7 +2684,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Resume) GetPassed() uint64 {
@@ -2633,7 +2705,7 @@ type Committed struct {
 
 func (x *Committed) Reset() {
 	*x = Committed{}
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2717,7 @@ func (x *Committed) String() string {
 func (*Committed) ProtoMessage() {}
 
 func (x *Committed) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2730,7 @@ func (x *Committed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Committed.ProtoReflect.Descriptor instead.
 func (*Committed) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Committed) GetEpoch() uint64 {
@@ -2679,7 +2751,7 @@ type CheckpointStaged struct {
 
 func (x *CheckpointStaged) Reset() {
 	*x = CheckpointStaged{}
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2691,7 +2763,7 @@ func (x *CheckpointStaged) String() string {
 func (*CheckpointStaged) ProtoMessage() {}
 
 func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2704,7 +2776,7 @@ func (x *CheckpointStaged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStaged.ProtoReflect.Descriptor instead.
 func (*CheckpointStaged) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointStaged) GetEpoch() uint64 {
@@ -2741,7 +2813,7 @@ type BuddyStored struct {
 
 func (x *BuddyStored) Reset() {
 	*x = BuddyStored{}
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2825,7 @@ func (x *BuddyStored) String() string {
 func (*BuddyStored) ProtoMessage() {}
 
 func (x *BuddyStored) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2838,7 @@ func (x *BuddyStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuddyStored.ProtoReflect.Descriptor instead.
 func (*BuddyStored) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BuddyStored) GetEpoch() uint64 {
@@ -2804,7 +2876,7 @@ type DiskWritten struct {
 
 func (x *DiskWritten) Reset() {
 	*x = DiskWritten{}
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +2888,7 @@ func (x *DiskWritten) String() string {
 func (*DiskWritten) ProtoMessage() {}
 
 func (x *DiskWritten) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +2901,7 @@ func (x *DiskWritten) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskWritten.ProtoReflect.Descriptor instead.
 func (*DiskWritten) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DiskWritten) GetEpoch() uint64 {
@@ -2889,7 +2961,7 @@ type Restored struct {
 
 func (x *Restored) Reset() {
 	*x = Restored{}
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +2973,7 @@ func (x *Restored) String() string {
 func (*Restored) ProtoMessage() {}
 
 func (x *Restored) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +2986,7 @@ func (x *Restored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restored.ProtoReflect.Descriptor instead.
 func (*Restored) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Restored) GetGeneration() uint64 {
@@ -2958,7 +3030,7 @@ type WatchProgress struct {
 
 func (x *WatchProgress) Reset() {
 	*x = WatchProgress{}
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2970,7 +3042,7 @@ func (x *WatchProgress) String() string {
 func (*WatchProgress) ProtoMessage() {}
 
 func (x *WatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2983,7 +3055,7 @@ func (x *WatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
 func (*WatchProgress) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WatchProgress) GetGeneration() uint64 {
@@ -3010,7 +3082,7 @@ type Reached struct {
 
 func (x *Reached) Reset() {
 	*x = Reached{}
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3094,7 @@ func (x *Reached) String() string {
 func (*Reached) ProtoMessage() {}
 
 func (x *Reached) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3107,7 @@ func (x *Reached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reached.ProtoReflect.Descriptor instead.
 func (*Reached) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Reached) GetGeneration() uint64 {
@@ -3066,7 +3138,7 @@ type Relocation struct {
 
 func (x *Relocation) Reset() {
 	*x = Relocation{}
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3078,7 +3150,7 @@ func (x *Relocation) String() string {
 func (*Relocation) ProtoMessage() {}
 
 func (x *Relocation) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3091,7 +3163,7 @@ func (x *Relocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Relocation.ProtoReflect.Descriptor instead.
 func (*Relocation) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Relocation) GetCollection() uint32 {
@@ -3149,7 +3221,7 @@ type Recover struct {
 
 func (x *Recover) Reset() {
 	*x = Recover{}
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3161,7 +3233,7 @@ func (x *Recover) String() string {
 func (*Recover) ProtoMessage() {}
 
 func (x *Recover) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3174,7 +3246,7 @@ func (x *Recover) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recover.ProtoReflect.Descriptor instead.
 func (*Recover) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Recover) GetGeneration() uint64 {
@@ -3216,7 +3288,7 @@ type NoticeFailure struct {
 
 func (x *NoticeFailure) Reset() {
 	*x = NoticeFailure{}
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3228,7 +3300,7 @@ func (x *NoticeFailure) String() string {
 func (*NoticeFailure) ProtoMessage() {}
 
 func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3241,7 +3313,7 @@ func (x *NoticeFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticeFailure.ProtoReflect.Descriptor instead.
 func (*NoticeFailure) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NoticeFailure) GetGeneration() uint64 {
@@ -3283,7 +3355,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3295,7 +3367,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3308,7 +3380,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Rollback) GetGeneration() uint64 {
@@ -3396,7 +3468,7 @@ type PEStats struct {
 
 func (x *PEStats) Reset() {
 	*x = PEStats{}
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3408,7 +3480,7 @@ func (x *PEStats) String() string {
 func (*PEStats) ProtoMessage() {}
 
 func (x *PEStats) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3421,7 +3493,7 @@ func (x *PEStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PEStats.ProtoReflect.Descriptor instead.
 func (*PEStats) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PEStats) GetDelivered() uint64 {
@@ -3614,8 +3686,7 @@ const file_control_proto_rawDesc = "" +
 	"\x04from\x18\x03 \x01(\x05R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x05R\x02to\"6\n" +
 	"\aMigrate\x12+\n" +
-	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xea\n" +
-	"\n" +
+	"\x05moves\x18\x01 \x03(\v2\x15.gochare.control.MoveR\x05moves\"\xb0\v\n" +
 	"\x04ToPE\x12:\n" +
 	"\tchallenge\x18\x01 \x01(\v2\x1a.gochare.control.ChallengeH\x00R\tchallenge\x12.\n" +
 	"\x05setup\x18\x02 \x01(\v2\x16.gochare.control.SetupH\x00R\x05setup\x12.\n" +
@@ -3641,8 +3712,12 @@ const file_control_proto_rawDesc = "" +
 	"\arefused\x18\x13 \x01(\v2\x18.gochare.control.RefusedH\x00R\arefused\x12A\n" +
 	"\flogger_setup\x18\x14 \x01(\v2\x1c.gochare.control.LoggerSetupH\x00R\vloggerSetup\x12J\n" +
 	"\x0freport_progress\x18\x1e \x01(\v2\x1f.gochare.control.ReportProgressH\x00R\x0ereportProgress\x127\n" +
-	"\bdiagnose\x18\x1f \x01(\v2\x19.gochare.control.DiagnoseH\x00R\bdiagnoseB\x05\n" +
-	"\x03msg\"d\n" +
+	"\bdiagnose\x18\x1f \x01(\v2\x19.gochare.control.DiagnoseH\x00R\bdiagnose\x12D\n" +
+	"\rlogger_failed\x18( \x01(\v2\x1d.gochare.control.LoggerFailedH\x00R\floggerFailedB\x05\n" +
+	"\x03msg\"8\n" +
+	"\fLoggerFailed\x12\x16\n" +
+	"\x06logger\x18\x01 \x01(\x05R\x06logger\x12\x10\n" +
+	"\x03why\x18\x02 \x01(\tR\x03why\"d\n" +
 	"\x0eRestartRecords\x12\x1e\n" +
 	"\n" +
 	"checkpoint\x18\x01 \x01(\fR\n" +
@@ -3848,7 +3923,7 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_control_proto_goTypes = []any{
 	(*ToCoordinator)(nil),      // 0: gochare.control.ToCoordinator
 	(*TaskLoad)(nil),           // 1: gochare.control.TaskLoad
@@ -3858,100 +3933,102 @@ var file_control_proto_goTypes = []any{
 	(*Move)(nil),               // 5: gochare.control.Move
 	(*Migrate)(nil),            // 6: gochare.control.Migrate
 	(*ToPE)(nil),               // 7: gochare.control.ToPE
-	(*RestartRecords)(nil),     // 8: gochare.control.RestartRecords
-	(*Restarted)(nil),          // 9: gochare.control.Restarted
-	(*Challenge)(nil),          // 10: gochare.control.Challenge
-	(*Hello)(nil),              // 11: gochare.control.Hello
-	(*Refused)(nil),            // 12: gochare.control.Refused
-	(*Setup)(nil),              // 13: gochare.control.Setup
-	(*LoggerSetup)(nil),        // 14: gochare.control.LoggerSetup
-	(*ReportProgress)(nil),     // 15: gochare.control.ReportProgress
-	(*ProgressReport)(nil),     // 16: gochare.control.ProgressReport
-	(*Diagnose)(nil),           // 17: gochare.control.Diagnose
-	(*Diagnosis)(nil),          // 18: gochare.control.Diagnosis
-	(*Ready)(nil),              // 19: gochare.control.Ready
-	(*Begin)(nil),              // 20: gochare.control.Begin
-	(*Output)(nil),             // 21: gochare.control.Output
-	(*ExitRequest)(nil),        // 22: gochare.control.ExitRequest
-	(*Probe)(nil),              // 23: gochare.control.Probe
-	(*Idle)(nil),               // 24: gochare.control.Idle
-	(*QuiescenceRequest)(nil),  // 25: gochare.control.QuiescenceRequest
-	(*QuiescenceDetected)(nil), // 26: gochare.control.QuiescenceDetected
-	(*Heartbeat)(nil),          // 27: gochare.control.Heartbeat
-	(*KillDue)(nil),            // 28: gochare.control.KillDue
-	(*InjectFailure)(nil),      // 29: gochare.control.InjectFailure
-	(*Stop)(nil),               // 30: gochare.control.Stop
-	(*Failed)(nil),             // 31: gochare.control.Failed
-	(*TakeCheckpoint)(nil),     // 32: gochare.control.TakeCheckpoint
-	(*CommitCheckpoint)(nil),   // 33: gochare.control.CommitCheckpoint
-	(*Resume)(nil),             // 34: gochare.control.Resume
-	(*Committed)(nil),          // 35: gochare.control.Committed
-	(*CheckpointStaged)(nil),   // 36: gochare.control.CheckpointStaged
-	(*BuddyStored)(nil),        // 37: gochare.control.BuddyStored
-	(*DiskWritten)(nil),        // 38: gochare.control.DiskWritten
-	(*Restored)(nil),           // 39: gochare.control.Restored
-	(*WatchProgress)(nil),      // 40: gochare.control.WatchProgress
-	(*Reached)(nil),            // 41: gochare.control.Reached
-	(*Relocation)(nil),         // 42: gochare.control.Relocation
-	(*Recover)(nil),            // 43: gochare.control.Recover
-	(*NoticeFailure)(nil),      // 44: gochare.control.NoticeFailure
-	(*Rollback)(nil),           // 45: gochare.control.Rollback
-	(*PEStats)(nil),            // 46: gochare.control.PEStats
+	(*LoggerFailed)(nil),       // 8: gochare.control.LoggerFailed
+	(*RestartRecords)(nil),     // 9: gochare.control.RestartRecords
+	(*Restarted)(nil),          // 10: gochare.control.Restarted
+	(*Challenge)(nil),          // 11: gochare.control.Challenge
+	(*Hello)(nil),              // 12: gochare.control.Hello
+	(*Refused)(nil),            // 13: gochare.control.Refused
+	(*Setup)(nil),              // 14: gochare.control.Setup
+	(*LoggerSetup)(nil),        // 15: gochare.control.LoggerSetup
+	(*ReportProgress)(nil),     // 16: gochare.control.ReportProgress
+	(*ProgressReport)(nil),     // 17: gochare.control.ProgressReport
+	(*Diagnose)(nil),           // 18: gochare.control.Diagnose
+	(*Diagnosis)(nil),          // 19: gochare.control.Diagnosis
+	(*Ready)(nil),              // 20: gochare.control.Ready
+	(*Begin)(nil),              // 21: gochare.control.Begin
+	(*Output)(nil),             // 22: gochare.control.Output
+	(*ExitRequest)(nil),        // 23: gochare.control.ExitRequest
+	(*Probe)(nil),              // 24: gochare.control.Probe
+	(*Idle)(nil),               // 25: gochare.control.Idle
+	(*QuiescenceRequest)(nil),  // 26: gochare.control.QuiescenceRequest
+	(*QuiescenceDetected)(nil), // 27: gochare.control.QuiescenceDetected
+	(*Heartbeat)(nil),          // 28: gochare.control.Heartbeat
+	(*KillDue)(nil),            // 29: gochare.control.KillDue
+	(*InjectFailure)(nil),      // 30: gochare.control.InjectFailure
+	(*Stop)(nil),               // 31: gochare.control.Stop
+	(*Failed)(nil),             // 32: gochare.control.Failed
+	(*TakeCheckpoint)(nil),     // 33: gochare.control.TakeCheckpoint
+	(*CommitCheckpoint)(nil),   // 34: gochare.control.CommitCheckpoint
+	(*Resume)(nil),             // 35: gochare.control.Resume
+	(*Committed)(nil),          // 36: gochare.control.Committed
+	(*CheckpointStaged)(nil),   // 37: gochare.control.CheckpointStaged
+	(*BuddyStored)(nil),        // 38: gochare.control.BuddyStored
+	(*DiskWritten)(nil),        // 39: gochare.control.DiskWritten
+	(*Restored)(nil),           // 40: gochare.control.Restored
+	(*WatchProgress)(nil),      // 41: gochare.control.WatchProgress
+	(*Reached)(nil),            // 42: gochare.control.Reached
+	(*Relocation)(nil),         // 43: gochare.control.Relocation
+	(*Recover)(nil),            // 44: gochare.control.Recover
+	(*NoticeFailure)(nil),      // 45: gochare.control.NoticeFailure
+	(*Rollback)(nil),           // 46: gochare.control.Rollback
+	(*PEStats)(nil),            // 47: gochare.control.PEStats
 }
 var file_control_proto_depIdxs = []int32{
-	11, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
-	19, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
-	21, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
-	22, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
-	24, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
-	25, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
-	27, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
-	31, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
-	36, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
-	37, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
-	38, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
-	39, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
-	46, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
-	9,  // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
+	12, // 0: gochare.control.ToCoordinator.hello:type_name -> gochare.control.Hello
+	20, // 1: gochare.control.ToCoordinator.ready:type_name -> gochare.control.Ready
+	22, // 2: gochare.control.ToCoordinator.output:type_name -> gochare.control.Output
+	23, // 3: gochare.control.ToCoordinator.exit:type_name -> gochare.control.ExitRequest
+	25, // 4: gochare.control.ToCoordinator.idle:type_name -> gochare.control.Idle
+	26, // 5: gochare.control.ToCoordinator.quiescence:type_name -> gochare.control.QuiescenceRequest
+	28, // 6: gochare.control.ToCoordinator.heartbeat:type_name -> gochare.control.Heartbeat
+	32, // 7: gochare.control.ToCoordinator.failed:type_name -> gochare.control.Failed
+	37, // 8: gochare.control.ToCoordinator.staged:type_name -> gochare.control.CheckpointStaged
+	38, // 9: gochare.control.ToCoordinator.buddy_stored:type_name -> gochare.control.BuddyStored
+	39, // 10: gochare.control.ToCoordinator.disk_written:type_name -> gochare.control.DiskWritten
+	40, // 11: gochare.control.ToCoordinator.restored:type_name -> gochare.control.Restored
+	47, // 12: gochare.control.ToCoordinator.stats:type_name -> gochare.control.PEStats
+	10, // 13: gochare.control.ToCoordinator.restarted:type_name -> gochare.control.Restarted
 	2,  // 14: gochare.control.ToCoordinator.loads:type_name -> gochare.control.Loads
 	3,  // 15: gochare.control.ToCoordinator.migrated:type_name -> gochare.control.Migrated
-	41, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
-	28, // 17: gochare.control.ToCoordinator.kill_due:type_name -> gochare.control.KillDue
-	16, // 18: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
-	18, // 19: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
-	35, // 20: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
+	42, // 16: gochare.control.ToCoordinator.reached:type_name -> gochare.control.Reached
+	29, // 17: gochare.control.ToCoordinator.kill_due:type_name -> gochare.control.KillDue
+	17, // 18: gochare.control.ToCoordinator.progress:type_name -> gochare.control.ProgressReport
+	19, // 19: gochare.control.ToCoordinator.diagnosis:type_name -> gochare.control.Diagnosis
+	36, // 20: gochare.control.ToCoordinator.committed:type_name -> gochare.control.Committed
 	1,  // 21: gochare.control.Loads.loads:type_name -> gochare.control.TaskLoad
 	5,  // 22: gochare.control.Migrate.moves:type_name -> gochare.control.Move
-	10, // 23: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
-	13, // 24: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
-	20, // 25: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
-	23, // 26: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
-	26, // 27: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
-	30, // 28: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
-	32, // 29: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
-	33, // 30: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
-	34, // 31: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
-	43, // 32: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
-	44, // 33: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
-	45, // 34: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
-	8,  // 35: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
+	11, // 23: gochare.control.ToPE.challenge:type_name -> gochare.control.Challenge
+	14, // 24: gochare.control.ToPE.setup:type_name -> gochare.control.Setup
+	21, // 25: gochare.control.ToPE.begin:type_name -> gochare.control.Begin
+	24, // 26: gochare.control.ToPE.probe:type_name -> gochare.control.Probe
+	27, // 27: gochare.control.ToPE.quiescence:type_name -> gochare.control.QuiescenceDetected
+	31, // 28: gochare.control.ToPE.stop:type_name -> gochare.control.Stop
+	33, // 29: gochare.control.ToPE.take_checkpoint:type_name -> gochare.control.TakeCheckpoint
+	34, // 30: gochare.control.ToPE.commit_checkpoint:type_name -> gochare.control.CommitCheckpoint
+	35, // 31: gochare.control.ToPE.resume:type_name -> gochare.control.Resume
+	44, // 32: gochare.control.ToPE.recover:type_name -> gochare.control.Recover
+	45, // 33: gochare.control.ToPE.notice_failure:type_name -> gochare.control.NoticeFailure
+	46, // 34: gochare.control.ToPE.rollback:type_name -> gochare.control.Rollback
+	9,  // 35: gochare.control.ToPE.restart_records:type_name -> gochare.control.RestartRecords
 	4,  // 36: gochare.control.ToPE.collect_loads:type_name -> gochare.control.CollectLoads
 	6,  // 37: gochare.control.ToPE.migrate:type_name -> gochare.control.Migrate
-	40, // 38: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
-	27, // 39: gochare.control.ToPE.heartbeat:type_name -> gochare.control.Heartbeat
-	29, // 40: gochare.control.ToPE.inject_failure:type_name -> gochare.control.InjectFailure
-	12, // 41: gochare.control.ToPE.refused:type_name -> gochare.control.Refused
-	14, // 42: gochare.control.ToPE.logger_setup:type_name -> gochare.control.LoggerSetup
-	15, // 43: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
-	17, // 44: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
-	42, // 45: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
-	42, // 46: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
-	42, // 47: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	41, // 38: gochare.control.ToPE.watch_progress:type_name -> gochare.control.WatchProgress
+	28, // 39: gochare.control.ToPE.heartbeat:type_name -> gochare.control.Heartbeat
+	30, // 40: gochare.control.ToPE.inject_failure:type_name -> gochare.control.InjectFailure
+	13, // 41: gochare.control.ToPE.refused:type_name -> gochare.control.Refused
+	15, // 42: gochare.control.ToPE.logger_setup:type_name -> gochare.control.LoggerSetup
+	16, // 43: gochare.control.ToPE.report_progress:type_name -> gochare.control.ReportProgress
+	18, // 44: gochare.control.ToPE.diagnose:type_name -> gochare.control.Diagnose
+	8,  // 45: gochare.control.ToPE.logger_failed:type_name -> gochare.control.LoggerFailed
+	43, // 46: gochare.control.Recover.relocations:type_name -> gochare.control.Relocation
+	43, // 47: gochare.control.NoticeFailure.relocations:type_name -> gochare.control.Relocation
+	43, // 48: gochare.control.Rollback.relocations:type_name -> gochare.control.Relocation
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -4005,6 +4082,7 @@ func file_control_proto_init() {
 		(*ToPE_LoggerSetup)(nil),
 		(*ToPE_ReportProgress)(nil),
 		(*ToPE_Diagnose)(nil),
+		(*ToPE_LoggerFailed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4012,7 +4090,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
