@@ -81,7 +81,7 @@ func TestLogLimitOnRealPEs(t *testing.T) {
 	for _, ft := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet} {
 		t.Run(protocolName(ft), func(t *testing.T) {
 			j := startJob(t, "run", "stencil3d", "--pes", "3", "--grid", "48,48,32", "--chunk", "16,16,16", "--iterations", "100",
-				"--ft", protocolName(ft), "--log-limit", "1", "--kill", "pe=1,at=step:55")
+				"--ft", protocolName(ft), "--log-limit", "1", "--kill", "pe=1,at=step:75")
 			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
 			j.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9`), time.Second)
 			j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
@@ -117,13 +117,14 @@ func TestLogLimitOnRealPEs(t *testing.T) {
 			job := j.waitLine(t, jobStatsLine, 5*time.Second)
 			require.NotEqual(t, "0", job[3], "tasks were restored")
 			require.Equal(t, "0", job[4], "no task rolled back")
-			// PE 1 died at step 55, after the sync point of step 49 passed
-			// without a checkpoint (its log grows by less than the limit
-			// in 10 steps): each of its 6 chunks (18 on 3 PEs), restored
-			// from the checkpoint of step 39, passed that sync point
-			// again by itself, once.
+			// PE 1 died at step 75, after the sync points of steps 59 and
+			// 69 passed without a checkpoint (a log grows by about a
+			// quarter of the limit in 10 steps: only the faces sent to
+			// other PEs are logged): each of its 6 chunks (18 on 3 PEs),
+			// restored from the checkpoint of step 49, passed those two
+			// sync points again by itself.
 			again := j.waitLine(t, regexp.MustCompile(`msg="job stats" .*sync_points_passed_again=(\d+)`), time.Second)
-			require.Equal(t, "6", again[1])
+			require.Equal(t, "12", again[1])
 		})
 	}
 }

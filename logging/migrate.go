@@ -36,6 +36,10 @@ func (e *engine) ImportTask(cp TaskCheckpoint) {
 		t.addRequirement(d)
 	}
 	t.replayEnd = cp.Counters.RSN
+	if e.movedIn == nil {
+		e.movedIn = map[TaskID]struct{}{}
+	}
+	e.movedIn[cp.Counters.Task] = struct{}{}
 	e.place(cp.Counters.Task, t)
 }
 

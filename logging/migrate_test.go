@@ -42,3 +42,46 @@ func TestExportImportKeepsIdentity(t *testing.T) {
 		require.Equal(t, uint64(2), id.SRN, "%v: SRN continues after the move", kind)
 	}
 }
+
+// FullDet and PartialDet log a message to another PE, not one between two
+// tasks of the PE (its sender rolls back with its receiver), unless one of
+// the two moved here since the last checkpoint: such a task rolls back
+// with the tasks of the PE it left if that PE fails before the next
+// commit. None logs nothing.
+func TestLoggedSparesMessagesWithinAPE(t *testing.T) {
+	for _, kind := range []Kind{KindNone, KindFullDet, KindPartialDet} {
+		p := New(kind, Config{PE: 0, PEs: 2})
+		const a, b, moved = TaskID(1), TaskID(2), TaskID(3)
+		p.HostTask(a)
+		p.HostTask(b)
+		logs := kind != KindNone
+		// send sends and says how many bytes the log took, checking that
+		// Logged says whether it would.
+		send := func(from TaskID, toPE PEID, to TaskID, logged bool) int {
+			before := p.Stats().LoggedBytes
+			require.Equal(t, logs && logged, p.Logged(from, toPE, to), "%v: %d to %d on PE %d", kind, from, to, toPE)
+			p.Send(from, toPE, Message{To: to, Payload: []byte("payload")})
+			p.Advance()
+			return p.Stats().LoggedBytes - before
+		}
+		require.Zero(t, send(a, 0, b, false), "%v: within the PE", kind)
+		require.Equal(t, logs, send(a, 1, 9, true) > 0, "%v: to another PE", kind)
+		p.ImportTask(TaskCheckpoint{Counters: commutative.TaskState{Task: moved}})
+		require.Equal(t, logs, send(a, 0, moved, true) > 0, "%v: to a task that moved here", kind)
+		require.Equal(t, logs, send(moved, 0, b, true) > 0, "%v: from a task that moved here", kind)
+		require.Zero(t, send(a, 0, b, false), "%v: between two others", kind)
+		// Deliver what waits, so that the checkpoint finds no message
+		// buffered.
+		for _, task := range []TaskID{b, moved} {
+			for {
+				if _, ok := p.NextDelivery(task, func(Message) bool { return true }); !ok {
+					break
+				}
+				p.EndHandler(task)
+			}
+		}
+		p.Advance()
+		p.Checkpoint()
+		require.Zero(t, send(a, 0, moved, false), "%v: the checkpoint after the move settles it", kind)
+	}
+}

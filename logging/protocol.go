@@ -26,11 +26,20 @@ type Protocol interface {
 	// Send stamps the identity of a message sent by task from (inside its
 	// running handler, its completion step, or outside any handler), logs it
 	// and queues it for toPE with the determinants it depends on. FullDet
-	// and PartialDet copy msg.Payload into the sender log (the queued
-	// envelope carries the copy, valid until the next Checkpoint), so the
-	// caller may reuse it as soon as Send returns; None keeps msg.Payload
-	// itself in the envelope.
+	// and PartialDet copy the payload of a message to another PE into the
+	// sender log (the queued envelope carries the copy, valid until the
+	// next Checkpoint), so the caller may reuse it as soon as Send returns.
+	// A message between two tasks of this PE is logged by no protocol (no
+	// recovery needs it: its sender rolls back with its receiver, and
+	// sends it again; docs/design.md, "The sender log"), unless one of
+	// them moved here since the last checkpoint (Logged), and None logs
+	// nothing: then the envelope keeps msg.Payload itself.
 	Send(from TaskID, toPE PEID, msg Message) MessageID
+	// Logged reports whether Send logs a message from task from to task
+	// to on PE toPE: under FullDet and PartialDet, one to another PE, or
+	// to or from a task a migration brought to this PE since the last
+	// Checkpoint.
+	Logged(from TaskID, toPE PEID, to TaskID) bool
 	// Arrive takes an envelope from the network. It may keep a message or
 	// recovery envelope's slices (the message and its payload, which it
 	// never writes, Requires, Determinants, Progress); of an EnvelopeAck
@@ -190,6 +199,10 @@ type engine struct {
 
 	kind Kind
 	pe   PEID
+	// movedIn are the tasks a migration brought here since the last
+	// checkpoint: a message to or from one is logged even between two
+	// tasks of this PE (see Logged).
+	movedIn map[TaskID]struct{}
 	// failures is the configured f; bound is the f in force: f, or one
 	// less than the PEs alive when fewer than f+1 are (a record on every
 	// live PE survives whatever fails).
@@ -467,6 +480,23 @@ func (e *engine) PE() PEID   { return e.pe }
 
 func (e *engine) logs() bool { return e.kind != KindNone }
 
+// Logged: see Protocol. A task a migration brought here since the last
+// checkpoint rolls back with the tasks of the PE it left if that PE fails
+// before the checkpoint after the migration commits (the coordinator
+// counts it as that PE's task), while the tasks here go on: what they
+// sent it here must be in their log.
+func (e *engine) Logged(from TaskID, toPE PEID, to TaskID) bool {
+	if !e.logs() {
+		return false
+	}
+	if toPE != e.pe {
+		return true
+	}
+	_, fromMoved := e.movedIn[from]
+	_, toMoved := e.movedIn[to]
+	return fromMoved || toMoved
+}
+
 func (e *engine) needsDeterminant(a commutative.Annotation) bool {
 	switch e.kind {
 	case KindFullDet:
@@ -528,7 +558,7 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 		msg.Requires = slices.Clone(sender.requires)
 	}
 	e.stats.Sent++
-	if e.logs() {
+	if e.Logged(from, toPE, msg.To) {
 		size := msg.wireSize()
 		msg = e.log.add(msg, toPE)
 		e.logBytes += size
@@ -1114,6 +1144,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 		t.replayEnd = t.counters.RSN
 		out = append(out, TaskCheckpoint{Counters: t.counters})
 	}
+	clear(e.movedIn)
 	e.log.reset()
 	e.quotaCheckpoint()
 	e.logBytes, e.loggedCount = 0, 0

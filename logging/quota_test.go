@@ -105,7 +105,8 @@ func TestDecodeDumpedRefusesMalformed(t *testing.T) {
 	}
 }
 
-// quotaLog sends n messages of about size bytes from task 7 with a
+// quotaLog sends n messages of about size bytes from task 7 to a task of
+// PE 1 (a message to a task of the same PE is not logged) with a
 // handler's LogRoom before each, acknowledging every dump at once, and
 // returns the dumps.
 func quotaLog(t *testing.T, p Protocol, n, size int) []DumpBatch {
@@ -116,7 +117,7 @@ func quotaLog(t *testing.T, p Protocol, n, size int) []DumpBatch {
 		ok, err := q.LogRoom()
 		require.NoError(t, err)
 		require.True(t, ok, "message %d: the logger acknowledged every dump", i)
-		p.Send(7, 0, Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, size+i%7)})
+		p.Send(7, 1, Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, size+i%7)})
 		p.Advance()
 		for _, d := range q.TakeDumps() {
 			all = append(all, d)
@@ -190,7 +191,7 @@ func TestLogQuotaDrainsAtASyncPoint(t *testing.T) {
 		ok, err := q.LogRoom()
 		require.NoError(t, err)
 		require.True(t, ok, "task %d", i)
-		p.Send(7, 0, Message{To: 9, Handler: 3, Key: uint64(1000 + i), Payload: make([]byte, perTask)})
+		p.Send(7, 1, Message{To: 9, Handler: 3, Key: uint64(1000 + i), Payload: make([]byte, perTask)})
 		p.Advance()
 		ackAll()
 	}
@@ -221,7 +222,7 @@ func TestRecycleDump(t *testing.T) {
 		ok, err := q.LogRoom()
 		require.NoError(t, err)
 		require.True(t, ok)
-		p.Send(7, 0, Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, 2000)})
+		p.Send(7, 1, Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, 2000)})
 		p.Advance()
 		for _, d := range q.TakeDumps() {
 			n, err := CountDumped(d.Payload)

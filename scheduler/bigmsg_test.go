@@ -101,8 +101,8 @@ func bigBatch(t *testing.T, srn uint64, to int, m *testmsg.Num) []byte {
 // A large message goes out as the tail of its batch, from the memory
 // the protocol gave it (no copy into the batch); a handler's message from
 // another PE is a slice of the received buffer (no copy), one sent on
-// the PE itself under None a slice of its payload (no copy), under the
-// logging protocols a copy of its own; a large multicast payload travels
+// the PE itself a slice of its payload (no copy: no protocol logs it);
+// a large multicast payload travels
 // once per batch. Every handler gets the right bytes, whatever the
 // others write into theirs.
 func TestLargeMessagesAreNotCopied(t *testing.T) {
@@ -135,16 +135,11 @@ func TestLargeMessagesAreNotCopied(t *testing.T) {
 			require.Equal(t, 3, seen[1].task)
 			require.True(t, seen[1].ok, "task 3's bytes")
 			require.Len(t, handledPayloads, 2)
-			if kind == logging.KindNone {
-				// None's envelope keeps the payload marshalled for this
-				// send alone: the handler's message aliases it.
-				require.True(t, overlaps(seen[1].data, handledPayloads[1]), "under None a message sent on this PE aliases its payload")
-				require.True(t, overlaps(handledPayloads[1], sentPayloads[0]), "the payload marshalled by the sender")
-			} else {
-				// The payload is the sender log's copy, which the log
-				// keeps: the handler gets a copy of its own.
-				require.False(t, overlaps(seen[1].data, handledPayloads[1]), "a logged message sent on this PE is copied for its handler")
-			}
+			// The envelope keeps the payload marshalled for this send
+			// alone (no protocol logs a message to this PE): the
+			// handler's message aliases it.
+			require.True(t, overlaps(seen[1].data, handledPayloads[1]), "a message sent on this PE aliases its payload")
+			require.True(t, overlaps(handledPayloads[1], sentPayloads[0]), "the payload marshalled by the sender")
 			require.Empty(t, net.parts[0])
 			require.Empty(t, net.sent[0], "a Net that takes parts gets every batch in parts")
 
@@ -375,11 +370,11 @@ func TestMarshalBuffersReusedOnlyOnceReleased(t *testing.T) {
 	}
 }
 
-// Under None a small message to a task on this PE (whose handler message
-// is a copy) is marshalled into a buffer the PE takes back once its
-// handler ran: the next such message reuses it, and every handler gets
-// its own bytes, whatever the handlers before it wrote into theirs.
-// Under the logging protocols the handler gets a copy of the log's.
+// A small message to a task on this PE (whose handler message is a
+// copy) is marshalled into a buffer the PE takes back once its handler
+// ran, under every protocol (none logs it): the next such message reuses
+// it, and every handler gets its own bytes, whatever the handlers before
+// it wrote into theirs.
 func TestSmallLocalPayloadsReused(t *testing.T) {
 	const size = aliasMin / 4
 	for _, kind := range []logging.Kind{logging.KindNone, logging.KindFullDet, logging.KindPartialDet} {
@@ -411,17 +406,11 @@ func TestSmallLocalPayloadsReused(t *testing.T) {
 			}
 			require.Len(t, sent, 3)
 			require.Len(t, handledAt, 6)
-			if kind == logging.KindNone {
-				require.Equal(t, sent[0], sent[1], "the second local message reuses the first one's buffer")
-				require.Equal(t, sent[1], sent[2])
-				for i := 1; i < 6; i += 2 {
-					require.Equal(t, sent[i/2], handledAt[i], "task 3 gets the payload marshalled for it")
-					require.NotEqual(t, addr(seen[i].data), handledAt[i], "its handler message is a copy")
-				}
-			} else {
-				for i := 1; i < 6; i += 2 {
-					require.NotEqual(t, sent[i/2], handledAt[i], "task 3 gets the log's copy")
-				}
+			require.Equal(t, sent[0], sent[1], "the second local message reuses the first one's buffer")
+			require.Equal(t, sent[1], sent[2])
+			for i := 1; i < 6; i += 2 {
+				require.Equal(t, sent[i/2], handledAt[i], "task 3 gets the payload marshalled for it")
+				require.NotEqual(t, addr(seen[i].data), handledAt[i], "its handler message is a copy")
 			}
 			require.Zero(t, pe.Stats().Dropped)
 		})

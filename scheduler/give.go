@@ -15,9 +15,11 @@ import (
 //
 // A sender that gives its message up (Proxy.Give) lets the runtime hand
 // the value itself to its handler. The PE does so when nothing needs the
-// message's bytes: under None (no sender log, no replay from one), to one
-// task on this PE (nothing crosses the network), without a recorder, a
-// replayer or the annotation check (each keeps or compares the payloads).
+// message's bytes: to one task on this PE (nothing crosses the network,
+// and no protocol logs a message between two tasks of one PE, unless one
+// of them moved here since the last checkpoint: logging.Protocol.Logged),
+// without a recorder, a replayer or the annotation check (each keeps or
+// compares the payloads).
 // The envelope then carries the value (logging.Message.Value) and no
 // payload; the protocol buffers it like any local message, and invoke
 // hands the value to the handler. A given message that does not qualify
@@ -48,8 +50,9 @@ func (pe *PE) give(t actor.Target, key uint64, m any, sender commutative.TaskID)
 	}
 	cs := pe.colls[t.Collection]
 	lin := cs.def.Shape.Linear(t.Index)
-	if pe.cfg.Protocol != logging.KindNone || pe.replay != nil || pe.rec != nil || pe.checker != nil ||
-		t.Scope != actor.ScopeOne || int(cs.homeOf[lin]) != pe.cfg.Rank {
+	if pe.replay != nil || pe.rec != nil || pe.checker != nil ||
+		t.Scope != actor.ScopeOne || int(cs.homeOf[lin]) != pe.cfg.Rank ||
+		pe.proto.Logged(sender, logging.PEID(pe.cfg.Rank), commutative.TaskID(TaskID(cs.def.ID, lin))) {
 		pe.post(t, key, m, sender)
 		pe.keepSpare(handlerID(t.Collection, t.Handler), cs.def.Handlers[t.Handler], m)
 		return

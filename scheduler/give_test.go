@@ -46,14 +46,13 @@ func giveApp(given, got *[]gave) actor.App {
 	}}
 }
 
-// A message given (Proxy.Give) to a task on the same PE under None
-// reaches its handler as the sender's value itself, unencoded; under a
-// logging protocol, with the annotation check or a record, to another
-// PE, or nil, it
-// is encoded as Send's are, and the handler gets what decoding gives:
+// A message given (Proxy.Give) to a task on the same PE reaches its
+// handler as the sender's value itself, unencoded, under every protocol
+// (none logs a message between two tasks of one PE); with the annotation
+// check or a record, to another PE, or nil, it is encoded as Send's are, and the handler gets what decoding gives:
 // into a message given and encoded before (a spare), if there is one. An
 // observer sees the given message encoded as it would have been sent.
-func TestGiveHandsTheValueOverOnlyUnderNone(t *testing.T) {
+func TestGiveHandsTheValueOverOnThisPE(t *testing.T) {
 	cases := []struct {
 		name     string
 		kind     logging.Kind
@@ -66,8 +65,9 @@ func TestGiveHandsTheValueOverOnlyUnderNone(t *testing.T) {
 		{"none observed", logging.KindNone, 0, true, false, true},
 		{"none checked", logging.KindNone, 2, false, false, false},
 		{"none recorded", logging.KindNone, 0, false, true, false},
-		{"fulldet", logging.KindFullDet, 0, false, false, false},
-		{"partialdet", logging.KindPartialDet, 0, false, false, false},
+		{"fulldet", logging.KindFullDet, 0, false, false, true},
+		{"partialdet", logging.KindPartialDet, 0, false, false, true},
+		{"partialdet recorded", logging.KindPartialDet, 0, false, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,26 +6,29 @@ import (
 	"github.com/gochare/gochare/actor"
 )
 
-// Reused buffers for large messages under None.
+// Reused buffers for messages whose envelope keeps their payload.
 //
-// Under FullDet and PartialDet the sender log copies every payload, so
-// one buffer (PE.postBuf) serves every send. Under None the envelope
-// keeps the marshalled payload itself, and a large one goes to the
-// transport as it is (PE.transmit), which reads it until the receiver
-// acknowledged it. So, for a large message to one task on another PE
-// through a Net that says when it holds none of the payloads it was given
+// Under FullDet and PartialDet the sender log copies the payload of every
+// message to another PE, so one buffer (PE.postBuf) serves every such
+// send. Under None, and under every protocol for a message to a task of
+// this PE (which no protocol logs: logging.Protocol.Send), the envelope
+// keeps the marshalled payload itself.
+//
+// Under None a large payload goes to the transport as it is
+// (PE.transmit), which reads it until the receiver acknowledged it. So,
+// for a large message to one task on another PE through a Net that says
+// when it holds none of the payloads it was given
 // (partsNet.Released), the PE marshals into a buffer it reuses once
 // nothing refers to it: lent to the message while the slice runs, then
 // (transmit) in the Net's hands, then free again once the Net released
 // everything. Nothing else refers to such a payload: the protocol drops
 // the envelope once it is sent (None logs nothing), and the receiver
-// has its own copy. Messages to tasks on this PE (which the protocol
-// buffers until they are handled) and multicasts (whose envelopes share
-// one payload) are marshalled into memory of their own.
+// has its own copy. Multicasts (whose envelopes share one payload) are
+// marshalled into memory of their own.
 //
-// A message under None to one task on this PE is marshalled into memory
-// of its own that nothing but its envelope refers to: None keeps the
-// payload itself in the envelope, logs nothing, and forgets the message
+// A message to one task on this PE is marshalled into memory of its own
+// that nothing but its envelope refers to: the envelope keeps the
+// payload itself, nothing logs it, and the protocol forgets the message
 // once delivered; the recorder, the replayer and the annotation checker
 // copy what they keep, before the handler runs. So the PE owns such a
 // payload alone, as one received from another PE (ownPayload), and its
@@ -36,11 +39,10 @@ import (
 // copy what they decode) leaves its payload free once decoded: it is
 // marshalled into a buffer the PE takes back after the handler ran
 // (marshalLocal, freeLocal), so that the forward path does not allocate
-// a payload per message. Under FullDet and PartialDet the envelope
-// carries the sender log's copy, which the log keeps (and unmaps after a
-// checkpoint): a handler message there is always a copy, and the
-// message is marshalled into the one buffer every send reuses
-// (PE.postBuf).
+// a payload per message. A multicast's copy for a task of this PE under
+// FullDet and PartialDet is a copy of PE.postBuf of its own (PE.post),
+// and a replay from the sender log to a task restored here carries the
+// log's copy: their handler messages are always copies.
 
 // maxFreeBufs bounds the free buffers kept; maxInNet the buffers waited
 // for (a Net that never releases everything keeps them from being
@@ -61,8 +63,9 @@ const (
 	maxLocalLent      = 1 << 14
 )
 
-// marshalOwn marshals m, to be sent under None to target t of collection
-// cs, into memory the envelope may keep.
+// marshalOwn marshals m, to be sent to target t of collection cs under
+// None, or to one task of this PE under any protocol, into memory the
+// envelope may keep.
 func (pe *PE) marshalOwn(t actor.Target, cs *collectionState, codec actor.Codec, m any) ([]byte, error) {
 	local := t.Scope == actor.ScopeOne && int(cs.homeOf[cs.def.Shape.Linear(t.Index)]) == pe.cfg.Rank
 	if local && pe.replay == nil {

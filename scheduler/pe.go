@@ -248,8 +248,8 @@ type PE struct {
 	// encoded size.
 	spares                 map[uint32][]spare
 	spareCount, spareBytes int
-	// localFree are free buffers for payloads to tasks on this PE under
-	// None, localFreeBytes their capacity; localLent the payloads
+	// localFree are free buffers for payloads to tasks on this PE,
+	// localFreeBytes their capacity; localLent the payloads
 	// marshalled into them not delivered yet (marshal.go).
 	localFree      [][]byte
 	localFreeBytes int
@@ -1041,8 +1041,9 @@ func (pe *PE) transmit() {
 			env.Message = pe.encoded(env.Message) // never made (give.go); a guard
 		}
 		if int(env.To) == pe.cfg.Rank {
-			if pe.cfg.LogQuota > 0 && len(env.Message.Payload) > 0 {
-				// Its payload is the log's copy, whose memory a logger's
+			if pe.cfg.LogQuota > 0 && env.Replayed && len(env.Message.Payload) > 0 {
+				// A replay from this PE's log to a task restored here:
+				// its payload is the log's copy, whose memory a logger's
 				// acknowledgement may free while the message waits here.
 				env.Message.Payload = append([]byte(nil), env.Message.Payload...)
 			}
@@ -1323,13 +1324,20 @@ func (pe *PE) post(t actor.Target, key uint64, m any, sender commutative.TaskID)
 	if int(t.Handler) >= len(cs.def.Handlers) {
 		panic(fmt.Sprintf("scheduler: post to unknown handler %d of %q", t.Handler, cs.def.Name))
 	}
-	// With a logging protocol Send copies the payload into the sender
-	// log, so one buffer serves every send; with None the envelope keeps
-	// the payload itself, which must then be its own.
+	// With a logging protocol Send copies the payload of a message to
+	// another PE into the sender log, so one buffer serves every such
+	// send; the envelope of a message to this PE (which no protocol logs)
+	// and every envelope under None keep the payload itself, which must
+	// then be its own.
 	h := cs.def.Handlers[t.Handler]
 	var payload []byte
 	var err error
-	if pe.cfg.Protocol != logging.KindNone {
+	shared := pe.cfg.Protocol != logging.KindNone
+	if shared && t.Scope == actor.ScopeOne {
+		lin := cs.def.Shape.Linear(t.Index)
+		shared = pe.proto.Logged(sender, logging.PEID(cs.homeOf[lin]), commutative.TaskID(TaskID(cs.def.ID, lin)))
+	}
+	if shared {
 		payload, err = h.Message.Append(pe.postBuf[:0], m)
 		pe.postBuf = payload
 	} else {
@@ -1345,7 +1353,16 @@ func (pe *PE) post(t actor.Target, key uint64, m any, sender commutative.TaskID)
 		if sizedAtRunTime {
 			msg.Annotation.RegionSize = regionSizeAt(cs, h, lin, key)
 		}
-		pe.send(sender, cs.homeOf[lin], msg)
+		to := cs.homeOf[lin]
+		if shared && t.Scope != actor.ScopeOne && !pe.proto.Logged(sender, logging.PEID(to), msg.To) {
+			// A multicast's copy for a task of this PE, which the log
+			// does not keep.
+			m := msg
+			m.Payload = slices.Clone(payload)
+			pe.send(sender, to, m)
+			return
+		}
+		pe.send(sender, to, msg)
 	}
 	switch t.Scope {
 	case actor.ScopeOne:

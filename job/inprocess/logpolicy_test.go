@@ -23,7 +23,7 @@ func TestLogLimitBoundsTheSenderLog(t *testing.T) {
 	const (
 		pes        = 2
 		iterations = 100
-		limit      = 2 << 20
+		limit      = 1 << 20
 	)
 	args := []string{"--grid", "64,64,64", "--chunk", "16,16,16", "--iterations", "100"}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
