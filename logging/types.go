@@ -70,10 +70,11 @@ type Message struct {
 	Key     uint64
 	Payload []byte
 	// Value, when not nil, is the message itself, given by its sender to
-	// a task on the same PE under None without being encoded (Payload is
-	// then empty; see the scheduler's Proxy.Give path). Like Payload it is
-	// opaque: the protocols carry it and never read it. It is never set
-	// on a message that is logged or leaves its PE.
+	// a task under None without being encoded (Payload is then empty; see
+	// the scheduler's Proxy.Give path): on the same PE the handler gets it
+	// as it is, for another PE the scheduler encodes it into the batch
+	// that carries it. Like Payload it is opaque: the protocols carry it
+	// and never read it. It is never set on a message that is logged.
 	Value any
 	// Requires (PartialDet only, set by Send) lists the region receptions
 	// in the send's causal past since the last checkpoint: the message

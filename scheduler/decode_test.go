@@ -110,7 +110,18 @@ func randomBatch(r *rand.Rand, from, self, size int) []byte {
 		envs = append(envs, e)
 	}
 	for i := range envs {
-		ob.add(&envs[i])
+		e := &envs[i]
+		if p := e.Message.Payload; e.Kind == logging.EnvelopeMessage && len(p) > 0 && r.IntN(3) == 0 {
+			// Encoded into the batch, as a given message is (addGiven).
+			e.Message.Payload = nil
+			ok := ob.addEncoded(e, len(p), func(b []byte) ([]byte, error) { return append(b, p...), nil })
+			e.Message.Payload = p
+			if ok {
+				continue
+			}
+			panic("addEncoded refused its payload")
+		}
+		ob.add(e)
 	}
 	return append(batchHeader(nil, r.Uint64N(2)*r.Uint64(), r.Uint64N(3)), ob.buf...)
 }

@@ -105,14 +105,20 @@ func sizeDependency(d logging.Dependency) int {
 // sizeMessage is the size of m's encoding; from, when not 0, stands for
 // its payload (see payload_from in wire.proto).
 func sizeMessage(m *logging.Message, from uint32) int {
+	return sizeMessageLen(m, from, len(m.Payload))
+}
+
+// sizeMessageLen is sizeMessage for a payload of plen bytes, whatever
+// m.Payload holds.
+func sizeMessageLen(m *logging.Message, from uint32, plen int) int {
 	n := sizeNested(msgID, sizeID(m.ID)) +
 		protofield.VarintSize(msgTo, uint64(m.To)) +
 		protofield.VarintSize(msgHandler, uint64(m.Handler)) +
 		protofield.VarintSize(msgOrder, uint64(m.Annotation.Order)) +
 		protofield.VarintSize(msgRegionSize, uint64(uint32(m.Annotation.RegionSize))) +
 		protofield.VarintSize(msgKey, m.Key)
-	if len(m.Payload) > 0 && from == 0 {
-		n += protowire.SizeTag(msgPayload) + protowire.SizeBytes(len(m.Payload))
+	if plen > 0 && from == 0 {
+		n += protowire.SizeTag(msgPayload) + protowire.SizeBytes(plen)
 	}
 	for _, d := range m.Requires {
 		n += sizeNested(msgRequires, sizeDependency(d))
@@ -130,7 +136,11 @@ func appendMessage(b []byte, m *logging.Message, from uint32) []byte {
 }
 
 func appendMessageHead(b []byte, m *logging.Message, from uint32) []byte {
-	b = appendNestedHeader(b, envMessage, sizeMessage(m, from))
+	return appendMessageHeadLen(b, m, from, len(m.Payload))
+}
+
+func appendMessageHeadLen(b []byte, m *logging.Message, from uint32, plen int) []byte {
+	b = appendNestedHeader(b, envMessage, sizeMessageLen(m, from, plen))
 	b = appendID(b, msgID, m.ID)
 	b = protofield.AppendVarint(b, msgTo, uint64(m.To))
 	b = protofield.AppendVarint(b, msgHandler, uint64(m.Handler))
@@ -159,11 +169,17 @@ func sizeProgress(p logging.Progress) int {
 }
 
 func sizeEnvelope(e *logging.Envelope, from uint32) int {
+	return sizeEnvelopeLen(e, from, len(e.Message.Payload))
+}
+
+// sizeEnvelopeLen is sizeEnvelope for a payload of plen bytes, whatever
+// e.Message.Payload holds.
+func sizeEnvelopeLen(e *logging.Envelope, from uint32, plen int) int {
 	n := protofield.VarintSize(envKind, uint64(e.Kind)) +
 		protofield.VarintSize(envFrom, int32Varint(int32(e.From))) +
 		protofield.VarintSize(envTo, int32Varint(int32(e.To)))
 	if e.Kind == logging.EnvelopeMessage {
-		n += sizeNested(envMessage, sizeMessage(&e.Message, from))
+		n += sizeNested(envMessage, sizeMessageLen(&e.Message, from, plen))
 	}
 	if e.Replayed {
 		n += protowire.SizeTag(envReplayed) + 1
@@ -221,15 +237,21 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 // is left out: the bytes returned end with the payload's tag and length,
 // and the payload must follow them, as the end of the batch.
 func appendEnvelopeLast(b []byte, e *logging.Envelope) []byte {
-	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelope(e, 0))
+	return appendEnvelopeLastLen(b, e, len(e.Message.Payload))
+}
+
+// appendEnvelopeLastLen is appendEnvelopeLast for a payload of plen
+// bytes (more than 0), whatever e.Message.Payload holds.
+func appendEnvelopeLastLen(b []byte, e *logging.Envelope, plen int) []byte {
+	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelopeLen(e, 0, plen))
 	b = protofield.AppendVarint(b, envKind, uint64(e.Kind))
 	b = protofield.AppendVarint(b, envFrom, int32Varint(int32(e.From)))
 	b = protofield.AppendVarint(b, envTo, int32Varint(int32(e.To)))
 	b = appendEnvelopeRest(b, e)
-	b = appendMessageHead(b, &e.Message, 0)
+	b = appendMessageHeadLen(b, &e.Message, 0, plen)
 	b = appendMessageRest(b, &e.Message, 0)
 	b = protowire.AppendTag(b, msgPayload, protowire.BytesType)
-	return protowire.AppendVarint(b, uint64(len(e.Message.Payload)))
+	return protowire.AppendVarint(b, uint64(plen))
 }
 
 // maxBatchHeader bounds batchHeader's length.
@@ -285,7 +307,11 @@ const detachMin = 16 << 10
 // outBatch is a batch of envelopes being built for one PE: the encoded
 // entries of its envelopes field.
 type outBatch struct {
-	buf    []byte
+	buf []byte
+	// mem is buf's memory with maxBatchHeader bytes before it, where
+	// bytes puts the batch's header, so that a batch is sent without a
+	// copy (while buf has not outgrown it: then reset makes a larger one).
+	mem    []byte
 	n      int  // envelopes
 	nonAck bool // one of them is not an acknowledgement
 	// tail, when not nil, is the payload of the last envelope, written
@@ -305,8 +331,53 @@ type sharedPayload struct {
 }
 
 func (b *outBatch) reset() {
+	if !b.inMem() && cap(b.buf) > 0 {
+		// buf outgrew mem (or there was none): a larger mem, for the
+		// next batches.
+		b.mem = make([]byte, maxBatchHeader, maxBatchHeader+cap(b.buf))
+		b.buf = b.mem[maxBatchHeader:]
+	}
 	b.buf, b.n, b.nonAck, b.tail = b.buf[:0], 0, false, nil
 	clear(b.payloads)
+}
+
+// inMem reports whether buf lies in mem, after its header's room.
+func (b *outBatch) inMem() bool {
+	return cap(b.buf) > 0 && cap(b.mem) == maxBatchHeader+cap(b.buf) &&
+		&b.mem[:maxBatchHeader+1][maxBatchHeader] == &b.buf[:1][0]
+}
+
+// bytes returns the batch's own bytes (not the tail) as a wire.Batch
+// with job job and generation generation: in buf's memory when there is
+// room before it, or else appended to spare.
+func (b *outBatch) bytes(job, generation uint64, spare []byte) []byte {
+	if b.inMem() {
+		var h [maxBatchHeader]byte
+		head := batchHeader(h[:0], job, generation)
+		start := maxBatchHeader - len(head)
+		copy(b.mem[start:], head)
+		return b.mem[start : maxBatchHeader+len(b.buf)]
+	}
+	return append(batchHeader(spare[:0], job, generation), b.buf...)
+}
+
+// addEncoded appends message envelope e whose payload, of n bytes (more
+// than 0), enc appends: straight into the batch, without a buffer of its
+// own. It reports false, the batch unchanged, if enc failed or did not
+// append n bytes.
+func (b *outBatch) addEncoded(e *logging.Envelope, n int, enc func([]byte) ([]byte, error)) bool {
+	mark := len(b.buf)
+	buf := appendEnvelopeLastLen(b.buf, e, n)
+	start := len(buf)
+	buf, err := enc(buf)
+	if err != nil || len(buf)-start != n {
+		b.buf = buf[:mark]
+		return false
+	}
+	b.buf = buf
+	b.n++
+	b.nonAck = true
+	return true
 }
 
 // add appends e, sending a payload it shares with an earlier envelope of

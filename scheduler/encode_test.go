@@ -233,3 +233,39 @@ func TestEnvelopeWithPayloadLastDecodes(t *testing.T) {
 		require.Same(t, &buf[len(buf)-len(e.Message.Payload)], &last.payload[0], "seed %d: the payload is the batch's end", seed)
 	}
 }
+
+// A batch's bytes are its header then its envelopes, the same whether
+// they lie in the batch's own memory (after a first batch sized it) or
+// are copied; from the second batch on they are in that memory, and an
+// envelope whose encoder does not append what it announced leaves the
+// batch as it was.
+func TestOutBatchBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 11))
+	var ob outBatch
+	var spare []byte
+	for round := range 4 {
+		var want []byte
+		n := 1 // a first batch larger than the next ones, which fit its memory
+		if round == 0 {
+			n = 40
+		}
+		for range n {
+			e := randomEnvelope(r)
+			ob.add(&e)
+			want = appendEnvelope(want, &e, 0)
+		}
+		e := randomEnvelope(r)
+		e.Kind = logging.EnvelopeMessage
+		before := len(ob.buf)
+		require.False(t, ob.addEncoded(&e, 10, func(b []byte) ([]byte, error) { return append(b, 1, 2, 3), nil }))
+		require.Len(t, ob.buf, before, "a short encoding leaves the batch as it was")
+		job, gen := r.Uint64(), r.Uint64N(5)
+		got := ob.bytes(job, gen, spare)
+		require.Equal(t, append(batchHeader(nil, job, gen), want...), got, "round %d", round)
+		if round > 0 {
+			require.True(t, ob.inMem(), "round %d: in the batch's memory", round)
+			require.Same(t, &ob.buf[0], &got[len(got)-len(ob.buf)], "round %d: not copied", round)
+		}
+		ob.reset()
+	}
+}

@@ -25,6 +25,13 @@ import (
 // hands the value to the handler. A given message that does not qualify
 // is posted, encoded, as Send's are.
 //
+// A given protobuf message to one task on another PE under None (same
+// conditions, but for the place) carries its value too, as far as the
+// batch: transmit encodes it straight into the batch for that PE
+// (addGiven), at its envelope's place, without a buffer of its own, and
+// keeps it as a spare (below). So a message given across PEs is encoded
+// once, into memory the PE reuses for every batch.
+//
 // A given message that is encoded instead is the runtime's once encoded
 // (nothing refers to it: the protocol, the recorder and the batches keep
 // the bytes): the PE keeps such protobuf messages, per handler, as spares,
@@ -36,10 +43,8 @@ import (
 //
 // What could see such an envelope's missing bytes is covered: an
 // observer (Config.Observe, the simulator's) gets the message encoded for
-// it (observe); an envelope that would leave the PE (which post never
-// makes: the value is only set for a task of this PE, and a task moves
-// only with no message waiting) is encoded before it is batched
-// (transmit), so a bug there costs a copy, not a wrong message.
+// it (observe); an envelope that leaves the PE is encoded as it is
+// batched (transmit, addGiven), and only there.
 
 // give posts m, whose sender gave it up, to target t on behalf of task
 // sender.
@@ -50,14 +55,16 @@ func (pe *PE) give(t actor.Target, key uint64, m any, sender commutative.TaskID)
 	}
 	cs := pe.colls[t.Collection]
 	lin := cs.def.Shape.Linear(t.Index)
-	if pe.replay != nil || pe.rec != nil || pe.checker != nil ||
-		t.Scope != actor.ScopeOne || int(cs.homeOf[lin]) != pe.cfg.Rank ||
-		pe.proto.Logged(sender, logging.PEID(pe.cfg.Rank), commutative.TaskID(TaskID(cs.def.ID, lin))) {
+	h := cs.def.Handlers[t.Handler]
+	_, isProto := m.(proto.Message)
+	local := int(cs.homeOf[lin]) == pe.cfg.Rank
+	if pe.replay != nil || pe.rec != nil || pe.checker != nil || t.Scope != actor.ScopeOne ||
+		local && pe.proto.Logged(sender, logging.PEID(pe.cfg.Rank), commutative.TaskID(TaskID(cs.def.ID, lin))) ||
+		!local && (pe.cfg.Protocol != logging.KindNone || !isProto || h.Message.NewProto == nil) {
 		pe.post(t, key, m, sender)
-		pe.keepSpare(handlerID(t.Collection, t.Handler), cs.def.Handlers[t.Handler], m)
+		pe.keepSpare(handlerID(t.Collection, t.Handler), h, m)
 		return
 	}
-	h := cs.def.Handlers[t.Handler]
 	msg := logging.Message{
 		Handler: handlerID(t.Collection, t.Handler), Annotation: annotationOf(h.Annotation), Key: key,
 		To: commutative.TaskID(TaskID(cs.def.ID, lin)), Value: m,
@@ -65,7 +72,9 @@ func (pe *PE) give(t actor.Target, key uint64, m any, sender commutative.TaskID)
 	if h.Annotation.Order == actor.Commutative && h.Annotation.SizedAtRunTime() {
 		msg.Annotation.RegionSize = regionSizeAt(cs, h, lin, key)
 	}
-	pe.stats.Given++
+	if int(cs.homeOf[lin]) == pe.cfg.Rank {
+		pe.stats.Given++ // handed over as it is
+	}
 	pe.send(sender, cs.homeOf[lin], msg)
 }
 
@@ -76,6 +85,45 @@ func isNilPointer(m any) bool {
 	v := reflect.ValueOf(m)
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
+
+// addGiven adds message envelope e, which carries its value (a protobuf
+// message given to a task on PE to), to the batch for to: encoded
+// straight into the batch, without a buffer of its own; the value is then
+// the runtime's, a spare to decode into (keepSpare).
+func (pe *PE) addGiven(to int, e *logging.Envelope) {
+	coll, hi := splitHandler(e.Message.Handler)
+	h := pe.colls[coll].def.Handlers[hi]
+	v := e.Message.Value
+	b := &pe.out[to]
+	pm, ok := v.(proto.Message)
+	n := 0
+	if ok {
+		n = proto.Size(pm)
+	}
+	if b.n > 0 && len(b.buf)+n+maxEnvelopeHead > maxBatchBytes {
+		pe.flushTo(to) // one frame of the transport's holds the batch
+	}
+	e.Message.Value = nil
+	if !ok || n == 0 || !b.addEncoded(e, n, func(buf []byte) ([]byte, error) { return h.Message.Append(buf, v) }) {
+		// Empty (no payload field, as Send's), or not what proto.Size
+		// said (a guard): encoded on its own.
+		e.Message.Value = v
+		e.Message = pe.encoded(e.Message)
+		b.add(e)
+	}
+	pe.keepSpare(e.Message.Handler, h, v)
+	if len(b.buf) >= maxBatchBytes {
+		pe.flushTo(to)
+	}
+}
+
+// maxBatchBytes is the size from which a batch is sent without waiting
+// for the end of the slice; maxEnvelopeHead bounds what an envelope of a
+// given message adds to its batch beyond its payload.
+const (
+	maxBatchBytes   = 1<<20 - 4<<10
+	maxEnvelopeHead = 1 << 10
+)
 
 // encodeValue returns the payload of a message that carries its value
 // (Message.Value), encoded by its handler's codec into memory of its own.
@@ -96,6 +144,36 @@ func (pe *PE) encoded(msg logging.Message) logging.Message {
 		msg.Payload, msg.Value = pe.encodeValue(msg), nil
 	}
 	return msg
+}
+
+// decodesOnArrival reports whether messages from other PEs are decoded as
+// they arrive (decodeOnArrival): under None, with nothing that reads
+// their bytes later (a recorder, a replayer, the annotation check).
+func (pe *PE) decodesOnArrival() bool {
+	return pe.cfg.Protocol == logging.KindNone && pe.replay == nil && pe.rec == nil && pe.checker == nil
+}
+
+// decodeOnArrival decodes m, a message from another PE for a task of this
+// PE, into a spare (newMessage), copying its bytes fields into the
+// spare's memory: m then carries the value instead of its payload, as a
+// given message does, and nothing refers to the memory the payload was
+// received in, which the transport may reuse at once (PE.Receive). So a
+// message given across PEs costs no memory at either end once spares
+// circulate. A message that is not a protobuf one, or whose payload does
+// not decode, is left as it is, for invoke, and so is one of aliasMin
+// bytes or more when there is no spare to decode it into: invoke decodes
+// it aliasing the payload, which is then the handler's.
+func (pe *PE) decodeOnArrival(m *logging.Message) {
+	coll, hi := splitHandler(m.Handler)
+	h := pe.colls[coll].def.Handlers[hi]
+	if h.Message.NewProto == nil || (len(m.Payload) >= aliasMin && len(pe.spares[m.Handler]) == 0) {
+		return // a large one without a spare: aliased by invoke instead
+	}
+	pm := pe.newMessage(m.Handler, h)
+	if err := decodeInto(m.Payload, pm, false, &pe.unmarshalBuf, &pe.bytesFields); err != nil {
+		return
+	}
+	m.Value, m.Payload = pm, nil
 }
 
 // spare is a protobuf message given and encoded, kept to decode into

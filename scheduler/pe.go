@@ -726,14 +726,25 @@ func (pe *PE) Receive(from int, payload []byte) {
 	if !pe.acceptBatch(from, payload, d.job, d.generation) {
 		return
 	}
+	held := false // a message refers to payload
 	for i := range d.envelopes {
 		env, err := d.envelope(i, from, pe.cfg.Rank, pe.cfg.Size)
+		if !pe.receiveEnvelope(from, env, err) {
+			continue
+		}
+		held = true
 		if err == nil && !d.envelopes[i].shared {
 			pe.ownPayload(env.Message.Payload)
 		}
-		pe.receiveEnvelope(from, env, err)
 	}
 	pe.schedule()
+	if !held && pe.decodesOnArrival() {
+		// Every message was decoded already (decodeOnArrival): the
+		// transport may read into the payload's memory again.
+		if r, ok := pe.cfg.Net.(recycler); ok {
+			r.Recycle(payload)
+		}
+	}
 }
 
 func (pe *PE) releaseDecoder(d *batchDecoder) {
@@ -794,14 +805,15 @@ func (pe *PE) acceptBatch(from int, payload []byte, job, generation uint64) bool
 }
 
 // receiveEnvelope handles one envelope of a batch from PE from, or its
-// error.
-func (pe *PE) receiveEnvelope(from int, env logging.Envelope, err error) {
+// error. It reports whether what it did with the envelope still refers to
+// its message's payload.
+func (pe *PE) receiveEnvelope(from int, env logging.Envelope, err error) bool {
 	if err == nil && env.Kind == logging.EnvelopeMessage {
 		if to, moved := pe.movedAway(env.Message.To); moved {
 			pe.stats.Received++
 			pe.receivedFrom[from]++
 			pe.forward(env, to)
-			return
+			return true
 		}
 		err = pe.checkMessage(env.Message)
 	}
@@ -811,9 +823,13 @@ func (pe *PE) receiveEnvelope(from int, env logging.Envelope, err error) {
 		pe.stats.Received++
 		pe.receivedFrom[from]++
 		pe.drop(err)
-		return
+		return false
+	}
+	if env.Kind == logging.EnvelopeMessage && len(env.Message.Payload) > 0 && pe.decodesOnArrival() {
+		pe.decodeOnArrival(&env.Message)
 	}
 	pe.arrive(env)
+	return env.Kind == logging.EnvelopeMessage && len(env.Message.Payload) > 0
 }
 
 func (pe *PE) arrive(env logging.Envelope) {
@@ -1038,7 +1054,10 @@ func (pe *PE) transmit() {
 		}
 		pe.sentTo[env.To]++
 		if env.Kind == logging.EnvelopeMessage && env.Message.Value != nil && int(env.To) != pe.cfg.Rank {
-			env.Message = pe.encoded(env.Message) // never made (give.go); a guard
+			// Given to a task on another PE under None (give.go): encoded
+			// straight into its batch.
+			pe.addGiven(int(env.To), &env)
+			continue
 		}
 		if int(env.To) == pe.cfg.Rank {
 			if pe.cfg.LogQuota > 0 && env.Replayed && len(env.Message.Payload) > 0 {
@@ -1098,11 +1117,13 @@ func (pe *PE) flushTo(to int) {
 	b := &pe.out[to]
 	size := 0
 	if net, ok := pe.cfg.Net.(partsNet); ok {
-		// The batch's own bytes are copied by the transport: one reused
-		// buffer serves every batch; the tail is the payload's memory.
-		head := batchHeader(pe.headBuf[:0], pe.cfg.JobID, pe.generation)
-		head = append(head, b.buf...)
-		pe.headBuf = head
+		// The batch's own bytes are copied by the transport: the batch's
+		// memory serves every batch (outBatch.bytes); the tail is the
+		// payload's memory.
+		head := b.bytes(pe.cfg.JobID, pe.generation, pe.headBuf)
+		if !b.inMem() {
+			pe.headBuf = head
+		}
 		net.SendParts(to, head, b.tail)
 		size = len(head) + len(b.tail)
 	} else {

@@ -40,6 +40,11 @@ type core struct {
 	// frames (their joined copy, which the payload's handler then owns):
 	// the TCP endpoint's recycled buffers (recvPool). Nil: make.
 	alloc func(n int) []byte
+	// alone, while receive delivers the payload that is the whole of a
+	// frame's data but its record header (aloneAt bytes), is that data:
+	// its memory holds that payload alone (takeAlone).
+	alone   []byte
+	aloneAt int
 }
 
 // maxSpare bounds the frame buffers kept for reuse.
@@ -171,8 +176,11 @@ func (c *core) sendParts(to int, head, body []byte) {
 	c.stats.backlog.Add(int64(n))
 	var header [binary.MaxVarintLen64]byte
 	h := binary.PutUvarint(header[:], uint64(n))
-	if len(o.open)+h > c.maxFrame {
-		c.seal(to) // a record header lies whole within one frame
+	if len(o.open)+h > c.maxFrame || (len(o.open) > 0 && len(o.open)+h+n > c.maxFrame && h+n <= c.maxFrame) {
+		// A record header lies whole within one frame; and a payload
+		// that fits in a frame is not split across two, which its
+		// receiver would join in a copy: it starts a frame of its own.
+		c.seal(to)
 	}
 	large := len(body) >= min(largePayload, c.maxFrame/4)
 	want := h + len(head)
@@ -224,9 +232,20 @@ func (c *core) appendCopy(to int, b []byte) {
 func (c *core) grow(o *outChannel, want int) {
 	if o.open == nil {
 		size := min(c.maxFrame, max(want, minOpenFrame))
-		if n := len(c.spare); n > 0 && cap(c.spare[n-1]) >= size {
-			o.open, c.spare[n-1] = c.spare[n-1], nil
-			c.spare = c.spare[:n-1]
+		// The smallest spare that holds size: frames of one size (a
+		// job's batches) reuse each other's memory, whatever smaller
+		// frames went by between them.
+		best := -1
+		for i, b := range c.spare {
+			if cap(b) >= size && (best < 0 || cap(b) < cap(c.spare[best])) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			last := len(c.spare) - 1
+			o.open = c.spare[best]
+			c.spare[best], c.spare[last] = c.spare[last], nil
+			c.spare = c.spare[:last]
 			return
 		}
 		o.open = make([]byte, 0, size)
@@ -372,8 +391,14 @@ func (c *core) receive(f frame) error {
 		c.stats.payloadsDelivered.Add(1)
 		c.deliver(from, payload)
 	}
+	if len(f.Head) == 0 && in.need == 0 {
+		if n, h := binary.Uvarint(f.Data); h > 0 && n > 0 && n == uint64(len(f.Data)-h) {
+			c.alone, c.aloneAt = f.Data, h
+		}
+	}
 	in.unpack(f.Head, deliver, c.alloc)
 	in.unpack(f.Data, deliver, c.alloc)
+	c.alone, c.aloneAt = nil, 0
 	// The handler may have sent to from and so piggybacked the ack.
 	if in.owed && (in.owedFrames >= c.ackFrames || in.owedBytes >= c.ackBytes) {
 		c.transmitAck(from, 0)
@@ -468,6 +493,37 @@ func (in *inChannel) unpack(data []byte, deliver func([]byte), alloc func(int) [
 	}
 }
 
+// takeAlone returns the data of the frame being received if payload, being
+// delivered, is all it holds (beyond its record header), and forgets it;
+// else nil.
+func (c *core) takeAlone(payload []byte) []byte {
+	a := c.alone
+	if len(a) == 0 || len(payload) != len(a)-c.aloneAt || &payload[0] != &a[c.aloneAt] {
+		return nil
+	}
+	c.alone, c.aloneAt = nil, 0
+	return a
+}
+
+// keepSpare keeps b, an acknowledged frame's buffer, for a new frame:
+// when maxSpare are kept already, in the place of the smallest one if b
+// is larger (a large frame's memory is the one worth keeping).
+func (c *core) keepSpare(b []byte) {
+	if len(c.spare) < maxSpare {
+		c.spare = append(c.spare, b)
+		return
+	}
+	small := 0
+	for i := range c.spare {
+		if cap(c.spare[i]) < cap(c.spare[small]) {
+			small = i
+		}
+	}
+	if cap(b) > cap(c.spare[small]) {
+		c.spare[small] = b
+	}
+}
+
 // onAck applies a cumulative ack and a resend request from peer.
 func (c *core) onAck(peer int, ack, resendFrom uint64) error {
 	o := &c.out[peer]
@@ -482,8 +538,8 @@ func (c *core) onAck(peer int, ack, resendFrom uint64) error {
 			sf := &o.unacked[i]
 			released += sf.payloadBytes
 			o.inFlight -= sf.cost()
-			if reuse && sf.buf != nil && len(c.spare) < maxSpare {
-				c.spare = append(c.spare, sf.buf[:0])
+			if reuse && sf.buf != nil {
+				c.keepSpare(sf.buf[:0])
 			}
 			*sf = sentFrame{}
 		}

@@ -230,8 +230,25 @@ func (e *TCP) Released() bool { return e.stats.backlog.Load() == 0 && e.held.Loa
 // uses, instead of memory new to it (page faults and clearing; the
 // buffer would otherwise come back only after a garbage collection,
 // which a PE with a small heap may not run for many checkpoints). Any
-// other payload is left alone. Safe from any goroutine.
-func (e *TCP) Recycle(payload []byte) { e.joined.put(payload) }
+// other payload is left alone. Call it from the Handler's methods (the
+// endpoint's loop), as the scheduler does.
+//
+// Called from Receive with the payload being delivered, it also takes
+// back the buffer of the frame that payload came in, if the
+// payload was all that frame held: the reader reads a later frame into
+// it, memory the process already uses (a batch of a stencil's faces,
+// decoded as it arrived, comes and goes in the same buffer every
+// iteration).
+func (e *TCP) Recycle(payload []byte) {
+	if len(payload) == 0 {
+		return
+	}
+	if data := e.core.takeAlone(payload); data != nil {
+		e.recv.put(data)
+		return
+	}
+	e.joined.put(payload)
+}
 
 // Flush sends the frames being filled and the due acknowledgements. Call it
 // only from Handler callbacks.
