@@ -99,6 +99,11 @@ type peDumps struct {
 	slabs [][]byte
 	used  int
 	own   [][]byte
+	// readers counts the fetches writing runs of this period out; the
+	// memory of a period that ended (ended) while one did goes back
+	// when the last is done (loggerStore.done).
+	readers int
+	ended   bool
 }
 
 type dumpRun struct {
@@ -120,20 +125,31 @@ func (s *loggerStore) period(pe int, epoch uint64) *peDumps {
 		for _, r := range d.runs {
 			s.size -= len(r.payload)
 		}
-		for _, c := range d.slabs {
-			if len(s.free) < maxFreeSlabs {
-				s.free = append(s.free, c)
-			} else {
-				s.mem.Release(c)
-			}
-		}
-		for _, c := range d.own {
-			s.mem.Release(c)
+		d.ended = true
+		if d.readers == 0 {
+			s.recycle(d)
 		}
 	}
 	d = &peDumps{epoch: epoch}
 	s.pes[pe] = d
 	return d
+}
+
+// recycle gives the memory of d, a period that ended and that no fetch
+// reads any more, back: its slabs to the free list, its own chunks to
+// the system (s.mu held).
+func (s *loggerStore) recycle(d *peDumps) {
+	for _, c := range d.slabs {
+		if len(s.free) < maxFreeSlabs {
+			s.free = append(s.free, c)
+		} else {
+			s.mem.Release(c)
+		}
+	}
+	for _, c := range d.own {
+		s.mem.Release(c)
+	}
+	d.slabs, d.own = nil, nil
 }
 
 // buffer returns n bytes to read a dump of PE pe of period epoch into,
@@ -182,28 +198,46 @@ func (s *loggerStore) store(pe int, epoch uint64, from, to int, payload []byte) 
 	return to
 }
 
-// fetch returns PE pe's entries [from, to) of period epoch, joined from
-// the runs that cover them exactly, or false.
-func (s *loggerStore) fetch(pe int, epoch uint64, from, to int) ([]byte, bool) {
+// fetch returns PE pe's entries [from, to) of period epoch: the stored
+// runs that cover them exactly, in order, as they lie in the logger's
+// memory (not joined into one buffer: a fetch of tens of MiB would cost
+// as many fresh pages), with their total size, or false. The runs stay
+// valid, even if the period ends meanwhile, until the caller, once it
+// has written them out, calls done(d) with the peDumps returned.
+func (s *loggerStore) fetch(pe int, epoch uint64, from, to int) (parts [][]byte, size int, d *peDumps, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := s.pes[pe]
+	d = s.pes[pe]
 	if d == nil || d.epoch != epoch {
-		return nil, false
+		return nil, 0, nil, false
 	}
-	var out []byte
 	at := from
 	for _, r := range d.runs {
 		if r.to <= at || r.from >= to {
 			continue
 		}
 		if r.from != at || r.to > to {
-			return nil, false
+			return nil, 0, nil, false
 		}
-		out = append(out, r.payload...)
+		parts = append(parts, r.payload)
+		size += len(r.payload)
 		at = r.to
 	}
-	return out, at == to
+	if at != to {
+		return nil, 0, nil, false
+	}
+	d.readers++
+	return parts, size, d, true
+}
+
+// done ends a fetch of d's runs: fetch's runs may be reused.
+func (s *loggerStore) done(d *peDumps) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d.readers--
+	if d.readers == 0 && d.ended {
+		s.recycle(d)
+	}
 }
 
 // held returns the bytes the logger holds.
@@ -360,13 +394,7 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			return fmt.Errorf("launcher: malformed dump from PE %d: kind %d, entries [%d, %d), %d bytes", pe, h[0], from, to, n)
 		}
 		if h[0] == dumpKindFetch {
-			b, ok := s.store.fetch(pe, epoch, int(from), int(to))
-			if !ok {
-				s.log.Warn("a PE asked for log entries this logger does not hold", "pe", pe, "epoch", epoch, "from", from, "to", to)
-			}
-			h[0] = dumpKindData
-			binary.LittleEndian.PutUint32(h[17:], uint32(len(b)))
-			if _, err := (&net.Buffers{h[:], b}).WriteTo(nc); err != nil {
+			if err := s.answerFetch(nc, &h, pe, epoch, int(from), int(to)); err != nil {
 				return err
 			}
 			continue
@@ -392,6 +420,24 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			return err
 		}
 	}
+}
+
+// answerFetch answers PE pe's fetch of entries [from, to) of period
+// epoch (h, the fetch's header, becomes the answer's): the header, then
+// the runs straight from where the logger stores them, in one vectored
+// write.
+func (s *dumpServer) answerFetch(nc net.Conn, h *[dumpHeaderSize]byte, pe int, epoch uint64, from, to int) error {
+	parts, size, d, ok := s.store.fetch(pe, epoch, from, to)
+	if !ok {
+		s.log.Warn("a PE asked for log entries this logger does not hold", "pe", pe, "epoch", epoch, "from", from, "to", to)
+	} else {
+		defer s.store.done(d)
+	}
+	h[0] = dumpKindData
+	binary.LittleEndian.PutUint32(h[17:], uint32(size))
+	bufs := append(net.Buffers{h[:]}, parts...)
+	_, err := bufs.WriteTo(nc)
+	return err
 }
 
 // dumpClient is a PE's side of the dump stream: a scheduler.DumpSink

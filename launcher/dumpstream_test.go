@@ -202,10 +202,10 @@ func TestLoggerStoreSlabs(t *testing.T) {
 	}
 	big := put(1, 1, 0, 1, logging.DumpSlab, 7)
 	require.Equal(t, len(want)+len(big), s.held())
-	got, ok := s.fetch(0, 1, 0, 60)
+	got, ok := fetchJoined(&s, 0, 1, 0, 60)
 	require.True(t, ok)
 	require.Equal(t, want, got)
-	got, ok = s.fetch(1, 1, 0, 1)
+	got, ok = fetchJoined(&s, 1, 1, 0, 1)
 	require.True(t, ok)
 	require.Equal(t, big, got)
 	slabs := len(s.pes[0].slabs)
@@ -217,6 +217,52 @@ func TestLoggerStoreSlabs(t *testing.T) {
 	put(0, 2, 0, 1, 100_000, 1)
 	require.Len(t, s.free, slabs-1)
 	require.Equal(t, 100_000+len(big), s.held())
-	_, ok = s.fetch(0, 1, 0, 60)
+	_, ok = fetchJoined(&s, 0, 1, 0, 60)
 	require.False(t, ok, "the period that ended is gone")
+}
+
+// fetchJoined is s.fetch with the runs joined.
+func fetchJoined(s *loggerStore, pe int, epoch uint64, from, to int) ([]byte, bool) {
+	parts, size, d, ok := s.fetch(pe, epoch, from, to)
+	if !ok {
+		return nil, false
+	}
+	defer s.done(d)
+	out := bytes.Join(parts, nil)
+	if len(out) != size {
+		panic("loggerStore.fetch: size differs from its runs'")
+	}
+	return out, true
+}
+
+// A fetch reads the runs where the logger stores them: a period that
+// ends while a fetch writes them out keeps its slabs until the fetch is
+// done, and only then do they go back to the free list.
+func TestLoggerStoreFetchPinsSlabs(t *testing.T) {
+	s := loggerStore{mem: logging.NewDumpMemory()}
+	for i := range 3 {
+		b := s.buffer(0, 1, 1000)
+		for j := range b {
+			b[j] = byte(i)
+		}
+		s.store(0, 1, i, i+1, b)
+	}
+	parts, size, d, ok := s.fetch(0, 1, 0, 3)
+	require.True(t, ok)
+	require.Equal(t, 3000, size)
+	require.Len(t, parts, 3)
+	// The next period begins: the fetched runs must stay as they were.
+	nb := s.buffer(0, 2, 1000)
+	for j := range nb {
+		nb[j] = 0xff
+	}
+	s.store(0, 2, 0, 1, nb)
+	require.Empty(t, s.free, "a slab under a fetch is not reused")
+	for i, p := range parts {
+		require.Equal(t, bytes.Repeat([]byte{byte(i)}, 1000), p)
+	}
+	s.done(d)
+	require.Len(t, s.free, 1, "the slab goes back once the fetch is done")
+	_, _, _, ok = s.fetch(0, 1, 0, 3)
+	require.False(t, ok)
 }
