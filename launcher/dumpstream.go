@@ -37,11 +37,14 @@ import (
 // u32, to u32, length u32) and the entries (logging.DumpBatch.Payload),
 // and the logger answers each it stored with a cumulative
 // acknowledgement (kind 2 u8, epoch u64, to u32): it holds the PE's
-// entries of that period below to. For a recovery the PE asks for a run
-// back with a fetch (a dump header of kind 3 and length 0), and the
-// logger answers with the entries (a dump header of kind 4, the same
-// epoch and range, and the entries; length 0 when it does not hold that
-// run). All integers little-endian. A
+// entries of that period below to. For a recovery the PE asks for
+// entries back with a fetch (a dump header of kind 3): with length 0 the
+// whole run [from, to), else the entries of it the body lists, as pairs
+// of uvarints (skip, count): from the run's start (then from the end of
+// the last pair's entries) skip entries, take count. The logger answers
+// with the entries, one after the other (a dump header of kind 4, the
+// same epoch and range, and the entries; length 0 when it does not hold
+// them). All integers little-endian. A
 // connection that breaks the handshake, or sends a malformed dump, is
 // closed and logged by the logger; a PE that loses its connection to a
 // logger (or cannot open one) takes that logger for dead
@@ -390,11 +393,23 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 		epoch := binary.LittleEndian.Uint64(h[1:])
 		from, to := binary.LittleEndian.Uint32(h[9:]), binary.LittleEndian.Uint32(h[13:])
 		n := binary.LittleEndian.Uint32(h[17:])
-		if (h[0] != dumpKindDump && h[0] != dumpKindFetch) || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 || (h[0] == dumpKindFetch && n != 0) {
+		if (h[0] != dumpKindDump && h[0] != dumpKindFetch) || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 ||
+			(h[0] == dumpKindFetch && uint64(n) > maxNeedBytes*uint64(to-from)) {
 			return fmt.Errorf("launcher: malformed dump from PE %d: kind %d, entries [%d, %d), %d bytes", pe, h[0], from, to, n)
 		}
 		if h[0] == dumpKindFetch {
-			if err := s.answerFetch(nc, &h, pe, epoch, int(from), int(to)); err != nil {
+			var need []int
+			if n > 0 {
+				body := make([]byte, n)
+				if _, err := io.ReadFull(r, body); err != nil {
+					return err
+				}
+				var err error
+				if need, err = decodeNeed(int(from), int(to), body); err != nil {
+					return fmt.Errorf("launcher: malformed fetch from PE %d: %w", pe, err)
+				}
+			}
+			if err := s.answerFetch(nc, &h, pe, epoch, int(from), int(to), need); err != nil {
 				return err
 			}
 			continue
@@ -423,21 +438,99 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 }
 
 // answerFetch answers PE pe's fetch of entries [from, to) of period
-// epoch (h, the fetch's header, becomes the answer's): the header, then
-// the runs straight from where the logger stores them, in one vectored
-// write.
-func (s *dumpServer) answerFetch(nc net.Conn, h *[dumpHeaderSize]byte, pe int, epoch uint64, from, to int) error {
+// epoch, or of entries need of them if need is not nil (h, the fetch's
+// header, becomes the answer's): the header, then the entries straight
+// from where the logger stores them, in one vectored write.
+func (s *dumpServer) answerFetch(nc net.Conn, h *[dumpHeaderSize]byte, pe int, epoch uint64, from, to int, need []int) error {
 	parts, size, d, ok := s.store.fetch(pe, epoch, from, to)
+	if ok {
+		defer s.store.done(d)
+	}
+	if ok && need != nil {
+		// The runs are pinned (fetch): they are read without the lock.
+		runs := parts
+		parts, size = nil, 0
+		at := from
+		for _, run := range runs {
+			count, err := logging.CountDumped(run)
+			if err != nil {
+				ok = false
+				break
+			}
+			if parts, need, err = logging.PickDumped(parts, run, at, need); err != nil {
+				ok = false
+				break
+			}
+			at += count
+		}
+		if !ok || len(need) > 0 || at != to {
+			ok, parts = false, nil
+		}
+		for _, p := range parts {
+			size += len(p)
+		}
+	}
 	if !ok {
 		s.log.Warn("a PE asked for log entries this logger does not hold", "pe", pe, "epoch", epoch, "from", from, "to", to)
-	} else {
-		defer s.store.done(d)
 	}
 	h[0] = dumpKindData
 	binary.LittleEndian.PutUint32(h[17:], uint32(size))
 	bufs := append(net.Buffers{h[:]}, parts...)
 	_, err := bufs.WriteTo(nc)
 	return err
+}
+
+// maxNeedBytes bounds a fetch's body per entry of its range: a pair of
+// uvarints below 2^31.
+const maxNeedBytes = 10
+
+// encodeNeed encodes entries need (sorted, from from on) as a fetch's
+// body.
+func encodeNeed(from int, need []int) []byte {
+	var b []byte
+	at := from
+	for k := 0; k < len(need); {
+		n := 1
+		for k+n < len(need) && need[k+n] == need[k]+n {
+			n++
+		}
+		b = binary.AppendUvarint(b, uint64(need[k]-at))
+		b = binary.AppendUvarint(b, uint64(n))
+		at = need[k] + n
+		k += n
+	}
+	return b
+}
+
+// decodeNeed decodes a fetch's body: the entries it lists, all in
+// [from, to).
+func decodeNeed(from, to int, b []byte) ([]int, error) {
+	var need []int
+	at := from
+	for len(b) > 0 {
+		skip, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, errors.New("bad entry list")
+		}
+		b = b[k:]
+		count, k := binary.Uvarint(b)
+		if k <= 0 || count == 0 {
+			return nil, errors.New("bad entry list")
+		}
+		b = b[k:]
+		if skip > uint64(to-at) || count > uint64(to-at)-skip {
+			return nil, fmt.Errorf("entries past the range [%d, %d)", from, to)
+		}
+		at += int(skip)
+		for range count {
+			need = append(need, at)
+			at++
+		}
+	}
+	if need == nil {
+		return nil, errors.New("an empty entry list")
+	}
+	return need, nil
 }
 
 // dumpClient is a PE's side of the dump stream: a scheduler.DumpSink
@@ -524,6 +617,25 @@ func (c *dumpClient) Dump(b logging.DumpBatch) {
 // Fetch asks logger for entries [from, to) of period epoch and waits for
 // them; it fails when the logger is gone or does not hold them.
 func (c *dumpClient) Fetch(logger int, epoch uint64, from, to int) ([]byte, error) {
+	return c.fetch(logger, epoch, from, to, nil)
+}
+
+// FetchSome asks logger for entries need (sorted, within [from, to)) of
+// period epoch and waits for them (scheduler.DumpPicker): the logger
+// sends those alone.
+func (c *dumpClient) FetchSome(logger int, epoch uint64, from, to int, need []int) ([]byte, error) {
+	for k, i := range need {
+		if i < from || i >= to || (k > 0 && i <= need[k-1]) {
+			return nil, fmt.Errorf("launcher: entry %d to fetch of [%d, %d): the entries must increase within the range", i, from, to)
+		}
+	}
+	if len(need) == 0 {
+		return nil, fmt.Errorf("launcher: no entry to fetch of [%d, %d)", from, to)
+	}
+	return c.fetch(logger, epoch, from, to, encodeNeed(from, need))
+}
+
+func (c *dumpClient) fetch(logger int, epoch uint64, from, to int, body []byte) ([]byte, error) {
 	if logger < 0 || logger >= len(c.links) {
 		return nil, fmt.Errorf("launcher: no logger %d", logger)
 	}
@@ -536,7 +648,7 @@ func (c *dumpClient) Fetch(logger int, epoch uint64, from, to int) ([]byte, erro
 		return nil, err
 	}
 	k.fetches = append(k.fetches, reply)
-	k.queue = append(k.queue, dumpOut{DumpBatch: logging.DumpBatch{Logger: logger, Epoch: epoch, From: from, To: to}, fetch: true})
+	k.queue = append(k.queue, dumpOut{DumpBatch: logging.DumpBatch{Logger: logger, Epoch: epoch, From: from, To: to, Payload: body}, fetch: true})
 	k.cond.Signal()
 	k.mu.Unlock()
 	k.start.Do(func() {

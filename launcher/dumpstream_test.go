@@ -36,19 +36,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func dumpOf(t *testing.T, logger int, epoch uint64, from, n int) logging.DumpBatch {
 	t.Helper()
 	p := logging.NewFullDet(logging.Config{PE: 0, PEs: 2, LogQuota: 1 << 10, Loggers: 1})
+	q := p.(logging.LogQuota)
 	p.HostTask(1)
-	for i := 0; i < from+n; i++ {
+	// The protocol's dumps (one entry each, with so small a quota; each
+	// acknowledged at once, and enough sent after entry from+n that it
+	// is dumped), joined from entry from to from+n.
+	out := logging.DumpBatch{Logger: logger, Epoch: epoch, From: from, To: from}
+	for i := 0; i < from+n+16; i++ {
 		p.Send(1, 1, logging.Message{To: 2, Payload: bytes.Repeat([]byte{byte(i)}, 200)})
 		p.Advance()
-	}
-	var out logging.DumpBatch
-	for _, d := range p.(logging.LogQuota).TakeDumps() {
-		if out.Payload == nil && d.From <= from {
-			out = d
+		for _, d := range q.TakeDumps() {
+			if d.From == out.To && d.To <= from+n {
+				out.Payload = append(out.Payload, d.Payload...)
+				out.To = d.To
+			}
+			q.DumpAcked(0, 0, d.To)
 		}
 	}
-	require.NotNil(t, out.Payload)
-	return logging.DumpBatch{Logger: logger, Epoch: epoch, From: out.From, To: out.To, Payload: out.Payload}
+	require.Equal(t, from+n, out.To)
+	return out
 }
 
 // posted keeps what a dump client posts to its PE: the dumps it gives
@@ -119,6 +125,18 @@ func TestDumpStream(t *testing.T) {
 			require.Equal(t, d.Payload, back)
 			_, err = c.Fetch(0, 4, d.From, d.To)
 			require.ErrorContains(t, err, "does not hold")
+			// Some entries of it: those alone come back, as the PE picks
+			// them from the whole run.
+			need := []int{d.From + 1, d.From + 2, d.From + 5}
+			some, err := c.FetchSome(0, 3, d.From, d.To, need)
+			require.NoError(t, err)
+			parts, rest, err := logging.PickDumped(nil, d.Payload, d.From, need)
+			require.NoError(t, err)
+			require.Empty(t, rest)
+			require.Len(t, parts, 2)
+			require.Equal(t, bytes.Join(parts, nil), some)
+			_, err = c.FetchSome(0, 3, d.From, d.To, []int{d.From + 2, d.From + 1})
+			require.ErrorContains(t, err, "must increase")
 
 			// A PE with the wrong secret is refused, and the logger says so.
 			var bad posted
@@ -265,4 +283,24 @@ func TestLoggerStoreFetchPinsSlabs(t *testing.T) {
 	require.Len(t, s.free, 1, "the slab goes back once the fetch is done")
 	_, _, _, ok = s.fetch(0, 1, 0, 3)
 	require.False(t, ok)
+}
+
+// A fetch's list of entries goes as (skip, count) pairs and comes back
+// as it went; a list past the fetch's range, or empty, is refused.
+func TestFetchNeedEncoding(t *testing.T) {
+	for _, need := range [][]int{{10}, {10, 11, 12}, {12, 14, 15, 16, 29}, {19, 29}} {
+		b := encodeNeed(10, need)
+		got, err := decodeNeed(10, 30, b)
+		require.NoError(t, err)
+		require.Equal(t, need, got)
+		require.LessOrEqual(t, len(b), maxNeedBytes*len(need))
+	}
+	_, err := decodeNeed(10, 30, encodeNeed(10, []int{29, 30}))
+	require.ErrorContains(t, err, "past the range")
+	_, err = decodeNeed(10, 30, nil)
+	require.Error(t, err)
+	_, err = decodeNeed(10, 30, []byte{0, 0})
+	require.Error(t, err, "a count of 0")
+	_, err = decodeNeed(10, 30, []byte{0x80})
+	require.Error(t, err)
 }
