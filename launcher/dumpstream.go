@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -386,7 +387,26 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 	r := bufio.NewReaderSize(nc, 16<<10)
 	var h [dumpHeaderSize]byte
 	var ack [dumpAckSize]byte
+	// An acknowledgement is cumulative: while more of the stream is
+	// already here (the PE's writer sends the dumps it has queued in one
+	// write), it waits for the next dump's, and one goes for them all.
+	// It goes before the logger waits on the connection or answers a
+	// fetch: the PE may be waiting for it.
+	ackDue := false
+	sendAck := func() error {
+		if !ackDue {
+			return nil
+		}
+		ackDue = false
+		_, err := nc.Write(ack[:])
+		return err
+	}
 	for {
+		if r.Buffered() == 0 {
+			if err := sendAck(); err != nil {
+				return err
+			}
+		}
 		if _, err := io.ReadFull(r, h[:]); err != nil {
 			return err
 		}
@@ -398,6 +418,9 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			return fmt.Errorf("launcher: malformed dump from PE %d: kind %d, entries [%d, %d), %d bytes", pe, h[0], from, to, n)
 		}
 		if h[0] == dumpKindFetch {
+			if err := sendAck(); err != nil {
+				return err
+			}
 			var need []int
 			if n > 0 {
 				body := make([]byte, n)
@@ -428,12 +451,16 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			return fmt.Errorf("launcher: dump from PE %d: %d entries for [%d, %d)", pe, count, from, to)
 		}
 		end := s.store.store(pe, epoch, int(from), int(to), payload)
+		if ackDue && binary.LittleEndian.Uint64(ack[1:]) != epoch {
+			// An acknowledgement covers one period.
+			if err := sendAck(); err != nil {
+				return err
+			}
+		}
 		ack[0] = dumpKindAck
 		binary.LittleEndian.PutUint64(ack[1:], epoch)
 		binary.LittleEndian.PutUint32(ack[9:], uint32(end))
-		if _, err := nc.Write(ack[:]); err != nil {
-			return err
-		}
+		ackDue = true
 	}
 }
 
@@ -709,8 +736,10 @@ func (c *dumpClient) run(k *dumpLink) {
 	k.mu.Unlock()
 	c.wg.Add(1)
 	go c.readAcks(k, nc)
-	w := bufio.NewWriterSize(nc, 256<<10)
-	var h [dumpHeaderSize]byte
+	// The dumps go out with their headers in vectored writes, straight
+	// from their buffers (not copied into a buffered writer first).
+	var heads []byte
+	var bufs net.Buffers
 	for {
 		k.mu.Lock()
 		for len(k.queue) == 0 && k.gone == nil {
@@ -723,7 +752,10 @@ func (c *dumpClient) run(k *dumpLink) {
 		batch := k.queue
 		k.queue = nil
 		k.mu.Unlock()
-		for _, b := range batch {
+		heads = slices.Grow(heads[:0], dumpHeaderSize*len(batch))[:dumpHeaderSize*len(batch)]
+		bufs = bufs[:0]
+		for i, b := range batch {
+			h := heads[i*dumpHeaderSize : (i+1)*dumpHeaderSize]
 			h[0] = dumpKindDump
 			if b.fetch {
 				h[0] = dumpKindFetch
@@ -732,15 +764,18 @@ func (c *dumpClient) run(k *dumpLink) {
 			binary.LittleEndian.PutUint32(h[9:], uint32(b.From))
 			binary.LittleEndian.PutUint32(h[13:], uint32(b.To))
 			binary.LittleEndian.PutUint32(h[17:], uint32(len(b.Payload)))
-			w.Write(h[:])
-			w.Write(b.Payload)
+			bufs = append(bufs, h)
+			if len(b.Payload) > 0 {
+				bufs = append(bufs, b.Payload)
+			}
 		}
-		if err := w.Flush(); err != nil {
+		out := bufs // WriteTo consumes the slice it is called on
+		if _, err := out.WriteTo(nc); err != nil {
 			c.lose(k, fmt.Errorf("launcher: dump to logger %d: %w", k.logger, err))
 			return
 		}
-		// Written (the bufio.Writer keeps nothing of them after Flush):
-		// the PE fills the buffers again.
+		clear(bufs)
+		// Written: the PE fills the buffers again.
 		for _, b := range batch {
 			if !b.fetch && cap(b.Payload) > 0 {
 				c.post(scheduler.DumpSent{Payload: b.Payload})

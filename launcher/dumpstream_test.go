@@ -304,3 +304,48 @@ func TestFetchNeedEncoding(t *testing.T) {
 	_, err = decodeNeed(10, 30, []byte{0x80})
 	require.Error(t, err)
 }
+
+// Dumps queued together go out in one vectored write, and the logger
+// acknowledges the last of them (an acknowledgement is cumulative);
+// every dump's buffer comes back, and a fetch is answered with the
+// acknowledgement before it.
+func TestDumpStreamBatched(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := listenDumps(0, 2, "127.0.0.1", secret, nil, log)
+	require.NoError(t, err)
+	defer srv.close()
+	var got posted
+	c := newDumpClient(1, []string{srv.addr()}, secret, nil, got.post, log)
+	defer c.close()
+	all := dumpOf(t, 0, 3, 0, 40)
+	entries, err := logging.DecodeDumped(all.Payload)
+	require.NoError(t, err)
+	require.Len(t, entries, 40)
+	// Forty dumps of one entry each, queued at once (before the link
+	// is up, so that they go out together).
+	k := c.links[0]
+	at := 0
+	for i := range 40 {
+		parts, _, err := logging.PickDumped(nil, all.Payload[at:], i, []int{i})
+		require.NoError(t, err)
+		k.mu.Lock()
+		k.queue = append(k.queue, dumpOut{DumpBatch: logging.DumpBatch{Logger: 0, Epoch: 3, From: i, To: i + 1, Payload: parts[0]}})
+		k.mu.Unlock()
+		at += len(parts[0])
+	}
+	c.Fetch(0, 3, 0, 1) // starts the link; the dumps go first
+	waitFor(t, "every buffer given back", func() bool { return len(got.sentBack()) == 40 })
+	waitFor(t, "the acknowledgement of the last", func() bool {
+		evs := got.all()
+		return len(evs) > 0 && evs[len(evs)-1] == scheduler.DumpAcked{Logger: 0, Epoch: 3, To: 40}
+	})
+	require.Less(t, len(got.all()), 40, "acknowledgements of dumps that came together are one")
+	for _, ev := range got.all() {
+		require.IsType(t, scheduler.DumpAcked{}, ev)
+	}
+	back, err := c.Fetch(0, 3, 0, 40)
+	require.NoError(t, err)
+	require.Equal(t, all.Payload, back)
+	require.Equal(t, len(all.Payload), srv.store.held())
+}

@@ -1036,7 +1036,7 @@ func (pe *PE) transmit() {
 			if pe.cfg.LogQuota > 0 && len(env.Message.Payload) > 0 {
 				// Its payload is the log's copy, whose memory a logger's
 				// acknowledgement may free while the message waits here.
-				env.Message.Payload = append([]byte(nil), env.Message.Payload...)
+				env.Message.Payload = pe.quotaLocalPayload(env.Message.Payload)
 			}
 			local = append(local, env)
 			continue

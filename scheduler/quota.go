@@ -131,6 +131,37 @@ func (pe *PE) unblock() {
 	}
 }
 
+// quotaLocalPayload copies payload p of a message to a task on this PE,
+// the log's copy, into memory of its own, as marshalLocal does under
+// None: a payload of aliasMin bytes or more into memory its handler
+// message aliases (ownPayload), any other into a free buffer, taken back
+// once delivered (freeLocal). A fresh allocation per message, as before,
+// cost LeanMD's PEs about a tenth of their CPU under a quota, most of it
+// clearing new heap memory.
+func (pe *PE) quotaLocalPayload(p []byte) []byte {
+	if len(p) >= aliasMin {
+		c := append([]byte(nil), p...)
+		pe.ownPayload(c)
+		return c
+	}
+	var buf []byte
+	if last := len(pe.localFree) - 1; last >= 0 {
+		buf = pe.localFree[last]
+		pe.localFree[last] = nil
+		pe.localFree = pe.localFree[:last]
+		pe.localFreeBytes -= cap(buf)
+	}
+	c := append(buf[:0], p...)
+	if len(pe.localLent) >= maxLocalLent {
+		clear(pe.localLent)
+	}
+	if pe.localLent == nil {
+		pe.localLent = map[*byte]struct{}{}
+	}
+	pe.localLent[&c[0]] = struct{}{}
+	return c
+}
+
 // sendDumps sends the dumps the protocol decided.
 func (pe *PE) sendDumps() {
 	q := pe.quota()
