@@ -502,9 +502,32 @@ func (s *dumpServer) answerFetch(nc net.Conn, h *[dumpHeaderSize]byte, pe int, e
 	}
 	h[0] = dumpKindData
 	binary.LittleEndian.PutUint32(h[17:], uint32(size))
-	bufs := append(net.Buffers{h[:]}, parts...)
-	_, err := bufs.WriteTo(nc)
-	return err
+	return writeBuffers(nc, append(net.Buffers{h[:]}, parts...), nil)
+}
+
+// writeBuffers writes bufs to nc: in vectored writes on a TCP
+// connection; through a buffered writer (bw, made on first use if nil)
+// on any other, a TLS one, where each part would be a record and a
+// write of its own.
+func writeBuffers(nc net.Conn, bufs net.Buffers, bw **bufio.Writer) error {
+	if _, ok := nc.(*net.TCPConn); ok {
+		_, err := bufs.WriteTo(nc)
+		return err
+	}
+	var w *bufio.Writer
+	if bw != nil {
+		w = *bw
+	}
+	if w == nil {
+		w = bufio.NewWriterSize(nc, 256<<10)
+		if bw != nil {
+			*bw = w
+		}
+	}
+	if _, err := bufs.WriteTo(w); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 // maxNeedBytes bounds a fetch's body per entry of its range: a pair of
@@ -740,6 +763,7 @@ func (c *dumpClient) run(k *dumpLink) {
 	// from their buffers (not copied into a buffered writer first).
 	var heads []byte
 	var bufs net.Buffers
+	var bw *bufio.Writer // under TLS
 	for {
 		k.mu.Lock()
 		for len(k.queue) == 0 && k.gone == nil {
@@ -769,8 +793,7 @@ func (c *dumpClient) run(k *dumpLink) {
 				bufs = append(bufs, b.Payload)
 			}
 		}
-		out := bufs // WriteTo consumes the slice it is called on
-		if _, err := out.WriteTo(nc); err != nil {
+		if err := writeBuffers(nc, bufs, &bw); err != nil { // consumes a copy of bufs
 			c.lose(k, fmt.Errorf("launcher: dump to logger %d: %w", k.logger, err))
 			return
 		}
