@@ -135,9 +135,9 @@ func (pe *PE) unblock() {
 // the log's copy, into memory of its own, as marshalLocal does under
 // None: a payload of aliasMin bytes or more into memory its handler
 // message aliases (ownPayload), any other into a free buffer, taken back
-// once delivered (freeLocal). A fresh allocation per message, as before,
-// cost LeanMD's PEs about a tenth of their CPU under a quota, most of it
-// clearing new heap memory.
+// once delivered (freeLocal), rather than a fresh allocation per message
+// (80 ms of a LeanMD PE's 900 ms of CPU in one profile under a quota,
+// most of it clearing new heap memory).
 func (pe *PE) quotaLocalPayload(p []byte) []byte {
 	if len(p) >= aliasMin {
 		c := append([]byte(nil), p...)
