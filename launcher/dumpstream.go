@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,11 +30,14 @@ import (
 // u32, to u32, length u32) and the entries (logging.DumpBatch.Payload),
 // and the logger answers each it stored with a cumulative
 // acknowledgement (kind 2 u8, epoch u64, to u32): it holds the PE's
-// entries of that period below to. For a recovery the PE asks for a run
-// back with a fetch (a dump header of kind 3 and length 0), and the
-// logger answers with the entries (a dump header of kind 4, the same
-// epoch and range, and the entries; length 0 when it does not hold that
-// run). All integers little-endian. A
+// entries of that period below to. For a recovery the PE asks for
+// entries back with a fetch (a dump header of kind 3): with length 0 the
+// whole run [from, to), else the entries of it the body lists, as pairs
+// of uvarints (skip, count): from the run's start (then from the end of
+// the last pair's entries) skip entries, take count. The logger answers
+// with the entries, one after the other (a dump header of kind 4, the
+// same epoch and range, and the entries; length 0 when it does not hold
+// them). All integers little-endian. A
 // connection that breaks the handshake, or sends a malformed dump, is
 // closed and logged by the logger; a PE that loses its connection to a
 // logger (or cannot open one) takes that logger for dead
@@ -86,6 +90,11 @@ type peDumps struct {
 	slabs [][]byte
 	used  int
 	own   [][]byte
+	// readers counts the fetches writing runs of this period out; the
+	// memory of a period that ended (ended) while one did goes back
+	// when the last is done (loggerStore.done).
+	readers int
+	ended   bool
 }
 
 type dumpRun struct {
@@ -107,20 +116,31 @@ func (s *loggerStore) period(pe int, epoch uint64) *peDumps {
 		for _, r := range d.runs {
 			s.size -= len(r.payload)
 		}
-		for _, c := range d.slabs {
-			if len(s.free) < maxFreeSlabs {
-				s.free = append(s.free, c)
-			} else {
-				s.mem.Release(c)
-			}
-		}
-		for _, c := range d.own {
-			s.mem.Release(c)
+		d.ended = true
+		if d.readers == 0 {
+			s.recycle(d)
 		}
 	}
 	d = &peDumps{epoch: epoch}
 	s.pes[pe] = d
 	return d
+}
+
+// recycle gives the memory of d, a period that ended and that no fetch
+// reads any more, back: its slabs to the free list, its own chunks to
+// the system (s.mu held).
+func (s *loggerStore) recycle(d *peDumps) {
+	for _, c := range d.slabs {
+		if len(s.free) < maxFreeSlabs {
+			s.free = append(s.free, c)
+		} else {
+			s.mem.Release(c)
+		}
+	}
+	for _, c := range d.own {
+		s.mem.Release(c)
+	}
+	d.slabs, d.own = nil, nil
 }
 
 // buffer returns n bytes to read a dump of PE pe of period epoch into,
@@ -169,28 +189,46 @@ func (s *loggerStore) store(pe int, epoch uint64, from, to int, payload []byte) 
 	return to
 }
 
-// fetch returns PE pe's entries [from, to) of period epoch, joined from
-// the runs that cover them exactly, or false.
-func (s *loggerStore) fetch(pe int, epoch uint64, from, to int) ([]byte, bool) {
+// fetch returns PE pe's entries [from, to) of period epoch: the stored
+// runs that cover them exactly, in order, as they lie in the logger's
+// memory (not joined into one buffer: a fetch of tens of MiB would cost
+// as many fresh pages), with their total size, or false. The runs stay
+// valid, even if the period ends meanwhile, until the caller, once it
+// has written them out, calls done(d) with the peDumps returned.
+func (s *loggerStore) fetch(pe int, epoch uint64, from, to int) (parts [][]byte, size int, d *peDumps, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := s.pes[pe]
+	d = s.pes[pe]
 	if d == nil || d.epoch != epoch {
-		return nil, false
+		return nil, 0, nil, false
 	}
-	var out []byte
 	at := from
 	for _, r := range d.runs {
 		if r.to <= at || r.from >= to {
 			continue
 		}
 		if r.from != at || r.to > to {
-			return nil, false
+			return nil, 0, nil, false
 		}
-		out = append(out, r.payload...)
+		parts = append(parts, r.payload)
+		size += len(r.payload)
 		at = r.to
 	}
-	return out, at == to
+	if at != to {
+		return nil, 0, nil, false
+	}
+	d.readers++
+	return parts, size, d, true
+}
+
+// done ends a fetch of d's runs: fetch's runs may be reused.
+func (s *loggerStore) done(d *peDumps) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d.readers--
+	if d.readers == 0 && d.ended {
+		s.recycle(d)
+	}
 }
 
 // held returns the bytes the logger holds.
@@ -301,24 +339,52 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 	r := bufio.NewReaderSize(nc, 16<<10)
 	var h [dumpHeaderSize]byte
 	var ack [dumpAckSize]byte
+	// An acknowledgement is cumulative: while more of the stream is
+	// already here (the PE's writer sends the dumps it has queued in one
+	// write), it waits for the next dump's, and one goes for them all.
+	// It goes before the logger waits on the connection or answers a
+	// fetch: the PE may be waiting for it.
+	ackDue := false
+	sendAck := func() error {
+		if !ackDue {
+			return nil
+		}
+		ackDue = false
+		_, err := nc.Write(ack[:])
+		return err
+	}
 	for {
+		if r.Buffered() == 0 {
+			if err := sendAck(); err != nil {
+				return err
+			}
+		}
 		if _, err := io.ReadFull(r, h[:]); err != nil {
 			return err
 		}
 		epoch := binary.LittleEndian.Uint64(h[1:])
 		from, to := binary.LittleEndian.Uint32(h[9:]), binary.LittleEndian.Uint32(h[13:])
 		n := binary.LittleEndian.Uint32(h[17:])
-		if (h[0] != dumpKindDump && h[0] != dumpKindFetch) || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 || (h[0] == dumpKindFetch && n != 0) {
+		if (h[0] != dumpKindDump && h[0] != dumpKindFetch) || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 ||
+			(h[0] == dumpKindFetch && uint64(n) > maxNeedBytes*uint64(to-from)) {
 			return fmt.Errorf("launcher: malformed dump from PE %d: kind %d, entries [%d, %d), %d bytes", pe, h[0], from, to, n)
 		}
 		if h[0] == dumpKindFetch {
-			b, ok := s.store.fetch(pe, epoch, int(from), int(to))
-			if !ok {
-				s.log.Warn("a PE asked for log entries this logger does not hold", "pe", pe, "epoch", epoch, "from", from, "to", to)
+			if err := sendAck(); err != nil {
+				return err
 			}
-			h[0] = dumpKindData
-			binary.LittleEndian.PutUint32(h[17:], uint32(len(b)))
-			if _, err := (&net.Buffers{h[:], b}).WriteTo(nc); err != nil {
+			var need []int
+			if n > 0 {
+				body := make([]byte, n)
+				if _, err := io.ReadFull(r, body); err != nil {
+					return err
+				}
+				var err error
+				if need, err = decodeNeed(int(from), int(to), body); err != nil {
+					return fmt.Errorf("launcher: malformed fetch from PE %d: %w", pe, err)
+				}
+			}
+			if err := s.answerFetch(nc, &h, pe, epoch, int(from), int(to), need); err != nil {
 				return err
 			}
 			continue
@@ -337,13 +403,136 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			return fmt.Errorf("launcher: dump from PE %d: %d entries for [%d, %d)", pe, count, from, to)
 		}
 		end := s.store.store(pe, epoch, int(from), int(to), payload)
+		if ackDue && binary.LittleEndian.Uint64(ack[1:]) != epoch {
+			// An acknowledgement covers one period.
+			if err := sendAck(); err != nil {
+				return err
+			}
+		}
 		ack[0] = dumpKindAck
 		binary.LittleEndian.PutUint64(ack[1:], epoch)
 		binary.LittleEndian.PutUint32(ack[9:], uint32(end))
-		if _, err := nc.Write(ack[:]); err != nil {
-			return err
+		ackDue = true
+	}
+}
+
+// answerFetch answers PE pe's fetch of entries [from, to) of period
+// epoch, or of entries need of them if need is not nil (h, the fetch's
+// header, becomes the answer's): the header, then the entries straight
+// from where the logger stores them, in one vectored write.
+func (s *dumpServer) answerFetch(nc net.Conn, h *[dumpHeaderSize]byte, pe int, epoch uint64, from, to int, need []int) error {
+	parts, size, d, ok := s.store.fetch(pe, epoch, from, to)
+	if ok {
+		defer s.store.done(d)
+	}
+	if ok && need != nil {
+		// The runs are pinned (fetch): they are read without the lock.
+		runs := parts
+		parts, size = nil, 0
+		at := from
+		for _, run := range runs {
+			count, err := logging.CountDumped(run)
+			if err != nil {
+				ok = false
+				break
+			}
+			if parts, need, err = logging.PickDumped(parts, run, at, need); err != nil {
+				ok = false
+				break
+			}
+			at += count
+		}
+		if !ok || len(need) > 0 || at != to {
+			ok, parts = false, nil
+		}
+		for _, p := range parts {
+			size += len(p)
 		}
 	}
+	if !ok {
+		s.log.Warn("a PE asked for log entries this logger does not hold", "pe", pe, "epoch", epoch, "from", from, "to", to)
+	}
+	h[0] = dumpKindData
+	binary.LittleEndian.PutUint32(h[17:], uint32(size))
+	return writeBuffers(nc, append(net.Buffers{h[:]}, parts...), nil)
+}
+
+// writeBuffers writes bufs to nc: in vectored writes on a TCP
+// connection; through a buffered writer (bw, made on first use if nil)
+// on any other, a TLS one, where each part would be a record and a
+// write of its own.
+func writeBuffers(nc net.Conn, bufs net.Buffers, bw **bufio.Writer) error {
+	if _, ok := nc.(*net.TCPConn); ok {
+		_, err := bufs.WriteTo(nc)
+		return err
+	}
+	var w *bufio.Writer
+	if bw != nil {
+		w = *bw
+	}
+	if w == nil {
+		w = bufio.NewWriterSize(nc, 256<<10)
+		if bw != nil {
+			*bw = w
+		}
+	}
+	if _, err := bufs.WriteTo(w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// maxNeedBytes bounds a fetch's body per entry of its range: a pair of
+// uvarints below 2^31.
+const maxNeedBytes = 10
+
+// encodeNeed encodes entries need (sorted, from from on) as a fetch's
+// body.
+func encodeNeed(from int, need []int) []byte {
+	var b []byte
+	at := from
+	for k := 0; k < len(need); {
+		n := 1
+		for k+n < len(need) && need[k+n] == need[k]+n {
+			n++
+		}
+		b = binary.AppendUvarint(b, uint64(need[k]-at))
+		b = binary.AppendUvarint(b, uint64(n))
+		at = need[k] + n
+		k += n
+	}
+	return b
+}
+
+// decodeNeed decodes a fetch's body: the entries it lists, all in
+// [from, to).
+func decodeNeed(from, to int, b []byte) ([]int, error) {
+	var need []int
+	at := from
+	for len(b) > 0 {
+		skip, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, errors.New("bad entry list")
+		}
+		b = b[k:]
+		count, k := binary.Uvarint(b)
+		if k <= 0 || count == 0 {
+			return nil, errors.New("bad entry list")
+		}
+		b = b[k:]
+		if skip > uint64(to-at) || count > uint64(to-at)-skip {
+			return nil, fmt.Errorf("entries past the range [%d, %d)", from, to)
+		}
+		at += int(skip)
+		for range count {
+			need = append(need, at)
+			at++
+		}
+	}
+	if need == nil {
+		return nil, errors.New("an empty entry list")
+	}
+	return need, nil
 }
 
 // dumpClient is a PE's side of the dump stream: a scheduler.DumpSink
@@ -430,6 +619,25 @@ func (c *dumpClient) Dump(b logging.DumpBatch) {
 // Fetch asks logger for entries [from, to) of period epoch and waits for
 // them; it fails when the logger is gone or does not hold them.
 func (c *dumpClient) Fetch(logger int, epoch uint64, from, to int) ([]byte, error) {
+	return c.fetch(logger, epoch, from, to, nil)
+}
+
+// FetchSome asks logger for entries need (sorted, within [from, to)) of
+// period epoch and waits for them (scheduler.DumpPicker): the logger
+// sends those alone.
+func (c *dumpClient) FetchSome(logger int, epoch uint64, from, to int, need []int) ([]byte, error) {
+	for k, i := range need {
+		if i < from || i >= to || (k > 0 && i <= need[k-1]) {
+			return nil, fmt.Errorf("launcher: entry %d to fetch of [%d, %d): the entries must increase within the range", i, from, to)
+		}
+	}
+	if len(need) == 0 {
+		return nil, fmt.Errorf("launcher: no entry to fetch of [%d, %d)", from, to)
+	}
+	return c.fetch(logger, epoch, from, to, encodeNeed(from, need))
+}
+
+func (c *dumpClient) fetch(logger int, epoch uint64, from, to int, body []byte) ([]byte, error) {
 	if logger < 0 || logger >= len(c.links) {
 		return nil, fmt.Errorf("launcher: no logger %d", logger)
 	}
@@ -442,7 +650,7 @@ func (c *dumpClient) Fetch(logger int, epoch uint64, from, to int) ([]byte, erro
 		return nil, err
 	}
 	k.fetches = append(k.fetches, reply)
-	k.queue = append(k.queue, dumpOut{DumpBatch: logging.DumpBatch{Logger: logger, Epoch: epoch, From: from, To: to}, fetch: true})
+	k.queue = append(k.queue, dumpOut{DumpBatch: logging.DumpBatch{Logger: logger, Epoch: epoch, From: from, To: to, Payload: body}, fetch: true})
 	k.cond.Signal()
 	k.mu.Unlock()
 	k.start.Do(func() {
@@ -503,8 +711,11 @@ func (c *dumpClient) run(k *dumpLink) {
 	k.mu.Unlock()
 	c.wg.Add(1)
 	go c.readAcks(k, nc)
-	w := bufio.NewWriterSize(nc, 256<<10)
-	var h [dumpHeaderSize]byte
+	// The dumps go out with their headers in vectored writes, straight
+	// from their buffers (not copied into a buffered writer first).
+	var heads []byte
+	var bufs net.Buffers
+	var bw *bufio.Writer // under TLS
 	for {
 		k.mu.Lock()
 		for len(k.queue) == 0 && k.gone == nil {
@@ -517,7 +728,10 @@ func (c *dumpClient) run(k *dumpLink) {
 		batch := k.queue
 		k.queue = nil
 		k.mu.Unlock()
-		for _, b := range batch {
+		heads = slices.Grow(heads[:0], dumpHeaderSize*len(batch))[:dumpHeaderSize*len(batch)]
+		bufs = bufs[:0]
+		for i, b := range batch {
+			h := heads[i*dumpHeaderSize : (i+1)*dumpHeaderSize]
 			h[0] = dumpKindDump
 			if b.fetch {
 				h[0] = dumpKindFetch
@@ -526,15 +740,17 @@ func (c *dumpClient) run(k *dumpLink) {
 			binary.LittleEndian.PutUint32(h[9:], uint32(b.From))
 			binary.LittleEndian.PutUint32(h[13:], uint32(b.To))
 			binary.LittleEndian.PutUint32(h[17:], uint32(len(b.Payload)))
-			w.Write(h[:])
-			w.Write(b.Payload)
+			bufs = append(bufs, h)
+			if len(b.Payload) > 0 {
+				bufs = append(bufs, b.Payload)
+			}
 		}
-		if err := w.Flush(); err != nil {
+		if err := writeBuffers(nc, bufs, &bw); err != nil { // consumes a copy of bufs
 			c.lose(k, fmt.Errorf("launcher: dump to logger %d: %w", k.logger, err))
 			return
 		}
-		// Written (the bufio.Writer keeps nothing of them after Flush):
-		// the PE fills the buffers again.
+		clear(bufs)
+		// Written: the PE fills the buffers again.
 		for _, b := range batch {
 			if !b.fetch && cap(b.Payload) > 0 {
 				c.post(scheduler.DumpSent{Payload: b.Payload})

@@ -36,19 +36,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func dumpOf(t *testing.T, logger int, epoch uint64, from, n int) logging.DumpBatch {
 	t.Helper()
 	p := logging.NewFullDet(logging.Config{PE: 0, PEs: 2, LogQuota: 1 << 10, Loggers: 1})
+	q := p.(logging.LogQuota)
 	p.HostTask(1)
-	for i := 0; i < from+n; i++ {
+	// The protocol's dumps (one entry each, with so small a quota; each
+	// acknowledged at once, and enough sent after entry from+n that it
+	// is dumped), joined from entry from to from+n.
+	out := logging.DumpBatch{Logger: logger, Epoch: epoch, From: from, To: from}
+	for i := 0; i < from+n+16; i++ {
 		p.Send(1, 1, logging.Message{To: 2, Payload: bytes.Repeat([]byte{byte(i)}, 200)})
 		p.Advance()
-	}
-	var out logging.DumpBatch
-	for _, d := range p.(logging.LogQuota).TakeDumps() {
-		if out.Payload == nil && d.From <= from {
-			out = d
+		for _, d := range q.TakeDumps() {
+			if d.From == out.To && d.To <= from+n {
+				out.Payload = append(out.Payload, d.Payload...)
+				out.To = d.To
+			}
+			q.DumpAcked(0, 0, d.To)
 		}
 	}
-	require.NotNil(t, out.Payload)
-	return logging.DumpBatch{Logger: logger, Epoch: epoch, From: out.From, To: out.To, Payload: out.Payload}
+	require.Equal(t, from+n, out.To)
+	return out
 }
 
 // posted keeps what a dump client posts to its PE: the dumps it gives
@@ -119,6 +125,18 @@ func TestDumpStream(t *testing.T) {
 			require.Equal(t, d.Payload, back)
 			_, err = c.Fetch(0, 4, d.From, d.To)
 			require.ErrorContains(t, err, "does not hold")
+			// Some entries of it: those alone come back, as the PE picks
+			// them from the whole run.
+			need := []int{d.From + 1, d.From + 2, d.From + 5}
+			some, err := c.FetchSome(0, 3, d.From, d.To, need)
+			require.NoError(t, err)
+			parts, rest, err := logging.PickDumped(nil, d.Payload, d.From, need)
+			require.NoError(t, err)
+			require.Empty(t, rest)
+			require.Len(t, parts, 2)
+			require.Equal(t, bytes.Join(parts, nil), some)
+			_, err = c.FetchSome(0, 3, d.From, d.To, []int{d.From + 2, d.From + 1})
+			require.ErrorContains(t, err, "must increase")
 
 			// A PE with the wrong secret is refused, and the logger says so.
 			var bad posted
@@ -202,10 +220,10 @@ func TestLoggerStoreSlabs(t *testing.T) {
 	}
 	big := put(1, 1, 0, 1, logging.DumpSlab, 7)
 	require.Equal(t, len(want)+len(big), s.held())
-	got, ok := s.fetch(0, 1, 0, 60)
+	got, ok := fetchJoined(&s, 0, 1, 0, 60)
 	require.True(t, ok)
 	require.Equal(t, want, got)
-	got, ok = s.fetch(1, 1, 0, 1)
+	got, ok = fetchJoined(&s, 1, 1, 0, 1)
 	require.True(t, ok)
 	require.Equal(t, big, got)
 	slabs := len(s.pes[0].slabs)
@@ -217,6 +235,117 @@ func TestLoggerStoreSlabs(t *testing.T) {
 	put(0, 2, 0, 1, 100_000, 1)
 	require.Len(t, s.free, slabs-1)
 	require.Equal(t, 100_000+len(big), s.held())
-	_, ok = s.fetch(0, 1, 0, 60)
+	_, ok = fetchJoined(&s, 0, 1, 0, 60)
 	require.False(t, ok, "the period that ended is gone")
+}
+
+// fetchJoined is s.fetch with the runs joined.
+func fetchJoined(s *loggerStore, pe int, epoch uint64, from, to int) ([]byte, bool) {
+	parts, size, d, ok := s.fetch(pe, epoch, from, to)
+	if !ok {
+		return nil, false
+	}
+	defer s.done(d)
+	out := bytes.Join(parts, nil)
+	if len(out) != size {
+		panic("loggerStore.fetch: size differs from its runs'")
+	}
+	return out, true
+}
+
+// A fetch reads the runs where the logger stores them: a period that
+// ends while a fetch writes them out keeps its slabs until the fetch is
+// done, and only then do they go back to the free list.
+func TestLoggerStoreFetchPinsSlabs(t *testing.T) {
+	s := loggerStore{mem: logging.NewDumpMemory()}
+	for i := range 3 {
+		b := s.buffer(0, 1, 1000)
+		for j := range b {
+			b[j] = byte(i)
+		}
+		s.store(0, 1, i, i+1, b)
+	}
+	parts, size, d, ok := s.fetch(0, 1, 0, 3)
+	require.True(t, ok)
+	require.Equal(t, 3000, size)
+	require.Len(t, parts, 3)
+	// The next period begins: the fetched runs must stay as they were.
+	nb := s.buffer(0, 2, 1000)
+	for j := range nb {
+		nb[j] = 0xff
+	}
+	s.store(0, 2, 0, 1, nb)
+	require.Empty(t, s.free, "a slab under a fetch is not reused")
+	for i, p := range parts {
+		require.Equal(t, bytes.Repeat([]byte{byte(i)}, 1000), p)
+	}
+	s.done(d)
+	require.Len(t, s.free, 1, "the slab goes back once the fetch is done")
+	_, _, _, ok = s.fetch(0, 1, 0, 3)
+	require.False(t, ok)
+}
+
+// A fetch's list of entries goes as (skip, count) pairs and comes back
+// as it went; a list past the fetch's range, or empty, is refused.
+func TestFetchNeedEncoding(t *testing.T) {
+	for _, need := range [][]int{{10}, {10, 11, 12}, {12, 14, 15, 16, 29}, {19, 29}} {
+		b := encodeNeed(10, need)
+		got, err := decodeNeed(10, 30, b)
+		require.NoError(t, err)
+		require.Equal(t, need, got)
+		require.LessOrEqual(t, len(b), maxNeedBytes*len(need))
+	}
+	_, err := decodeNeed(10, 30, encodeNeed(10, []int{29, 30}))
+	require.ErrorContains(t, err, "past the range")
+	_, err = decodeNeed(10, 30, nil)
+	require.Error(t, err)
+	_, err = decodeNeed(10, 30, []byte{0, 0})
+	require.Error(t, err, "a count of 0")
+	_, err = decodeNeed(10, 30, []byte{0x80})
+	require.Error(t, err)
+}
+
+// Dumps queued together go out in one vectored write, and the logger
+// acknowledges the last of them (an acknowledgement is cumulative);
+// every dump's buffer comes back, and a fetch is answered with the
+// acknowledgement before it.
+func TestDumpStreamBatched(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := listenDumps(0, 2, "127.0.0.1", secret, nil, log)
+	require.NoError(t, err)
+	defer srv.close()
+	var got posted
+	c := newDumpClient(1, []string{srv.addr()}, secret, nil, got.post, log)
+	defer c.close()
+	all := dumpOf(t, 0, 3, 0, 40)
+	entries, err := logging.DecodeDumped(all.Payload)
+	require.NoError(t, err)
+	require.Len(t, entries, 40)
+	// Forty dumps of one entry each, queued at once (before the link
+	// is up, so that they go out together).
+	k := c.links[0]
+	at := 0
+	for i := range 40 {
+		parts, _, err := logging.PickDumped(nil, all.Payload[at:], i, []int{i})
+		require.NoError(t, err)
+		k.mu.Lock()
+		k.queue = append(k.queue, dumpOut{DumpBatch: logging.DumpBatch{Logger: 0, Epoch: 3, From: i, To: i + 1, Payload: parts[0]}})
+		k.mu.Unlock()
+		at += len(parts[0])
+	}
+	c.Fetch(0, 3, 0, 1) // starts the link; the dumps go first
+	waitFor(t, "every buffer given back", func() bool { return len(got.sentBack()) == 40 })
+	waitFor(t, "the acknowledgement of the last", func() bool {
+		evs := got.all()
+		return len(evs) > 0 && evs[len(evs)-1] == scheduler.DumpAcked{Logger: 0, Epoch: 3, To: 40}
+	})
+	require.Less(t, len(got.all()), 40, "acknowledgements of dumps that came together are one")
+	for _, ev := range got.all() {
+		require.IsType(t, scheduler.DumpAcked{}, ev)
+	}
+	back, err := c.Fetch(0, 3, 0, 40)
+	require.NoError(t, err)
+	require.Equal(t, all.Payload, back)
+	require.Equal(t, len(all.Payload), srv.store.held())
 }

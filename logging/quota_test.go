@@ -239,3 +239,98 @@ func TestRecycleDump(t *testing.T) {
 	}
 	t.Fatal("no dump reused a buffer given back")
 }
+
+// A recovery fetches back only the dumped entries its restored tasks
+// need: NeedDumped lists them per logger's run, PickDumped picks them
+// out of the run without copying, and once Fetched the FailureNotice
+// resends exactly them, in log order, with nothing missing.
+func TestFetchOnlyNeededEntries(t *testing.T) {
+	const quota = 32 << 10
+	p := NewFullDet(Config{PE: 1, PEs: 3, LogQuota: quota, Loggers: 1})
+	q := p.(LogQuota)
+	p.HostTask(7)
+	var toNine []Message
+	var dumps []DumpBatch
+	for i := range 200 {
+		to := TaskID(8) // on PE 2, three entries of five; 9 (on PE 0) the others
+		if i%5 >= 3 {
+			to = 9
+		}
+		m := Message{To: to, Handler: 3, Key: uint64(i), Payload: make([]byte, 500+i)}
+		m.Payload[0] = byte(i)
+		m.ID = p.Send(7, PEID(2-2*(int(to)-8)), m)
+		if to == 9 {
+			toNine = append(toNine, m)
+		}
+		p.Advance()
+		p.Ready()
+		dumps = append(dumps, q.TakeDumps()...)
+		if len(dumps) > 0 {
+			q.DumpAcked(0, 0, dumps[len(dumps)-1].To)
+		}
+	}
+	released := p.(*FullDet).log.released
+	require.Greater(t, released, 100, "most of the log is on the logger")
+	var run []byte
+	for _, d := range dumps {
+		run = append(run, d.Payload...)
+	}
+
+	// PE 0 failed, task 9 restored here: only the entries to 9 of the
+	// logger's run are needed.
+	failed, relocs := []PEID{0}, []Relocation{{Task: 9, PE: 1}}
+	fetches, err := q.NeedDumped(failed, relocs)
+	require.NoError(t, err)
+	require.Len(t, fetches, 1)
+	f := fetches[0]
+	require.Equal(t, Source{From: 0, To: released, Logger: 0}, f.Source)
+	require.Less(t, len(f.Need), released/2)
+	parts, rest, err := PickDumped(nil, run, 0, f.Need)
+	require.NoError(t, err)
+	require.Empty(t, rest)
+	require.Less(t, len(parts), len(f.Need), "adjacent entries go in one part")
+	var picked []byte
+	for _, part := range parts {
+		picked = append(picked, part...)
+	}
+	require.Less(t, len(picked), len(run)/2)
+	entries, err := DecodeDumped(picked)
+	require.NoError(t, err)
+	require.Len(t, entries, len(f.Need))
+	// Entries that are not the ones needed are refused.
+	require.ErrorIs(t, q.Fetched(f.Need[1:], entries[:len(entries)-1]), ErrBadDump)
+	q.DropFetched()
+	require.NoError(t, q.Fetched(f.Need, entries))
+
+	p.FailureNotice(failed, relocs)
+	require.NoError(t, q.DumpedEntryNeeded())
+	var resent []Message
+	for _, env := range p.Ready().Envelopes {
+		if env.Kind == EnvelopeMessage && env.Message.To == 9 {
+			resent = append(resent, env.Message)
+		}
+	}
+	require.Len(t, resent, len(toNine))
+	for k, m := range resent {
+		require.Equal(t, toNine[k].ID, m.ID)
+		require.Equal(t, toNine[k].Payload, m.Payload)
+	}
+
+	// Entries past a run are left over, one before it is refused, and
+	// a run cut inside an entry does not pick.
+	var firstHalf []byte
+	for _, d := range dumps[:len(dumps)/2] {
+		firstHalf = append(firstHalf, d.Payload...)
+	}
+	end := dumps[len(dumps)/2-1].To
+	_, rest, err = PickDumped(nil, firstHalf, 0, f.Need)
+	require.NoError(t, err)
+	require.NotEmpty(t, rest)
+	require.Less(t, len(rest), len(f.Need))
+	require.GreaterOrEqual(t, rest[0], end, "the rest starts past the run")
+	require.Less(t, f.Need[len(f.Need)-len(rest)-1], end, "and all before it was picked")
+	_, _, err = PickDumped(nil, run, 1, []int{0})
+	require.ErrorIs(t, err, ErrBadDump)
+	_, _, err = PickDumped(nil, run[:len(run)-1], 0, []int{released - 1})
+	require.ErrorIs(t, err, ErrBadDump)
+}

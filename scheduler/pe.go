@@ -1064,7 +1064,7 @@ func (pe *PE) transmit() {
 				// A replay from this PE's log to a task restored here:
 				// its payload is the log's copy, whose memory a logger's
 				// acknowledgement may free while the message waits here.
-				env.Message.Payload = append([]byte(nil), env.Message.Payload...)
+				env.Message.Payload = pe.quotaLocalPayload(env.Message.Payload)
 			}
 			local = append(local, env)
 			continue
