@@ -1060,9 +1060,11 @@ func (pe *PE) transmit() {
 			continue
 		}
 		if int(env.To) == pe.cfg.Rank {
-			if pe.cfg.LogQuota > 0 && env.Replayed && len(env.Message.Payload) > 0 {
-				// A replay from this PE's log to a task restored here:
-				// its payload is the log's copy, whose memory a logger's
+			if pe.cfg.LogQuota > 0 && len(env.Message.Payload) > 0 &&
+				(env.Replayed || pe.proto.Logged(env.Message.ID.Sender, env.To, env.Message.To)) {
+				// A replay from this PE's log to a task restored here, or
+				// a logged message (to or from a task that moved in): its
+				// payload is the log's copy, whose memory a logger's
 				// acknowledgement may free while the message waits here.
 				env.Message.Payload = pe.quotaLocalPayload(env.Message.Payload)
 			}
