@@ -102,9 +102,11 @@ func TestEventLoggerKilled(t *testing.T) {
 // An event logger that stops (SIGSTOP) keeps its connections open: the
 // launcher declares it dead by its heartbeats, kills it and tells the
 // PEs, which drop their streams to it; the job ends with the
-// failure-free digest.
+// failure-free digest. The job runs 400 steps (about 4 s on a quiet
+// machine) so that it is still running when the heartbeats' 1 s bound
+// passes.
 func TestStoppedEventLogger(t *testing.T) {
-	args := []string{"run", "leanmd", "--pes", "3", "--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "8", "--steps", "60", "--checkpoint-every", "8"}
+	args := []string{"run", "leanmd", "--pes", "3", "--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "8", "--steps", "400", "--checkpoint-every", "8"}
 	want := leanmdDigestOf(t, args)
 	j := startJob(t, append(args, "--ft", "partialdet", "--loggers", "1", "--event-logger", "--heartbeat-timeout", "1s")...)
 	loggers := parsePids(t, j.waitLine(t, loggerPidsLine, 30*time.Second)[1])
