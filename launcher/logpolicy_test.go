@@ -68,25 +68,27 @@ var (
 	passedLine     = regexp.MustCompile(`sync point of step (\d+) passed without a checkpoint: the largest sender log holds (\d+) bytes \(PE \d+\), under the limit of (\d+)`)
 	checkpointLine = regexp.MustCompile(`sync point of step (\d+) checkpoints: PE \d+'s sender log holds (\d+) bytes, the limit is (\d+)`)
 	committedLine  = regexp.MustCompile(`checkpoint (\d+) staged and copied to buddies`)
+	skippedLine    = regexp.MustCompile(`sync point of step (\d+) skipped: the largest sender log would hold about (\d+) bytes there`)
 )
 
 // The default policy on real PE processes with a small --log-limit and a
 // SIGKILL: the sync points where every sender log is under the limit pass
-// without a checkpoint, the job checkpoints only at those where a log
+// without a checkpoint, those that would pass too are skipped (the job
+// does not stop there), the job checkpoints only at those where a log
 // reached it, the killed PE's tasks, restored from a checkpoint older
 // than sync points the job passed, pass those by themselves, and the
 // result is the reference one.
 func TestLogLimitOnRealPEs(t *testing.T) {
-	const limit = 1 << 20
+	const limit = 2 << 20
 	for _, ft := range []logging.Kind{logging.KindPartialDet, logging.KindFullDet} {
 		t.Run(protocolName(ft), func(t *testing.T) {
 			j := startJob(t, "run", "stencil3d", "--pes", "3", "--grid", "48,48,32", "--chunk", "16,16,16", "--iterations", "100",
-				"--ft", protocolName(ft), "--log-limit", "1", "--kill", "pe=1,at=step:55")
+				"--ft", protocolName(ft), "--log-limit", "2", "--kill", "pe=1,at=step:55")
 			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
 			j.waitLine(t, regexp.MustCompile(`PE failed.*PE 1 .*killed by signal 9`), time.Second)
 			j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
 
-			var passed, decided, committed int
+			var passed, skipped, decided, committed int
 			decidedSinceCommit := false
 			for _, l := range strings.Split(j.output(), "\n") {
 				if m := passedLine.FindStringSubmatch(l); m != nil {
@@ -94,6 +96,11 @@ func TestLogLimitOnRealPEs(t *testing.T) {
 					log, _ := strconv.Atoi(m[2])
 					require.Less(t, log, limit, l)
 					require.Equal(t, strconv.Itoa(limit), m[3], l)
+				}
+				if m := skippedLine.FindStringSubmatch(l); m != nil {
+					skipped++
+					log, _ := strconv.Atoi(m[2])
+					require.Less(t, log, limit, l)
 				}
 				if m := checkpointLine.FindStringSubmatch(l); m != nil {
 					decided++
@@ -109,19 +116,23 @@ func TestLogLimitOnRealPEs(t *testing.T) {
 					decidedSinceCommit = false
 				}
 			}
-			t.Logf("%d sync points passed without a checkpoint, %d decided to checkpoint, %d checkpoints committed (the initial one included)", passed, decided, committed)
+			t.Logf("%d sync points passed without a checkpoint, %d skipped, %d decided to checkpoint, %d checkpoints committed (the initial one included)", passed, skipped, decided, committed)
 			require.GreaterOrEqual(t, passed, 2, "sync points passed without a checkpoint:\n%s", j.output())
+			require.GreaterOrEqual(t, skipped, 2, "sync points skipped:\n%s", j.output())
 			require.GreaterOrEqual(t, committed, 3, "the initial checkpoint and two at a log limit:\n%s", j.output())
 			require.Less(t, committed-1, 100/coord.DefaultSyncEvery, "not every sync point checkpointed")
 			require.GreaterOrEqual(t, decided, committed-1)
 			job := j.waitLine(t, jobStatsLine, 5*time.Second)
 			require.NotEqual(t, "0", job[3], "tasks were restored")
 			require.Equal(t, "0", job[4], "no task rolled back")
-			// PE 1 died at step 55, after the sync point of step 49 passed
-			// without a checkpoint (its log grows by less than the limit
-			// in 10 steps): each of its 6 chunks (18 on 3 PEs), restored
-			// from the checkpoint of step 39, passed that sync point
-			// again by itself, once.
+			// Each PE logs about 0.76 MB in 10 steps, so the job passes
+			// the sync point of step 9, skips that of step 19 (1.5 MB
+			// there), checkpoints at step 29 (2.3 MB), skips step 39,
+			// passes step 49 and would checkpoint at step 59. PE 1 died
+			// at step 55: each of its 6 chunks (18 on 3 PEs), restored
+			// from the checkpoint of step 29, passed the sync point of
+			// step 49 again by itself, once (and that of step 39, which
+			// every task passed by itself the first time: not counted).
 			again := j.waitLine(t, regexp.MustCompile(`msg="job stats" .*sync_points_passed_again=(\d+)`), time.Second)
 			require.Equal(t, "6", again[1])
 		})
