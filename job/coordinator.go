@@ -26,8 +26,17 @@ type Coordinator struct {
 
 	qd        *QuiescenceDetector
 	roundOpen bool
-	idle      []IdleStatus
-	askers    []int
+	// confirming: the open round was started at once by the balanced
+	// round before it (OnIdle), not by a tick. Quiescence takes two
+	// rounds of the same counts; when the first finds every PE idle and
+	// as many envelopes received as sent, the second goes out at once
+	// instead of a tick later (a sync point used to wait for a tick of
+	// the driver, 10 ms in the launcher, before its checkpoint). Only
+	// one such round follows a tick's: if the counters moved, the job
+	// is busy and the ticks pace the rounds again.
+	confirming bool
+	idle       []IdleStatus
+	askers     []int
 
 	// committed is the last committed checkpoint epoch; staging the one
 	// being taken.
@@ -106,8 +115,19 @@ type Coordinator struct {
 
 	// passed is one past the step of the latest sync point the tasks were
 	// resumed from without a checkpoint (Config.LogLimit), 0 if none:
-	// every Resume carries it (Resume.Passed).
+	// every Resume carries it (Resume.Passed). It may lie one sync period
+	// ahead: the next sync point is skipped (see skipNext).
 	passed uint64
+	// Skipping sync points under a log limit (skipNext): the sender logs
+	// hold what was sent since step logSince (one past the sync step of
+	// the last committed checkpoint; logKnown false: unknown, after a
+	// failure or a checkpoint not taken at a known sync step). The
+	// checkpoint being taken started at the sync point of step
+	// stagedFrom-1 (0: elsewhere), and its Resume carries skipAfter as
+	// Passed if that is higher (0: no skip).
+	logSince, stagedFrom, skipAfter uint64
+	skipAt                          int
+	logKnown                        bool
 
 	done    bool
 	outcome Outcome
@@ -159,6 +179,12 @@ type Config struct {
 	// log holds LogLimit bytes or more, and otherwise resumes the tasks
 	// at once. 0: every sync point checkpoints (--checkpoint-every K).
 	LogLimit int
+	// SyncEvery is the tasks' sync period under a LogLimit (the PEs'
+	// CheckpointEvery: a task offers a sync point at every step s with
+	// s+1 a multiple of it). Given, the coordinator skips a sync point
+	// that would pass without a checkpoint anyway (skipNext); 0: every
+	// sync point stops the tasks.
+	SyncEvery uint64
 	// Loggers is the number of logger processes of the job (loggers.go),
 	// Dumping whether the PEs dump log entries to them (a log quota).
 	Loggers int
@@ -236,7 +262,10 @@ type taskHost struct {
 // NewCoordinator returns a coordinator for a job whose PEs all joined.
 func NewCoordinator(cfg Config) *Coordinator {
 	c := &Coordinator{cfg: cfg, live: make([]bool, cfg.Size), qd: NewQuiescenceDetector(cfg.Size), idle: make([]IdleStatus, cfg.Size),
-		delivered: make([]uint64, cfg.Size), createdEpoch: InitialEpoch, adopted: map[int]adoption{}}
+		delivered: make([]uint64, cfg.Size), createdEpoch: InitialEpoch, adopted: map[int]adoption{},
+		// The logs of a job that begins count from its first step; those
+		// of one restarted from disk from a step not known here.
+		logKnown: !cfg.Resumed}
 	for p := range c.live {
 		c.live[p] = true
 	}
@@ -288,6 +317,7 @@ func (c *Coordinator) nextEpoch() uint64 { return max(c.committed, c.lastEpoch) 
 const InitialEpoch = 1
 
 func (c *Coordinator) startCheckpoint(epoch uint64) []Command {
+	c.stagedFrom, c.skipAfter = 0, 0 // OnIdle sets them for its own
 	c.phase = phaseCheckpointing
 	c.staging = epoch
 	c.lastEpoch = max(c.lastEpoch, epoch)
@@ -341,6 +371,9 @@ func (c *Coordinator) maybeCommit() []Command {
 	}
 	c.committed, c.haveCommit = c.staging, true
 	c.failuresSinceCommit = 0
+	// The PEs empty their logs as they commit: they count from the
+	// checkpoint's sync step on, if it is known.
+	c.logSince, c.logKnown = c.stagedFrom, c.stagedFrom > 0 || c.committed == InitialEpoch && !c.cfg.Resumed
 	c.loggersCommitted()
 	c.moves = nil // the checkpoint records the placement they made
 	c.adopted = map[int]adoption{}
@@ -439,6 +472,11 @@ func (c *Coordinator) resumeAfterCheckpoint() []Command {
 	c.phase = phaseRunning
 	c.qd.Reset()
 	c.roundOpen = false
+	if c.skipAfter > c.passed {
+		c.passed = c.skipAfter
+		c.note("sync point of step %d skipped: the largest sender log would hold about %d bytes there", c.skipAfter-1, c.skipAt)
+	}
+	c.skipAfter = 0
 	cmds := []Command{toEvery(Resume{Passed: c.passed})}
 	if c.committed == c.createdEpoch && !c.cfg.Resumed {
 		cmds = []Command{toEvery(Begin{})}
@@ -475,7 +513,7 @@ func (c *Coordinator) Tick() []Command {
 	if c.done || c.phase != phaseRunning || c.roundOpen || c.diagnosing != nil {
 		return nil
 	}
-	c.roundOpen = true
+	c.roundOpen, c.confirming = true, false
 	return []Command{toEvery(Probe{Round: c.qd.StartRound()})}
 }
 
@@ -498,8 +536,19 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 	}
 	c.roundOpen = false
 	if !quiescent {
+		if c.qd.Balanced() && !c.confirming {
+			// Every PE was idle and nothing is in flight: the round
+			// that confirms it starts now, not at the next tick (a
+			// sync point waits for two rounds). One such round in a
+			// row: if the counters moved, the tick paces the next.
+			c.confirming = true
+			c.roundOpen = true
+			return []Command{toEvery(Probe{Round: c.qd.StartRound()})}
+		}
+		c.confirming = false
 		return nil
 	}
+	c.confirming = false
 	if c.migrating() {
 		// Quiescent, but tasks moved before a failure are still on their
 		// way (their records are not envelopes the counters count).
@@ -547,11 +596,30 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 			c.passed = max(c.passed, syncStep+1)
 			c.qd.Reset()
 			c.note("sync point of step %d passed without a checkpoint: the largest sender log holds %d bytes (PE %d), under the limit of %d", syncStep, maxLog, maxLogPE, c.cfg.LogLimit)
+			if next, at, ok := c.skipNext(syncStep, maxLog, maxLog); ok {
+				c.passed = max(c.passed, next+1)
+				c.note("sync point of step %d skipped: the largest sender log would hold about %d bytes there", next, at)
+			}
 			return []Command{toEvery(Resume{Passed: c.passed})}
 		} else {
 			c.note("sync point of step %d checkpoints: PE %d's sender log holds %d bytes, the limit is %d", syncStep, maxLogPE, maxLog, c.cfg.LogLimit)
 		}
 	}
+	// A checkpoint taken here empties the logs at step syncStep+1; the
+	// sync point after it is skipped if the logs would still be under
+	// the limit there (resumeAfterCheckpoint).
+	from, skipAfter, skipAt := uint64(0), uint64(0), 0
+	if atSync > 0 && atSync == syncTasks && known && lowStep == syncStep {
+		from = syncStep + 1
+		if next, at, ok := c.skipNext(syncStep, maxLog, 0); ok && len(c.moves) == 0 {
+			skipAfter, skipAt = next+1, at
+		}
+	}
+	defer func() {
+		if c.phase == phaseCheckpointing && c.stagedFrom == 0 {
+			c.stagedFrom, c.skipAfter, c.skipAt = from, skipAfter, skipAt
+		}
+	}()
 	switch {
 	case atSync > 0 && atSync == syncTasks && c.cfg.Balancer != "" && len(c.moves) > 0:
 		// This sync point balanced already: a failure abandoned its
@@ -583,6 +651,34 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 		return c.diagnose(fmt.Errorf("%w (%d of %d)", ErrNotAllAtSync, atSync, syncTasks))
 	}
 	return c.diagnose(ErrQuiescentWithoutExit)
+}
+
+// skipNext decides whether the tasks waiting at the sync point of step
+// may go on past the next one too, that of step next (Config.SyncEvery
+// later): only when that one would pass without a checkpoint anyway.
+// The logs grew to logged bytes (the largest) in the steps since they
+// last started empty (logSince), and hold after bytes once the tasks go
+// on (logged, or 0 after a checkpoint); at the same rate they would
+// hold at there, and the sync point is skipped if that is under the
+// limit by a 32nd. A sync point skipped is one the tasks pass by
+// themselves (Resume.Passed), as those a task re-executes: it costs no
+// barrier (the tasks of a step no longer wait for the slowest) and no
+// quiescence rounds. The checkpoints then come at the steps they would
+// have come at; a log that grows faster than it did lets a PE's log pass
+// the limit by up to two sync periods' worth before the next checkpoint,
+// instead of one.
+func (c *Coordinator) skipNext(step uint64, logged, after int) (next uint64, at int, ok bool) {
+	k := c.cfg.SyncEvery
+	if k == 0 || c.cfg.LogLimit <= 0 || c.cfg.Balancer != "" || c.forceCheckpoint || !c.logKnown || step+1 <= c.logSince {
+		return 0, 0, false
+	}
+	steps := step + 1 - c.logSince
+	perPeriod := uint64(logged) * k / steps
+	at = after + int(perPeriod)
+	if uint64(at)+perPeriod/32 >= uint64(c.cfg.LogLimit) {
+		return 0, 0, false
+	}
+	return step + k, at, true
 }
 
 // OnLoads takes a PE's task loads at a balancing sync point.

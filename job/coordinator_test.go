@@ -69,6 +69,23 @@ func events(cmds []Command) []any {
 	return evs
 }
 
+// nextProbe returns the probe of the next quiescence round: the one a
+// balanced round started at once (a Probe among cmds, which it removes),
+// or else the one the next tick starts.
+func nextProbe(t *testing.T, c *Coordinator, cmds *[]Command) Probe {
+	t.Helper()
+	for i, cmd := range *cmds {
+		if s, ok := cmd.(Send); ok {
+			if p, ok := s.Event.(Probe); ok {
+				*cmds = append((*cmds)[:i:i], (*cmds)[i+1:]...)
+				return p
+			}
+		}
+	}
+	probe, _ := eventOf[Probe](t, c.Tick())
+	return probe
+}
+
 // eventOf returns the first event or command of type E of cmds, and the
 // destination of the Send that carries it (EveryPE for a command for the
 // driver).

@@ -23,7 +23,7 @@ func migratedCoordinator(t *testing.T, kind logging.Kind, arrived bool) (*Coordi
 	// point.
 	var cmds []Command
 	for range 2 {
-		probe, _ := eventOf[Probe](t, c.Tick())
+		probe := nextProbe(t, c, &cmds)
 		for pe := range pes {
 			cmds = append(cmds, c.OnIdle(pe, IdleStatus{Round: probe.Round, AtSync: 2, SyncTasks: 2})...)
 		}
@@ -179,7 +179,7 @@ func TestDiskRollbackAfterAMigration(t *testing.T) {
 	require.Empty(t, c.OnManifestWritten(InitialEpoch, nil))
 	cmds = nil
 	for range 2 {
-		probe, _ := eventOf[Probe](t, c.Tick())
+		probe := nextProbe(t, c, &cmds)
 		for pe := range pes {
 			cmds = append(cmds, c.OnIdle(pe, IdleStatus{Round: probe.Round, AtSync: 2, SyncTasks: 2})...)
 		}
@@ -223,15 +223,15 @@ func TestDiskRollbackAfterAMigration(t *testing.T) {
 // its commands.
 func atSyncAgain(t *testing.T, c *Coordinator) []Command {
 	t.Helper()
+	var cmds []Command
 	for range 2 {
-		probe, _ := eventOf[Probe](t, c.Tick())
-		var cmds []Command
+		probe := nextProbe(t, c, &cmds)
 		for pe, ok := range c.Live() {
 			if ok {
 				cmds = append(cmds, c.OnIdle(pe, IdleStatus{Round: probe.Round, AtSync: 2, SyncTasks: 2})...)
 			}
 		}
-		if len(cmds) > 0 {
+		if len(cmds) > 0 && !hasEvent[Probe](cmds) {
 			return cmds
 		}
 	}
@@ -334,10 +334,10 @@ func quiescentAtSync(t *testing.T, c *Coordinator, syncTasks map[int]int) []Comm
 	t.Helper()
 	var cmds []Command
 	for range 2 {
-		if len(cmds) > 0 {
+		if len(cmds) > 0 && !hasEvent[Probe](cmds) {
 			break
 		}
-		probe, _ := eventOf[Probe](t, c.Tick())
+		probe := nextProbe(t, c, &cmds)
 		for pe, ok := range c.Live() {
 			if !ok {
 				continue

@@ -11,14 +11,18 @@ import "slices"
 // envelopes it has sent and received so far. The job is quiescent when two
 // consecutive complete rounds report the same counters for every PE and the
 // totals sent and received are equal: nothing was sent or received between
-// the two rounds, and nothing sent is still in flight.
+// the two rounds, and nothing sent is still in flight. Balanced says
+// whether the last complete round had the totals equal: the driver may
+// then start the confirming round at once (Coordinator.OnIdle).
 type QuiescenceDetector struct {
-	size    int
-	round   uint64
-	answers int
-	current []counters
-	prev    []counters
-	dead    []bool
+	size  int
+	round uint64
+	// balanced: the last complete round's totals matched.
+	balanced bool
+	answers  int
+	current  []counters
+	prev     []counters
+	dead     []bool
 	// live counts the PEs not dead: a round is complete when that many
 	// answered (kept, so that an answer costs the same with any number of
 	// PEs).
@@ -72,9 +76,15 @@ func (q *QuiescenceDetector) Reply(pe int, round, sent, received uint64) (comple
 		totalReceived += c.received
 	}
 	quiescent = totalSent == totalReceived && q.prev != nil && slices.Equal(q.prev, q.current)
+	q.balanced = totalSent == totalReceived
 	q.prev = slices.Clone(q.current)
 	return true, quiescent
 }
+
+// Balanced says whether the last complete round counted as many
+// envelopes received as sent: the next round may then confirm
+// quiescence.
+func (q *QuiescenceDetector) Balanced() bool { return q.balanced }
 
 // Waiting lists the live PEs that have not answered the current round.
 func (q *QuiescenceDetector) Waiting() []int {

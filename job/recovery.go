@@ -66,6 +66,9 @@ func (c *Coordinator) OnFailure(pe int) []Command {
 	}
 	c.live[pe] = false
 	c.noteProgress()
+	// The logs' growth is no longer known (replay, rollbacks): no sync
+	// point is skipped until a checkpoint at a sync point commits.
+	c.logKnown, c.skipAfter = false, 0
 	if d := c.diagnosing; d != nil {
 		// The job is stopping with a diagnosis: a failure now only adds
 		// to it.

@@ -841,6 +841,9 @@ func (c *coordinator) Send(s coord.Send) {
 		c.sendAll(m)
 	}
 	c.observe(time.Now(), s.Event)
+	if c.timeline.trace != nil {
+		c.timeline.trace.instant(fmt.Sprintf("send %T %+v", s.Event, s.Event), "control")
+	}
 }
 
 // observe follows what the PEs are told: kills injected at a checkpoint
@@ -892,7 +895,7 @@ func (c *coordinator) newCore() *coord.Coordinator {
 		Size: c.cfg.Size, Protocol: c.cfg.Protocol, Layout: c.cfg.Layout,
 		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
 		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > coord.InitialEpoch,
-		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit, Loggers: c.cfg.Loggers,
+		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit, SyncEvery: c.cfg.CheckpointEvery, Loggers: c.cfg.Loggers,
 		Dumping: c.cfg.LogQuota > 0, EventLogger: c.cfg.EventLogger,
 	})
 	for _, l := range c.deadLoggers {
@@ -1053,6 +1056,9 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 // handleReport hands a PE's report to the job's coordinator.
 func (c *coordinator) handleReport(rank int, msg *controlpb.ToCoordinator) []coord.Command {
 	core := c.core
+	if c.timeline.trace != nil {
+		c.timeline.trace.instant(fmt.Sprintf("PE %d: %T %v", rank, msg.Msg, msg.Msg), "control")
+	}
 	switch m := msg.Msg.(type) {
 	case *controlpb.ToCoordinator_Exit:
 		c.stopping = true

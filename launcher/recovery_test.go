@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -210,8 +211,19 @@ func TestTraceFile(t *testing.T) {
 	for _, pe := range []int{0, 2, 3} {
 		require.Positive(t, handlersOn[pe], "handlers of surviving PE %d", pe)
 	}
-	for _, n := range []string{"checkpoint 1", "PE 1 failed", "restore", "catch-up to the failure point", "replay and catch-up"} {
+	for _, n := range []string{"checkpoint 1", "PE 1 failed", "restore", "catch-up to the failure point", "replay and catch-up",
+		// The phases of a sync point and its checkpoint, on the PEs.
+		"runtime.takeCheckpoint", "runtime.receiveCheckpoint", "runtime.commitCheckpoint", "runtime.resume"} {
 		require.True(t, names[n], "trace has %q", n)
+	}
+	// And what the launcher told the PEs and heard from them.
+	for _, prefix := range []string{"send job.Probe", "send job.TakeCheckpoint", "send job.CommitCheckpoint", "send job.Resume",
+		"PE 0: *controlpb.ToCoordinator_Idle", "PE 0: *controlpb.ToCoordinator_Staged", "PE 0: *controlpb.ToCoordinator_Committed"} {
+		found := false
+		for n := range names {
+			found = found || strings.HasPrefix(n, prefix)
+		}
+		require.True(t, found, "trace has %q...", prefix)
 	}
 	_, err = os.Stat(peTraceFile(file, 0))
 	require.True(t, os.IsNotExist(err), "PE files are merged and removed")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -190,6 +191,9 @@ func (pe *PE) encodingBuffer() []byte {
 }
 
 func (pe *PE) takeCheckpoint(epoch uint64) {
+	if pe.cfg.Trace != nil {
+		defer pe.traceRuntime("takeCheckpoint", time.Now())
+	}
 	enc, err := pe.encodeCheckpoint(pe.encodingBuffer(), epoch)
 	if err != nil {
 		pe.cfg.Control.Fail(err)
@@ -290,6 +294,9 @@ func (pe *PE) receiveCheckpointBatch(from int, payload []byte) bool {
 	if !pe.acceptBatch(from, payload, job, generation) {
 		return true
 	}
+	if pe.cfg.Trace != nil {
+		defer pe.traceRuntime("receiveCheckpoint", time.Now())
+	}
 	pe.ckpt.incoming = payload
 	pe.receiveCheckpoint(from, wire.CheckpointKind(kind), cp[:len(cp):len(cp)], generation)
 	pe.ckpt.incoming = nil
@@ -375,6 +382,9 @@ func (pe *PE) receiveCheckpoint(from int, kind wire.CheckpointKind, b []byte, ge
 }
 
 func (pe *PE) commitCheckpoint(ev job.CommitCheckpoint) {
+	if pe.cfg.Trace != nil {
+		defer pe.traceRuntime("commitCheckpoint", time.Now())
+	}
 	if err := pe.store.Commit(ev.Epoch); err != nil {
 		pe.cfg.Control.Fail(err)
 		return

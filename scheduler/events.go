@@ -20,6 +20,7 @@ func (h *eventHandler) Begin(job.Begin) {
 
 func (h *eventHandler) Resume(ev job.Resume) {
 	h.pe.rollingBack = false
+	h.pe.noteStop()
 	if h.pe.quota() != nil {
 		h.pe.resumeSync(ev.Passed) // one task at a time (quota.go)
 		return

@@ -131,14 +131,22 @@ func TestDiskRollbackPlacesSettledMovesAsTheCoordinator(t *testing.T) {
 				// tasks, and every PE takes the moves.
 				cmds = nil
 				for range 2 {
+					// The second round is the one the first, balanced,
+					// started at once (job.Coordinator.OnIdle); the first
+					// a tick's.
 					var probe job.Probe
-					for _, cmd := range c.Tick() {
+					if len(cmds) == 0 {
+						cmds = c.Tick()
+					}
+					for _, cmd := range cmds {
 						if s, ok := cmd.(job.Send); ok {
 							if p, ok := s.Event.(job.Probe); ok {
 								probe = p
 							}
 						}
 					}
+					require.NotZero(t, probe.Round, "a round of probes")
+					cmds = nil
 					for pe := range size {
 						cmds = append(cmds, c.OnIdle(pe, job.IdleStatus{Round: probe.Round, AtSync: 2, SyncTasks: 2})...)
 					}

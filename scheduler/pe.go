@@ -193,7 +193,8 @@ type Stats struct {
 	Given uint64
 	// PassedAgain counts the sync points a re-executing task passed by
 	// itself, the job having passed them without a checkpoint
-	// (job.Resume.Passed).
+	// (job.Resume.Passed); not those the coordinator skipped ahead, which
+	// every task passes by itself the first time (noteStop).
 	PassedAgain int
 	// RegionsChecked counts the commutative regions the annotation check
 	// re-ran in other orders (Config.CheckAnnotations).
@@ -260,8 +261,11 @@ type PE struct {
 	// resumedBelow is the last Resume's Passed: one past the step of the
 	// latest sync point the job passed without a checkpoint. autoResume
 	// are tasks that reached such a sync point again and resume once the
-	// code that reached it returns (syncpoint.go).
+	// code that reached it returns (syncpoint.go). stoppedAt holds the
+	// steps of the sync points the local tasks waited at when a Resume
+	// came (noteStop): one per sync point the job stopped at.
 	resumedBelow uint64
+	stoppedAt    map[uint64]struct{}
 	// syncMaybe is false when no local task waits at a sync point: every
 	// place that sets an element's atSync sets it, and waitingAtSync
 	// clears it when its walk finds none. An idle PE answers a probe up to
@@ -1019,6 +1023,9 @@ func (pe *PE) answerProbe() {
 	}
 	pe.cfg.Control.Idle(st)
 	pe.probe = nil
+	if pe.cfg.Trace != nil {
+		pe.cfg.Trace("runtime", fmt.Sprintf("idle round %d", st.Round), time.Now(), 0)
+	}
 }
 
 // transmit performs the protocol's Ready: envelopes for this PE arrive

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/logging"
@@ -71,9 +72,25 @@ func (pe *PE) runAutoResumes() {
 		el := pe.autoResume[0]
 		pe.autoResume = pe.autoResume[1:]
 		if el.atSync && el.coll.local[el.lin] == el {
-			pe.stats.PassedAgain++
+			if _, stopped := pe.stoppedAt[el.progress.Step]; stopped {
+				pe.stats.PassedAgain++
+			}
 			pe.resumeTask(el)
 		}
+	}
+}
+
+// noteStop notes, as a Resume comes, the step of the sync point the local
+// tasks wait at (stoppedAt). A task that passes by itself (Resume.Passed)
+// a sync point of another step passes one the coordinator skipped ahead
+// (job.Coordinator.skipNext), not one the job stopped at and the task
+// re-executes: it is not counted in PassedAgain.
+func (pe *PE) noteStop() {
+	if n, high, low, known := pe.waitingAtSync(); n > 0 && known {
+		if pe.stoppedAt == nil {
+			pe.stoppedAt = map[uint64]struct{}{}
+		}
+		pe.stoppedAt[high], pe.stoppedAt[low] = struct{}{}, struct{}{}
 	}
 }
 
@@ -106,6 +123,9 @@ func (pe *PE) waitingAtSync() (n int, high, low uint64, known bool) {
 // passed is the coordinator's Resume.Passed: from now on a task that
 // reaches a sync point of a lower step goes on by itself.
 func (pe *PE) resume(passed uint64) {
+	if pe.cfg.Trace != nil {
+		defer pe.traceRuntime("resume", time.Now())
+	}
 	pe.resumedBelow = passed
 	for _, cs := range pe.colls {
 		for _, lin := range cs.sorted() {
@@ -128,5 +148,14 @@ func (pe *PE) resumeTask(el *element) {
 	}
 	if pe.call(el, nil, "", func() { el.task.(actor.Resumer).ResumeFromSync(ctx) }) {
 		pe.markRunnable(el)
+	}
+}
+
+// traceRuntime records a phase of the runtime's own work (a checkpoint's
+// packing, its commit, a resume) in the PE's trace, as a span from start
+// to now under the collection name "runtime".
+func (pe *PE) traceRuntime(name string, start time.Time) {
+	if pe.cfg.Trace != nil {
+		pe.cfg.Trace("runtime", name, start, time.Since(start))
 	}
 }

@@ -239,7 +239,7 @@ func Run(cfg Config) (Result, error) {
 	mt := jb.MainTarget()
 	w.main = migrate.TaskRef{Collection: int(mt.Collection), Lin: jb.Collections()[mt.Collection].Shape.Linear(mt.Index)}
 	w.coord = job.NewCoordinator(job.Config{Size: cfg.PEs, Protocol: cfg.Protocol, Layout: scheduler.Layout(jb, cfg.PEs),
-		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit, Loggers: cfg.Loggers, Dumping: cfg.Dumping,
+		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit, SyncEvery: cfg.CheckpointEvery, Loggers: cfg.Loggers, Dumping: cfg.Dumping,
 		EventLogger: cfg.EventLogger})
 	w.pes = make([]*simPE, cfg.PEs)
 	if cfg.LogQuota > 0 {

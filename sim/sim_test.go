@@ -135,7 +135,7 @@ func TestSim(t *testing.T) {
 	var failed, unrecoverable, faults, recoveries int
 	// Runs with a log limit, the sync points they passed without a
 	// checkpoint and those that checkpointed as a log reached it.
-	var limited, passed, checkpointed, passedAgain int
+	var limited, passed, skipped, checkpointed, passedAgain int
 	// Runs in which a logger died, and the sync points that checkpointed
 	// because one had.
 	var loggersDied, forced int
@@ -161,6 +161,8 @@ func TestSim(t *testing.T) {
 				switch {
 				case strings.Contains(n, "passed without a checkpoint"):
 					passed++
+				case strings.Contains(n, "skipped: the largest sender log"):
+					skipped++
 				case strings.Contains(n, "checkpoints: PE"):
 					checkpointed++
 				}
@@ -190,8 +192,8 @@ func TestSim(t *testing.T) {
 	}
 	t.Logf("%d seeds from %d in %v: %d failed, %d stopped as unrecoverable, %d PEs killed, %d recoveries, %d events",
 		n, *firstFlag, time.Since(start).Round(time.Millisecond), failed, unrecoverable, faults, recoveries, events)
-	t.Logf("%d runs with a log limit: %d sync points passed without a checkpoint, %d checkpointed as a log reached the limit; re-executing tasks passed %d sync points again by themselves (on the PEs alive at the end)",
-		limited, passed, checkpointed, passedAgain)
+	t.Logf("%d runs with a log limit: %d sync points passed without a checkpoint, %d skipped ahead, %d checkpointed as a log reached the limit; re-executing tasks passed %d sync points again by themselves (on the PEs alive at the end)",
+		limited, passed, skipped, checkpointed, passedAgain)
 	if loggersDied > 0 {
 		t.Logf("%d runs in which a logger died: %d sync points checkpointed because one had", loggersDied, forced)
 	}

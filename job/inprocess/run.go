@@ -45,7 +45,7 @@ func Run(ctx context.Context, app actor.App, args []string, pes int, stderr io.W
 		// The launcher's default policy (see job.DefaultLogLimit).
 		syncEvery, logLimit = job.DefaultSyncEvery, o.logLimit
 	}
-	core := job.NewCoordinator(job.Config{Size: pes, Protocol: o.protocol, Layout: scheduler.Layout(jb, pes), Balancer: o.balancer, LogLimit: logLimit,
+	core := job.NewCoordinator(job.Config{Size: pes, Protocol: o.protocol, Layout: scheduler.Layout(jb, pes), Balancer: o.balancer, LogLimit: logLimit, SyncEvery: syncEvery,
 		Loggers: o.loggers, Dumping: o.logQuota > 0})
 	drv := &driver{events: make(chan any, 1024), debug: o.debug, core: core, firstPE: -1}
 	if o.first != nil {

@@ -36,6 +36,15 @@ type core struct {
 	// for new frames. Nil: never (a driver that may keep frames).
 	reusable func() bool
 	spare    [][]byte
+	// inPlace says whether the last frame receive took was delivered, in
+	// part, as payloads that are slices of it (the handler then holds its
+	// memory); false: its bytes were copied out (joined) or dropped, and
+	// its buffer is free again once receive returns (TCP gives a big
+	// frame's buffer back to its pool at once, instead of waiting for the
+	// garbage collector to find it unused: a checkpoint's buddy copy, 40
+	// frames of 256 KiB, is then read into memory the process used
+	// before, not into fresh pages; docs/benchmarks.md, "Sync points").
+	inPlace bool
 	// alloc, when not nil, returns n bytes for a payload that spans
 	// frames (their joined copy, which the payload's handler then owns):
 	// the TCP endpoint's recycled buffers (recvPool). Nil: make.
@@ -346,6 +355,7 @@ func (c *core) receive(f frame) error {
 		c.stats.malformed.Add(1)
 		return fmt.Errorf("%w: rank %d, job size %d", ErrUnknownRank, f.From, c.size)
 	}
+	c.inPlace = false
 	from := int(f.From)
 	if c.out[from].dead {
 		return nil // a failed peer's late frames
@@ -396,8 +406,9 @@ func (c *core) receive(f frame) error {
 			c.alone, c.aloneAt = f.Data, h
 		}
 	}
-	in.unpack(f.Head, deliver, c.alloc)
-	in.unpack(f.Data, deliver, c.alloc)
+	inPlace := in.unpack(f.Head, deliver, c.alloc)
+	inPlace = in.unpack(f.Data, deliver, c.alloc) || inPlace
+	c.inPlace = inPlace
 	c.alone, c.aloneAt = nil, 0
 	// The handler may have sent to from and so piggybacked the ack.
 	if in.owed && (in.owedFrames >= c.ackFrames || in.owedBytes >= c.ackBytes) {
@@ -443,8 +454,8 @@ func (in *inChannel) check(head, data []byte, maxPayload int) error {
 // unpack adds a piece of a checked frame to the stream and calls deliver
 // for each payload it completes. A payload that lies whole in data is a
 // subslice of it; others are joined in a buffer from alloc (nil: a new
-// one).
-func (in *inChannel) unpack(data []byte, deliver func([]byte), alloc func(int) []byte) {
+// one). It reports whether it delivered such a subslice of data.
+func (in *inChannel) unpack(data []byte, deliver func([]byte), alloc func(int) []byte) (inPlace bool) {
 	joined := func(n int) []byte {
 		if alloc != nil {
 			return alloc(n)[:0]
@@ -452,7 +463,7 @@ func (in *inChannel) unpack(data []byte, deliver func([]byte), alloc func(int) [
 		return make([]byte, 0, n)
 	}
 	if len(data) == 0 {
-		return
+		return false
 	}
 	if in.need > 0 {
 		if len(in.assembly) == 0 && len(data) >= in.need {
@@ -460,6 +471,7 @@ func (in *inChannel) unpack(data []byte, deliver func([]byte), alloc func(int) [
 			payload := data[:in.need:in.need]
 			data = data[in.need:]
 			in.need, in.assembly = 0, nil
+			inPlace = true
 			deliver(payload)
 		} else {
 			if in.assembly == nil {
@@ -480,6 +492,7 @@ func (in *inChannel) unpack(data []byte, deliver func([]byte), alloc func(int) [
 		size, h := binary.Uvarint(data)
 		data = data[h:]
 		if int(size) <= len(data) {
+			inPlace = true
 			deliver(data[:size:size])
 			data = data[size:]
 			continue
@@ -489,8 +502,9 @@ func (in *inChannel) unpack(data []byte, deliver func([]byte), alloc func(int) [
 			in.assembly = append(joined(int(size)), data...)
 			in.need -= len(data)
 		}
-		return
+		return inPlace
 	}
+	return inPlace
 }
 
 // takeAlone returns the data of the frame being received if payload, being

@@ -98,7 +98,10 @@
 // (the handler dropped every payload in it), puts it back in the
 // endpoint's pool (up to 32 MiB) for a later read instead of freeing it,
 // which spares the clearing of fresh memory and spaces the collections
-// out (recvpool.go).
+// out (recvpool.go). A big frame whose bytes were all copied into a
+// joined payload (a checkpoint's buddy copy spans dozens of frames), or
+// dropped, goes back to the pool as soon as the loop handled it, without
+// waiting for a collection: the next frame is read into it.
 //
 // Wire format (integers little-endian): a handshake (below), then frames,
 // each a 36-byte header (from rank u32, head length u32, data length u32,

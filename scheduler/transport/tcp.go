@@ -379,6 +379,9 @@ const (
 type item struct {
 	kind itemKind
 	f    frame
+	// own: f.Data is a big frame's buffer of its own (recv.get), which
+	// receive gives back to the pool if no payload points into it.
+	own  bool
 	conn *tcpConn
 	ev   any
 	done chan struct{}
@@ -523,6 +526,9 @@ func (e *TCP) handle(it *item) bool {
 			return false
 		}
 		e.receive(it.conn, it.f)
+		if it.own && !e.core.inPlace {
+			e.recv.put(it.f.Data)
+		}
 	case itemEvent:
 		if e.h == nil {
 			e.hold(*it, 0)
@@ -1096,7 +1102,7 @@ func (c *tcpConn) readLoop() {
 					return
 				}
 				f.Head, f.Data = nil, body // one piece of the stream
-				batch = append(batch, item{kind: itemFrame, f: f, conn: c})
+				batch = append(batch, item{kind: itemFrame, f: f, own: true, conn: c})
 				c.e.runInline(batch)
 				clear(batch)
 				batch = batch[:0]

@@ -80,9 +80,15 @@ func CoordinatorFailure(pes, tasksPerPE, failed int, kind logging.Kind) (Coordin
 	d.phase.Out["Probe"] += pes
 	for pe := range pes {
 		// Busy: every PE sent and received one envelope more than the
-		// round before (there is none), so the round completes and the
-		// job is not quiescent.
-		d.report("Idle", c.OnIdle(pe, job.IdleStatus{Round: probe.Round, Sent: 1, Received: 1}))
+		// round before (there is none), and PE 0's second is still in
+		// flight, so the round completes, the job is not quiescent, and
+		// the next round waits for a tick (a balanced round would start
+		// the confirming one at once: job.Coordinator.OnIdle).
+		sent := uint64(1)
+		if pe == 0 {
+			sent = 2
+		}
+		d.report("Idle", c.OnIdle(pe, job.IdleStatus{Round: probe.Round, Sent: sent, Received: 1}))
 	}
 	d.stop()
 
