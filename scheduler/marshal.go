@@ -139,17 +139,31 @@ func (pe *PE) marshalLocal(codec actor.Codec, m any) ([]byte, error) {
 			return payload, err
 		}
 	}
-	var buf []byte
-	if last := len(pe.localFree) - 1; last >= 0 {
-		buf = pe.localFree[last]
-		pe.localFree[last] = nil
-		pe.localFree = pe.localFree[:last]
-		pe.localFreeBytes -= cap(buf)
-	}
-	payload, err := codec.Append(buf, m)
+	payload, err := codec.Append(pe.localBuffer(), m)
 	if err != nil || len(payload) == 0 {
 		return payload, err
 	}
+	pe.lendLocal(payload)
+	return payload, nil
+}
+
+// localBuffer returns an empty free buffer of marshalLocal's (nil if it
+// has none).
+func (pe *PE) localBuffer() []byte {
+	last := len(pe.localFree) - 1
+	if last < 0 {
+		return nil
+	}
+	buf := pe.localFree[last]
+	pe.localFree[last] = nil
+	pe.localFree = pe.localFree[:last]
+	pe.localFreeBytes -= cap(buf)
+	return buf
+}
+
+// lendLocal notes that payload, not empty, is in a buffer of
+// localBuffer's until it is delivered (takeLocal).
+func (pe *PE) lendLocal(payload []byte) {
 	if len(pe.localLent) >= maxLocalLent {
 		clear(pe.localLent)
 	}
@@ -157,7 +171,6 @@ func (pe *PE) marshalLocal(codec actor.Codec, m any) ([]byte, error) {
 		pe.localLent = map[*byte]struct{}{}
 	}
 	pe.localLent[&payload[0]] = struct{}{}
-	return payload, nil
 }
 
 // takeLocal reports whether payload p, delivered, was marshalled into a

@@ -144,21 +144,8 @@ func (pe *PE) quotaLocalPayload(p []byte) []byte {
 		pe.ownPayload(c)
 		return c
 	}
-	var buf []byte
-	if last := len(pe.localFree) - 1; last >= 0 {
-		buf = pe.localFree[last]
-		pe.localFree[last] = nil
-		pe.localFree = pe.localFree[:last]
-		pe.localFreeBytes -= cap(buf)
-	}
-	c := append(buf[:0], p...)
-	if len(pe.localLent) >= maxLocalLent {
-		clear(pe.localLent)
-	}
-	if pe.localLent == nil {
-		pe.localLent = map[*byte]struct{}{}
-	}
-	pe.localLent[&c[0]] = struct{}{}
+	c := append(pe.localBuffer(), p...)
+	pe.lendLocal(c)
 	return c
 }
 
