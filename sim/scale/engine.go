@@ -27,8 +27,9 @@ type Engine struct {
 	byPE  [][]int
 	inbox [][]logging.Envelope
 	next  [][]logging.Envelope
-	// payload is the pattern's payload bytes each PE sent (the protocol's
-	// LoggedBytes count none).
+	// payload is the pattern's payload bytes each PE's log took (the
+	// messages to other PEs: Protocol.Logged; the protocol's LoggedBytes
+	// count none, since the model sends no payload).
 	payload []int
 	rounds  int
 	// failed marks the PEs Fail took away.
@@ -110,10 +111,13 @@ func (e *Engine) send(pe, t int, stage uint64) {
 		return
 	}
 	for _, s := range e.pat.Sends(t, stage) {
-		e.protos[pe].Send(commutative.TaskID(t), logging.PEID(e.pat.Home(s.To)), logging.Message{
-			To: commutative.TaskID(s.To), Handler: s.Handler, Annotation: s.Annotation, Key: s.Stage,
+		from, to, home := commutative.TaskID(t), commutative.TaskID(s.To), logging.PEID(e.pat.Home(s.To))
+		if e.protos[pe].Logged(from, home, to) {
+			e.payload[pe] += s.Bytes
+		}
+		e.protos[pe].Send(from, home, logging.Message{
+			To: to, Handler: s.Handler, Annotation: s.Annotation, Key: s.Stage,
 		})
-		e.payload[pe] += s.Bytes
 	}
 }
 
