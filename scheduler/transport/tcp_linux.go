@@ -170,13 +170,19 @@ func newRawReader(raw syscall.RawConn, s *spinner) *rawReader {
 				return true
 			}
 			if time.Now().After(deadline) {
-				r.misses++
-				r.skip = min(1<<min(r.misses, 10), maxSkip)
+				r.missed()
 				return false
 			}
 		}
 	}
 	return r
+}
+
+// missed notes a spin that found nothing: the reader waits without
+// spinning the next 2, 4, ... up to maxSkip times.
+func (r *rawReader) missed() {
+	r.misses++
+	r.skip = min(1<<min(r.misses, 10), maxSkip)
 }
 
 // spinning says whether the reader spins before this wait, taking the
