@@ -96,6 +96,8 @@ type TCP struct {
 	// recv recycles the readers' buffers (see recvPool); a heap object
 	// of its own, so that the buffers' finalizers keep it alive, not e.
 	recv *recvPool
+	// spin lets one reader at a time spin before it waits (tcp_linux.go).
+	spin spinner
 	// joined recycles the buffers large payloads are joined into from
 	// their frames (core.alloc), apart from recv: recv fills up with
 	// frame buffers, and a checkpoint's buddy copy (megabytes, once per
@@ -1050,7 +1052,7 @@ func (c *tcpConn) readLoop() {
 	defer c.e.wg.Done()
 	var in io.Reader = c.nc
 	if c.tls == nil && c.raw != nil {
-		if r := newRawReader(c.raw); r != nil {
+		if r := newRawReader(c.raw, &c.e.spin); r != nil {
 			in = r
 		}
 	}
