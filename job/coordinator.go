@@ -3,8 +3,10 @@ package job
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
@@ -54,6 +56,14 @@ type Coordinator struct {
 	commitFrom      int
 	files           []migrate.FileEntry
 	checkpointBytes int
+	// stagingPeak is the most bytes one PE staged in the checkpoint
+	// being taken, stagedPeak the same of the last committed one
+	// (Config.LogPerCheckpoint).
+	stagingPeak, stagedPeak int
+	// With Config.MTBF: when the checkpoint being taken started, how long
+	// the last one took (from TakeCheckpoint to the tasks' resumption),
+	// and when it ended (Config.Now's time).
+	checkpointStart, lastCheckpointTook, lastCheckpointEnd time.Duration
 	// diskEpoch is the latest checkpoint written to disk completely (its
 	// manifest reported written, OnManifestWritten), 0 if none.
 	diskEpoch uint64
@@ -194,6 +204,20 @@ type Config struct {
 	// recovered by replay, and a logger's death is handled as with
 	// Dumping (loggers.go).
 	EventLogger bool
+	// LogPerCheckpoint, when > 0 with a LogLimit, raises the limit to
+	// LogPerCheckpoint times the bytes the largest PE staged in the last
+	// committed checkpoint, when that is higher (see logLimit and
+	// DefaultLogPerCheckpoint): a job whose state is large checkpoints
+	// as often as its log grows large against that state, not every
+	// LogLimit bytes.
+	LogPerCheckpoint int
+	// MTBF, when > 0 with a LogLimit, also makes a sync point checkpoint
+	// once Daly's period (DalyPeriod) for MTBF and the last checkpoint's
+	// measured duration has passed since that checkpoint ended, whatever
+	// the logs hold. Now is the driver's clock (time since any fixed
+	// origin), read only then.
+	MTBF time.Duration
+	Now  func() time.Duration
 }
 
 // The default checkpoint policy of a job that logs messages and was given
@@ -220,10 +244,45 @@ type Config struct {
 // 256 MiB (give such a job a higher --log-limit). A PE's log and the
 // memory it holds stay below 16 MiB plus what it sends in
 // DefaultSyncEvery steps.
+//
+// DefaultLogPerCheckpoint raises that limit for a job with a large
+// state: a PE's log may grow to that many times the bytes the largest PE
+// staged in the last checkpoint. A checkpoint costs about δ ≈ c × S (S a
+// PE's staged bytes, c ≈ 3.5 ns a byte here: pack, send to the buddy,
+// the buddy's copy), and with a limit L on a log that grows r bytes a
+// second checkpoints come every L / r seconds, so their share of the run
+// is c × S × r / L. With L = k × S that is c × r / k, whatever the state:
+// at k = 8, 1.6 % for stencil3d 128³ on 2 PEs (about 37 MB logged a
+// second per PE), where 16 MiB gave a checkpoint every 60-70 steps, and
+// on stencil3d 256³ (74 MB per PE staged) a checkpoint every 560 steps
+// instead of every 20, each of which took 0.3-0.6 s
+// (docs/benchmarks.md, "The default checkpoint policy"). The memory a PE
+// then holds for its log stays below 8 times its checkpoint, which the
+// PE already holds twice (its own and its buddy's copy).
 const (
-	DefaultLogLimit  = 16 << 20
-	DefaultSyncEvery = 10
+	DefaultLogLimit         = 16 << 20
+	DefaultSyncEvery        = 10
+	DefaultLogPerCheckpoint = 8
 )
+
+// DalyPeriod is Daly's (2006) higher-order estimate of the optimal
+// checkpoint interval (compute time between checkpoints) for checkpoint
+// time delta and mean time between failures m:
+//
+//	τ = sqrt(2δM)·[1 + ⅓·sqrt(δ/(2M)) + (1/9)·δ/(2M)] − δ   for δ < 2M
+//	τ = M                                                    otherwise
+func DalyPeriod(delta, m time.Duration) time.Duration {
+	d, M := delta.Seconds(), m.Seconds()
+	if d <= 0 || M <= 0 {
+		return 0
+	}
+	if d >= 2*M {
+		return m
+	}
+	x := d / (2 * M)
+	t := math.Sqrt(2*d*M)*(1+math.Sqrt(x)/3+x/9) - d
+	return time.Duration(t * float64(time.Second))
+}
 
 // Outcome is how a job ended.
 type Outcome struct {
@@ -323,7 +382,10 @@ func (c *Coordinator) startCheckpoint(epoch uint64) []Command {
 	c.lastEpoch = max(c.lastEpoch, epoch)
 	c.staged, c.stored = make([]bool, c.cfg.Size), make([]bool, c.cfg.Size)
 	c.commitFrom = 0
-	c.files, c.checkpointBytes = nil, 0
+	c.files, c.checkpointBytes, c.stagingPeak = nil, 0, 0
+	if c.dalyClock() {
+		c.checkpointStart = c.cfg.Now()
+	}
 	return []Command{toEvery(TakeCheckpoint{Epoch: epoch})}
 }
 
@@ -335,6 +397,7 @@ func (c *Coordinator) OnStaged(pe int, epoch uint64, bytes int) []Command {
 	c.staged[pe] = true
 	c.noteProgress()
 	c.checkpointBytes += bytes
+	c.stagingPeak = max(c.stagingPeak, bytes)
 	return c.maybeCommit()
 }
 
@@ -370,6 +433,7 @@ func (c *Coordinator) maybeCommit() []Command {
 		}
 	}
 	c.committed, c.haveCommit = c.staging, true
+	c.stagedPeak = c.stagingPeak
 	c.failuresSinceCommit = 0
 	// The PEs empty their logs as they commit: they count from the
 	// checkpoint's sync step on, if it is known.
@@ -469,6 +533,10 @@ func (c *Coordinator) OnDiskWritten(pe int, epoch uint64, entry migrate.FileEntr
 }
 
 func (c *Coordinator) resumeAfterCheckpoint() []Command {
+	if c.dalyClock() {
+		c.lastCheckpointEnd = c.cfg.Now()
+		c.lastCheckpointTook = c.lastCheckpointEnd - c.checkpointStart
+	}
 	c.phase = phaseRunning
 	c.qd.Reset()
 	c.roundOpen = false
@@ -586,7 +654,9 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 			c.note("sync point checkpoints: no PE knows the step its waiting tasks offer")
 		} else if c.forceCheckpoint {
 			c.note("sync point of step %d checkpoints: a logger failed with log entries dumped to it", syncStep)
-		} else if maxLog < c.cfg.LogLimit {
+		} else if due, why := c.dalyDue(); due {
+			c.note("sync point of step %d checkpoints: %s", syncStep, why)
+		} else if limit := c.logLimit(); maxLog < limit {
 			// An optional sync point, and no log is large enough to need
 			// a checkpoint yet: the tasks go on, without balancing
 			// either. A task that reaches this sync point again,
@@ -595,14 +665,14 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 			// committed yet checkpoints whatever the logs: see below.)
 			c.passed = max(c.passed, syncStep+1)
 			c.qd.Reset()
-			c.note("sync point of step %d passed without a checkpoint: the largest sender log holds %d bytes (PE %d), under the limit of %d", syncStep, maxLog, maxLogPE, c.cfg.LogLimit)
+			c.note("sync point of step %d passed without a checkpoint: the largest sender log holds %d bytes (PE %d), under the limit of %d", syncStep, maxLog, maxLogPE, limit)
 			if next, at, ok := c.skipNext(syncStep, maxLog, maxLog); ok {
 				c.passed = max(c.passed, next+1)
 				c.note("sync point of step %d skipped: the largest sender log would hold about %d bytes there", next, at)
 			}
 			return []Command{toEvery(Resume{Passed: c.passed})}
 		} else {
-			c.note("sync point of step %d checkpoints: PE %d's sender log holds %d bytes, the limit is %d", syncStep, maxLogPE, maxLog, c.cfg.LogLimit)
+			c.note("sync point of step %d checkpoints: PE %d's sender log holds %d bytes, the limit is %d", syncStep, maxLogPE, maxLog, c.logLimit())
 		}
 	}
 	// A checkpoint taken here empties the logs at step syncStep+1; the
@@ -675,10 +745,62 @@ func (c *Coordinator) skipNext(step uint64, logged, after int) (next uint64, at 
 	steps := step + 1 - c.logSince
 	perPeriod := uint64(logged) * k / steps
 	at = after + int(perPeriod)
-	if uint64(at)+perPeriod/32 >= uint64(c.cfg.LogLimit) {
+	if uint64(at)+perPeriod/32 >= uint64(c.logLimit()) {
 		return 0, 0, false
 	}
+	if period, ok := c.dalyPeriod(); ok {
+		// The same for Daly's period, at the pace of the steps since the
+		// last checkpoint ended.
+		since := c.cfg.Now() - c.lastCheckpointEnd
+		timePerPeriod := since * time.Duration(k) / time.Duration(steps)
+		then := timePerPeriod
+		if after > 0 {
+			then += since
+		}
+		if then+timePerPeriod/32 >= period {
+			return 0, 0, false
+		}
+	}
 	return step + k, at, true
+}
+
+// logLimit is the log size at which an optional sync point checkpoints:
+// Config.LogLimit, or Config.LogPerCheckpoint times the bytes the
+// largest PE staged in the last committed checkpoint if that is higher.
+func (c *Coordinator) logLimit() int {
+	limit := c.cfg.LogLimit
+	if k := c.cfg.LogPerCheckpoint; k > 0 && c.stagedPeak > 0 {
+		limit = max(limit, k*c.stagedPeak)
+	}
+	return limit
+}
+
+// dalyClock reports whether the coordinator times its checkpoints
+// (Config.MTBF and Config.Now given).
+func (c *Coordinator) dalyClock() bool { return c.cfg.MTBF > 0 && c.cfg.Now != nil }
+
+// dalyPeriod is Daly's period for Config.MTBF and the duration of the
+// last checkpoint, once one was measured.
+func (c *Coordinator) dalyPeriod() (time.Duration, bool) {
+	if !c.dalyClock() || c.lastCheckpointTook <= 0 {
+		return 0, false
+	}
+	return DalyPeriod(c.lastCheckpointTook, c.cfg.MTBF), true
+}
+
+// dalyDue reports whether Daly's period has passed since the last
+// checkpoint ended, and says so.
+func (c *Coordinator) dalyDue() (bool, string) {
+	period, ok := c.dalyPeriod()
+	if !ok {
+		return false, ""
+	}
+	since := c.cfg.Now() - c.lastCheckpointEnd
+	if since < period {
+		return false, ""
+	}
+	return true, fmt.Sprintf("%v since the last checkpoint, Daly's period for an MTBF of %v and a checkpoint of %v is %v",
+		since.Round(time.Millisecond), c.cfg.MTBF, c.lastCheckpointTook.Round(time.Millisecond), period.Round(time.Millisecond))
 }
 
 // OnLoads takes a PE's task loads at a balancing sync point.

@@ -2,6 +2,7 @@ package job
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,11 +37,22 @@ func syncPoint(t *testing.T, c *Coordinator, step uint64, logs map[int]int, noTa
 // checkpoint epoch, and returns what the last commit brings.
 func commit(t *testing.T, c *Coordinator, epoch uint64) []Command {
 	t.Helper()
+	return commitStaged(t, c, epoch, nil)
+}
+
+// commitStaged is commit with PE p staging staged[p] bytes (10 if not
+// given).
+func commitStaged(t *testing.T, c *Coordinator, epoch uint64, staged map[int]int) []Command {
+	t.Helper()
 	live := c.Live()
 	var cmds []Command
 	for p, ok := range live {
 		if ok {
-			cmds = append(cmds, c.OnStaged(p, epoch, 10)...)
+			n, given := staged[p]
+			if !given {
+				n = 10
+			}
+			cmds = append(cmds, c.OnStaged(p, epoch, n)...)
 		}
 	}
 	for p, ok := range live {
@@ -239,3 +251,81 @@ func TestSyncStepsDifferUnderALogLimit(t *testing.T) {
 }
 
 func must[E any](e E, _ Destination) E { return e }
+
+// With LogPerCheckpoint, the limit grows with the state: once a
+// checkpoint in which some PE staged B bytes has committed, a sync point
+// checkpoints only when a log holds LogPerCheckpoint × B (if more than
+// LogLimit), and the sync points in between are skipped as under a
+// plain limit.
+func TestLogLimitGrowsWithTheLargestCheckpoint(t *testing.T) {
+	const limit = 1000
+	c := runningCoordinatorWith(t, Config{Size: 3, Protocol: logging.KindPartialDet, LogLimit: limit, LogPerCheckpoint: 8})
+	// The initial checkpoint staged 10 bytes a PE: 8 × 10 is under the
+	// limit, which rules.
+	cp, _ := eventOf[TakeCheckpoint](t, syncPoint(t, c, 9, map[int]int{0: limit, 1: 0, 2: 0}))
+	require.Contains(t, c.Notes(), "sync point of step 9 checkpoints: PE 0's sender log holds 1000 bytes, the limit is 1000")
+	// PE 1 stages 500 bytes: the limit becomes 4000.
+	require.Equal(t, []any{Resume{Passed: 0}}, events(commitStaged(t, c, cp.Epoch, map[int]int{1: 500})))
+	require.Equal(t, []any{Resume{Passed: 20}}, events(syncPoint(t, c, 19, map[int]int{0: 3999, 1: 0, 2: 0})))
+	require.Contains(t, c.Notes(), "sync point of step 19 passed without a checkpoint: the largest sender log holds 3999 bytes (PE 0), under the limit of 4000")
+	cp, _ = eventOf[TakeCheckpoint](t, syncPoint(t, c, 29, map[int]int{0: 4000, 1: 0, 2: 0}))
+	// A smaller checkpoint brings the limit down again.
+	require.Equal(t, []any{Resume{Passed: 20}}, events(commitStaged(t, c, cp.Epoch, map[int]int{0: 50, 1: 200, 2: 5})))
+	eventOf[TakeCheckpoint](t, syncPoint(t, c, 39, map[int]int{0: 1600, 1: 0, 2: 0}))
+	require.Contains(t, c.Notes(), "sync point of step 39 checkpoints: PE 0's sender log holds 1600 bytes, the limit is 1600")
+
+	// Without LogPerCheckpoint the limit is LogLimit whatever was staged.
+	plain := runningCoordinatorWith(t, Config{Size: 3, Protocol: logging.KindPartialDet, LogLimit: limit})
+	cp, _ = eventOf[TakeCheckpoint](t, syncPoint(t, plain, 9, map[int]int{0: limit, 1: 0, 2: 0}))
+	commitStaged(t, plain, cp.Epoch, map[int]int{1: 500})
+	eventOf[TakeCheckpoint](t, syncPoint(t, plain, 19, map[int]int{0: limit, 1: 0, 2: 0}))
+}
+
+// With MTBF, a sync point also checkpoints once Daly's period for the
+// last checkpoint's duration has passed since it ended, however small
+// the logs; the sync points skipped in between are those that would
+// pass before the period ends, at the pace of the steps so far.
+func TestDalyPeriodCheckpoints(t *testing.T) {
+	var now time.Duration
+	c := NewCoordinator(Config{Size: 2, Protocol: logging.KindPartialDet, Layout: [][]int{{0, 1, 0, 1}},
+		LogLimit: 1 << 30, SyncEvery: 10, MTBF: time.Hour, Now: func() time.Duration { return now }})
+	c.Ready()
+	// The initial checkpoint takes 2 s: Daly's period for an hour's MTBF
+	// is about 118.7 s.
+	now = 2 * time.Second
+	eventOf[CommitCheckpoint](t, append(append(c.OnStaged(0, InitialEpoch, 10), c.OnBuddyStored(1, InitialEpoch, 0, 0)...),
+		append(c.OnStaged(1, InitialEpoch, 10), c.OnBuddyStored(0, InitialEpoch, 1, 0)...)...))
+	c.OnCommitted(0, InitialEpoch)
+	eventOf[Begin](t, c.OnCommitted(1, InitialEpoch))
+	period := DalyPeriod(2*time.Second, time.Hour)
+	require.InDelta(t, 118.7, period.Seconds(), 0.1)
+
+	// Step 9 at 32 s: 30 s a sync period, so step 19 would come at 62 s:
+	// skipped. Step 29 at 92 s: step 39 would come at about 122 s, past
+	// the period: not skipped. Step 39 at 122 s checkpoints.
+	now = 32 * time.Second
+	require.Equal(t, []any{Resume{Passed: 20}}, events(syncPoint(t, c, 9, map[int]int{0: 1, 1: 1})))
+	now = 92 * time.Second
+	require.Equal(t, []any{Resume{Passed: 30}}, events(syncPoint(t, c, 29, map[int]int{0: 1, 1: 1})))
+	now = 122 * time.Second
+	cp, _ := eventOf[TakeCheckpoint](t, syncPoint(t, c, 39, map[int]int{0: 1, 1: 1}))
+	require.Contains(t, c.Notes(), "sync point of step 39 checkpoints: 2m0s since the last checkpoint, Daly's period for an MTBF of 1h0m0s and a checkpoint of 2s is 1m58.67s")
+	// This checkpoint takes 8 s: the next period is Daly's for 8 s.
+	now = 130 * time.Second
+	commit(t, c, cp.Epoch)
+	now = 130*time.Second + DalyPeriod(8*time.Second, time.Hour) - time.Second
+	require.Equal(t, []any{Resume{Passed: 50}}, events(syncPoint(t, c, 49, map[int]int{0: 1, 1: 1})))
+	now += time.Second
+	eventOf[TakeCheckpoint](t, syncPoint(t, c, 59, map[int]int{0: 1, 1: 1}))
+}
+
+func TestDalyPeriod(t *testing.T) {
+	// δ = 60 s, M = 24 h: sqrt(2·60·86400) = 3220 s, plus the higher-order
+	// terms (x = δ/2M = 1/2880): 3220·(1 + 0.00621 + 0.0000386) − 60.
+	got := DalyPeriod(time.Minute, 24*time.Hour).Seconds()
+	require.InDelta(t, 3180.1, got, 0.5)
+	// Young's first-order sqrt(2δM) is an upper bound here.
+	require.Less(t, got, 3220.0)
+	require.Equal(t, time.Hour, DalyPeriod(3*time.Hour, time.Hour))
+	require.Zero(t, DalyPeriod(0, time.Hour))
+}

@@ -69,10 +69,13 @@ type coordinatorConfig struct {
 	CheckpointEvery uint64
 	// CheckAnnotations is --check-annotations (0: off): sent to the PEs.
 	CheckAnnotations int
-	// LogLimit is coord.Config.LogLimit (0: every sync point checkpoints).
-	LogLimit      int
-	CheckpointDir string
-	Spread        int
+	// LogLimit is coord.Config.LogLimit (0: every sync point checkpoints),
+	// LogPerCheckpoint and MTBF the same as coord.Config's.
+	LogLimit         int
+	LogPerCheckpoint int
+	MTBF             time.Duration
+	CheckpointDir    string
+	Spread           int
 	// Kills are the failures to inject (--kill).
 	Kills []kill
 	// Restart, if set, holds per PE the task records of a disk checkpoint
@@ -137,6 +140,8 @@ type coordinator struct {
 	setupSent                bool
 	earlyDead                []int
 	startedAt                time.Time
+	// created is when the coordinator was made (sinceStart).
+	created time.Time
 	// lostAt and lostErr: the PEs whose connection broke, waiting for
 	// the report of their process's end (exitReportGrace).
 	lostAt  map[int]time.Time
@@ -234,8 +239,12 @@ func newCoordinator(cfg coordinatorConfig, ln net.Listener) *coordinator {
 	}
 	return &coordinator{loggers: make([]*peer, cfg.Loggers), loggerLostAt: map[int]time.Time{}, loggerLostErr: map[int]error{},
 		cfg: cfg, ln: ln, restarts: map[int]int{}, events: make(chan any, 256), peers: make([]*peer, cfg.Size), stats: map[int]*controlpb.PEStats{},
-		judge: silenceJudge{bound: cfg.HeartbeatTimeout}, lostAt: map[int]time.Time{}, lostErr: map[int]error{}}
+		judge: silenceJudge{bound: cfg.HeartbeatTimeout}, lostAt: map[int]time.Time{}, lostErr: map[int]error{}, created: time.Now()}
 }
+
+// sinceStart is the job coordinator's clock (coord.Config.Now): the time
+// since this coordinator was made, on the monotonic clock.
+func (c *coordinator) sinceStart() time.Duration { return time.Since(c.created) }
 
 func (c *coordinator) post(ctx context.Context, ev any) {
 	select {
@@ -897,6 +906,7 @@ func (c *coordinator) newCore() *coord.Coordinator {
 		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > coord.InitialEpoch,
 		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit, SyncEvery: c.cfg.CheckpointEvery, Loggers: c.cfg.Loggers,
 		Dumping: c.cfg.LogQuota > 0, EventLogger: c.cfg.EventLogger,
+		LogPerCheckpoint: c.cfg.LogPerCheckpoint, MTBF: c.cfg.MTBF, Now: c.sinceStart,
 	})
 	for _, l := range c.deadLoggers {
 		core.OnLoggerFailure(l)

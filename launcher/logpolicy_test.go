@@ -21,26 +21,31 @@ import (
 // errors that say why.
 func TestLogLimitFlag(t *testing.T) {
 	for _, c := range []struct {
-		args      []string
-		syncEvery uint64
-		logLimit  int
+		args             []string
+		syncEvery        uint64
+		logLimit         int
+		logPerCheckpoint int
+		mtbf             time.Duration
 	}{
-		{nil, coord.DefaultSyncEvery, coord.DefaultLogLimit},
-		{[]string{"--ft", "fulldet"}, coord.DefaultSyncEvery, coord.DefaultLogLimit},
-		{[]string{"--log-limit", "3"}, coord.DefaultSyncEvery, 3 << 20},
-		{[]string{"--log-limit=1", "--ft", "fulldet"}, coord.DefaultSyncEvery, 1 << 20},
-		{[]string{"--log-limit", "0"}, 0, 0},
-		{[]string{"--checkpoint-every", "5"}, 5, 0},
-		{[]string{"--checkpoint-every", "0"}, 0, 0},
-		{[]string{"--checkpoint-every", "5", "--log-limit", "0"}, 5, 0},
-		{[]string{"--ft", "none"}, 0, 0},
-		{[]string{"--ft", "none", "--checkpoint-every", "4"}, 4, 0},
+		{nil, coord.DefaultSyncEvery, coord.DefaultLogLimit, coord.DefaultLogPerCheckpoint, 0},
+		{[]string{"--ft", "fulldet"}, coord.DefaultSyncEvery, coord.DefaultLogLimit, coord.DefaultLogPerCheckpoint, 0},
+		{[]string{"--mtbf", "24h"}, coord.DefaultSyncEvery, coord.DefaultLogLimit, coord.DefaultLogPerCheckpoint, 24 * time.Hour},
+		{[]string{"--log-limit", "3"}, coord.DefaultSyncEvery, 3 << 20, 0, 0},
+		{[]string{"--log-limit=1", "--ft", "fulldet", "--mtbf=90m"}, coord.DefaultSyncEvery, 1 << 20, 0, 90 * time.Minute},
+		{[]string{"--log-limit", "0"}, 0, 0, 0, 0},
+		{[]string{"--checkpoint-every", "5"}, 5, 0, 0, 0},
+		{[]string{"--checkpoint-every", "0"}, 0, 0, 0, 0},
+		{[]string{"--checkpoint-every", "5", "--log-limit", "0"}, 5, 0, 0, 0},
+		{[]string{"--ft", "none"}, 0, 0, 0, 0},
+		{[]string{"--ft", "none", "--checkpoint-every", "4"}, 4, 0, 0, 0},
 	} {
 		o, _, err := splitRunArgs(append([]string{"--pes", "2"}, c.args...))
 		require.NoError(t, err, "%v", c.args)
-		syncEvery, logLimit := o.syncPolicy()
+		syncEvery, logLimit, logPerCheckpoint := o.syncPolicy()
 		require.Equal(t, c.syncEvery, syncEvery, "%v", c.args)
 		require.Equal(t, c.logLimit, logLimit, "%v", c.args)
+		require.Equal(t, c.logPerCheckpoint, logPerCheckpoint, "%v", c.args)
+		require.Equal(t, c.mtbf, o.mtbf, "%v", c.args)
 	}
 	for args, why := range map[string]string{
 		"--log-limit -1":                     "want a number >= 0",
@@ -50,6 +55,11 @@ func TestLogLimitFlag(t *testing.T) {
 		"--log-limit 2000000000":             "at most",
 		"--log-limit 3 --checkpoint-every 5": "give one of them",
 		"--ft none --log-limit 3":            "keeps no sender log",
+		"--mtbf 1h --checkpoint-every 5":     "give one of them",
+		"--mtbf 1h --ft none":                "give --checkpoint-every",
+		"--mtbf 1h --log-limit 0":            "give one of them",
+		"--mtbf soon":                        "want a duration",
+		"--mtbf -1h":                         "want a duration",
 	} {
 		_, _, err := splitRunArgs(append([]string{"--pes", "2"}, strings.Fields(args)...))
 		require.ErrorIs(t, err, errUsage, args)
@@ -138,4 +148,27 @@ func TestLogLimitOnRealPEs(t *testing.T) {
 			require.Equal(t, "6", again[1])
 		})
 	}
+}
+
+// --mtbf on real PE processes: with an MTBF so short that Daly's period
+// is shorter than a sync period, every sync point after the initial
+// checkpoint checkpoints and says why, whatever the logs hold; a SIGKILL
+// in between is recovered with the reference result.
+func TestMTBFOnRealPEs(t *testing.T) {
+	j := startJob(t, "run", "stencil3d", "--pes", "3", "--grid", "48,48,32", "--chunk", "16,16,16", "--iterations", "100",
+		"--mtbf", "1ms", "--kill", "pe=1,at=step:25")
+	require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+	j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
+	daly := regexp.MustCompile(`sync point of step (\d+) checkpoints: .* since the last checkpoint, Daly's period for an MTBF of 1ms and a checkpoint of .* is `)
+	var steps []string
+	for _, l := range strings.Split(j.output(), "\n") {
+		if m := daly.FindStringSubmatch(l); m != nil {
+			steps = append(steps, m[1])
+		}
+		require.NotContains(t, l, "passed without a checkpoint", "Daly's period is shorter than any sync period")
+	}
+	// Every sync point, from step 9 to step 89 (the tasks of PE 1,
+	// restored from step 19's checkpoint, reach step 29's with the
+	// others: none passed it yet).
+	require.Equal(t, []string{"9", "19", "29", "39", "49", "59", "69", "79", "89"}, steps, j.output())
 }

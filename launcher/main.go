@@ -76,8 +76,15 @@ const usageHead = `usage:
                                 or partialdet: the sender log size (MiB,
                                 on any PE) at which a sync point
                                 checkpoints; the others pass without one
-                                (default 16; 0: only the initial
-                                checkpoint)
+                                (default: 16, or 8 times the largest
+                                PE's share of the last checkpoint if more;
+                                0: only the initial checkpoint)
+        --mtbf D                without --checkpoint-every, under fulldet
+                                or partialdet: a sync point also
+                                checkpoints once Daly's optimal period for
+                                a mean time between failures D (e.g. 24h)
+                                and the last checkpoint's duration has
+                                passed since it ended
         --loggers K             also start K logger processes, which hold
                                 no task; they are watched like PEs, and
                                 the job goes on when one fails (default 0)
@@ -341,8 +348,10 @@ type runOptions struct {
 	checkpointEvery  uint64
 	checkpointSet    bool
 	// logLimitMiB is --log-limit (logLimitSet: given).
-	logLimitMiB   int
-	logLimitSet   bool
+	logLimitMiB int
+	logLimitSet bool
+	// mtbf is --mtbf (0: not given).
+	mtbf          time.Duration
 	checkpointDir string
 	restartDir    string
 	recordDir     string
@@ -523,7 +532,7 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 				return o, nil, err
 			}
 			o.secretFile = v
-		case "heartbeat-timeout", "stall-timeout", "join-timeout":
+		case "heartbeat-timeout", "stall-timeout", "join-timeout", "mtbf":
 			v, err := valueOf(&i, "--"+name)
 			if err != nil {
 				return o, nil, err
@@ -534,6 +543,8 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			}
 			if name == "stall-timeout" {
 				o.stallTimeout = d
+			} else if name == "mtbf" {
+				o.mtbf = d
 			} else if name == "join-timeout" {
 				o.joinTimeout = d
 			} else {
@@ -565,6 +576,16 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	}
 	if o.logLimitSet && o.logLimitMiB > 0 && o.protocol == logging.KindNone {
 		return o, nil, fmt.Errorf("%w: --log-limit with --ft none: checkpoint/restart keeps no sender log", errUsage)
+	}
+	if o.mtbf > 0 {
+		switch {
+		case o.checkpointSet:
+			return o, nil, fmt.Errorf("%w: --mtbf chooses the checkpoint period; --checkpoint-every fixes it: give one of them", errUsage)
+		case o.protocol == logging.KindNone:
+			return o, nil, fmt.Errorf("%w: --mtbf with --ft none: a checkpoint/restart job checkpoints at fixed steps, give --checkpoint-every", errUsage)
+		case o.logLimitMiB == 0:
+			return o, nil, fmt.Errorf("%w: --mtbf with --log-limit 0 (only the initial checkpoint): give one of them", errUsage)
+		}
 	}
 	return o, appArgs, nil
 }
@@ -615,11 +636,19 @@ const maxLogLimitMiB = 1 << 30
 // checkpoints once a PE's sender log holds --log-limit MiB (default
 // coord.DefaultLogLimit); --log-limit 0 and --ft none take only the
 // initial checkpoint.
-func (o runOptions) syncPolicy() (syncEvery uint64, logLimit int) {
+//
+// Without --log-limit the limit grows with the state: to
+// coord.DefaultLogPerCheckpoint times the largest PE's share of the last
+// checkpoint, when that is more (logPerCheckpoint; 0 with --log-limit,
+// which the limit then is).
+func (o runOptions) syncPolicy() (syncEvery uint64, logLimit, logPerCheckpoint int) {
 	if o.checkpointSet || o.protocol == logging.KindNone || o.logLimitMiB == 0 {
-		return o.checkpointEvery, 0
+		return o.checkpointEvery, 0, 0
 	}
-	return coord.DefaultSyncEvery, o.logLimitMiB << 20
+	if !o.logLimitSet {
+		logPerCheckpoint = coord.DefaultLogPerCheckpoint
+	}
+	return coord.DefaultSyncEvery, o.logLimitMiB << 20, logPerCheckpoint
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, apps map[string]actor.App, transports map[string]Transport) (int, error) {
@@ -643,7 +672,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	if err != nil {
 		return 2, err
 	}
-	syncEvery, logLimit := o.syncPolicy()
+	syncEvery, logLimit, logPerCheckpoint := o.syncPolicy()
 	lim := killLimits{PEs: o.pes, App: app.Name, CheckpointEvery: syncEvery, LogLimit: logLimit > 0}
 	if app.LastStep != nil {
 		lim.LastStep, lim.KnowLastStep = app.LastStep(appArgs)
@@ -714,7 +743,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		App: app.Name, Args: appArgs, Size: o.pes, Secret: secret,
 		JobID: binary.LittleEndian.Uint64(newSecret()), HeartbeatTimeout: o.heartbeatTimeout, StallTimeout: o.stallTimeout, JoinTimeout: o.joinTimeout,
 		Output: stdout, Log: log, Spawned: make([]bool, o.pes), Protocol: o.protocol,
-		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, CheckpointDir: o.checkpointDir,
+		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, LogPerCheckpoint: logPerCheckpoint, MTBF: o.mtbf, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 		RecordDir: o.recordDir,
 		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), LogQuota: o.logQuota, EventLogger: o.eventLogger, CheckAnnotations: o.checkAnnotations, TLS: coordinatorTLS,

@@ -200,17 +200,6 @@ func eventNames(events []Event) []string {
 	return w
 }
 
-func TestDalyPeriod(t *testing.T) {
-	// δ = 60 s, M = 24 h: sqrt(2·60·86400) = 3220 s, plus the higher-order
-	// terms (x = δ/2M = 1/2880): 3220·(1 + 0.00621 + 0.0000386) − 60.
-	got := DalyPeriod(time.Minute, 24*time.Hour).Seconds()
-	require.InDelta(t, 3180.1, got, 0.5)
-	// Young's first-order sqrt(2δM) is an upper bound here.
-	require.Less(t, got, 3220.0)
-	require.Equal(t, time.Hour, DalyPeriod(3*time.Hour, time.Hour))
-	require.Zero(t, DalyPeriod(0, time.Hour))
-}
-
 func TestCasesInterleaved(t *testing.T) {
 	cfg, err := Preset("quick")
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/gochare/gochare/job"
 )
 
 // Stat is the median and range of a measurement over repetitions.
@@ -82,25 +84,6 @@ type RecoverySummary struct {
 	// FasterThanNone is none's median recovery time (failure → progress
 	// regained) over this one's (above 1: faster than checkpoint/restart).
 	FasterThanNone float64 `json:"faster_than_none"`
-}
-
-// DalyPeriod is Daly's (2006) higher-order estimate of the optimal
-// checkpoint interval (compute time between checkpoints) for checkpoint
-// time delta and mean time between failures m:
-//
-//	τ = sqrt(2δM)·[1 + ⅓·sqrt(δ/(2M)) + (1/9)·δ/(2M)] − δ   for δ < 2M
-//	τ = M                                                    otherwise
-func DalyPeriod(delta, m time.Duration) time.Duration {
-	d, M := delta.Seconds(), m.Seconds()
-	if d <= 0 || M <= 0 {
-		return 0
-	}
-	if d >= 2*M {
-		return m
-	}
-	x := d / (2 * M)
-	t := math.Sqrt(2*d*M)*(1+math.Sqrt(x)/3+x/9) - d
-	return time.Duration(t * float64(time.Second))
 }
 
 type key struct {
@@ -183,7 +166,7 @@ func summarize(cfg Config, runs []Run) ([]Summary, []RecoverySummary) {
 			if !math.IsNaN(s.CheckpointMS.Median) && s.StepMS.Median > 0 {
 				// A checkpoint that takes under a millisecond is reported as 0.
 				delta := time.Duration(max(s.CheckpointMS.Median, 0.5) * float64(time.Millisecond))
-				per := DalyPeriod(delta, time.Duration(cfg.MTBF))
+				per := job.DalyPeriod(delta, time.Duration(cfg.MTBF))
 				s.DalyPeriodS = per.Seconds()
 				s.DalySteps = per.Seconds() * 1000 / s.StepMS.Median
 			}
