@@ -988,15 +988,23 @@ func inChunks(recs []migrate.TaskRecord, send func(part []migrate.TaskRecord, la
 	return send(recs[start:], true)
 }
 
-// collectStats waits briefly for the counters the live PEs send when they
-// stop, and logs them.
+// collectStats waits for the counters the live PEs send when they stop
+// (at most statsWait, for a PE that hangs; a PE that exits without them
+// ends the wait for it), and logs them. The job's totals say from how
+// many PEs they are (stats_from_pes), and a warning names the live PEs
+// whose counters never came: a sum over some PEs is never passed off
+// as the job's. (With a 3 s wait, PEs on a machine loaded 15 times over
+// its cores sent theirs too late, and the totals were silently those of
+// half the job.)
 func (c *coordinator) collectStats(ctx context.Context, live []bool) {
-	deadline := time.NewTimer(3 * time.Second)
+	deadline := time.NewTimer(statsWait)
 	defer deadline.Stop()
 	want := 0
+	expected := map[int]bool{}
 	for r, ok := range live {
 		if ok && c.peers[r] != nil && !c.peers[r].gone {
 			want++
+			expected[r] = true
 		}
 	}
 	for len(c.stats) < want {
@@ -1023,7 +1031,7 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 					continue
 				}
 				p.exited = true
-				if _, ok := c.stats[ev.rank]; !ok && live[ev.rank] {
+				if _, ok := c.stats[ev.rank]; !ok && expected[ev.rank] {
 					want--
 				}
 				c.lateExit(ev)
@@ -1031,9 +1039,13 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 		}
 	}
 	var total controlpb.PEStats
+	var missing []int
 	for r := 0; r < c.cfg.Size; r++ {
 		st, ok := c.stats[r]
 		if !ok {
+			if expected[r] {
+				missing = append(missing, r)
+			}
 			continue
 		}
 		c.cfg.Log.Info("PE stats", "pe", r, "handled", st.Delivered, "envelopes_sent", st.EnvelopesSent, "batches_sent", st.BatchesSent, "bytes_sent", st.BytesSent,
@@ -1055,7 +1067,10 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 		total.PassedAgain += st.PassedAgain
 		total.LogPeakBytes = max(total.LogPeakBytes, st.LogPeakBytes)
 	}
-	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "handled", total.Delivered, "determinants", total.Determinants,
+	if len(missing) > 0 {
+		c.cfg.Log.Warn("PE stats missing: the job stats below leave out these PEs, which exited without them or did not send them in time", "pes", fmt.Sprint(missing), "wait", statsWait)
+	}
+	c.cfg.Log.Info("job stats", "ft", protocolName(c.cfg.Protocol), "stats_from_pes", len(c.stats), "handled", total.Delivered, "determinants", total.Determinants,
 		"piggybacked_bytes", total.PiggybackedBytes, "log_bytes", total.LoggedBytes, "largest_log_peak_bytes", total.LogPeakBytes,
 		"restored_tasks", total.Restored, "rolled_back_tasks", total.RolledBack, "sync_points_passed_again", total.PassedAgain,
 		"log_dumped_bytes", total.LogDumpedBytes, "log_blocked_ms", total.LogBlockedMs,
@@ -1156,3 +1171,6 @@ func (c *coordinator) reportHeartbeatGaps() {
 			"from_pes_ms", longest, "per_pe", strings.Join(per, " "), "to_pes_ms", longestHeard, "per_pe_heard", strings.Join(heard, " "))
 	}
 }
+
+// statsWait bounds collectStats' wait for the PEs' counters.
+const statsWait = 10 * time.Second

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gochare/gochare/launcher/controlpb"
@@ -50,5 +51,26 @@ func TestPEKilledWhileStatsAreCollectedIsSaid(t *testing.T) {
 	}
 	require.Contains(t, logs.String(), `msg="PE failed after the job's exit was requested; the job ends as decided" pe=2`)
 	require.NotContains(t, logs.String(), "pe=0 detail", "a PE that ended by itself is no failure")
-	require.Contains(t, logs.String(), `msg="job stats"`)
+	require.Contains(t, logs.String(), `msg="job stats" ft=none stats_from_pes=2 handled=12 `)
+	require.Contains(t, logs.String(), `msg="PE stats missing: the job stats below leave out these PEs, which exited without them or did not send them in time" pes=[2]`)
+}
+
+// The job's totals never pass off the counters of some PEs as the
+// job's: a live PE whose stats do not come within the wait is named,
+// and the totals say how many PEs they sum.
+func TestMissingStatsAreSaid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		c := newCoordinator(coordinatorConfig{Size: 3, Spawned: []bool{true, true, true}, Log: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+		for r := range 3 {
+			c.peers[r] = &peer{rank: r}
+		}
+		c.events <- evMessage{rank: 0, msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 5, LoggedBytes: 100}}}}
+		c.events <- evMessage{rank: 2, msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 7, LoggedBytes: 50}}}}
+		start := time.Now()
+		c.collectStats(context.Background(), []bool{true, true, true})
+		require.Equal(t, statsWait, time.Since(start), "PE 1 is waited for, up to statsWait")
+		require.Contains(t, logs.String(), `pes=[1]`)
+		require.Contains(t, logs.String(), `msg="job stats" ft=none stats_from_pes=2 handled=12 determinants=0 piggybacked_bytes=0 log_bytes=150 `)
+	})
 }

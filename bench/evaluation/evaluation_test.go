@@ -190,6 +190,11 @@ func TestParseOutput(t *testing.T) {
 	r = Run{Case: Case{Failure: true}}
 	require.ErrorContains(t, parseOutput(&r, noRegained), "progress at the failure was regained")
 	require.ErrorIs(t, parseOutput(&Run{}, lines[:3]), errNoResult)
+
+	// Job stats that leave PEs out are an error, not a smaller count.
+	missing := append([]line{{stderr: true, text: `level=WARN msg="PE stats missing: the job stats below leave out these PEs, which exited without them or did not send them in time" pes="[1 3]" wait=10s`}}, lines...)
+	r = Run{Case: Case{App: "stencil3d", Protocol: "partialdet", Failure: true}}
+	require.ErrorContains(t, parseOutput(&r, missing), "the job stats leave out PEs [1 3]")
 }
 
 func eventNames(events []Event) []string {

@@ -233,6 +233,7 @@ func parseOutput(r *Run, lines []line) error {
 	staged := map[int]int64{}
 	var failedAt, killAt float64 = -1, -1
 	regained := false
+	statsMissing := ""
 	for _, l := range lines {
 		at := ms(l.at)
 		if !l.stderr {
@@ -286,6 +287,8 @@ func parseOutput(r *Run, lines []line) error {
 			r.ReplayCatchUpMS = num("replay_and_catch_up_ms")
 			r.SinceFailureMS = num("since_failure_ms")
 			r.Events = append(r.Events, Event{AtMS: at, What: "recovered"})
+		case strings.HasPrefix(msg, "PE stats missing"):
+			statsMissing = kv["pes"]
 		case msg == "job stats":
 			r.Handled = inum("handled")
 			r.Determinants = inum("determinants")
@@ -326,6 +329,9 @@ func parseOutput(r *Run, lines []line) error {
 		r.StepMS = res.ElapsedS * 1000 / float64(r.Steps)
 	default:
 		return fmt.Errorf("result line has no step count")
+	}
+	if statsMissing != "" {
+		return fmt.Errorf("the job stats leave out PEs %s (their counters did not come)", statsMissing)
 	}
 	if r.Failure && !regained {
 		return fmt.Errorf("failure case without a recovery report that the progress at the failure was regained")
