@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-func writeJSON(w io.Writer, res *Results) error {
+func writeJSON(w io.Writer, res *Results) error { return writeIndentedJSON(w, jsonSafe(res)) }
+
+func writeIndentedJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonSafe(res))
+	return enc.Encode(v)
 }
 
 // jsonSafe replaces NaN (a statistic of no run) by -1, which JSON can hold.
