@@ -116,10 +116,13 @@ type ELCase struct {
 
 func (k ELCase) String() string {
 	s := fmt.Sprintf("%s %s", k.App, k.Variant)
-	if k.Failures > 0 {
-		s += fmt.Sprintf(", PEs %s killed", intList(killedPEs(k.Failures)))
-	} else {
+	switch k.Failures {
+	case 0:
 		s += " forward"
+	case 1:
+		s += ", PE 1 killed"
+	default:
+		s += fmt.Sprintf(", PEs %s killed", intList(killedPEs(k.Failures)))
 	}
 	return fmt.Sprintf("%s, rep %d", s, k.Rep+1)
 }
