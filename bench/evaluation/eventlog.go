@@ -160,9 +160,12 @@ type ELForward struct {
 	CPUOverheadNoEL Stat `json:"cpu_overhead_no_el"`
 	// PiggybackedPerStep: the records that rode on messages, bytes per
 	// step; EventLogPerStep: the records sent to the logger.
-	PiggybackedPerStep Stat    `json:"piggybacked_bytes_per_step"`
-	EventLogPerStep    Stat    `json:"event_log_bytes_per_step"`
-	Determinants       float64 `json:"determinants"`
+	PiggybackedPerStep Stat `json:"piggybacked_bytes_per_step"`
+	// PiggybackShare (event-logger variants) is PiggybackedPerStep's
+	// median over the protocol's without the event logger.
+	PiggybackShare  float64 `json:"piggyback_share,omitempty"`
+	EventLogPerStep Stat    `json:"event_log_bytes_per_step"`
+	Determinants    float64 `json:"determinants"`
 }
 
 // ELRecovery is one application and variant with Failures PEs killed at
@@ -366,6 +369,9 @@ func summarizeEL(cfg ELConfig, runs []ELRun) ([]ELForward, []ELRecovery) {
 				without := ELVariant{Protocol: v.Protocol}
 				s.OverheadNoEL = stat(pairedRatios(step, perRep(a.Name, without, stepMS)))
 				s.CPUOverheadNoEL = stat(pairedRatios(jobCPU, perRep(a.Name, without, cpu)))
+				if i := len(fwd) - 1; i >= 0 && fwd[i].ELVariant == without && fwd[i].PiggybackedPerStep.Median > 0 {
+					s.PiggybackShare = s.PiggybackedPerStep.Median / fwd[i].PiggybackedPerStep.Median
+				}
 			}
 			fwd = append(fwd, s)
 			if v.Protocol == "none" {
@@ -528,12 +534,12 @@ func writeELJSON(w io.Writer, res *ELResults) error {
 func writeELForwardCSV(w io.Writer, res *ELResults) error {
 	rows := [][]string{{"app", "protocol", "event_logger", "runs", "failed", "step_ms_median", "cpu_s_median",
 		"overhead_median", "cpu_overhead_median", "cpu_overhead_min", "cpu_overhead_max", "overhead_no_el_median", "cpu_overhead_no_el_median",
-		"cpu_overhead_no_el_min", "cpu_overhead_no_el_max", "piggybacked_bytes_per_step", "event_log_bytes_per_step", "determinants"}}
+		"cpu_overhead_no_el_min", "cpu_overhead_no_el_max", "piggybacked_bytes_per_step", "piggyback_share", "event_log_bytes_per_step", "determinants"}}
 	for _, s := range res.Forward {
 		rows = append(rows, []string{s.App, s.Protocol, strconv.FormatBool(s.EventLogger), strconv.Itoa(s.Runs), strconv.Itoa(s.Failed),
 			g(s.StepMS.Median), g(s.CPUS.Median), g(s.Overhead.Median), g(s.CPUOverhead.Median), g(s.CPUOverhead.Min), g(s.CPUOverhead.Max),
 			g(s.OverheadNoEL.Median), g(s.CPUOverheadNoEL.Median), g(s.CPUOverheadNoEL.Min), g(s.CPUOverheadNoEL.Max),
-			g(s.PiggybackedPerStep.Median), g(s.EventLogPerStep.Median), g(s.Determinants)})
+			g(s.PiggybackedPerStep.Median), g(s.PiggybackShare), g(s.EventLogPerStep.Median), g(s.Determinants)})
 	}
 	return writeCSV(w, rows)
 }
@@ -577,11 +583,15 @@ func writeELMarkdown(w io.Writer, res *ELResults) error {
 		if s.Protocol == "none" {
 			over, cpuOver = "–", "–"
 		}
+		piggyback := bytesStr(s.PiggybackedPerStep.Median)
 		if s.EventLogger {
 			noEL, cpuNoEL = pct(s.OverheadNoEL), pct(s.CPUOverheadNoEL)
+			if s.PiggybackShare > 0 {
+				piggyback += fmt.Sprintf(" (%.0f %% of %s's)", 100*s.PiggybackShare, s.Protocol)
+			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f |\n", s.App, s.ELVariant, rng(s.StepMS, "%.2f"), rng(s.CPUS, "%.2f"),
-			over, cpuOver, noEL, cpuNoEL, bytesStr(s.PiggybackedPerStep.Median), bytesStr(s.EventLogPerStep.Median), s.Determinants)
+			over, cpuOver, noEL, cpuNoEL, piggyback, bytesStr(s.EventLogPerStep.Median), s.Determinants)
 	}
 	b.WriteString("\n### Recovery (PEs killed at the same step, no two of them buddies)\n\n")
 	fmt.Fprintf(&b, "Recovery: failure → every task offered again the step the job had reached (restore + catch-up), median (min – max). "+

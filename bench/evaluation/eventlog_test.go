@@ -187,6 +187,8 @@ func TestEventLoggerSummaryAndCheck(t *testing.T) {
 	require.InDelta(t, -0.2, fullEL.OverheadNoEL.Median, 1e-9)     // 15 → 12 ms/step
 	require.InDelta(t, 0.8/3, fullEL.CPUOverheadNoEL.Median, 1e-9) // 1.5 → 1.8 and 2.0 s
 	require.InDelta(t, 20.0, fullEL.PiggybackedPerStep.Median, 1e-9)
+	require.InDelta(t, 0.2, fullEL.PiggybackShare, 1e-9) // 100 → 20 B/step
+	require.Zero(t, full.PiggybackShare)
 	require.InDelta(t, 30.0, fullEL.EventLogPerStep.Median, 1e-9)
 	require.Zero(t, full.OverheadNoEL.N)
 	for _, s := range rec {
