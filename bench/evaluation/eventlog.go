@@ -58,21 +58,16 @@ var elVariants = []ELVariant{{"none", false}, {"fulldet", false}, {"fulldet", tr
 
 // ELConfig is a whole event-logger comparison.
 type ELConfig struct {
-	Preset string `json:"preset"`
-	Exe    string `json:"-"`
-	PEs    int    `json:"pes"`
-	Reps   int    `json:"reps"`
+	JobSet
 	// Failures are the numbers of PEs killed at once in the failure jobs
 	// (killedPEs says which).
-	Failures []int    `json:"failures"`
-	Apps     []AppJob `json:"apps"`
-	Timeout  Duration `json:"timeout"`
+	Failures []int `json:"failures"`
 }
 
 // ELPreset returns the named configuration: tiny (the tests) or quick
 // (the default).
 func ELPreset(name string) (ELConfig, error) {
-	c := ELConfig{Preset: name, PEs: 6, Reps: 3, Failures: []int{1, 2, 3}, Timeout: Duration(3 * time.Minute)}
+	c := ELConfig{JobSet: JobSet{Preset: name, PEs: 6, Reps: 3, Timeout: Duration(3 * time.Minute)}, Failures: []int{1, 2, 3}}
 	switch name {
 	case "tiny":
 		c.Reps = 1
@@ -199,13 +194,8 @@ type ELResults struct {
 }
 
 func (c ELConfig) validate() error {
-	switch {
-	case c.Exe == "":
-		return errors.New("evaluation: no gochare executable")
-	case c.Reps < 1:
-		return fmt.Errorf("evaluation: %d repetitions: want at least 1", c.Reps)
-	case len(c.Apps) == 0:
-		return errors.New("evaluation: no application")
+	if err := c.JobSet.validate(); err != nil {
+		return err
 	}
 	for _, n := range c.Failures {
 		if n < 1 {
@@ -461,43 +451,29 @@ func (res *ELResults) Check() error {
 func EventLoggerMain(args []string, stdout io.Writer, exe string) (int, error) {
 	fs := flag.NewFlagSet("bench eventlog", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	tiny := fs.Bool("tiny", false, "CI preset: the smallest jobs, 1 repetition, 3 PEs killed at once only")
-	out := fs.String("out", "eventlog-results", "directory for eventlog.json, eventlog.csv, eventlog-recovery.csv, eventlog.md and the PNG plots")
-	reps := fs.Int("reps", 0, "repetitions of every job (default: the preset's)")
-	pes := fs.Int("pes", 0, "PE processes per job (default 6; at least twice the most failures)")
-	apps := fs.String("apps", "", "comma-separated applications (default: leanmd,stencil3d,lulesh)")
-	failures := fs.String("failures", "", "numbers of PEs killed at once in the failure jobs (default 1,2,3)")
+	cf := addComparisonFlags(fs, "CI preset: the smallest jobs, 1 repetition, 3 PEs killed at once only", "eventlog-results",
+		"directory for eventlog.json, eventlog.csv, eventlog-recovery.csv, eventlog.md and the PNG plots", 6, "leanmd,stencil3d,lulesh")
+	failures := fs.String("failures", "", "numbers of PEs killed at once in the failure jobs (default 1,2,3; n needs 2n PEs)")
 	if err := parseFlags(fs, args); err != nil {
 		return 2, err
 	}
-	name := "quick"
-	if *tiny {
-		name = "tiny"
-	}
-	cfg, err := ELPreset(name)
+	cfg, err := ELPreset(cf.preset())
 	if err != nil {
 		return 2, err
 	}
-	cfg.Exe = exe
-	if *reps > 0 {
-		cfg.Reps = *reps
-	}
-	if *pes > 0 {
-		cfg.PEs = *pes
+	if err := cf.apply(&cfg.JobSet, exe); err != nil {
+		return 2, err
 	}
 	if *failures != "" {
 		if cfg.Failures, err = parseInts("--failures", *failures); err != nil {
 			return 2, err
 		}
 	}
-	if cfg.Apps, err = pickApps(cfg.Apps, *apps, func(a AppJob) string { return a.Name }); err != nil {
-		return 2, err
-	}
 	if err := cfg.validate(); err != nil {
 		return 2, err
 	}
-	fmt.Fprintf(stdout, "gochare bench eventlog: preset %s, %d PEs, %d repetitions, %d jobs, results in %s\n", cfg.Preset, cfg.PEs, cfg.Reps, cfg.jobs(), *out)
-	return runBench(stdout, *out, func(ctx context.Context, p *Progress) (*ELResults, error) { return EvaluateEventLogger(ctx, cfg, p) }, WriteEventLogger)
+	return runComparison(stdout, cf, "eventlog", cfg.JobSet, cfg.jobs(),
+		func(ctx context.Context, p *Progress) (*ELResults, error) { return EvaluateEventLogger(ctx, cfg, p) }, WriteEventLogger)
 }
 
 // WriteEventLogger writes every output of res into dir and returns the
@@ -564,13 +540,8 @@ func writeELMarkdown(w io.Writer, res *ELResults) error {
 	for _, a := range cfg.Apps {
 		fmt.Fprintf(&b, "| %s | `%s`, checkpoint every %d steps, PEs killed at step %d |\n", a.Name, strings.Join(a.Args, " "), a.CheckpointEvery, a.KillStep)
 	}
-	failed := 0
-	for _, r := range res.Runs {
-		if !r.OK {
-			failed++
-		}
-	}
-	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n", len(res.Runs), len(res.Runs)-failed, failed)
+	failed := failedJobs(res.Runs, func(r ELRun) (string, Run) { return r.ELCase.String(), r.Run })
+	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n", len(res.Runs), len(res.Runs)-len(failed), len(failed))
 
 	b.WriteString("\n### Forward path (no failure)\n\n")
 	b.WriteString("Median (min – max) over repetitions. +EL: `--loggers 1 --event-logger`. CPU: user + system time of the whole job (launcher, PEs, logger). " +
@@ -612,14 +583,7 @@ func writeELMarkdown(w io.Writer, res *ELResults) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %.0f | %.0f | %s |\n", s.App, s.ELVariant, intList(killedPEs(s.Failures)), rng(s.RegainedMS, "%.0f"),
 			rng(s.RestoreMS, "%.0f"), rng(s.CatchUpMS, "%.0f"), s.RestoredTasks, s.RolledBackTasks, how)
 	}
-	if failed > 0 {
-		b.WriteString("\n### Failed jobs\n\n")
-		for _, r := range res.Runs {
-			if !r.OK {
-				fmt.Fprintf(&b, "- %s: %s\n", r.ELCase, strings.SplitN(r.Error, "\n", 2)[0])
-			}
-		}
-	}
+	writeFailedJobs(&b, failed)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -149,7 +149,7 @@ func TestEventLoggerFlags(t *testing.T) {
 // The summaries pair each job with the baseline of its repetition, and
 // Check finds what breaks the event logger's promises.
 func TestEventLoggerSummaryAndCheck(t *testing.T) {
-	cfg := ELConfig{Reps: 2, Failures: []int{2, 3}, Apps: []AppJob{{Name: "a"}}}
+	cfg := ELConfig{JobSet: JobSet{Reps: 2, Apps: []AppJob{{Name: "a"}}}, Failures: []int{2, 3}}
 	var runs []ELRun
 	for rep := range cfg.Reps {
 		for _, k := range cfg.cases(cfg.Apps[0], rep) {

@@ -41,26 +41,92 @@ type AppJob struct {
 	KillStep        int `json:"kill_step"`
 }
 
+// JobSet is what the configurations of the quota and event-logger
+// comparisons share: the jobs' applications, how many PEs they run on,
+// how often each runs, and how long one may take.
+type JobSet struct {
+	Preset  string   `json:"preset"`
+	Exe     string   `json:"-"`
+	PEs     int      `json:"pes"`
+	Reps    int      `json:"reps"`
+	Apps    []AppJob `json:"apps"`
+	Timeout Duration `json:"timeout"`
+}
+
+func (c JobSet) validate() error {
+	switch {
+	case c.Exe == "":
+		return errors.New("evaluation: no gochare executable")
+	case c.Reps < 1:
+		return fmt.Errorf("evaluation: %d repetitions: want at least 1", c.Reps)
+	case len(c.Apps) == 0:
+		return errors.New("evaluation: no application")
+	}
+	return nil
+}
+
+// comparisonFlags are the flags of every comparison command, read into
+// its JobSet by apply.
+type comparisonFlags struct {
+	tiny      *bool
+	out, apps *string
+	reps, pes *int
+}
+
+func addComparisonFlags(fs *flag.FlagSet, tinyHelp, out, outHelp string, pes int, apps string) comparisonFlags {
+	return comparisonFlags{
+		tiny: fs.Bool("tiny", false, tinyHelp),
+		out:  fs.String("out", out, outHelp),
+		reps: fs.Int("reps", 0, "repetitions of every job (default: the preset's)"),
+		pes:  fs.Int("pes", 0, fmt.Sprintf("PE processes per job (default %d)", pes)),
+		apps: fs.String("apps", "", fmt.Sprintf("comma-separated applications (default: %s)", apps)),
+	}
+}
+
+// preset is the preset the flags choose: tiny or quick.
+func (f comparisonFlags) preset() string {
+	if *f.tiny {
+		return "tiny"
+	}
+	return "quick"
+}
+
+// apply sets the executable and what the flags change in set.
+func (f comparisonFlags) apply(set *JobSet, exe string) error {
+	set.Exe = exe
+	if *f.reps > 0 {
+		set.Reps = *f.reps
+	}
+	if *f.pes > 0 {
+		set.PEs = *f.pes
+	}
+	var err error
+	set.Apps, err = pickApps(set.Apps, *f.apps, func(a AppJob) string { return a.Name })
+	return err
+}
+
+// runComparison announces and runs the comparison name of set's jobs.
+func runComparison[R interface{ Check() error }](stdout io.Writer, f comparisonFlags, name string, set JobSet, jobs int,
+	evaluate func(context.Context, *Progress) (R, error), write func(R, string) ([]string, error)) (int, error) {
+	fmt.Fprintf(stdout, "gochare bench %s: preset %s, %d PEs, %d repetitions, %d jobs, results in %s\n", name, set.Preset, set.PEs, set.Reps, jobs, *f.out)
+	return runBench(stdout, *f.out, evaluate, write)
+}
+
 // QuotaConfig is a whole quota comparison.
 type QuotaConfig struct {
-	Preset string `json:"preset"`
-	Exe    string `json:"-"`
-	PEs    int    `json:"pes"`
-	Reps   int    `json:"reps"`
+	JobSet
 	// Fractions are the quotas in percent of the unbounded high-water
 	// mark; Loggers the logger counts of the forward jobs (the failure
 	// jobs use the first).
-	Fractions []int    `json:"fractions"`
-	Loggers   []int    `json:"loggers"`
-	Apps      []AppJob `json:"apps"`
-	Timeout   Duration `json:"timeout"`
+	Fractions []int `json:"fractions"`
+	Loggers   []int `json:"loggers"`
 }
 
 // QuotaPreset returns the named configuration: tiny (the tests) or quick
 // (the default: LeanMD as docs/benchmarks.md measures its log, and
 // stencil3d).
 func QuotaPreset(name string) (QuotaConfig, error) {
-	c := QuotaConfig{Preset: name, PEs: 2, Reps: 3, Fractions: []int{100, 50, 10}, Loggers: []int{1, 2}, Timeout: Duration(3 * time.Minute)}
+	c := QuotaConfig{JobSet: JobSet{Preset: name, PEs: 2, Reps: 3, Timeout: Duration(3 * time.Minute)}, Fractions: []int{100, 50, 10}, Loggers: []int{1, 2}}
 	switch name {
 	case "tiny":
 		c.Reps = 1
@@ -150,13 +216,12 @@ type QuotaResults struct {
 }
 
 func (c QuotaConfig) validate() error {
+	if err := c.JobSet.validate(); err != nil {
+		return err
+	}
 	switch {
-	case c.Exe == "":
-		return errors.New("evaluation: no gochare executable")
 	case c.PEs < 2:
 		return fmt.Errorf("evaluation: %d PEs: at least 2 are needed (one is killed)", c.PEs)
-	case c.Reps < 1:
-		return fmt.Errorf("evaluation: %d repetitions: want at least 1", c.Reps)
 	case len(c.Loggers) == 0 || len(c.Fractions) == 0:
 		return errors.New("evaluation: no logger count or no quota fraction")
 	}
@@ -352,30 +417,19 @@ func (p *Progress) doneQuota(r QuotaRun) {
 func QuotaMain(args []string, stdout io.Writer, exe string) (int, error) {
 	fs := flag.NewFlagSet("bench quota", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	tiny := fs.Bool("tiny", false, "CI preset: the smallest jobs, 1 repetition, quotas of 100 and 25 %, one logger")
-	out := fs.String("out", "quota-results", "directory for quota.json, quota.csv, quota.md and quota-overhead.png")
-	reps := fs.Int("reps", 0, "repetitions of every job (default: the preset's)")
-	pes := fs.Int("pes", 0, "PE processes per job (default 2)")
-	apps := fs.String("apps", "", "comma-separated applications (default: leanmd,stencil3d)")
+	cf := addComparisonFlags(fs, "CI preset: the smallest jobs, 1 repetition, quotas of 100 and 25 %, one logger",
+		"quota-results", "directory for quota.json, quota.csv, quota.md and quota-overhead.png", 2, "leanmd,stencil3d")
 	fractions := fs.String("fractions", "", "quotas in percent of the unbounded high-water mark (default 100,50,10)")
 	loggers := fs.String("loggers", "", "logger counts of the forward jobs (default 1,2)")
 	if err := parseFlags(fs, args); err != nil {
 		return 2, err
 	}
-	name := "quick"
-	if *tiny {
-		name = "tiny"
-	}
-	cfg, err := QuotaPreset(name)
+	cfg, err := QuotaPreset(cf.preset())
 	if err != nil {
 		return 2, err
 	}
-	cfg.Exe = exe
-	if *reps > 0 {
-		cfg.Reps = *reps
-	}
-	if *pes > 0 {
-		cfg.PEs = *pes
+	if err := cf.apply(&cfg.JobSet, exe); err != nil {
+		return 2, err
 	}
 	for _, o := range []struct {
 		flag string
@@ -389,14 +443,11 @@ func QuotaMain(args []string, stdout io.Writer, exe string) (int, error) {
 			return 2, err
 		}
 	}
-	if cfg.Apps, err = pickApps(cfg.Apps, *apps, func(a AppJob) string { return a.Name }); err != nil {
-		return 2, err
-	}
 	if err := cfg.validate(); err != nil {
 		return 2, err
 	}
-	fmt.Fprintf(stdout, "gochare bench quota: preset %s, %d PEs, %d repetitions, %d jobs, results in %s\n", cfg.Preset, cfg.PEs, cfg.Reps, cfg.jobs(), *out)
-	return runBench(stdout, *out, func(ctx context.Context, p *Progress) (*QuotaResults, error) { return EvaluateQuota(ctx, cfg, p) }, WriteQuota)
+	return runComparison(stdout, cf, "quota", cfg.JobSet, cfg.jobs(),
+		func(ctx context.Context, p *Progress) (*QuotaResults, error) { return EvaluateQuota(ctx, cfg, p) }, WriteQuota)
 }
 
 // WriteQuota writes every output of res into dir and returns the files'
@@ -462,13 +513,8 @@ func writeQuotaMarkdown(w io.Writer, res *QuotaResults) error {
 		fmt.Fprintf(&b, "| %s | `%s`, checkpoint every %d steps, PE 1 killed at step %d | %d B (%s) |\n", a.Name, strings.Join(a.Args, " "),
 			a.CheckpointEvery, a.KillStep, res.HighWater[a.Name], bytesStr(float64(res.HighWater[a.Name])))
 	}
-	failed := 0
-	for _, r := range res.Runs {
-		if !r.OK {
-			failed++
-		}
-	}
-	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n\n", len(res.Runs), len(res.Runs)-failed, failed)
+	failed := failedJobs(res.Runs, func(r QuotaRun) (string, Run) { return r.QuotaCase.String(), r.Run })
+	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n\n", len(res.Runs), len(res.Runs)-len(failed), len(failed))
 	b.WriteString("Median (min – max) over repetitions. Overhead: time per step over the unbounded job's with the same loggers in the same repetition. " +
 		"Dumped, blocked: summed over the PEs. Peak: the largest PE's log memory (entry bytes). " +
 		fmt.Sprintf("Recovery (with %d logger(s)): PE 1 killed → progress at the failure regained; fetched: the log entries the survivors fetched back from the loggers.\n\n", cfg.Loggers[0]))
@@ -488,14 +534,7 @@ func writeQuotaMarkdown(w io.Writer, res *QuotaResults) error {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.App, s.Loggers, q, rng(s.StepMS, "%.2f"), over,
 			bytesStr(s.DumpedBytes.Median), rng(s.BlockedMS, "%.0f"), bytesStr(float64(s.PeakBytes)), rec, fetched)
 	}
-	if failed > 0 {
-		b.WriteString("\n### Failed jobs\n\n")
-		for _, r := range res.Runs {
-			if !r.OK {
-				fmt.Fprintf(&b, "- %s: %s\n", r.QuotaCase, strings.SplitN(r.Error, "\n", 2)[0])
-			}
-		}
-	}
+	writeFailedJobs(&b, failed)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
