@@ -45,8 +45,8 @@ func (p *Progress) done(r Run) {
 	p.finished(r.Case.String(), what, r)
 }
 
-// finished reports the job name, which measured what (r holds its
-// status and wall time).
+// finished reports a finished job: its name, what it measured, and from
+// r its status and wall time.
 func (p *Progress) finished(name, what string, r Run) {
 	if p == nil {
 		return
