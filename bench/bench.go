@@ -28,6 +28,14 @@ const Usage = `  gochare bench [--quick|--full|--tiny] [--out DIR] [--mtbf 24h] 
       two loggers; forward overhead, bytes dumped, time blocked, recovery
       after a PE killed; writes JSON, CSV, Markdown and a PNG plot to DIR
       (default quota-results)
+  gochare bench eventlog [--tiny] [--out DIR] [--reps N] [--pes N] [--apps A,B] [--failures 1,2,3]
+      the event logger: leanmd, stencil3d and lulesh under fulldet and
+      partialdet with and without --loggers 1 --event-logger, and none;
+      piggybacked bytes per step, forward overhead (wall and whole-job CPU)
+      against none and against the protocol without the event logger,
+      recovery after 1, 2 and 3 PEs killed at once (no two of them
+      buddies); writes JSON, CSV, Markdown and PNG plots to DIR (default
+      eventlog-results)
   gochare bench transport [--sizes 64,524288 --stacks gochare-tcp,gochare-protoactor,protoactor,tcp --time D --rounds N]
       transport latency and throughput between two PE processes
 `
@@ -52,10 +60,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	switch args[0] {
 	case "quota":
 		return evaluation.QuotaMain(args[1:], stdout, exe)
+	case "eventlog":
+		return evaluation.EventLoggerMain(args[1:], stdout, exe)
 	case "transport":
 		return 0, transportbench.Main(ctx, args[1:], stdout, stderr, []string{exe, "bench", "transport-peer"})
 	case "transport-peer":
 		return 0, transportbench.Peer(args[1:], stderr)
 	}
-	return 2, fmt.Errorf("%w: unknown benchmark %q (evaluation, quota, transport)", ErrUsage, args[0])
+	return 2, fmt.Errorf("%w: unknown benchmark %q (evaluation, quota, eventlog, transport)", ErrUsage, args[0])
 }

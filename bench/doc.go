@@ -4,7 +4,9 @@
 //
 //   - bench/evaluation: the evaluation of the three fault-tolerance
 //     protocols on the three mini-apps (`gochare bench`, `gochare bench
-//     evaluation`); it runs jobs with the gochare executable itself.
+//     evaluation`), the log quota's comparison (`gochare bench quota`)
+//     and the event logger's (`gochare bench eventlog`); it runs jobs
+//     with the gochare executable itself.
 //   - bench/transportbench: latency and throughput of the PE-to-PE
 //     transport against bare protoactor and bare TCP (`gochare bench
 //     transport`); its echo side runs in a child process, the gochare

@@ -989,40 +989,57 @@ func inChunks(recs []migrate.TaskRecord, send func(part []migrate.TaskRecord, la
 }
 
 // collectStats waits for the counters the live PEs send when they stop
-// (at most statsWait, for a PE that hangs; a PE that exits without them
-// ends the wait for it), and logs them. The job's totals say from how
-// many PEs they are (stats_from_pes), and a warning names the live PEs
-// whose counters never came: a sum over some PEs is never passed off
-// as the job's. (With a 3 s wait, PEs on a machine loaded 15 times over
-// its cores sent theirs too late, and the totals were silently those of
-// half the job.)
+// (at most statsWait, for a PE that hangs), and logs them. A PE's wait
+// ends with its counters or with the loss of its control connection:
+// its reader posts every message of the connection before the loss, so
+// a PE whose connection is lost without them will send none. (Its
+// process's exit is no such sign: the spawner may post it before the
+// reader has posted the counters the PE sent just before it exited,
+// and the totals then silently left out PEs that had sent theirs.) The
+// job's totals say from how many PEs they are (stats_from_pes), and a
+// warning names the live PEs whose counters never came: a sum over some
+// PEs is never passed off as the job's.
 func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 	deadline := time.NewTimer(statsWait)
 	defer deadline.Stop()
-	want := 0
-	expected := map[int]bool{}
+	expected, settled := map[int]bool{}, map[int]bool{}
+	waiting := 0
 	for r, ok := range live {
 		if ok && c.peers[r] != nil && !c.peers[r].gone {
-			want++
 			expected[r] = true
+			if _, in := c.stats[r]; in {
+				settled[r] = true
+			} else {
+				waiting++
+			}
 		}
 	}
-	for len(c.stats) < want {
+	settle := func(r int) {
+		if expected[r] && !settled[r] {
+			settled[r] = true
+			waiting--
+		}
+	}
+	for waiting > 0 {
 		select {
 		case <-deadline.C:
-			want = 0
+			waiting = 0
 		case <-ctx.Done():
-			want = 0
+			waiting = 0
 		case ev := <-c.events:
 			switch ev := ev.(type) {
 			case evMessage:
-				if st := ev.msg.GetStats(); st != nil {
+				if st := ev.msg.GetStats(); st != nil && !ev.peer.logger {
 					c.stats[ev.rank] = st
+					settle(ev.rank)
+				}
+			case evLost:
+				if !ev.peer.logger && ev.peer == c.peers[ev.rank] {
+					settle(ev.rank)
 				}
 			case processExited:
-				// A PE that ends now sends no stats if it has not yet:
-				// stop waiting for it. One killed now is said, as
-				// exited says it once the job's end is decided.
+				// One killed now is said, as exited says it once the
+				// job's end is decided.
 				if c.currentPID != nil && ev.pid != c.currentPID(ev.rank) {
 					continue
 				}
@@ -1031,9 +1048,6 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 					continue
 				}
 				p.exited = true
-				if _, ok := c.stats[ev.rank]; !ok && expected[ev.rank] {
-					want--
-				}
 				c.lateExit(ev)
 			}
 		}

@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os/exec"
 	"testing"
@@ -34,10 +35,11 @@ func TestPEKilledWhileStatsAreCollectedIsSaid(t *testing.T) {
 	ok := exec.Command("true")
 	require.NoError(t, ok.Run())
 
-	c.events <- evMessage{rank: 0, msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 5}}}}
+	c.events <- evMessage{rank: 0, peer: c.peers[0], msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 5}}}}
 	c.events <- processExited{rank: 0, pid: 100, state: ok.ProcessState}
 	c.events <- processExited{rank: 2, pid: 102, state: killed}
-	c.events <- evMessage{rank: 1, msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 7}}}}
+	c.events <- evLost{rank: 2, peer: c.peers[2], err: io.EOF}
+	c.events <- evMessage{rank: 1, peer: c.peers[1], msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 7}}}}
 
 	done := make(chan struct{})
 	go func() {
@@ -65,12 +67,35 @@ func TestMissingStatsAreSaid(t *testing.T) {
 		for r := range 3 {
 			c.peers[r] = &peer{rank: r}
 		}
-		c.events <- evMessage{rank: 0, msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 5, LoggedBytes: 100}}}}
-		c.events <- evMessage{rank: 2, msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 7, LoggedBytes: 50}}}}
+		c.events <- evMessage{rank: 0, peer: c.peers[0], msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 5, LoggedBytes: 100}}}}
+		c.events <- evMessage{rank: 2, peer: c.peers[2], msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 7, LoggedBytes: 50}}}}
 		start := time.Now()
 		c.collectStats(context.Background(), []bool{true, true, true})
 		require.Equal(t, statsWait, time.Since(start), "PE 1 is waited for, up to statsWait")
 		require.Contains(t, logs.String(), `pes=[1]`)
 		require.Contains(t, logs.String(), `msg="job stats" ft=none stats_from_pes=2 handled=12 determinants=0 piggybacked_bytes=0 log_bytes=150 `)
 	})
+}
+
+// A PE's process may be seen to exit before its counters, sent just
+// before, are read from its connection: the wait for them ends with the
+// connection, not the process.
+func TestStatsAfterTheExitAreCounted(t *testing.T) {
+	var logs bytes.Buffer
+	c := newCoordinator(coordinatorConfig{Size: 2, Spawned: []bool{true, true}, Log: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	for r := range 2 {
+		c.peers[r] = &peer{rank: r}
+	}
+	ended := exec.Command("true")
+	require.NoError(t, ended.Run())
+	for r := range 2 {
+		c.events <- processExited{rank: r, pid: 100 + r, state: ended.ProcessState}
+	}
+	for r := range 2 {
+		c.events <- evMessage{rank: r, peer: c.peers[r], msg: &controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{Delivered: 5, LoggedBytes: 100}}}}
+		c.events <- evLost{rank: r, peer: c.peers[r], err: io.EOF}
+	}
+	c.collectStats(context.Background(), []bool{true, true})
+	require.Contains(t, logs.String(), `msg="job stats" ft=none stats_from_pes=2 handled=10 determinants=0 piggybacked_bytes=0 log_bytes=200 `)
+	require.NotContains(t, logs.String(), "PE stats missing")
 }

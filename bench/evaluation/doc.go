@@ -6,7 +6,10 @@
 // logged bytes, checkpoint time and size, recovery after one PE killed in
 // the middle of a checkpoint period (with the restored tasks spread over
 // 1, 2 or all survivors), and Daly's optimal checkpoint period. Results are
-// written as JSON, CSV, a Markdown table and PNG plots.
+// written as JSON, CSV, a Markdown table and PNG plots. QuotaMain
+// (`gochare bench quota`) compares the log quota with the unbounded log,
+// EventLoggerMain (`gochare bench eventlog`) the protocols with and
+// without the event logger, the same way.
 //
 // Main is the command (Preset, Config and Cases describe the jobs; Results
 // holds what they measured and Check verifies it). cmd/gochare reaches it

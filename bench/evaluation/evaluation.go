@@ -126,7 +126,8 @@ func (c Config) Cases() []Case {
 	return out
 }
 
-func rotate(cs []Case, n int) []Case {
+// rotate returns cs turned left by n places.
+func rotate[T any](cs []T, n int) []T {
 	n %= len(cs)
 	return append(slices.Clone(cs[n:]), cs[:n]...)
 }
@@ -184,6 +185,9 @@ type Results struct {
 type Host struct {
 	CPUs    int    `json:"cpus"`
 	LoadAvg string `json:"loadavg,omitempty"`
+	// LoadAvgEnd is /proc/loadavg when the last job ended (where the
+	// bench records it).
+	LoadAvgEnd string `json:"loadavg_end,omitempty"`
 }
 
 // Evaluate runs every case of cfg, reporting each finished case to
@@ -226,11 +230,8 @@ func Main(args []string, stdout io.Writer, exe string) (int, error) {
 	reps := fs.Int("reps", 0, "repetitions of every case (default: the preset's)")
 	pes := fs.Int("pes", 0, "PE processes per job (default 4)")
 	apps := fs.String("apps", "", "comma-separated applications to run (default: stencil3d,leanmd,lulesh)")
-	if err := fs.Parse(args); err != nil {
-		return 2, fmt.Errorf("evaluation: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return 2, fmt.Errorf("evaluation: unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, args); err != nil {
+		return 2, err
 	}
 	name := "quick"
 	switch {
@@ -253,25 +254,70 @@ func Main(args []string, stdout io.Writer, exe string) (int, error) {
 	if *pes > 0 {
 		cfg.PEs = *pes
 	}
-	if *apps != "" {
-		var keep []AppConfig
-		for _, n := range strings.Split(*apps, ",") {
-			i := slices.IndexFunc(cfg.Apps, func(a AppConfig) bool { return a.Name == n })
-			if i < 0 {
-				return 2, fmt.Errorf("evaluation: --apps: no application %q (stencil3d, leanmd, lulesh)", n)
-			}
-			keep = append(keep, cfg.Apps[i])
-		}
-		cfg.Apps = keep
+	if cfg.Apps, err = pickApps(cfg.Apps, *apps, func(a AppConfig) string { return a.Name }); err != nil {
+		return 2, err
 	}
+	fmt.Fprintf(stdout, "gochare bench: preset %s, %d PEs, %d repetitions, %d jobs, results in %s\n", cfg.Preset, cfg.PEs, cfg.Reps, len(cfg.Cases()), *out)
+	return runBench(stdout, *out, func(ctx context.Context, p *Progress) (*Results, error) { return Evaluate(ctx, cfg, p) }, Write)
+}
+
+// parseFlags parses a bench command's flags, which take no argument
+// after them.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("evaluation: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("evaluation: unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// pickApps keeps the applications of all named in list (comma-separated,
+// in its order); an empty list keeps them all.
+func pickApps[A any](all []A, list string, name func(A) string) ([]A, error) {
+	if list == "" {
+		return all, nil
+	}
+	var keep []A
+	for _, n := range strings.Split(list, ",") {
+		i := slices.IndexFunc(all, func(a A) bool { return name(a) == n })
+		if i < 0 {
+			var have []string
+			for _, a := range all {
+				have = append(have, name(a))
+			}
+			return nil, fmt.Errorf("evaluation: --apps: no application %q (%s)", n, strings.Join(have, ", "))
+		}
+		keep = append(keep, all[i])
+	}
+	return keep, nil
+}
+
+// parseInts reads the comma-separated numbers of a flag's value.
+func parseInts(flagName, val string) ([]int, error) {
+	var v []int
+	for _, f := range strings.Split(val, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("evaluation: %s: %q is not a number", flagName, f)
+		}
+		v = append(v, n)
+	}
+	return v, nil
+}
+
+// runBench is what every bench command does once configured: it runs
+// evaluate until done or interrupted, writes the results into out and
+// checks them. It returns the exit status.
+func runBench[R interface{ Check() error }](stdout io.Writer, out string, evaluate func(context.Context, *Progress) (R, error), write func(R, string) ([]string, error)) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stdout, "gochare bench: preset %s, %d PEs, %d repetitions, %d jobs, results in %s\n", cfg.Preset, cfg.PEs, cfg.Reps, len(cfg.Cases()), *out)
-	res, err := Evaluate(ctx, cfg, NewProgress(stdout))
+	res, err := evaluate(ctx, NewProgress(stdout))
 	if err != nil {
 		return 1, err
 	}
-	files, err := Write(res, *out)
+	files, err := write(res, out)
 	if err != nil {
 		return 1, err
 	}

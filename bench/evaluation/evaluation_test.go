@@ -146,7 +146,7 @@ func TestParseOutput(t *testing.T) {
 		`level=INFO msg="recovery report: progress at the failure regained" step=16 catch_up_ms=12 since_failure_ms=16`,
 		`level=INFO msg="checkpoint committed" epoch=3 ms=7`,
 		`level=INFO msg="recovery report: first checkpoint after the failure" replay_and_catch_up_ms=40 since_failure_ms=44`,
-		`level=INFO msg="job stats" ft=partialdet handled=6834 determinants=0 piggybacked_bytes=420624 log_bytes=3781928 restored_tasks=17 rolled_back_tasks=0`,
+		`level=INFO msg="job stats" ft=partialdet handled=6834 determinants=0 piggybacked_bytes=420624 log_bytes=3781928 restored_tasks=17 rolled_back_tasks=0 event_log_records=56 event_log_bytes=1568`,
 	}
 	var lines []line
 	for i, s := range text {
@@ -166,6 +166,8 @@ func TestParseOutput(t *testing.T) {
 	require.Equal(t, int64(6834), r.Handled)
 	require.Equal(t, int64(420624), r.PiggybackedBytes)
 	require.Equal(t, int64(17), r.RestoredTasks)
+	require.Equal(t, int64(56), r.EventLogRecords)
+	require.Equal(t, int64(1568), r.EventLogBytes)
 	require.Equal(t, 20, r.Steps)
 	require.InDelta(t, 10.0, r.StepMS, 1e-9)
 	require.Equal(t, "51746864e50e1b25", r.Digest)

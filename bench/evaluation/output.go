@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-func writeJSON(w io.Writer, res *Results) error {
+func writeJSON(w io.Writer, res *Results) error { return writeIndentedJSON(w, jsonSafe(res)) }
+
+func writeIndentedJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonSafe(res))
+	return enc.Encode(v)
 }
 
 // jsonSafe replaces NaN (a statistic of no run) by -1, which JSON can hold.
@@ -163,13 +165,8 @@ func writeMarkdown(w io.Writer, res *Results) error {
 	for _, a := range cfg.Apps {
 		fmt.Fprintf(&b, "| %s | `%s %s %d`, checkpoint every %d steps, PE 1 killed at step %d |\n", a.Name, strings.Join(a.Args, " "), a.StepsFlag, a.Steps, a.CheckpointEvery, a.KillStep())
 	}
-	failed := 0
-	for _, r := range res.Runs {
-		if !r.OK {
-			failed++
-		}
-	}
-	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n", len(res.Runs), len(res.Runs)-failed, failed)
+	failed := failedJobs(res.Runs, func(r Run) (string, Run) { return r.Case.String(), r })
+	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n", len(res.Runs), len(res.Runs)-len(failed), len(failed))
 
 	b.WriteString("\n### Forward path (no failure)\n\n")
 	b.WriteString("Median (min – max) over repetitions; overhead is the ratio of medians to none's, then the range of the ratios paired by repetition.\n\n")
@@ -200,14 +197,26 @@ func writeMarkdown(w io.Writer, res *Results) error {
 			rng(r.RestoreMS, "%.0f"), rng(r.CatchUpMS, "%.0f"), rng(r.RegainedMS, "%.0f"), rng(r.SinceFailureMS, "%.0f"), rng(r.ExtraS, "%+.2f"),
 			r.RestoredTasks, r.RolledBackTasks, r.FasterThanNone)
 	}
-	if failed > 0 {
-		b.WriteString("\n### Failed jobs\n\n")
-		for _, r := range res.Runs {
-			if !r.OK {
-				fmt.Fprintf(&b, "- %s: %s\n", r.Case, strings.SplitN(r.Error, "\n", 2)[0])
-			}
-		}
-	}
+	writeFailedJobs(&b, failed)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// failedJobs lists the runs that failed, "- name: the error's first
+// line", job giving each run's name and outcome.
+func failedJobs[R any](runs []R, job func(R) (string, Run)) []string {
+	var failed []string
+	for _, r := range runs {
+		if name, run := job(r); !run.OK {
+			failed = append(failed, fmt.Sprintf("- %s: %s", name, strings.SplitN(run.Error, "\n", 2)[0]))
+		}
+	}
+	return failed
+}
+
+// writeFailedJobs adds a section with the failed jobs, if any.
+func writeFailedJobs(b *strings.Builder, failed []string) {
+	if len(failed) > 0 {
+		b.WriteString("\n### Failed jobs\n\n" + strings.Join(failed, "\n") + "\n")
+	}
 }

@@ -49,9 +49,8 @@ func plotOverhead(w io.Writer, res *Results) error {
 	p.Title.Text = "Forward-path overhead vs none (median time per step)"
 	p.Y.Label.Text = "overhead (%)"
 	apps := appNames(res)
-	width := vg.Points(22)
-	ps := []string{"fulldet", "partialdet"}
-	for i, proto := range ps {
+	var series []barSeries
+	for _, proto := range []string{"fulldet", "partialdet"} {
 		vals := make(plotter.Values, len(apps))
 		for j, a := range apps {
 			for _, s := range res.Summary {
@@ -60,21 +59,41 @@ func plotOverhead(w io.Writer, res *Results) error {
 				}
 			}
 		}
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
-			return fmt.Errorf("plot: %w", err)
-		}
-		bars.Color = protocolColors[proto]
-		bars.LineStyle.Width = 0
-		bars.Offset = width * vg.Length(2*i-len(ps)+1) / 2
-		p.Add(bars)
-		p.Legend.Add(proto, bars)
+		series = append(series, barSeries{proto, protocolColors[proto], vals})
+	}
+	if err := addBars(p, vg.Points(22), series); err != nil {
+		return err
 	}
 	p.Add(plotter.NewGrid())
 	p.Y.Max *= 1.25 // room for the legend
 	p.Legend.Top = true
 	p.NominalX(apps...)
 	return savePNG(w, p, 5*vg.Inch, 3.2*vg.Inch)
+}
+
+// barSeries is one bar per group of a bar chart, drawn beside the other
+// series' bars of the group.
+type barSeries struct {
+	name  string
+	color color.Color
+	vals  plotter.Values
+}
+
+// addBars adds the series to p as bars of the given width, side by side
+// in each group, with a legend entry each.
+func addBars(p *plot.Plot, width vg.Length, series []barSeries) error {
+	for i, s := range series {
+		bars, err := plotter.NewBarChart(s.vals, width)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		bars.Color = s.color
+		bars.LineStyle.Width = 0
+		bars.Offset = width * vg.Length(2*i-len(series)+1) / 2
+		p.Add(bars)
+		p.Legend.Add(s.name, bars)
+	}
+	return nil
 }
 
 // plotRecovery draws the recovery time, failure → progress at the

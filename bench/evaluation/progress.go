@@ -38,6 +38,16 @@ func (p *Progress) start(total int) {
 }
 
 func (p *Progress) done(r Run) {
+	what := fmt.Sprintf("%.2f ms/step", r.StepMS)
+	if r.Failure {
+		what += fmt.Sprintf(", recovery %.0f ms (%.0f ms to the next checkpoint)", r.RegainedMS, r.SinceFailureMS)
+	}
+	p.finished(r.Case.String(), what, r)
+}
+
+// finished reports a finished job: its name, what it measured, and from
+// r its status and wall time.
+func (p *Progress) finished(name, what string, r Run) {
 	if p == nil {
 		return
 	}
@@ -46,11 +56,7 @@ func (p *Progress) done(r Run) {
 	if !r.OK {
 		status = "FAILED: " + strings.SplitN(r.Error, "\n", 2)[0]
 	}
-	what := fmt.Sprintf("%.2f ms/step", r.StepMS)
-	if r.Failure {
-		what += fmt.Sprintf(", recovery %.0f ms (%.0f ms to the next checkpoint)", r.RegainedMS, r.SinceFailureMS)
-	}
-	msg := fmt.Sprintf("[%d/%d] %s: %s, %.1f s, %s", p.n, p.total, r.Case, what, r.WallS, status)
+	msg := fmt.Sprintf("[%d/%d] %s: %s, %.1f s, %s", p.n, p.total, name, what, r.WallS, status)
 	if !p.terminal {
 		fmt.Fprintln(p.w, msg)
 		return
@@ -61,7 +67,7 @@ func (p *Progress) done(r Run) {
 	if !r.OK {
 		fmt.Fprintf(p.w, "\r\033[K%s\n", msg) // keep failures on screen
 	}
-	fmt.Fprintf(p.w, "\r\033[K[%s] %d/%d %s (%s elapsed)", bar, p.n, p.total, r.Case, time.Since(p.began).Round(time.Second))
+	fmt.Fprintf(p.w, "\r\033[K[%s] %d/%d %s (%s elapsed)", bar, p.n, p.total, name, time.Since(p.began).Round(time.Second))
 }
 
 func (p *Progress) finish() {

@@ -2,19 +2,15 @@ package evaluation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -34,48 +30,115 @@ import (
 // time per step over the unbounded job's of the same repetition and
 // loggers (paired A/B on a loaded machine).
 
-// QuotaApp is one application of the quota comparison.
-type QuotaApp struct {
+// AppJob is one application's job in the quota and event-logger
+// comparisons.
+type AppJob struct {
 	Name string   `json:"name"`
 	Args []string `json:"args"` // application flags, the step count included
-	// CheckpointEvery is --checkpoint-every; PE 1 is killed at KillStep
-	// in the failure jobs.
+	// CheckpointEvery is --checkpoint-every; the failure jobs kill PEs at
+	// KillStep.
 	CheckpointEvery int `json:"checkpoint_every"`
 	KillStep        int `json:"kill_step"`
 }
 
+// JobSet is what the configurations of the quota and event-logger
+// comparisons share: the jobs' applications, how many PEs they run on,
+// how often each runs, and how long one may take.
+type JobSet struct {
+	Preset  string   `json:"preset"`
+	Exe     string   `json:"-"`
+	PEs     int      `json:"pes"`
+	Reps    int      `json:"reps"`
+	Apps    []AppJob `json:"apps"`
+	Timeout Duration `json:"timeout"`
+}
+
+func (c JobSet) validate() error {
+	switch {
+	case c.Exe == "":
+		return errors.New("evaluation: no gochare executable")
+	case c.Reps < 1:
+		return fmt.Errorf("evaluation: %d repetitions: want at least 1", c.Reps)
+	case len(c.Apps) == 0:
+		return errors.New("evaluation: no application")
+	}
+	return nil
+}
+
+// comparisonFlags are the flags of every comparison command, read into
+// its JobSet by apply.
+type comparisonFlags struct {
+	tiny      *bool
+	out, apps *string
+	reps, pes *int
+}
+
+func addComparisonFlags(fs *flag.FlagSet, tinyHelp, out, outHelp string, pes int, apps string) comparisonFlags {
+	return comparisonFlags{
+		tiny: fs.Bool("tiny", false, tinyHelp),
+		out:  fs.String("out", out, outHelp),
+		reps: fs.Int("reps", 0, "repetitions of every job (default: the preset's)"),
+		pes:  fs.Int("pes", 0, fmt.Sprintf("PE processes per job (default %d)", pes)),
+		apps: fs.String("apps", "", fmt.Sprintf("comma-separated applications (default: %s)", apps)),
+	}
+}
+
+// preset is the preset the flags choose: tiny or quick.
+func (f comparisonFlags) preset() string {
+	if *f.tiny {
+		return "tiny"
+	}
+	return "quick"
+}
+
+// apply sets the executable and what the flags change in set.
+func (f comparisonFlags) apply(set *JobSet, exe string) error {
+	set.Exe = exe
+	if *f.reps > 0 {
+		set.Reps = *f.reps
+	}
+	if *f.pes > 0 {
+		set.PEs = *f.pes
+	}
+	var err error
+	set.Apps, err = pickApps(set.Apps, *f.apps, func(a AppJob) string { return a.Name })
+	return err
+}
+
+// runComparison announces and runs the comparison name of set's jobs.
+func runComparison[R interface{ Check() error }](stdout io.Writer, f comparisonFlags, name string, set JobSet, jobs int,
+	evaluate func(context.Context, *Progress) (R, error), write func(R, string) ([]string, error)) (int, error) {
+	fmt.Fprintf(stdout, "gochare bench %s: preset %s, %d PEs, %d repetitions, %d jobs, results in %s\n", name, set.Preset, set.PEs, set.Reps, jobs, *f.out)
+	return runBench(stdout, *f.out, evaluate, write)
+}
+
 // QuotaConfig is a whole quota comparison.
 type QuotaConfig struct {
-	Preset string `json:"preset"`
-	Exe    string `json:"-"`
-	PEs    int    `json:"pes"`
-	Reps   int    `json:"reps"`
+	JobSet
 	// Fractions are the quotas in percent of the unbounded high-water
 	// mark; Loggers the logger counts of the forward jobs (the failure
 	// jobs use the first).
-	Fractions []int      `json:"fractions"`
-	Loggers   []int      `json:"loggers"`
-	Apps      []QuotaApp `json:"apps"`
-	Timeout   Duration   `json:"timeout"`
+	Fractions []int `json:"fractions"`
+	Loggers   []int `json:"loggers"`
 }
 
 // QuotaPreset returns the named configuration: tiny (the tests) or quick
 // (the default: LeanMD as docs/benchmarks.md measures its log, and
 // stencil3d).
 func QuotaPreset(name string) (QuotaConfig, error) {
-	c := QuotaConfig{Preset: name, PEs: 2, Reps: 3, Fractions: []int{100, 50, 10}, Loggers: []int{1, 2}, Timeout: Duration(3 * time.Minute)}
+	c := QuotaConfig{JobSet: JobSet{Preset: name, PEs: 2, Reps: 3, Timeout: Duration(3 * time.Minute)}, Fractions: []int{100, 50, 10}, Loggers: []int{1, 2}}
 	switch name {
 	case "tiny":
 		c.Reps = 1
 		c.Fractions = []int{100, 25}
 		c.Loggers = []int{1}
 		c.Timeout = Duration(time.Minute)
-		c.Apps = []QuotaApp{
+		c.Apps = []AppJob{
 			{Name: "leanmd", Args: []string{"--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "20", "--steps", "9"}, CheckpointEvery: 3, KillStep: 4},
 			{Name: "stencil3d", Args: []string{"--grid", "32,32,32", "--chunk", "8,8,8", "--iterations", "12"}, CheckpointEvery: 4, KillStep: 6},
 		}
 	case "quick":
-		c.Apps = []QuotaApp{
+		c.Apps = []AppJob{
 			{Name: "leanmd", Args: []string{"--cells", "3,3,3", "--steps", "30"}, CheckpointEvery: 10, KillStep: 15},
 			{Name: "stencil3d", Args: []string{"--grid", "128,128,128", "--chunk", "32,32,32", "--iterations", "60"}, CheckpointEvery: 20, KillStep: 30},
 		}
@@ -153,13 +216,12 @@ type QuotaResults struct {
 }
 
 func (c QuotaConfig) validate() error {
+	if err := c.JobSet.validate(); err != nil {
+		return err
+	}
 	switch {
-	case c.Exe == "":
-		return errors.New("evaluation: no gochare executable")
 	case c.PEs < 2:
 		return fmt.Errorf("evaluation: %d PEs: at least 2 are needed (one is killed)", c.PEs)
-	case c.Reps < 1:
-		return fmt.Errorf("evaluation: %d repetitions: want at least 1", c.Reps)
 	case len(c.Loggers) == 0 || len(c.Fractions) == 0:
 		return errors.New("evaluation: no logger count or no quota fraction")
 	}
@@ -179,7 +241,7 @@ func (c QuotaConfig) validate() error {
 // cases returns the jobs of app a for repetition rep, in the order they
 // run: the forward ones (per logger count, unbounded then every quota)
 // rotated by rep, then the failure ones rotated the same way.
-func (c QuotaConfig) cases(a QuotaApp, rep int) []QuotaCase {
+func (c QuotaConfig) cases(a AppJob, rep int) []QuotaCase {
 	var fwd, fail []QuotaCase
 	for _, l := range c.Loggers {
 		fwd = append(fwd, QuotaCase{App: a.Name, Loggers: l, Rep: rep})
@@ -191,12 +253,7 @@ func (c QuotaConfig) cases(a QuotaApp, rep int) []QuotaCase {
 	for _, f := range c.Fractions {
 		fail = append(fail, QuotaCase{App: a.Name, Fraction: f, Loggers: c.Loggers[0], Failure: true, Rep: rep})
 	}
-	return append(rotateQuota(fwd, rep), rotateQuota(fail, rep)...)
-}
-
-func rotateQuota(cs []QuotaCase, n int) []QuotaCase {
-	n %= len(cs)
-	return append(slices.Clone(cs[n:]), cs[:n]...)
+	return append(rotate(fwd, rep), rotate(fail, rep)...)
 }
 
 // jobs is the number of jobs of the comparison.
@@ -215,7 +272,7 @@ func quotaBytes(highWater int64, fraction int) int64 {
 
 // args are the `gochare` arguments of k with a quota of quota bytes (0:
 // none).
-func (c QuotaConfig) args(a QuotaApp, k QuotaCase, quota int64) []string {
+func (c QuotaConfig) args(a AppJob, k QuotaCase, quota int64) []string {
 	args := []string{"run", a.Name, "--pes", strconv.Itoa(c.PEs), "--loggers", strconv.Itoa(k.Loggers),
 		"--checkpoint-every", strconv.Itoa(a.CheckpointEvery), "--json"}
 	if quota > 0 {
@@ -236,7 +293,7 @@ func EvaluateQuota(ctx context.Context, cfg QuotaConfig, progress *Progress) (*Q
 	}
 	res := &QuotaResults{Config: cfg, Started: time.Now().UTC(), Host: hostInfo(), HighWater: map[string]int64{}}
 	progress.start(cfg.jobs())
-	run := func(a QuotaApp, k QuotaCase, quota int64) QuotaRun {
+	run := func(a AppJob, k QuotaCase, quota int64) QuotaRun {
 		r := QuotaRun{QuotaCase: k, Quota: quota}
 		c := Case{App: a.Name, Protocol: "partialdet", Failure: k.Failure, Rep: k.Rep}
 		r.Run = execute(ctx, cfg.Exe, c, cfg.args(a, k, quota), time.Duration(cfg.Timeout))
@@ -348,19 +405,11 @@ func (res *QuotaResults) Check() error {
 }
 
 func (p *Progress) doneQuota(r QuotaRun) {
-	if p == nil {
-		return
-	}
-	p.n++
-	status := "ok"
-	if !r.OK {
-		status = "FAILED: " + strings.SplitN(r.Error, "\n", 2)[0]
-	}
 	what := fmt.Sprintf("%.2f ms/step, dumped %s, blocked %d ms", r.StepMS, bytesStr(float64(r.LogDumpedBytes)), r.LogBlockedMS)
 	if r.QuotaCase.Failure {
 		what += fmt.Sprintf(", recovery %.0f ms", r.RegainedMS)
 	}
-	fmt.Fprintf(p.w, "[%d/%d] %s: %s, %.1f s, %s\n", p.n, p.total, r.QuotaCase, what, r.WallS, status)
+	p.finished(r.QuotaCase.String(), what, r.Run)
 }
 
 // QuotaMain is `gochare bench quota ...`: it runs the comparison with
@@ -368,33 +417,19 @@ func (p *Progress) doneQuota(r QuotaRun) {
 func QuotaMain(args []string, stdout io.Writer, exe string) (int, error) {
 	fs := flag.NewFlagSet("bench quota", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	tiny := fs.Bool("tiny", false, "CI preset: the smallest jobs, 1 repetition, quotas of 100 and 25 %, one logger")
-	out := fs.String("out", "quota-results", "directory for quota.json, quota.csv, quota.md and quota-overhead.png")
-	reps := fs.Int("reps", 0, "repetitions of every job (default: the preset's)")
-	pes := fs.Int("pes", 0, "PE processes per job (default 2)")
-	apps := fs.String("apps", "", "comma-separated applications (default: leanmd,stencil3d)")
+	cf := addComparisonFlags(fs, "CI preset: the smallest jobs, 1 repetition, quotas of 100 and 25 %, one logger",
+		"quota-results", "directory for quota.json, quota.csv, quota.md and quota-overhead.png", 2, "leanmd,stencil3d")
 	fractions := fs.String("fractions", "", "quotas in percent of the unbounded high-water mark (default 100,50,10)")
 	loggers := fs.String("loggers", "", "logger counts of the forward jobs (default 1,2)")
-	if err := fs.Parse(args); err != nil {
-		return 2, fmt.Errorf("evaluation: %w", err)
+	if err := parseFlags(fs, args); err != nil {
+		return 2, err
 	}
-	if fs.NArg() > 0 {
-		return 2, fmt.Errorf("evaluation: unexpected argument %q", fs.Arg(0))
-	}
-	name := "quick"
-	if *tiny {
-		name = "tiny"
-	}
-	cfg, err := QuotaPreset(name)
+	cfg, err := QuotaPreset(cf.preset())
 	if err != nil {
 		return 2, err
 	}
-	cfg.Exe = exe
-	if *reps > 0 {
-		cfg.Reps = *reps
-	}
-	if *pes > 0 {
-		cfg.PEs = *pes
+	if err := cf.apply(&cfg.JobSet, exe); err != nil {
+		return 2, err
 	}
 	for _, o := range []struct {
 		flag string
@@ -404,46 +439,15 @@ func QuotaMain(args []string, stdout io.Writer, exe string) (int, error) {
 		if o.val == "" {
 			continue
 		}
-		var v []int
-		for _, f := range strings.Split(o.val, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				return 2, fmt.Errorf("evaluation: %s: %q is not a number", o.flag, f)
-			}
-			v = append(v, n)
+		if *o.dst, err = parseInts(o.flag, o.val); err != nil {
+			return 2, err
 		}
-		*o.dst = v
-	}
-	if *apps != "" {
-		var keep []QuotaApp
-		for _, n := range strings.Split(*apps, ",") {
-			i := slices.IndexFunc(cfg.Apps, func(a QuotaApp) bool { return a.Name == n })
-			if i < 0 {
-				return 2, fmt.Errorf("evaluation: --apps: no application %q (leanmd, stencil3d)", n)
-			}
-			keep = append(keep, cfg.Apps[i])
-		}
-		cfg.Apps = keep
 	}
 	if err := cfg.validate(); err != nil {
 		return 2, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	fmt.Fprintf(stdout, "gochare bench quota: preset %s, %d PEs, %d repetitions, %d jobs, results in %s\n", cfg.Preset, cfg.PEs, cfg.Reps, cfg.jobs(), *out)
-	res, err := EvaluateQuota(ctx, cfg, NewProgress(stdout))
-	if err != nil {
-		return 1, err
-	}
-	files, err := WriteQuota(res, *out)
-	if err != nil {
-		return 1, err
-	}
-	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(files, ", "))
-	if err := res.Check(); err != nil {
-		return 1, err
-	}
-	return 0, nil
+	return runComparison(stdout, cf, "quota", cfg.JobSet, cfg.jobs(),
+		func(ctx context.Context, p *Progress) (*QuotaResults, error) { return EvaluateQuota(ctx, cfg, p) }, WriteQuota)
 }
 
 // WriteQuota writes every output of res into dir and returns the files'
@@ -458,25 +462,25 @@ func WriteQuota(res *QuotaResults, dir string) ([]string, error) {
 }
 
 func writeQuotaJSON(w io.Writer, res *QuotaResults) error {
-	// NaN (a statistic of no run) is not JSON: it goes out as 0 with N 0.
-	clean := func(s *Stat) {
+	out := *res
+	out.Summary = slices.Clone(res.Summary)
+	for i := range out.Summary {
+		s := &out.Summary[i]
+		zeroNaN(&s.StepMS, &s.Overhead, &s.DumpedBytes, &s.BlockedMS, &s.RecoveryMS, &s.FetchedBytes)
+	}
+	return writeIndentedJSON(w, &out)
+}
+
+// zeroNaN sets the NaN figures of statistics of no run, which JSON
+// cannot hold, to 0 (their N says there was no run).
+func zeroNaN(stats ...*Stat) {
+	for _, s := range stats {
 		for _, f := range []*float64{&s.Median, &s.Min, &s.Max} {
 			if math.IsNaN(*f) || math.IsInf(*f, 0) {
 				*f = 0
 			}
 		}
 	}
-	out := *res
-	out.Summary = slices.Clone(res.Summary)
-	for i := range out.Summary {
-		s := &out.Summary[i]
-		for _, st := range []*Stat{&s.StepMS, &s.Overhead, &s.DumpedBytes, &s.BlockedMS, &s.RecoveryMS, &s.FetchedBytes} {
-			clean(st)
-		}
-	}
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	return e.Encode(&out)
 }
 
 func colorRGB(r, g, b uint8) color.Color { return color.RGBA{R: r, G: g, B: b, A: 255} }
@@ -509,13 +513,8 @@ func writeQuotaMarkdown(w io.Writer, res *QuotaResults) error {
 		fmt.Fprintf(&b, "| %s | `%s`, checkpoint every %d steps, PE 1 killed at step %d | %d B (%s) |\n", a.Name, strings.Join(a.Args, " "),
 			a.CheckpointEvery, a.KillStep, res.HighWater[a.Name], bytesStr(float64(res.HighWater[a.Name])))
 	}
-	failed := 0
-	for _, r := range res.Runs {
-		if !r.OK {
-			failed++
-		}
-	}
-	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n\n", len(res.Runs), len(res.Runs)-failed, failed)
+	failed := failedJobs(res.Runs, func(r QuotaRun) (string, Run) { return r.QuotaCase.String(), r.Run })
+	fmt.Fprintf(&b, "\n%d jobs, %d finished, %d failed.\n\n", len(res.Runs), len(res.Runs)-len(failed), len(failed))
 	b.WriteString("Median (min – max) over repetitions. Overhead: time per step over the unbounded job's with the same loggers in the same repetition. " +
 		"Dumped, blocked: summed over the PEs. Peak: the largest PE's log memory (entry bytes). " +
 		fmt.Sprintf("Recovery (with %d logger(s)): PE 1 killed → progress at the failure regained; fetched: the log entries the survivors fetched back from the loggers.\n\n", cfg.Loggers[0]))
@@ -535,14 +534,7 @@ func writeQuotaMarkdown(w io.Writer, res *QuotaResults) error {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.App, s.Loggers, q, rng(s.StepMS, "%.2f"), over,
 			bytesStr(s.DumpedBytes.Median), rng(s.BlockedMS, "%.0f"), bytesStr(float64(s.PeakBytes)), rec, fetched)
 	}
-	if failed > 0 {
-		b.WriteString("\n### Failed jobs\n\n")
-		for _, r := range res.Runs {
-			if !r.OK {
-				fmt.Fprintf(&b, "- %s: %s\n", r.QuotaCase, strings.SplitN(r.Error, "\n", 2)[0])
-			}
-		}
-	}
+	writeFailedJobs(&b, failed)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -559,8 +551,8 @@ func plotQuotaOverhead(w io.Writer, res *QuotaResults) error {
 			groups = append(groups, fmt.Sprintf("%s, %d logger(s)", a.Name, l))
 		}
 	}
-	width := vg.Points(18)
 	fr := res.Config.Fractions
+	var series []barSeries
 	for i, f := range fr {
 		vals := make(plotter.Values, len(groups))
 		j := 0
@@ -574,16 +566,11 @@ func plotQuotaOverhead(w io.Writer, res *QuotaResults) error {
 				j++
 			}
 		}
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
-			return fmt.Errorf("plot: %w", err)
-		}
 		shade := uint8(60 + 150*i/max(len(fr)-1, 1))
-		bars.Color = colorRGB(40, shade, 200-shade/2)
-		bars.LineStyle.Width = 0
-		bars.Offset = width * vg.Length(2*i-len(fr)+1) / 2
-		p.Add(bars)
-		p.Legend.Add(fmt.Sprintf("quota %d %%", f), bars)
+		series = append(series, barSeries{fmt.Sprintf("quota %d %%", f), colorRGB(40, shade, 200-shade/2), vals})
+	}
+	if err := addBars(p, vg.Points(18), series); err != nil {
+		return err
 	}
 	p.Add(plotter.NewGrid())
 	p.Y.Max = math.Max(p.Y.Max*1.3, 5)

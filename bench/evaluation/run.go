@@ -67,6 +67,10 @@ type Run struct {
 	OK    bool     `json:"ok"`
 	Error string   `json:"error,omitempty"`
 	WallS float64  `json:"wall_s"`
+	// CPUS is the CPU time (user + system) of the whole job: the
+	// launcher and the PE and logger processes it started and waited
+	// for.
+	CPUS float64 `json:"cpu_s"`
 	// ElapsedS is the application's own run time and StepMS its time per
 	// step (from the application's JSON line).
 	ElapsedS float64 `json:"elapsed_s"`
@@ -88,6 +92,10 @@ type Run struct {
 	LogDumpedBytes  int64 `json:"log_dumped_bytes,omitempty"`
 	LogBlockedMS    int64 `json:"log_blocked_ms,omitempty"`
 	LogFetchedBytes int64 `json:"log_fetched_bytes,omitempty"`
+	// With --event-logger, the records and bytes the PEs sent to the
+	// loggers (from `job stats`).
+	EventLogRecords int64 `json:"event_log_records,omitempty"`
+	EventLogBytes   int64 `json:"event_log_bytes,omitempty"`
 
 	Checkpoints []Checkpoint `json:"checkpoints"`
 	// Recovery, for failure cases, as the launcher reports it: detection
@@ -158,6 +166,9 @@ func execute(ctx context.Context, exe string, c Case, args []string, timeout tim
 	wg.Wait()
 	werr := cmd.Wait()
 	r.WallS = time.Since(start).Seconds()
+	if st := cmd.ProcessState; st != nil {
+		r.CPUS = (st.UserTime() + st.SystemTime()).Seconds()
+	}
 	perr := parseOutput(&r, lines)
 	r.Events = append(r.Events, Event{AtMS: ms(time.Since(start)), What: "end"})
 	switch {
@@ -299,6 +310,8 @@ func parseOutput(r *Run, lines []line) error {
 			r.LogPeakBytes = inum("largest_log_peak_bytes")
 			r.LogDumpedBytes = inum("log_dumped_bytes")
 			r.LogBlockedMS = inum("log_blocked_ms")
+			r.EventLogRecords = inum("event_log_records")
+			r.EventLogBytes = inum("event_log_bytes")
 		case msg == "PE stats":
 			r.LogFetchedBytes += inum("log_fetched_bytes")
 		}

@@ -19,7 +19,7 @@ func TestGochareHasBenchAndChaos(t *testing.T) {
 
 	out, err = exec.Command(bin, "help").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	for _, want := range []string{"gochare run APP", "gochare bench [--quick", "gochare bench transport", "gochare chaos [--preset", "gochare apps"} {
+	for _, want := range []string{"gochare run APP", "gochare bench [--quick", "gochare bench transport", "gochare bench eventlog", "gochare chaos [--preset", "gochare apps"} {
 		require.Contains(t, string(out), want)
 	}
 	require.NotContains(t, string(out), "not in this program")
