@@ -106,3 +106,55 @@ func TestEmptiedBufferReusesItsArray(t *testing.T) {
 		t.Errorf("kept an array of %d messages, at most %d", cap(task.bufferArray), bufferKeepMax)
 	}
 }
+
+// A task whose buffer never empties (it gets the next step's messages
+// before it has handled all of this one's) keeps its messages in one
+// array too: taken from the front and pushed at the back, they move back
+// to the array's start when they reach its end, in arrival order, and
+// the places they left are cleared.
+func TestBufferThatNeverEmptiesReusesItsArray(t *testing.T) {
+	var task hostedTask
+	payload := []byte{1}
+	next, want := uint64(0), uint64(0)
+	push := func() {
+		task.pushBuffer(Message{Key: next, Payload: payload})
+		next++
+	}
+	take := func() {
+		if m := task.takeBuffered(0); m.Key != want {
+			t.Fatalf("took key %d, want %d", m.Key, want)
+		}
+		want++
+	}
+	for range 3 {
+		push()
+	}
+	for range 3 * bufferKeepMax { // the array is in place
+		push()
+		take()
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		for range 10 {
+			push()
+			take()
+		}
+	}); allocs != 0 {
+		t.Errorf("%v allocations per 10 messages pushed and taken, want 0", allocs)
+	}
+	// Every place of the array holds a waiting message or nothing.
+	live := 0
+	for _, m := range task.bufferArray[:cap(task.bufferArray)] {
+		if m.Payload != nil {
+			live++
+		}
+	}
+	if live != len(task.buffer) {
+		t.Errorf("%d messages in the array, %d waiting", live, len(task.buffer))
+	}
+	for len(task.buffer) > 0 {
+		take()
+	}
+	if want != next {
+		t.Errorf("took %d messages, pushed %d", want, next)
+	}
+}

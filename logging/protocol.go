@@ -116,6 +116,20 @@ type Config struct {
 	// as always none beyond the next Checkpoint: copy it (encode it) to
 	// send it elsewhere.
 	LogOffHeap bool
+	// Values encodes the value of a message given to Send with one
+	// (Message.Value) that Send logs: straight into the sender log, whose
+	// bytes the envelope then carries. Without it Send panics on such a
+	// message.
+	Values ValueEncoder
+	// ReuseRecords is the caller's promise that it keeps no Determinants
+	// or Progress slice of a Ready's envelope beyond the second Advance
+	// after that Ready (the scheduler encodes every envelope for another
+	// PE into a batch before it calls Advance): the protocol then cuts
+	// those slices from arrays it reuses, and a PE in steady state
+	// allocates none per envelope. Without it they are the envelope's
+	// for good (a simulator that holds envelopes in flight for longer
+	// clones them, or leaves this off).
+	ReuseRecords bool
 	// LogQuota, if above 0, bounds the sender log's memory to that many
 	// bytes of entries by dumping the oldest to Loggers logger processes
 	// (quota.go, LogQuota). Under None nothing is logged and it does
@@ -226,8 +240,13 @@ type engine struct {
 	// and recordedAt the (highest) RSN recorded for each message a task
 	// received: indexes of determinants, so that the replay bound and the
 	// pinning test cost O(1) whatever the number held since the checkpoint.
+	// recordedAt serves replays only (isPinned): store queues the keys of
+	// the determinants it stores in toIndex, and isPinned indexes them
+	// first, so that the forward path pays an append per determinant
+	// instead of a map entry keyed by a whole message identity.
 	lastRecorded map[TaskID]uint64
 	recordedAt   map[receivedMessage]uint64
+	toIndex      []determinantKey
 	// unstable lists determinants this PE still piggybacks, in creation or
 	// arrival order.
 	unstable []determinantKey
@@ -258,6 +277,18 @@ type engine struct {
 	// spare is the Ready before the current one: Advance hands its arrays
 	// to the next Ready, so that a PE in steady state allocates none.
 	spare Ready
+	// carriedRecords holds the Determinants and Progress slices of the
+	// current Ready's envelopes (piggybackFor), one after the other;
+	// spareRecords those of the Ready before it. With reuseRecords
+	// (Config.ReuseRecords) Advance swaps them as it does ready and
+	// spare: an envelope's records stay valid until the second Advance
+	// after the Ready that holds it; without, they are the envelope's.
+	carriedRecords records
+	spareRecords   records
+	reuseRecords   bool
+	// values encodes a logged message's value (Config.Values).
+	values ValueEncoder
+
 	stats Stats
 
 	// quota bounds the log's memory (quota.go; nil without a quota);
@@ -266,6 +297,38 @@ type engine struct {
 	dumpsDue []Dump
 	// el is the PE's side of the event logger (eventlog.go; nil without).
 	el *eventLog
+}
+
+// records are the arrays the piggybacked records of a Ready's envelopes
+// are cut from.
+type records struct {
+	determinants []Determinant
+	progress     []Progress
+}
+
+// determinantsFrom returns the determinants appended to r since from (a
+// length of r.determinants), as a slice of their own length and capacity.
+func (r *records) determinantsFrom(from int) []Determinant {
+	if len(r.determinants) == from {
+		return nil
+	}
+	return r.determinants[from:len(r.determinants):len(r.determinants)]
+}
+
+// progressFrom is determinantsFrom for progress records.
+func (r *records) progressFrom(from int) []Progress {
+	if len(r.progress) == from {
+		return nil
+	}
+	return r.progress[from:len(r.progress):len(r.progress)]
+}
+
+// reset empties r, keeping its arrays; what the slices cut from them
+// referred to holds no pointer (a determinant's path is a string: it is
+// cleared so that the collector may free it).
+func (r *records) reset() {
+	clear(r.determinants)
+	r.determinants, r.progress = r.determinants[:0], r.progress[:0]
 }
 
 // carriedUpTo is how far the envelopes of the current Ready to one PE
@@ -455,6 +518,8 @@ func newEngine(kind Kind, cfg Config) *engine {
 		lastRecorded: map[TaskID]uint64{},
 		recordedAt:   map[receivedMessage]uint64{},
 		progress:     map[TaskID]*storedProgress{},
+		reuseRecords: cfg.ReuseRecords,
+		values:       cfg.Values,
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
@@ -559,8 +624,11 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	}
 	e.stats.Sent++
 	if e.Logged(from, toPE, msg.To) {
+		if msg.Value != nil && e.values == nil {
+			panic(fmt.Sprintf("logging: pe%d: a message with a value to log and no Config.Values", e.pe))
+		}
+		msg = e.log.add(msg, toPE, e.values)
 		size := msg.wireSize()
-		msg = e.log.add(msg, toPE)
 		e.logBytes += size
 		if e.quota == nil {
 			e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, e.logBytes)
@@ -633,23 +701,28 @@ func (e *engine) markUnstable(k determinantKey) {
 // and a failure that makes determinants unstable again starts the Ready's
 // carrying over (FailureNotice).
 func (e *engine) determinantsSince(from int) []Determinant {
-	var out []Determinant
+	r := &e.carriedRecords
+	start := len(r.determinants)
 	for _, k := range e.madeUnstable[from:] {
 		if d, ok := e.determinants[k]; ok && !e.isStable(d) {
-			out = append(out, d.determinant)
+			r.determinants = append(r.determinants, d.determinant)
 		}
 	}
-	return out
+	return r.determinantsFrom(start)
 }
 
 // piggyback returns every determinant this PE still has to make stable,
 // in creation or arrival order, and forgets the ones that have become
 // stable.
+//
+// The slice returned is cut from e.carriedRecords: valid until the second
+// Advance from now, as the Ready's.
 func (e *engine) piggyback() []Determinant {
 	if len(e.unstable) == 0 {
 		return nil
 	}
-	out := make([]Determinant, 0, len(e.unstable))
+	r := &e.carriedRecords
+	start := len(r.determinants)
 	kept := e.unstable[:0]
 	for _, k := range e.unstable {
 		d, ok := e.determinants[k]
@@ -657,19 +730,10 @@ func (e *engine) piggyback() []Determinant {
 			continue
 		}
 		kept = append(kept, k)
-		out = append(out, d.determinant)
+		r.determinants = append(r.determinants, d.determinant)
 	}
 	e.unstable = kept
-	return out
-}
-
-// holdersOf lists the PEs known to hold an item this PE got from PE from
-// (from == this PE: created here).
-func holdersOf(self, from PEID) []PEID {
-	if from == self {
-		return []PEID{self}
-	}
-	return []PEID{from, self}
+	return r.determinantsFrom(start)
 }
 
 // noteProgress keeps p if it is news; from is the PE it came from (this
@@ -681,9 +745,13 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 		return
 	}
 	if ok && stored.rsn == p.RSN {
-		for _, h := range holdersOf(e.pe, from) {
-			if received && !slices.Contains(stored.holders, h) {
-				stored.holders = append(stored.holders, h)
+		if received {
+			// Held by from and, now, by this PE.
+			if !slices.Contains(stored.holders, from) {
+				stored.holders = append(stored.holders, from)
+			}
+			if !slices.Contains(stored.holders, e.pe) {
+				stored.holders = append(stored.holders, e.pe)
 			}
 		}
 		if e.el != nil && received && !e.progressStable(stored) && e.el.stable(p.Creator, p.Seq) {
@@ -718,36 +786,40 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 // Ready, from position from of e.updated, that are still the latest and
 // unstable.
 func (e *engine) progressSince(from int) []Progress {
-	var out []Progress
+	r := &e.carriedRecords
+	start := len(r.progress)
 	for _, u := range e.updated[from:] {
 		// A task updated twice in one Ready is carried once, at its
 		// latest RSN (the one stored).
 		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && !e.progressStable(p) {
-			out = append(out, progressOf(u.Task, p))
+			r.progress = append(r.progress, progressOf(u.Task, p))
 		}
 	}
-	if len(out) > 1 {
+	if out := r.progress[start:]; len(out) > 1 {
 		slices.SortFunc(out, func(a, b Progress) int { return cmp.Compare(a.Task, b.Task) })
-		out = slices.CompactFunc(out, func(a, b Progress) bool { return a.Task == b.Task })
+		r.progress = r.progress[:start+len(slices.CompactFunc(out, func(a, b Progress) bool { return a.Task == b.Task }))]
 	}
-	return out
+	return r.progressFrom(start)
 }
 
+// unstableProgress returns every progress record this PE still has to
+// make stable, sorted by task, cut from e.carriedRecords as piggyback's.
 func (e *engine) unstableProgress() []Progress {
-	var out []Progress
+	r := &e.carriedRecords
+	start := len(r.progress)
 	e.maybeUnstable, e.mergeBuf = sortmerge.Into(e.maybeUnstable, e.maybeSorted, e.mergeBuf)
 	kept := e.maybeUnstable[:0]
 	for _, task := range e.maybeUnstable {
 		p, ok := e.progress[task]
 		if ok && !e.progressStable(p) {
 			kept = append(kept, task)
-			out = append(out, progressOf(task, p))
+			r.progress = append(r.progress, progressOf(task, p))
 		} else if ok {
 			p.maybe = false
 		}
 	}
 	e.maybeUnstable, e.maybeSorted = kept, len(kept)
-	return out
+	return r.progressFrom(start)
 }
 
 // markMaybeUnstable notes that task's progress record may have become
@@ -866,6 +938,18 @@ func (t *hostedTask) isBuffered(id MessageID) bool {
 func (t *hostedTask) pushBuffer(m Message) {
 	if len(t.buffer) == 0 {
 		t.buffer = t.bufferArray[:0] // takeBuffered cleared what it took
+	} else if len(t.buffer) == cap(t.buffer) && len(t.buffer) < cap(t.bufferArray) {
+		// The buffer reached the end of its array, from which
+		// takeBuffered took messages at the front: the messages move back
+		// to its start, rather than into a new array (a task whose buffer
+		// never empties, as one that gets the next step's messages before
+		// it has handled this one's, would allocate one every few
+		// messages).
+		n := len(t.buffer)
+		moved := t.bufferArray[:n]
+		copy(moved, t.buffer)
+		clear(t.buffer[max(0, n-(cap(t.bufferArray)-cap(t.buffer))):])
+		t.buffer = moved
 	}
 	grow := len(t.buffer) == cap(t.buffer)
 	t.buffer = append(t.buffer, m)
@@ -973,8 +1057,18 @@ func (e *engine) store(stored *storedDeterminant) {
 	d := stored.determinant
 	e.determinants[d.key()] = stored
 	e.lastRecorded[d.Receiver] = max(e.lastRecorded[d.Receiver], d.RSN)
-	received := receivedMessage{d.Receiver, d.Message}
-	e.recordedAt[received] = max(e.recordedAt[received], d.RSN)
+	e.toIndex = append(e.toIndex, d.key())
+}
+
+// indexRecorded brings recordedAt up to date with the determinants
+// stored since it was last called.
+func (e *engine) indexRecorded() {
+	for _, k := range e.toIndex {
+		d := e.determinants[k].determinant
+		received := receivedMessage{d.Receiver, d.Message}
+		e.recordedAt[received] = max(e.recordedAt[received], d.RSN)
+	}
+	e.toIndex = e.toIndex[:0]
 }
 
 // refreshReplayEnds extends the replay of the hosted tasks that ds record
@@ -1070,6 +1164,7 @@ func (e *engine) rivalOf(task TaskID, t *hostedTask, m Message, rest []Message, 
 // isPinned reports whether message id has a recorded position after
 // position in task's reception sequence.
 func (e *engine) isPinned(task TaskID, position uint64, id MessageID) bool {
+	e.indexRecorded()
 	rsn, ok := e.recordedAt[receivedMessage{task, id}]
 	return ok && rsn > position && rsn <= e.tasks[task].replayEnd
 }
@@ -1152,6 +1247,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	e.stored.reset()
 	clear(e.lastRecorded)
 	clear(e.recordedAt)
+	e.toIndex = e.toIndex[:0]
 	clear(e.progress)
 	e.progressTasks, e.progressSorted = e.progressTasks[:0], 0
 	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
@@ -1385,6 +1481,14 @@ func (e *engine) Advance() {
 	next := Ready{Envelopes: e.spare.Envelopes[:0], Determinants: e.spare.Determinants[:0]}
 	e.spare = e.ready
 	e.ready = next
+	if e.reuseRecords {
+		e.spareRecords.reset()
+		e.carriedRecords, e.spareRecords = e.spareRecords, e.carriedRecords
+	} else {
+		// The envelopes keep their records' arrays: the next Ready's
+		// are new.
+		e.carriedRecords = records{}
+	}
 	e.forgetCarried()
 }
 

@@ -207,8 +207,10 @@ func (l *senderLog) space(need int) int {
 }
 
 // add logs msg, sent to toPE, and returns msg with its Payload pointing
-// at the logged copy.
-func (l *senderLog) add(msg Message, toPE PEID) Message {
+// at the logged copy. A message that carries its value (Message.Value)
+// is encoded by values straight into the log, and returned with the
+// encoding as its payload and no value.
+func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) Message {
 	req := l.scratch[:0]
 	for _, d := range msg.Requires {
 		req = binary.AppendUvarint(req, uint64(d.Task))
@@ -219,15 +221,38 @@ func (l *senderLog) add(msg Message, toPE PEID) Message {
 	}
 	l.scratch = req
 	pathLen := msg.ID.CPI.Len()
-	need := pathLen + len(req) + len(msg.Payload)
+	payloadLen := len(msg.Payload)
+	if msg.Value != nil {
+		payloadLen = values.ValueSize(msg.Handler, msg.Value)
+	}
+	need := pathLen + len(req) + payloadLen
 	ci := l.space(need)
 	c := l.chunks[ci]
 	off := len(c)
 	c = msg.ID.CPI.AppendEncoded(c)
 	c = append(c, req...)
-	c = append(c, msg.Payload...)
+	if msg.Value != nil {
+		at := len(c)
+		encoded, err := values.AppendValue(c, msg.Handler, msg.Value)
+		if err != nil {
+			panic(fmt.Sprintf("logging: encoding the value of a message to task %d: %v", msg.To, err))
+		}
+		if len(encoded)-at != payloadLen || cap(encoded) != cap(c) {
+			// Not the size ValueSize said (a guard; beyond the room
+			// asked for, it left the chunk): encoded on its own, then
+			// copied in as any payload.
+			payload, _ := values.AppendValue(nil, msg.Handler, msg.Value)
+			msg.Payload, msg.Value = payload, nil
+			l.chunks[ci] = c[:off]
+			return l.add(msg, toPE, values)
+		}
+		c = encoded
+		msg.Value = nil
+	} else {
+		c = append(c, msg.Payload...)
+	}
 	l.chunks[ci] = c
-	if len(msg.Payload) > 0 {
+	if payloadLen > 0 {
 		msg.Payload = c[off+pathLen+len(req) : len(c) : len(c)]
 	}
 	b := l.n / logBlock
@@ -237,7 +262,7 @@ func (l *senderLog) add(msg Message, toPE PEID) Message {
 	l.blocks[b] = append(l.blocks[b], logEntry{
 		sender: msg.ID.Sender, srn: msg.ID.SRN, to: msg.To, key: msg.Key, handler: msg.Handler,
 		order: msg.Annotation.Order, regionSize: int32(msg.Annotation.RegionSize), toPE: toPE,
-		chunk: int32(ci), off: int32(off), pathLen: int32(pathLen), requiresLen: int32(len(req)), payloadLen: int32(len(msg.Payload)),
+		chunk: int32(ci), off: int32(off), pathLen: int32(pathLen), requiresLen: int32(len(req)), payloadLen: int32(payloadLen),
 	})
 	l.n++
 	return msg

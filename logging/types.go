@@ -69,12 +69,14 @@ type Message struct {
 	// buffering.
 	Key     uint64
 	Payload []byte
-	// Value, when not nil, is the message itself, given by its sender to
-	// a task under None without being encoded (Payload is then empty; see
-	// the scheduler's Proxy.Give path): on the same PE the handler gets it
-	// as it is, for another PE the scheduler encodes it into the batch
-	// that carries it. Like Payload it is opaque: the protocols carry it
-	// and never read it. It is never set on a message that is logged.
+	// Value, when not nil, is the message itself, given by its sender
+	// without being encoded (Payload is then empty; see the scheduler's
+	// Proxy.Give path): on the same PE the handler gets it as it is, for
+	// another PE under None the scheduler encodes it into the batch that
+	// carries it. A message Send logs is encoded once, by
+	// Config.Values, straight into the sender log, and its envelope
+	// carries the logged bytes instead (Value nil). Otherwise it is
+	// opaque: the protocols carry it and never read it.
 	Value any
 	// Requires (PartialDet only, set by Send) lists the region receptions
 	// in the send's causal past since the last checkpoint: the message
@@ -83,6 +85,19 @@ type Message struct {
 	// messages in any order, but not to take one before a region message
 	// whose handler's sends led to it.
 	Requires []Dependency
+}
+
+// ValueEncoder encodes the value of a message that carries one
+// (Message.Value): the scheduler's codecs, which Send uses to encode a
+// logged message's value straight into the sender log. Both are pure
+// functions of the message.
+type ValueEncoder interface {
+	// ValueSize is the size of the encoding of value, the value of a
+	// message to handler.
+	ValueSize(handler uint32, value any) int
+	// AppendValue appends the encoding of value, the value of a message
+	// to handler, to b.
+	AppendValue(b []byte, handler uint32, value any) ([]byte, error)
 }
 
 // Dependency says that a region handler of Task sent a message while

@@ -158,7 +158,9 @@ func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 	// LogOffHeap: the PE copies every envelope it sends to another PE
 	// into a batch, hands its own back to the same Protocol, and drops the
 	// Protocol's envelopes with it in a rollback (pe.out is reset).
-	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true,
+	// ReuseRecords: transmit encodes every envelope for another PE before
+	// it calls Advance, and an envelope for this PE carries no records.
+	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true, ReuseRecords: true, Values: logValues{pe},
 		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase(), EventLogger: pe.cfg.EventLogger})
 }
 

@@ -25,6 +25,12 @@ import (
 // hands the value to the handler. A given message that does not qualify
 // is posted, encoded, as Send's are.
 //
+// Under FullDet and PartialDet a given protobuf message to one task on
+// another PE carries its value to the protocol's Send, which encodes it
+// straight into the sender log (logValues); its envelope carries the
+// log's bytes, which transmit copies into the batch, and the value is
+// kept as a spare (below). So it is encoded once, and copied once.
+//
 // A given protobuf message to one task on another PE under None (same
 // conditions, but for the place) carries its value too, as far as the
 // batch: transmit encodes it straight into the batch for that PE
@@ -60,7 +66,7 @@ func (pe *PE) give(t actor.Target, key uint64, m any, sender commutative.TaskID)
 	local := int(cs.homeOf[lin]) == pe.cfg.Rank
 	if pe.replay != nil || pe.rec != nil || pe.checker != nil || t.Scope != actor.ScopeOne ||
 		local && pe.proto.Logged(sender, logging.PEID(pe.cfg.Rank), commutative.TaskID(TaskID(cs.def.ID, lin))) ||
-		!local && (pe.cfg.Protocol != logging.KindNone || !isProto || h.Message.NewProto == nil) {
+		!local && (!isProto || h.Message.NewProto == nil) {
 		pe.post(t, key, m, sender)
 		pe.keepSpare(handlerID(t.Collection, t.Handler), h, m)
 		return
@@ -72,10 +78,30 @@ func (pe *PE) give(t actor.Target, key uint64, m any, sender commutative.TaskID)
 	if h.Annotation.Order == actor.Commutative && h.Annotation.SizedAtRunTime() {
 		msg.Annotation.RegionSize = regionSizeAt(cs, h, lin, key)
 	}
-	if int(cs.homeOf[lin]) == pe.cfg.Rank {
+	if local {
 		pe.stats.Given++ // handed over as it is
 	}
 	pe.send(sender, cs.homeOf[lin], msg)
+	if !local && pe.cfg.Protocol != logging.KindNone {
+		// Logged: encoded into the sender log by Send (logValues), whose
+		// bytes its envelope carries; the value is the runtime's.
+		pe.keepSpare(msg.Handler, h, m)
+	}
+}
+
+// logValues encodes the value of a message given to a task on another PE
+// under FullDet and PartialDet straight into the sender log (the
+// protocol's Config.Values), by its handler's codec: the message is
+// encoded once, and the batch copies the log's bytes.
+type logValues struct{ pe *PE }
+
+func (v logValues) ValueSize(handler uint32, value any) int {
+	return proto.Size(value.(proto.Message))
+}
+
+func (v logValues) AppendValue(b []byte, handler uint32, value any) ([]byte, error) {
+	coll, hi := splitHandler(handler)
+	return v.pe.colls[coll].def.Handlers[hi].Message.Append(b, value)
 }
 
 // isNilPointer reports whether m is a nil pointer: given, it is posted,
@@ -147,10 +173,16 @@ func (pe *PE) encoded(msg logging.Message) logging.Message {
 }
 
 // decodesOnArrival reports whether messages from other PEs are decoded as
-// they arrive (decodeOnArrival): under None, with nothing that reads
-// their bytes later (a recorder, a replayer, the annotation check).
+// they arrive (decodeOnArrival): with nothing that reads their bytes
+// later (a recorder, a replayer, the annotation check). Under every
+// protocol: the receiver's protocol never needs a message's bytes (the
+// sender log, at the sender, keeps them), and a message for a task that
+// is elsewhere is forwarded before it is decoded (receiveEnvelope); one
+// kept for a task not placed yet (logging's unhosted arrivals) or
+// forwarded by the protocol later carries its value, which transmit
+// encodes into the batch (addGiven).
 func (pe *PE) decodesOnArrival() bool {
-	return pe.cfg.Protocol == logging.KindNone && pe.replay == nil && pe.rec == nil && pe.checker == nil
+	return pe.replay == nil && pe.rec == nil && pe.checker == nil
 }
 
 // decodeOnArrival decodes m, a message from another PE for a task of this

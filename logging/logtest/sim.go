@@ -359,7 +359,11 @@ func newSimulator(cfg Config) *simulator {
 func (s *simulator) newProtocol(p logging.PEID) logging.Protocol {
 	return logging.New(s.cfg.Protocol, logging.Config{
 		PE: p, PEs: s.cfg.PEs, Failures: s.cfg.Failures, EventLogger: s.cfg.EventLogger, Loggers: s.cfg.Loggers,
-		Locate: func(task logging.TaskID) logging.PEID { return s.view[p][task] },
+		// As the scheduler: the records an envelope carries are cut from
+		// arrays reused after the second Advance; flush clones them for
+		// the envelopes it keeps in flight, as encoding copies them.
+		ReuseRecords: true,
+		Locate:       func(task logging.TaskID) logging.PEID { return s.view[p][task] },
 	})
 }
 
@@ -675,6 +679,7 @@ func (s *simulator) flush(p logging.PEID) {
 		if !s.alive[env.To] {
 			continue
 		}
+		env.Determinants, env.Progress = slices.Clone(env.Determinants), slices.Clone(env.Progress)
 		if g, ok := groups[env.To]; ok {
 			s.network[g] = append(s.network[g], env)
 			continue
