@@ -1,6 +1,8 @@
 package protofield
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -19,6 +21,7 @@ func AppendBytesValue(buf []byte, v *wrapperspb.BytesValue) []byte {
 	if v == nil {
 		return buf
 	}
+	buf = slices.Grow(buf, SizeBytesValue(v)) // one allocation at most
 	if len(v.Value) > 0 {
 		buf = append(buf, 1<<3|byte(protowire.BytesType))
 		buf = protowire.AppendVarint(buf, uint64(len(v.Value)))
