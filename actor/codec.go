@@ -81,6 +81,9 @@ type Codec struct {
 
 // ProtoCodec returns the codec of protobuf messages of type M.
 func ProtoCodec[M proto.Message]() Codec {
+	if reflect.TypeFor[M]() == bytesValueType {
+		return bytesValueCodec()
+	}
 	var zero M
 	desc := zero.ProtoReflect().Descriptor()
 	typ := zero.ProtoReflect().Type()
@@ -220,6 +223,9 @@ func floatCodec[M any](t reflect.Type, name, layout string) (Codec, bool) {
 
 // protoCodecOf is ProtoCodec for a type known by reflection.
 func protoCodecOf(t reflect.Type) Codec {
+	if t == bytesValueType {
+		return bytesValueCodec()
+	}
 	zero := reflect.Zero(t).Interface().(proto.Message)
 	desc := zero.ProtoReflect().Descriptor()
 	typ := zero.ProtoReflect().Type()

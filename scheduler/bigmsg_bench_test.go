@@ -132,10 +132,14 @@ func benchLargeMessage(b *testing.B, size int, kind logging.Kind, parts bool) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0, cpuOK := processCPU()
 	for i := 0; i < b.N; i++ {
 		run(uint64(i + 2))
 	}
 	b.StopTimer()
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+	}
 	if got := pe.Stats().Delivered; got != uint64(b.N+1) || pe.Stats().Dropped != 0 {
 		b.Fatalf("%d messages handled of %d, %d dropped", got, b.N+1, pe.Stats().Dropped)
 	}

@@ -124,7 +124,7 @@ func (pe *PE) addGiven(to int, e *logging.Envelope) {
 	pm, ok := v.(proto.Message)
 	n := 0
 	if ok {
-		n = proto.Size(pm)
+		n = protoSize(pm)
 	}
 	if b.n > 0 && len(b.buf)+n+maxEnvelopeHead > maxBatchBytes {
 		pe.flushTo(to) // one frame of the transport's holds the batch
@@ -229,7 +229,7 @@ func (pe *PE) keepSpare(handler uint32, h *actor.HandlerDef, m any) {
 	if !ok || h.Message.NewProto == nil || pe.spareCount >= maxSpares {
 		return
 	}
-	n := proto.Size(pm)
+	n := protoSize(pm)
 	if pe.spareBytes+n > maxSpareBytes {
 		return
 	}

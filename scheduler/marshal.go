@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/gochare/gochare/actor"
+	"github.com/gochare/gochare/internal/protofield"
 )
 
 // Reused buffers for messages whose envelope keeps their payload.
@@ -76,7 +78,7 @@ func (pe *PE) marshalOwn(t actor.Target, cs *collectionState, codec actor.Codec,
 	if !ok || !isProto || codec.NewProto == nil || t.Scope != actor.ScopeOne || local {
 		return codec.Append(nil, m)
 	}
-	n := proto.Size(pm)
+	n := protoSize(pm)
 	if n < detachMin {
 		return codec.Append(nil, m)
 	}
@@ -131,7 +133,7 @@ func (pe *PE) lentToNet() {
 // (freeLocal).
 func (pe *PE) marshalLocal(codec actor.Codec, m any) ([]byte, error) {
 	if pm, ok := m.(proto.Message); ok && codec.NewProto != nil {
-		if n := proto.Size(pm); n >= aliasMin {
+		if n := protoSize(pm); n >= aliasMin {
 			payload, err := codec.Append(make([]byte, 0, n), m)
 			if err == nil {
 				pe.ownPayload(payload)
@@ -194,4 +196,12 @@ func (pe *PE) freeLocal(p []byte) {
 		pe.localFree = append(pe.localFree, p[:0])
 		pe.localFreeBytes += cap(p)
 	}
+}
+
+// protoSize is proto.Size(m), by hand for a BytesValue.
+func protoSize(m proto.Message) int {
+	if v, ok := m.(*wrapperspb.BytesValue); ok {
+		return protofield.SizeBytesValue(v)
+	}
+	return proto.Size(m)
 }

@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/gochare/gochare/internal/protofield"
 )
 
 // Handler messages without a copy of their large bytes fields.
@@ -115,6 +117,15 @@ func unmarshalAliasing(b []byte, m proto.Message, scratch *[]byte) error {
 func decodeInto(b []byte, m proto.Message, alias bool, scratch *[]byte, fields *bytesFields) error {
 	if alias && len(b) < aliasMin {
 		alias = false
+	}
+	if v, ok := m.(*wrapperspb.BytesValue); ok {
+		aliasFrom := 0
+		if alias {
+			aliasFrom = aliasMin
+		}
+		if protofield.DecodeBytesValue(b, v, aliasFrom) {
+			return nil // by hand, without the protobuf runtime
+		}
 	}
 	desc := m.ProtoReflect().Descriptor().Fields()
 	var found [2]aliasField
