@@ -58,8 +58,6 @@ const (
 	dumpHandshakeLimit = 10 * time.Second
 )
 
-var _ scheduler.DumpPicker = (*dumpClient)(nil)
-
 // errDumpRefused is the error of a dump connection refused in its
 // handshake.
 var errDumpRefused = errors.New("launcher: dump connection refused")
