@@ -309,16 +309,18 @@ func TestLeanMDDigestIndependentOfPECount(t *testing.T) {
 	require.Equal(t, digests[1], digests[3], "the final atom state must not depend on the number of PEs")
 }
 
-// GOCHARE_CPUPROFILE makes every PE write a complete CPU profile (a
-// gzipped protobuf, finished when the PE stops), GOCHARE_MEMPROFILE an
-// allocation profile.
+// GOCHARE_CPUPROFILE makes every PE and logger write a complete CPU
+// profile (a gzipped protobuf, finished when the process stops),
+// GOCHARE_MEMPROFILE a PE's allocation profile; a logger says the CPU it
+// used when it stops.
 func TestCPUProfilePerPE(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("GOCHARE_CPUPROFILE", dir)
 	t.Setenv("GOCHARE_MEMPROFILE", dir)
-	j := startJob(t, "run", "stencil3d", "--pes", "2", "--iterations", "5")
+	j := startJob(t, "run", "stencil3d", "--pes", "2", "--iterations", "5", "--loggers", "1")
 	require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
-	for _, name := range []string{"pe-0.prof", "pe-1.prof", "pe-0.allocs.prof", "pe-1.allocs.prof"} {
+	j.waitLine(t, regexp.MustCompile(`logger stops.* cpu_ms=\d+`), time.Second)
+	for _, name := range []string{"pe-0.prof", "pe-1.prof", "pe-0.allocs.prof", "pe-1.allocs.prof", "logger-0.prof"} {
 		f, err := os.Open(filepath.Join(dir, name))
 		require.NoError(t, err)
 		zr, err := gzip.NewReader(f)

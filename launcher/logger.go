@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -244,6 +246,18 @@ func (c *coordinator) stopLoggers() {
 //
 // creds, when not nil, makes the control connection mutual TLS (--tls).
 func runLogger(ctx context.Context, coordinator string, l, size int, secret []byte, creds *jobtls.PE, log *slog.Logger) (int, error) {
+	if dir := os.Getenv(cpuProfileEnv); dir != "" {
+		// A CPU profile of this logger, as of a PE: DIR/logger-L.prof.
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("logger-%d.prof", l)))
+		if err != nil {
+			return 1, fmt.Errorf("launcher: logger %d: %s: %w", l, cpuProfileEnv, err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return 1, fmt.Errorf("launcher: logger %d: %s: %w", l, cpuProfileEnv, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	raw, err := dialCoordinator(ctx, coordinator, creds)
 	if err != nil {
 		return 1, fmt.Errorf("launcher: logger %d: %w", l, err)
@@ -262,8 +276,11 @@ func runLogger(ctx context.Context, coordinator string, l, size int, secret []by
 	defer func() {
 		dumps.close()
 		el := dumps.events.stats()
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		log.Info("logger stops", "held_bytes", dumps.store.held(), "event_log_batches", el.Batches, "event_log_records", el.Records,
-			"event_log_bytes", el.Bytes, "event_log_stale_batches", el.Stale)
+			"event_log_bytes", el.Bytes, "event_log_stale_batches", el.Stale,
+			"cpu_ms", (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds())
 	}()
 	var why atomic.Pointer[error]
 	cut := func(err error) {

@@ -34,6 +34,14 @@ type LogQuota interface {
 	// TakeDumps returns, and forgets, the dumps the caller must send now,
 	// in order.
 	TakeDumps() []DumpBatch
+	// DumpsPressing reports whether the dumps due should be taken and
+	// sent before the caller's next transmit (between two handlers of a
+	// slice, which transmits at its end): they hold a quarter of what
+	// may be on its way to the loggers (the window) or more. Sent one
+	// by one as they come, each dump would cost its own write, read and
+	// acknowledgement; held to the slice's end, the log was found full
+	// with a third of the window not sent yet.
+	DumpsPressing() bool
 	// DumpAcked records a logger's cumulative acknowledgement: it stored
 	// the entries of period epoch below to.
 	DumpAcked(logger int, epoch uint64, to int)
@@ -348,6 +356,17 @@ func (e *engine) TakeDumps() []DumpBatch {
 	}
 	e.dumpsDue = e.dumpsDue[:0]
 	return out
+}
+
+func (e *engine) DumpsPressing() bool {
+	if e.quota == nil || len(e.dumpsDue) == 0 {
+		return false
+	}
+	due := 0
+	for _, d := range e.dumpsDue {
+		due += d.Bytes
+	}
+	return 4*due >= e.quota.d.cfg.Window
 }
 
 // dumpBuffer returns an empty buffer of capacity at least size, a spare

@@ -96,6 +96,38 @@ func TestEngineLogQuota(t *testing.T) {
 	t.Fatal("no error with the quota full and no logger")
 }
 
+// The dumps due are pressing (to be sent before the caller's transmit)
+// once they hold a quarter of the window, and not before: each dump sent
+// on its own costs a write, a read and an acknowledgement.
+func TestDumpsPressing(t *testing.T) {
+	const quota = 1 << 20
+	p := NewFullDet(Config{PE: 1, PEs: 2, LogQuota: quota, Loggers: 1})
+	q := p.(LogQuota)
+	require.False(t, q.DumpsPressing())
+	p.HostTask(7)
+	e := p.(*FullDet).engine
+	window := e.quota.d.cfg.Window
+	require.Greater(t, window, e.quota.d.cfg.Batch)
+	for i := 0; i < 2000; i++ {
+		ok, err := q.LogRoom()
+		require.NoError(t, err)
+		require.True(t, ok, "nothing is acknowledged, but the window is not full yet")
+		p.Send(7, 0, Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, 1000)})
+		p.Advance()
+		due := 0
+		for _, d := range e.dumpsDue {
+			due += d.Bytes
+		}
+		require.Equal(t, 4*due >= window, q.DumpsPressing(), "%d bytes due, window %d", due, window)
+		if q.DumpsPressing() {
+			require.NotEmpty(t, q.TakeDumps())
+			require.False(t, q.DumpsPressing())
+			return
+		}
+	}
+	t.Fatal("the dumps due never pressed")
+}
+
 func TestDecodeDumpedRefusesMalformed(t *testing.T) {
 	for _, b := range [][]byte{{0x80}, {1, 2, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200}} {
 		_, err := DecodeDumped(b)

@@ -959,6 +959,7 @@ func (pe *PE) runSlice() {
 			return
 		}
 		pe.eventLogBetweenHandlers()
+		pe.dumpBetweenHandlers()
 		pe.markRunnable(el)
 		budget--
 	}

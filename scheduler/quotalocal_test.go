@@ -2,9 +2,12 @@ package scheduler
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gochare/gochare/logging"
 )
 
 // Under a quota a message to a task on the same PE gets a copy of its
@@ -27,4 +30,34 @@ func TestQuotaLocalPayload(t *testing.T) {
 	require.Equal(t, big, cb)
 	require.NotSame(t, &big[0], &cb[0])
 	require.True(t, pe.takeOwned(cb), "its handler message may alias it")
+}
+
+// countSink counts the dumps it is given.
+type countSink struct{ dumps int }
+
+func (s *countSink) Dump(logging.DumpBatch) { s.dumps++ }
+func (s *countSink) Fetch(int, uint64, int, int) ([]byte, error) {
+	return nil, errors.New("countSink: no fetch")
+}
+
+// Between two handlers a PE sends the dumps due once they are pressing
+// (a quarter of the window), and leaves them for its transmit before.
+func TestDumpBetweenHandlers(t *testing.T) {
+	const quota = 1 << 20
+	proto := logging.NewFullDet(logging.Config{PE: 1, PEs: 2, LogQuota: quota, Loggers: 1})
+	sink := &countSink{}
+	pe := PE{cfg: Config{LogQuota: quota, Loggers: 1, Dumps: sink}, proto: proto}
+	proto.HostTask(7)
+	q := proto.(logging.LogQuota)
+	for i := 0; !q.DumpsPressing(); i++ {
+		require.Less(t, i, 2000, "the dumps due never pressed")
+		pe.dumpBetweenHandlers()
+		require.Zero(t, sink.dumps, "not pressing: the dumps wait for the transmit")
+		proto.Send(7, 0, logging.Message{To: 9, Handler: 3, Key: uint64(i), Payload: make([]byte, 1000)})
+		proto.Advance()
+	}
+	pe.dumpBetweenHandlers()
+	require.Positive(t, sink.dumps)
+	require.False(t, q.DumpsPressing())
+	require.Empty(t, q.TakeDumps(), "all sent")
 }
