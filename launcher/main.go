@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -901,6 +902,14 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 		secret = s
 	}
 	if isLogger {
+		if dir := os.Getenv(cpuProfileEnv); dir != "" {
+			// A CPU profile of the logger, as of a PE: DIR/logger-L.prof.
+			stop, err := startCPUProfile(filepath.Join(dir, fmt.Sprintf("logger-%d.prof", *rank)))
+			if err != nil {
+				return 1, fmt.Errorf("launcher: logger %d: %s: %w", *rank, cpuProfileEnv, err)
+			}
+			defer stop()
+		}
 		return runLogger(ctx, *coordinator, *rank, *size, secret, creds, log.With("logger", *rank))
 	}
 	return runPE(ctx, peOptions{

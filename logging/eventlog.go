@@ -162,8 +162,15 @@ type eventLog struct {
 	// record in it.
 	epoch uint64
 	seq   uint64
-	// acked is, per creator, the live logger's cumulative acknowledgement.
-	acked map[PEID]elAck
+	// acked is, per creator (indexed by PEID), the live logger's
+	// cumulative acknowledgement (upTo 0: none).
+	acked []elAck
+	// pendingDeterminants and pendingProgress are the records made
+	// unstable here (created, received or made unstable again) since the
+	// last fillEventLog, in that order: the candidates for the logger,
+	// so that a batch costs O(its records), not O(unstable records).
+	pendingDeterminants []determinantKey
+	pendingProgress     []TaskID
 	// diedInPeriod are the loggers known to have died since the last
 	// checkpoint (EventLogLost).
 	diedInPeriod []int
@@ -180,15 +187,29 @@ func newEventLog(cfg Config) *eventLog {
 	}
 	return &eventLog{
 		dead: make([]bool, cfg.Loggers), target: int(cfg.PE) % cfg.Loggers,
-		epoch: cfg.DumpEpoch, acked: map[PEID]elAck{},
+		epoch: cfg.DumpEpoch, acked: make([]elAck, max(cfg.PEs, 0)),
 	}
 }
 
 // stable reports whether the record of creator numbered seq is stored on a
 // live logger.
 func (l *eventLog) stable(creator PEID, seq uint64) bool {
-	a, ok := l.acked[creator]
-	return ok && seq != 0 && seq <= a.upTo && !l.dead[a.logger]
+	if creator < 0 || int(creator) >= len(l.acked) {
+		return false
+	}
+	a := l.acked[creator]
+	return seq != 0 && seq <= a.upTo && !l.dead[a.logger]
+}
+
+// noteUnstable queues determinant k for the logger (fillEventLog).
+func (l *eventLog) noteUnstable(k determinantKey) {
+	l.pendingDeterminants = append(l.pendingDeterminants, k)
+}
+
+// noteProgress queues task's progress record for the logger: it was made
+// or replaced here and is not logged (fillEventLog).
+func (l *eventLog) noteProgress(task TaskID) {
+	l.pendingProgress = append(l.pendingProgress, task)
 }
 
 // nextLive is the first live logger from from on, cyclically (-1: none).
@@ -254,13 +275,19 @@ func (e *engine) logProgress(p *Progress) {
 // sender could not send again would make its receiver wait forever. The
 // logger's acknowledgement counts this PE's own records only (their
 // stamps are consecutive on this stream); the others become stable by
-// their creators' streams.
+// their creators' streams. Every such record was queued when it became
+// unstable here (noteUnstable, noteProgress), so only the queues are
+// read.
 func (e *engine) fillEventLog() {
-	if e.el.target < 0 {
+	l := e.el
+	if l.target < 0 {
+		// No logger left: the records ride on envelopes until the
+		// next checkpoint.
+		l.pendingDeterminants, l.pendingProgress = l.pendingDeterminants[:0], l.pendingProgress[:0]
 		return
 	}
 	var b *EventLogBatch
-	for _, k := range e.unstable {
+	for _, k := range l.pendingDeterminants {
 		d, ok := e.determinants[k]
 		if !ok || d.logged || e.isStable(d) {
 			continue
@@ -273,7 +300,8 @@ func (e *engine) fillEventLog() {
 		e.stats.EventLogRecords++
 		e.stats.EventLogBytes += d.determinant.EncodedSize()
 	}
-	for _, task := range e.maybeUnstable {
+	l.pendingDeterminants = l.pendingDeterminants[:0]
+	for _, task := range l.pendingProgress {
 		p, ok := e.progress[task]
 		if !ok || p.logged || e.progressStable(p) {
 			continue
@@ -287,6 +315,7 @@ func (e *engine) fillEventLog() {
 		e.stats.EventLogRecords++
 		e.stats.EventLogBytes += rec.EncodedSize()
 	}
+	l.pendingProgress = l.pendingProgress[:0]
 }
 
 // eventLogReady readies the Ready for the caller: its batches for the
@@ -344,16 +373,17 @@ func (e *engine) EventLogAcked(a EventLogAck) {
 	if l == nil || a.Epoch != l.epoch || a.Logger < 0 || a.Logger >= len(l.dead) || l.dead[a.Logger] {
 		return
 	}
-	cur, ok := l.acked[a.Creator]
-	if ok && cur.logger == a.Logger && cur.upTo >= a.UpTo {
+	if a.Creator < 0 || a.UpTo == 0 {
 		return
 	}
-	if ok && cur.logger == a.Logger {
-		cur.upTo = a.UpTo
-	} else {
-		cur = elAck{logger: a.Logger, upTo: a.UpTo}
+	if int(a.Creator) >= len(l.acked) {
+		l.acked = append(l.acked, make([]elAck, int(a.Creator)+1-len(l.acked))...)
 	}
-	l.acked[a.Creator] = cur
+	cur := &l.acked[a.Creator]
+	if cur.upTo != 0 && cur.logger == a.Logger && cur.upTo >= a.UpTo {
+		return
+	}
+	*cur = elAck{logger: a.Logger, upTo: a.UpTo}
 }
 
 func (e *engine) EventLoggerFailed(dead int) {
@@ -364,8 +394,8 @@ func (e *engine) EventLoggerFailed(dead int) {
 	l.dead[dead] = true
 	l.diedInPeriod = append(l.diedInPeriod, dead)
 	for c, a := range l.acked {
-		if a.logger == dead {
-			delete(l.acked, c)
+		if a.upTo != 0 && a.logger == dead {
+			l.acked[c] = elAck{}
 		}
 	}
 	// What the dead logger made stable is not any more: carry it again,
@@ -375,6 +405,9 @@ func (e *engine) EventLoggerFailed(dead int) {
 	for _, task := range e.sortedProgressTasks() {
 		e.markMaybeUnstable(task)
 	}
+	// The logger gets those of them it has not had (requeueUnstable
+	// queued the determinants).
+	l.pendingProgress = append(l.pendingProgress, e.sortedProgressTasks()...)
 	if l.target != dead {
 		return
 	}
@@ -388,6 +421,10 @@ func (e *engine) EventLoggerFailed(dead int) {
 	for _, p := range e.progress {
 		p.logged = false
 	}
+	// Every unstable determinant is queued for piggybacking
+	// (requeueUnstable), and every progress record's task is known.
+	l.pendingDeterminants = append(l.pendingDeterminants[:0], e.unstable...)
+	l.pendingProgress = append(l.pendingProgress[:0], e.sortedProgressTasks()...)
 }
 
 func (e *engine) EventLogLost() error {
@@ -443,6 +480,8 @@ func (e *engine) eventLogCheckpoint() {
 	l.epoch++
 	l.seq = 0
 	clear(l.acked)
+	l.pendingDeterminants = l.pendingDeterminants[:0]
+	l.pendingProgress = l.pendingProgress[:0]
 	l.diedInPeriod = l.diedInPeriod[:0]
 	if l.target < 0 || l.dead[l.target] {
 		l.target = l.nextLive(int(e.pe) % len(l.dead))
