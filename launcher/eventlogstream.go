@@ -310,13 +310,25 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 }
 
 // read takes PE p's frames until the connection ends or breaks the
-// format.
+// format. The acknowledgement of a batch waits while the next frame is
+// already read in: one acknowledgement then covers every batch that came
+// together (they are all p's, and acknowledgements are cumulative), and
+// every PE gets one frame for them, not one each.
 func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 	r := bufio.NewReaderSize(nc, 64<<10)
 	var buf []byte
+	var ack logging.EventLogAck
+	acked := false
 	for {
+		if acked && !frameBuffered(r) {
+			s.publish(ack)
+			acked = false
+		}
 		kind, body, err := readEventLogFrame(r, buf)
 		if err != nil {
+			if acked {
+				s.publish(ack)
+			}
 			return err
 		}
 		buf = body
@@ -329,8 +341,14 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 			if err := fr.done(); err != nil {
 				return fmt.Errorf("records from PE %d: %w", p.pe, err)
 			}
-			s.store(b)
+			if a, ok := s.store(b); ok {
+				ack, acked = a, true
+			}
 		case elKindFetch:
+			if acked {
+				s.publish(ack)
+				acked = false
+			}
 			f := logging.EventLogFetch{Logger: s.logger, PE: logging.PEID(p.pe)}
 			f.Epoch = fr.u64()
 			f.Recovery = fr.u32()
@@ -350,17 +368,41 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 	}
 }
 
-// store keeps a batch and queues its acknowledgement to every PE.
-func (s *eventLogServer) store(b logging.EventLogBatch) {
+// frameBuffered reports whether r holds a whole frame already read in.
+func frameBuffered(r *bufio.Reader) bool {
+	n := r.Buffered()
+	if n < elHeaderSize {
+		return false
+	}
+	h, err := r.Peek(elHeaderSize)
+	return err == nil && uint64(binary.LittleEndian.Uint32(h[1:])) <= uint64(n-elHeaderSize)
+}
+
+// store keeps a batch and returns its acknowledgement, for publish.
+func (s *eventLogServer) store(b logging.EventLogBatch) (logging.EventLogAck, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := s.state.Epoch()
 	ack, ok := s.state.Store(b)
 	if !ok {
-		return
+		return ack, false
 	}
 	if s.state.Epoch() != before {
 		clear(s.acks)
+	}
+	return ack, true
+}
+
+// publish queues an acknowledgement to every PE, unless a later one of
+// its creator is out already.
+func (s *eventLogServer) publish(ack logging.EventLogAck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.acks[ack.Creator]; ok && (cur.Epoch > ack.Epoch || (cur.Epoch == ack.Epoch && cur.UpTo >= ack.UpTo)) {
+		return
+	}
+	if ack.Epoch < s.state.Epoch() {
+		return
 	}
 	s.acks[ack.Creator] = ack
 	for _, p := range s.peers {
