@@ -405,8 +405,11 @@ func (e *engine) EventLoggerFailed(dead int) {
 	for _, task := range e.sortedProgressTasks() {
 		e.markMaybeUnstable(task)
 	}
-	// The logger gets those of them it has not had (requeueUnstable
-	// queued the determinants).
+	// The logger gets those of them it has not had: every unstable
+	// record is a candidate again (requeueUnstable leaves in e.unstable
+	// those that were queued for piggybacking already, and queues the
+	// others).
+	l.pendingDeterminants = append(l.pendingDeterminants, e.unstable...)
 	l.pendingProgress = append(l.pendingProgress, e.sortedProgressTasks()...)
 	if l.target != dead {
 		return
@@ -421,8 +424,6 @@ func (e *engine) EventLoggerFailed(dead int) {
 	for _, p := range e.progress {
 		p.logged = false
 	}
-	// Every unstable determinant is queued for piggybacking
-	// (requeueUnstable), and every progress record's task is known.
 	l.pendingDeterminants = append(l.pendingDeterminants[:0], e.unstable...)
 	l.pendingProgress = append(l.pendingProgress[:0], e.sortedProgressTasks()...)
 }
