@@ -191,11 +191,16 @@ const (
 )
 
 func (r *elReader) records() ([]logging.Determinant, []logging.Progress) {
+	return r.recordsInto(nil, nil)
+}
+
+// recordsInto reads records into dets and prog, emptied first (nil
+// slices for none).
+func (r *elReader) recordsInto(dets []logging.Determinant, prog []logging.Progress) ([]logging.Determinant, []logging.Progress) {
 	nd := r.count(elDeterminantMin)
 	np := r.u32()
-	var dets []logging.Determinant
-	var prog []logging.Progress
-	if nd > 0 {
+	dets, prog = dets[:0], prog[:0]
+	if nd > 0 && dets == nil {
 		dets = make([]logging.Determinant, 0, nd)
 	}
 	for range nd {
@@ -208,7 +213,7 @@ func (r *elReader) records() ([]logging.Determinant, []logging.Progress) {
 		r.fail("count beyond the frame")
 		return nil, nil
 	}
-	if np > 0 {
+	if np > 0 && prog == nil {
 		prog = make([]logging.Progress, 0, np)
 	}
 	for range np {
@@ -319,6 +324,10 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 	var buf []byte
 	var ack logging.EventLogAck
 	acked := false
+	// The batches' records are read into the same arrays each time:
+	// EventLogger.Store copies what it keeps.
+	var dets []logging.Determinant
+	var prog []logging.Progress
 	for {
 		if acked && !frameBuffered(r) {
 			s.publish(ack)
@@ -337,7 +346,8 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 		case elKindRecords:
 			b := logging.EventLogBatch{Logger: s.logger, Creator: logging.PEID(p.pe)}
 			b.Epoch = fr.u64()
-			b.Determinants, b.Progress = fr.records()
+			dets, prog = fr.recordsInto(dets, prog)
+			b.Determinants, b.Progress = dets, prog
 			if err := fr.done(); err != nil {
 				return fmt.Errorf("records from PE %d: %w", p.pe, err)
 			}

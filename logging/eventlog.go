@@ -1,7 +1,6 @@
 package logging
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -514,11 +513,48 @@ func (e *engine) fetchFor(restored []TaskID, epoch uint32) {
 type EventLogger struct {
 	id    int
 	epoch uint64
-	dets  map[TaskID]map[uint64]Determinant
+	dets  map[TaskID]*loggedDeterminants
 	prog  map[TaskID]Progress
 	acked map[PEID]uint64
 	dead  map[PEID]bool
 	stats EventLoggerStats
+}
+
+// loggedDeterminants are a task's determinants on a logger, by RSN: the
+// one at RSN first+i is byRSN[i] (RSN 0: none there). A task's RSNs in a
+// period are few and close together, so a slice costs less than a map,
+// and a fetch reads them in order.
+type loggedDeterminants struct {
+	first uint64
+	byRSN []Determinant
+}
+
+// add keeps d unless one is held at its RSN, and reports whether it did.
+func (t *loggedDeterminants) add(d Determinant) bool {
+	if len(t.byRSN) == 0 {
+		t.first = d.RSN
+	}
+	if d.RSN < t.first {
+		grown := make([]Determinant, t.first-d.RSN, uint64(len(t.byRSN))+t.first-d.RSN)
+		t.byRSN, t.first = append(grown, t.byRSN...), d.RSN
+	}
+	i := d.RSN - t.first
+	if i >= uint64(len(t.byRSN)) {
+		t.byRSN = append(t.byRSN, make([]Determinant, i+1-uint64(len(t.byRSN)))...)
+	}
+	if t.byRSN[i].RSN != 0 {
+		return false
+	}
+	t.byRSN[i] = d
+	return true
+}
+
+// at returns the determinant held at rsn.
+func (t *loggedDeterminants) at(rsn uint64) (Determinant, bool) {
+	if t == nil || rsn < t.first || rsn-t.first >= uint64(len(t.byRSN)) || t.byRSN[rsn-t.first].RSN == 0 {
+		return Determinant{}, false
+	}
+	return t.byRSN[rsn-t.first], true
 }
 
 // EventLoggerStats are an event logger's counters.
@@ -532,7 +568,7 @@ type EventLoggerStats struct {
 
 // NewEventLogger returns logger id's state.
 func NewEventLogger(id int) *EventLogger {
-	return &EventLogger{id: id, dets: map[TaskID]map[uint64]Determinant{}, prog: map[TaskID]Progress{},
+	return &EventLogger{id: id, dets: map[TaskID]*loggedDeterminants{}, prog: map[TaskID]Progress{},
 		acked: map[PEID]uint64{}, dead: map[PEID]bool{}}
 }
 
@@ -556,13 +592,16 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 	l.stats.Batches++
 	upTo := l.acked[b.Creator]
 	for _, d := range b.Determinants {
-		byRSN := l.dets[d.Receiver]
-		if byRSN == nil {
-			byRSN = map[uint64]Determinant{}
-			l.dets[d.Receiver] = byRSN
+		// RSNs count from 1: a determinant at 0 names no reception.
+		if d.RSN == 0 {
+			continue
 		}
-		if _, ok := byRSN[d.RSN]; !ok {
-			byRSN[d.RSN] = d
+		byTask := l.dets[d.Receiver]
+		if byTask == nil {
+			byTask = &loggedDeterminants{}
+			l.dets[d.Receiver] = byTask
+		}
+		if byTask.add(d) {
 			l.stats.Held++
 		}
 		if d.Creator == b.Creator {
@@ -603,10 +642,13 @@ func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
 	for _, task := range f.Tasks {
 		env := Envelope{Kind: EnvelopeRecovery, From: LoggerPE(l.id), To: f.PE, Task: task, Epoch: f.Recovery}
 		if f.Epoch == l.epoch {
-			for _, d := range l.dets[task] {
-				env.Determinants = append(env.Determinants, d)
+			if byTask := l.dets[task]; byTask != nil {
+				for _, d := range byTask.byRSN {
+					if d.RSN != 0 {
+						env.Determinants = append(env.Determinants, d)
+					}
+				}
 			}
-			slices.SortFunc(env.Determinants, func(x, y Determinant) int { return cmp.Compare(x.RSN, y.RSN) })
 			if p, ok := l.prog[task]; ok {
 				env.Progress = []Progress{p}
 			}
@@ -619,7 +661,7 @@ func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
 // HoldsDeterminant reports whether the logger stores the determinant of
 // receiver's reception at rsn (of its latest period).
 func (l *EventLogger) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
-	_, ok := l.dets[receiver][rsn]
+	_, ok := l.dets[receiver].at(rsn)
 	return ok
 }
 

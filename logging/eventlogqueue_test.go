@@ -166,3 +166,32 @@ func sortKeys(ks []determinantKey) {
 		return int(a.rsn) - int(b.rsn)
 	})
 }
+
+// TestLoggedDeterminantsMatchAMap checks a logger's per-task slice of
+// determinants against a map by RSN, RSNs coming in any order.
+func TestLoggedDeterminantsMatchAMap(t *testing.T) {
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		var got loggedDeterminants
+		want := map[uint64]Determinant{}
+		base := uint64(rng.IntN(1000) + 1)
+		for range 200 {
+			rsn := base + uint64(rng.IntN(100)) - uint64(rng.IntN(int(min(base, 50))))
+			d := det(3, rsn, PEID(rng.IntN(4)), uint64(rng.IntN(1000)))
+			_, held := want[rsn]
+			require.Equal(t, !held, got.add(d), "seed %d rsn %d", seed, rsn)
+			if !held {
+				want[rsn] = d
+			}
+		}
+		for rsn := max(base, 61) - 60; rsn < base+110; rsn++ {
+			d, ok := got.at(rsn)
+			w, held := want[rsn]
+			require.Equal(t, held, ok, "seed %d rsn %d", seed, rsn)
+			require.Equal(t, w, d)
+		}
+	}
+	var empty *loggedDeterminants
+	_, ok := empty.at(1)
+	require.False(t, ok)
+}
