@@ -149,7 +149,8 @@ const usageHead = `usage:
       Under srun, 'gochare pe --loggers K' run as N+K tasks makes the last
       K tasks the loggers
   environment read by gochare pe (set for gochare run, it reaches the PEs):
-      GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof
+      GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof, each
+                                  logger DIR/logger-L.prof
       GOCHARE_MEMPROFILE=DIR      each PE writes its allocations DIR/pe-R.allocs.prof
       GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
 `
