@@ -191,11 +191,16 @@ const (
 )
 
 func (r *elReader) records() ([]logging.Determinant, []logging.Progress) {
+	return r.recordsInto(nil, nil)
+}
+
+// recordsInto reads records into dets and prog, emptied first (nil
+// slices for none).
+func (r *elReader) recordsInto(dets []logging.Determinant, prog []logging.Progress) ([]logging.Determinant, []logging.Progress) {
 	nd := r.count(elDeterminantMin)
 	np := r.u32()
-	var dets []logging.Determinant
-	var prog []logging.Progress
-	if nd > 0 {
+	dets, prog = dets[:0], prog[:0]
+	if nd > 0 && dets == nil {
 		dets = make([]logging.Determinant, 0, nd)
 	}
 	for range nd {
@@ -208,7 +213,7 @@ func (r *elReader) records() ([]logging.Determinant, []logging.Progress) {
 		r.fail("count beyond the frame")
 		return nil, nil
 	}
-	if np > 0 {
+	if np > 0 && prog == nil {
 		prog = make([]logging.Progress, 0, np)
 	}
 	for range np {
@@ -310,13 +315,29 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 }
 
 // read takes PE p's frames until the connection ends or breaks the
-// format.
+// format. The acknowledgement of a batch waits while the next frame is
+// already read in: one acknowledgement then covers every batch that came
+// together (they are all p's, and acknowledgements are cumulative), and
+// every PE gets one frame for them, not one each.
 func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 	r := bufio.NewReaderSize(nc, 64<<10)
 	var buf []byte
+	var ack logging.EventLogAck
+	acked := false
+	// The batches' records are read into the same arrays each time:
+	// EventLogger.Store copies what it keeps.
+	var dets []logging.Determinant
+	var prog []logging.Progress
 	for {
+		if acked && !frameBuffered(r) {
+			s.publish(ack)
+			acked = false
+		}
 		kind, body, err := readEventLogFrame(r, buf)
 		if err != nil {
+			if acked {
+				s.publish(ack)
+			}
 			return err
 		}
 		buf = body
@@ -325,12 +346,19 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 		case elKindRecords:
 			b := logging.EventLogBatch{Logger: s.logger, Creator: logging.PEID(p.pe)}
 			b.Epoch = fr.u64()
-			b.Determinants, b.Progress = fr.records()
+			dets, prog = fr.recordsInto(dets, prog)
+			b.Determinants, b.Progress = dets, prog
 			if err := fr.done(); err != nil {
 				return fmt.Errorf("records from PE %d: %w", p.pe, err)
 			}
-			s.store(b)
+			if a, ok := s.store(b); ok {
+				ack, acked = a, true
+			}
 		case elKindFetch:
+			if acked {
+				s.publish(ack)
+				acked = false
+			}
 			f := logging.EventLogFetch{Logger: s.logger, PE: logging.PEID(p.pe)}
 			f.Epoch = fr.u64()
 			f.Recovery = fr.u32()
@@ -350,17 +378,41 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 	}
 }
 
-// store keeps a batch and queues its acknowledgement to every PE.
-func (s *eventLogServer) store(b logging.EventLogBatch) {
+// frameBuffered reports whether r holds a whole frame already read in.
+func frameBuffered(r *bufio.Reader) bool {
+	n := r.Buffered()
+	if n < elHeaderSize {
+		return false
+	}
+	h, err := r.Peek(elHeaderSize)
+	return err == nil && uint64(binary.LittleEndian.Uint32(h[1:])) <= uint64(n-elHeaderSize)
+}
+
+// store keeps a batch and returns its acknowledgement, for publish.
+func (s *eventLogServer) store(b logging.EventLogBatch) (logging.EventLogAck, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := s.state.Epoch()
 	ack, ok := s.state.Store(b)
 	if !ok {
-		return
+		return ack, false
 	}
 	if s.state.Epoch() != before {
 		clear(s.acks)
+	}
+	return ack, true
+}
+
+// publish queues an acknowledgement to every PE, unless a later one of
+// its creator is out already.
+func (s *eventLogServer) publish(ack logging.EventLogAck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.acks[ack.Creator]; ok && (cur.Epoch > ack.Epoch || (cur.Epoch == ack.Epoch && cur.UpTo >= ack.UpTo)) {
+		return
+	}
+	if ack.Epoch < s.state.Epoch() {
+		return
 	}
 	s.acks[ack.Creator] = ack
 	for _, p := range s.peers {

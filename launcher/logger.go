@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -246,18 +244,6 @@ func (c *coordinator) stopLoggers() {
 //
 // creds, when not nil, makes the control connection mutual TLS (--tls).
 func runLogger(ctx context.Context, coordinator string, l, size int, secret []byte, creds *jobtls.PE, log *slog.Logger) (int, error) {
-	if dir := os.Getenv(cpuProfileEnv); dir != "" {
-		// A CPU profile of this logger, as of a PE: DIR/logger-L.prof.
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("logger-%d.prof", l)))
-		if err != nil {
-			return 1, fmt.Errorf("launcher: logger %d: %s: %w", l, cpuProfileEnv, err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return 1, fmt.Errorf("launcher: logger %d: %s: %w", l, cpuProfileEnv, err)
-		}
-		defer pprof.StopCPUProfile()
-	}
 	raw, err := dialCoordinator(ctx, coordinator, creds)
 	if err != nil {
 		return 1, fmt.Errorf("launcher: logger %d: %w", l, err)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,8 +156,8 @@ const usageHead = `usage:
       Under srun, 'gochare pe --loggers K' run as N+K tasks makes the last
       K tasks the loggers
   environment read by gochare pe (set for gochare run, it reaches the PEs):
-      GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof, a logger
-                                  DIR/logger-L.prof
+      GOCHARE_CPUPROFILE=DIR      each PE writes a CPU profile DIR/pe-R.prof, each
+                                  logger DIR/logger-L.prof
       GOCHARE_MEMPROFILE=DIR      each PE writes its allocations DIR/pe-R.allocs.prof
       GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
 `
@@ -931,6 +932,14 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 		secret = s
 	}
 	if isLogger {
+		if dir := os.Getenv(cpuProfileEnv); dir != "" {
+			// A CPU profile of the logger, as of a PE: DIR/logger-L.prof.
+			stop, err := startCPUProfile(filepath.Join(dir, fmt.Sprintf("logger-%d.prof", *rank)))
+			if err != nil {
+				return 1, fmt.Errorf("launcher: logger %d: %s: %w", *rank, cpuProfileEnv, err)
+			}
+			defer stop()
+		}
 		return runLogger(ctx, *coordinator, *rank, *size, secret, creds, log.With("logger", *rank))
 	}
 	return runPE(ctx, peOptions{

@@ -100,6 +100,23 @@ const (
 	debugProtoActorEnv = "GOCHARE_DEBUG_PROTOACTOR"
 )
 
+// startCPUProfile writes a CPU profile of this process to path until stop
+// is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
 // peControl is the PE's side of the control connection.
 type peControl struct{ conn *conn }
 
@@ -186,15 +203,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	if dir := o.CPUProfileDir; dir != "" {
 		// A CPU profile of this PE, for performance work:
 		// go tool pprof DIR/pe-N.prof.
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("pe-%d.prof", o.Rank)))
+		stop, err := startCPUProfile(filepath.Join(dir, fmt.Sprintf("pe-%d.prof", o.Rank)))
 		if err != nil {
 			return 1, fmt.Errorf("launcher: PE %d: %s: %w", o.Rank, cpuProfileEnv, err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return 1, fmt.Errorf("launcher: PE %d: %s: %w", o.Rank, cpuProfileEnv, err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	if dir := o.MemProfileDir; dir != "" {
 		// go tool pprof -sample_index=alloc_space DIR/pe-N.allocs.prof.

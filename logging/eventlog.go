@@ -1,7 +1,6 @@
 package logging
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -162,8 +161,15 @@ type eventLog struct {
 	// record in it.
 	epoch uint64
 	seq   uint64
-	// acked is, per creator, the live logger's cumulative acknowledgement.
-	acked map[PEID]elAck
+	// acked is, per creator (indexed by PEID), the live logger's
+	// cumulative acknowledgement (upTo 0: none).
+	acked []elAck
+	// pendingDeterminants and pendingProgress are the records made
+	// unstable here (created, received or made unstable again) since the
+	// last fillEventLog, in that order: the candidates for the logger,
+	// so that a batch costs O(its records), not O(unstable records).
+	pendingDeterminants []determinantKey
+	pendingProgress     []TaskID
 	// diedInPeriod are the loggers known to have died since the last
 	// checkpoint (EventLogLost).
 	diedInPeriod []int
@@ -180,15 +186,29 @@ func newEventLog(cfg Config) *eventLog {
 	}
 	return &eventLog{
 		dead: make([]bool, cfg.Loggers), target: int(cfg.PE) % cfg.Loggers,
-		epoch: cfg.DumpEpoch, acked: map[PEID]elAck{},
+		epoch: cfg.DumpEpoch, acked: make([]elAck, max(cfg.PEs, 0)),
 	}
 }
 
 // stable reports whether the record of creator numbered seq is stored on a
 // live logger.
 func (l *eventLog) stable(creator PEID, seq uint64) bool {
-	a, ok := l.acked[creator]
-	return ok && seq != 0 && seq <= a.upTo && !l.dead[a.logger]
+	if creator < 0 || int(creator) >= len(l.acked) {
+		return false
+	}
+	a := l.acked[creator]
+	return seq != 0 && seq <= a.upTo && !l.dead[a.logger]
+}
+
+// noteUnstable queues determinant k for the logger (fillEventLog).
+func (l *eventLog) noteUnstable(k determinantKey) {
+	l.pendingDeterminants = append(l.pendingDeterminants, k)
+}
+
+// noteProgress queues task's progress record for the logger: it was made
+// or replaced here and is not logged (fillEventLog).
+func (l *eventLog) noteProgress(task TaskID) {
+	l.pendingProgress = append(l.pendingProgress, task)
 }
 
 // nextLive is the first live logger from from on, cyclically (-1: none).
@@ -254,13 +274,19 @@ func (e *engine) logProgress(p *Progress) {
 // sender could not send again would make its receiver wait forever. The
 // logger's acknowledgement counts this PE's own records only (their
 // stamps are consecutive on this stream); the others become stable by
-// their creators' streams.
+// their creators' streams. Every such record was queued when it became
+// unstable here (noteUnstable, noteProgress), so only the queues are
+// read.
 func (e *engine) fillEventLog() {
-	if e.el.target < 0 {
+	l := e.el
+	if l.target < 0 {
+		// No logger left: the records ride on envelopes until the
+		// next checkpoint.
+		l.pendingDeterminants, l.pendingProgress = l.pendingDeterminants[:0], l.pendingProgress[:0]
 		return
 	}
 	var b *EventLogBatch
-	for _, k := range e.unstable {
+	for _, k := range l.pendingDeterminants {
 		d, ok := e.determinants[k]
 		if !ok || d.logged || e.isStable(d) {
 			continue
@@ -273,7 +299,8 @@ func (e *engine) fillEventLog() {
 		e.stats.EventLogRecords++
 		e.stats.EventLogBytes += d.determinant.EncodedSize()
 	}
-	for _, task := range e.maybeUnstable {
+	l.pendingDeterminants = l.pendingDeterminants[:0]
+	for _, task := range l.pendingProgress {
 		p, ok := e.progress[task]
 		if !ok || p.logged || e.progressStable(p) {
 			continue
@@ -287,6 +314,7 @@ func (e *engine) fillEventLog() {
 		e.stats.EventLogRecords++
 		e.stats.EventLogBytes += rec.EncodedSize()
 	}
+	l.pendingProgress = l.pendingProgress[:0]
 }
 
 // eventLogReady readies the Ready for the caller: its batches for the
@@ -344,16 +372,17 @@ func (e *engine) EventLogAcked(a EventLogAck) {
 	if l == nil || a.Epoch != l.epoch || a.Logger < 0 || a.Logger >= len(l.dead) || l.dead[a.Logger] {
 		return
 	}
-	cur, ok := l.acked[a.Creator]
-	if ok && cur.logger == a.Logger && cur.upTo >= a.UpTo {
+	if a.Creator < 0 || a.UpTo == 0 {
 		return
 	}
-	if ok && cur.logger == a.Logger {
-		cur.upTo = a.UpTo
-	} else {
-		cur = elAck{logger: a.Logger, upTo: a.UpTo}
+	if int(a.Creator) >= len(l.acked) {
+		l.acked = append(l.acked, make([]elAck, int(a.Creator)+1-len(l.acked))...)
 	}
-	l.acked[a.Creator] = cur
+	cur := &l.acked[a.Creator]
+	if cur.upTo != 0 && cur.logger == a.Logger && cur.upTo >= a.UpTo {
+		return
+	}
+	*cur = elAck{logger: a.Logger, upTo: a.UpTo}
 }
 
 func (e *engine) EventLoggerFailed(dead int) {
@@ -364,8 +393,8 @@ func (e *engine) EventLoggerFailed(dead int) {
 	l.dead[dead] = true
 	l.diedInPeriod = append(l.diedInPeriod, dead)
 	for c, a := range l.acked {
-		if a.logger == dead {
-			delete(l.acked, c)
+		if a.upTo != 0 && a.logger == dead {
+			l.acked[c] = elAck{}
 		}
 	}
 	// What the dead logger made stable is not any more: carry it again,
@@ -375,6 +404,12 @@ func (e *engine) EventLoggerFailed(dead int) {
 	for _, task := range e.sortedProgressTasks() {
 		e.markMaybeUnstable(task)
 	}
+	// The logger gets those of them it has not had: every unstable
+	// record is a candidate again (requeueUnstable leaves in e.unstable
+	// those that were queued for piggybacking already, and queues the
+	// others).
+	l.pendingDeterminants = append(l.pendingDeterminants, e.unstable...)
+	l.pendingProgress = append(l.pendingProgress, e.sortedProgressTasks()...)
 	if l.target != dead {
 		return
 	}
@@ -388,6 +423,8 @@ func (e *engine) EventLoggerFailed(dead int) {
 	for _, p := range e.progress {
 		p.logged = false
 	}
+	l.pendingDeterminants = append(l.pendingDeterminants[:0], e.unstable...)
+	l.pendingProgress = append(l.pendingProgress[:0], e.sortedProgressTasks()...)
 }
 
 func (e *engine) EventLogLost() error {
@@ -443,6 +480,8 @@ func (e *engine) eventLogCheckpoint() {
 	l.epoch++
 	l.seq = 0
 	clear(l.acked)
+	l.pendingDeterminants = l.pendingDeterminants[:0]
+	l.pendingProgress = l.pendingProgress[:0]
 	l.diedInPeriod = l.diedInPeriod[:0]
 	if l.target < 0 || l.dead[l.target] {
 		l.target = l.nextLive(int(e.pe) % len(l.dead))
@@ -474,11 +513,48 @@ func (e *engine) fetchFor(restored []TaskID, epoch uint32) {
 type EventLogger struct {
 	id    int
 	epoch uint64
-	dets  map[TaskID]map[uint64]Determinant
+	dets  map[TaskID]*loggedDeterminants
 	prog  map[TaskID]Progress
 	acked map[PEID]uint64
 	dead  map[PEID]bool
 	stats EventLoggerStats
+}
+
+// loggedDeterminants are a task's determinants on a logger, by RSN: the
+// one at RSN first+i is byRSN[i] (RSN 0: none there). A task's RSNs in a
+// period are few and close together, so a slice costs less than a map,
+// and a fetch reads them in order.
+type loggedDeterminants struct {
+	first uint64
+	byRSN []Determinant
+}
+
+// add keeps d unless one is held at its RSN, and reports whether it did.
+func (t *loggedDeterminants) add(d Determinant) bool {
+	if len(t.byRSN) == 0 {
+		t.first = d.RSN
+	}
+	if d.RSN < t.first {
+		grown := make([]Determinant, t.first-d.RSN, uint64(len(t.byRSN))+t.first-d.RSN)
+		t.byRSN, t.first = append(grown, t.byRSN...), d.RSN
+	}
+	i := d.RSN - t.first
+	if i >= uint64(len(t.byRSN)) {
+		t.byRSN = append(t.byRSN, make([]Determinant, i+1-uint64(len(t.byRSN)))...)
+	}
+	if t.byRSN[i].RSN != 0 {
+		return false
+	}
+	t.byRSN[i] = d
+	return true
+}
+
+// at returns the determinant held at rsn.
+func (t *loggedDeterminants) at(rsn uint64) (Determinant, bool) {
+	if t == nil || rsn < t.first || rsn-t.first >= uint64(len(t.byRSN)) || t.byRSN[rsn-t.first].RSN == 0 {
+		return Determinant{}, false
+	}
+	return t.byRSN[rsn-t.first], true
 }
 
 // EventLoggerStats are an event logger's counters.
@@ -492,7 +568,7 @@ type EventLoggerStats struct {
 
 // NewEventLogger returns logger id's state.
 func NewEventLogger(id int) *EventLogger {
-	return &EventLogger{id: id, dets: map[TaskID]map[uint64]Determinant{}, prog: map[TaskID]Progress{},
+	return &EventLogger{id: id, dets: map[TaskID]*loggedDeterminants{}, prog: map[TaskID]Progress{},
 		acked: map[PEID]uint64{}, dead: map[PEID]bool{}}
 }
 
@@ -516,13 +592,16 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 	l.stats.Batches++
 	upTo := l.acked[b.Creator]
 	for _, d := range b.Determinants {
-		byRSN := l.dets[d.Receiver]
-		if byRSN == nil {
-			byRSN = map[uint64]Determinant{}
-			l.dets[d.Receiver] = byRSN
+		// RSNs count from 1: a determinant at 0 names no reception.
+		if d.RSN == 0 {
+			continue
 		}
-		if _, ok := byRSN[d.RSN]; !ok {
-			byRSN[d.RSN] = d
+		byTask := l.dets[d.Receiver]
+		if byTask == nil {
+			byTask = &loggedDeterminants{}
+			l.dets[d.Receiver] = byTask
+		}
+		if byTask.add(d) {
 			l.stats.Held++
 		}
 		if d.Creator == b.Creator {
@@ -563,10 +642,13 @@ func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
 	for _, task := range f.Tasks {
 		env := Envelope{Kind: EnvelopeRecovery, From: LoggerPE(l.id), To: f.PE, Task: task, Epoch: f.Recovery}
 		if f.Epoch == l.epoch {
-			for _, d := range l.dets[task] {
-				env.Determinants = append(env.Determinants, d)
+			if byTask := l.dets[task]; byTask != nil {
+				for _, d := range byTask.byRSN {
+					if d.RSN != 0 {
+						env.Determinants = append(env.Determinants, d)
+					}
+				}
 			}
-			slices.SortFunc(env.Determinants, func(x, y Determinant) int { return cmp.Compare(x.RSN, y.RSN) })
 			if p, ok := l.prog[task]; ok {
 				env.Progress = []Progress{p}
 			}
@@ -579,7 +661,7 @@ func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
 // HoldsDeterminant reports whether the logger stores the determinant of
 // receiver's reception at rsn (of its latest period).
 func (l *EventLogger) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
-	_, ok := l.dets[receiver][rsn]
+	_, ok := l.dets[receiver].at(rsn)
 	return ok
 }
 

@@ -690,6 +690,9 @@ func (e *engine) forgetCarried() {
 // on the next envelope of this Ready to each PE that already had one.
 func (e *engine) markUnstable(k determinantKey) {
 	e.unstable = append(e.unstable, k)
+	if e.el != nil {
+		e.el.noteUnstable(k)
+	}
 	if len(e.carried) > 0 {
 		e.madeUnstable = append(e.madeUnstable, k)
 	}
@@ -771,6 +774,9 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 	// every send.
 	stored.rsn = p.RSN
 	stored.creator, stored.seq, stored.logged = p.Creator, p.Seq, false
+	if e.el != nil {
+		e.el.noteProgress(p.Task)
+	}
 	stored.holders = stored.holders[:0]
 	if received {
 		stored.holders = append(stored.holders, from)

@@ -47,8 +47,11 @@ type EventLogAcksPending struct{}
 
 // eventLogEvery is how many handlers a PE runs between two sends of its
 // new records to its logger within a slice (besides the send at every
-// transmit).
-const eventLogEvery = 8
+// transmit). Each send costs a write, the logger's read and an
+// acknowledgement frame to every PE; on LeanMD (a determinant per
+// handler) 32 sends a quarter of 8's batches for the same piggyback
+// (docs/benchmarks.md, "elfwd").
+const eventLogEvery = 32
 
 type (
 	// EventLogAcked is a logger's acknowledgement.
