@@ -4,8 +4,10 @@ package md
 
 import "math/bits"
 
-// The pair kernel's AVX-512 passes (kernel_amd64.s), used when the CPU and
-// the operating system support AVX-512 F, DQ and VL and POPCNT.
+// The pair kernel's vector passes (kernel_amd64.s): the AVX-512 ones, used
+// when the CPU and the operating system support AVX-512 F, DQ and VL and
+// POPCNT, and otherwise the AVX2 one (the forces of the selected pairs),
+// when they support AVX2.
 
 // soaView points at b's positions as structure of arrays.
 type soaView struct{ x, y, z *float64 }
@@ -39,18 +41,58 @@ const maxCulledChunks = 64
 //go:noescape
 func cullAVX512(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
 
+// accumulateAVX uses only AVX (VEX-encoded scalar) instructions: both
+// vector paths run it.
+//
 //go:noescape
-func accumulateAVX512(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
+func accumulateAVX(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
 
 //go:noescape
 func termsAVX512(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
+
+//go:noescape
+func termsAVX2(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
 
 func cpuid(leaf, subleaf uint32) (a, b, c, d uint32)
 
 func xgetbv0() (lo, hi uint32)
 
-// haveAVX512 is set once, at package initialisation, from the CPU.
-var haveAVX512 = detectAVX512()
+// haveAVX512 and haveAVX2 are set once, at package initialisation, from
+// the CPU; bestKernel is the fastest kernel they allow.
+var (
+	haveAVX512 = detectAVX512()
+	haveAVX2   = detectAVX2()
+	bestKernel = chooseKernel(haveAVX512, haveAVX2)
+)
+
+func chooseKernel(avx512, avx2 bool) kernelKind {
+	switch {
+	case avx512:
+		return kernelAVX512
+	case avx2:
+		return kernelAVX2
+	}
+	return kernelGo
+}
+
+func detectAVX2() bool {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, ecx1, _ := cpuid(1, 0)
+	const osxsave, avx = 1 << 27, 1 << 28
+	if ecx1&osxsave == 0 || ecx1&avx == 0 {
+		return false
+	}
+	// The OS saves the SSE and YMM registers.
+	if xcr0, _ := xgetbv0(); xcr0&0x6 != 0x6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	const avx2 = 1 << 5
+	return ebx7&avx2 != 0
+}
 
 func detectAVX512() bool {
 	maxLeaf, _, _, _ := cpuid(0, 0)
@@ -75,13 +117,14 @@ func detectAVX512() bool {
 // may write or read.
 const vectorSlack = 8
 
-// pairRowsVector is the row loop of PairForces with the AVX-512 passes:
+// pairRowsVector is the row loop of PairForces with the vector passes:
 // per atom of a, the chunks of b that the boxes do not cull are scanned
 // and the pairs within the cutoff selected (in atom order), their forces
-// and energies computed eight at a time, then added in selection order
-// as the Go loop adds them. nb is the number of b's atoms; bx to gz hold
-// nb values each.
-func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz, gx, gy, gz, forceA []float64, withEnergy bool) float64 {
+// and energies computed eight at a time (avx512) or four at a time
+// (AVX2), then added in selection order as the Go loop adds them. With
+// AVX2 the culling and the selection are Go (selectPairs). nb is the
+// number of b's atoms; bx to gz hold nb values each.
+func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz, gx, gy, gz, forceA []float64, withEnergy, avx512 bool) float64 {
 	nb := len(bx)
 	size := nb + vectorSlack
 	var floatsOnStack [7 * (256 + vectorSlack)]float64
@@ -109,7 +152,7 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 	// Up to maxCulledChunks boxes, the culling is vector too.
 	var boxArrays [6][maxCulledChunks]float64
 	var boxView boxesSoA
-	vectorCull := len(boxes) <= maxCulledChunks
+	vectorCull := avx512 && len(boxes) <= maxCulledChunks
 	if vectorCull {
 		for c, box := range boxes {
 			boxArrays[0][c], boxArrays[1][c], boxArrays[2][c] = box.lo[0], box.lo[1], box.lo[2]
@@ -147,18 +190,30 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 				continue
 			}
 			if end > start {
-				n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
+				if avx512 {
+					n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
+				} else {
+					n = selectPairs(&pos, bx, by, bz, start, end, sx, sy, sz, js, n)
+				}
 			}
 			start, end = first, last
 		}
 		if end > start {
-			n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
+			if avx512 {
+				n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
+			} else {
+				n = selectPairs(&pos, bx, by, bz, start, end, sx, sy, sz, js, n)
+			}
 		}
 		var fx, fy, fz float64
 		if n > 0 {
-			termsAVX512(&sel, n, &out, withEnergy, &k)
+			if avx512 {
+				termsAVX512(&sel, n, &out, withEnergy, &k)
+			} else {
+				termsAVX2(&sel, n, &out, withEnergy, &k)
+			}
 			f := [3]float64{fx, fy, fz}
-			accumulateAVX512(&out, &sel, n, &forces, &f)
+			accumulateAVX(&out, &sel, n, &forces, &f)
 			fx, fy, fz = f[0], f[1], f[2]
 			if withEnergy {
 				for _, e := range es[:n] {
@@ -169,4 +224,30 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 		forceA[i], forceA[i+1], forceA[i+2] = fx, fy, fz
 	}
 	return energy
+}
+
+// selectPairs is selectAVX512 in Go: for j in [start, end), s = pos − b[j]
+// and r² = (sx·sx + sy·sy) + sz·sz; the pairs with 1 < r² < cutoff² are
+// appended at sel[n:] (s and j), and the new n returned. As in pairRow,
+// every entry is written and n advanced by the test's outcome, without a
+// branch on it. sx, sy, sz and js need one spare entry past the last one
+// kept.
+func selectPairs(pos *[3]float64, bx, by, bz []float64, start, end int, sx, sy, sz []float64, js []int32, n int) int {
+	ax, ay, az := pos[0], pos[1], pos[2]
+	bx, by, bz = bx[start:end], by[start:end], bz[start:end]
+	by, bz = by[:len(bx)], bz[:len(bx)]
+	for j := range bx {
+		x, y, z := ax-bx[j], ay-by[j], az-bz[j]
+		r2 := float64(x*x) + float64(y*y) + float64(z*z)
+		sx[n], sy[n], sz[n], js[n] = x, y, z, int32(start+j)
+		above, below := 0, 0
+		if r2 > 1 {
+			above = 1
+		}
+		if r2 < cutoffSquared {
+			below = 1
+		}
+		n += above & below
+	}
+	return n
 }

@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// The AVX-512 passes of the pair kernel (see kernel_amd64.go). Every lane
+// The AVX-512 and AVX2 passes of the pair kernel (see kernel_amd64.go). Every lane
 // performs the operations of the Go code (kernel.go) in the same order,
 // each rounded once: no fused multiply-add, no reassociation.
 
@@ -272,12 +272,12 @@ cullDone:
 	VZEROUPPER
 	RET
 
-// func accumulateAVX512(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
+// func accumulateAVX(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
 //
 // For each selected pair m in order, with j its atom of b: f += p[m] and
 // g[j] −= p[m], one rounding each, in the Go loop's order. The indices
-// are selectAVX512's, within b.
-TEXT ·accumulateAVX512(SB), NOSPLIT, $0-40
+// are selectAVX512's (or selectPairs'), within b. Only AVX instructions.
+TEXT ·accumulateAVX(SB), NOSPLIT, $0-40
 	MOVQ out+0(FP), AX
 	MOVQ 0(AX), R9
 	MOVQ 8(AX), R10
@@ -321,4 +321,70 @@ accumulateDone:
 	VMOVSD X4, 0(DI)
 	VMOVSD X5, 8(DI)
 	VMOVSD X6, 16(DI)
+	RET
+
+// func termsAVX2(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
+//
+// termsAVX512 four pairs at a time: the same operations in the same
+// order. Works on whole vectors: sel and out need up to 3 entries past n.
+TEXT ·termsAVX2(SB), NOSPLIT, $0-40
+	MOVQ sel+0(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), DI
+	MOVQ 16(AX), R8
+	MOVQ n+8(FP), CX
+	MOVQ out+16(FP), AX
+	MOVQ 0(AX), R9
+	MOVQ 8(AX), R10
+	MOVQ 16(AX), R11
+	MOVQ 24(AX), R12
+	MOVBLZX withEnergy+24(FP), DX
+	MOVQ k+32(FP), AX
+	VBROADCASTSD 16(AX), Y10 // 12A
+	VBROADCASTSD 24(AX), Y11 // 6B
+	VBROADCASTSD 32(AX), Y12 // A
+	VBROADCASTSD 40(AX), Y13 // B
+	VBROADCASTSD 48(AX), Y14 // 1e-20
+	VBROADCASTSD 56(AX), Y15 // 1e-10
+	XORQ BX, BX
+
+terms2Loop:
+	CMPQ BX, CX
+	JGE terms2Done
+	VMOVUPD (SI)(BX*8), Y0
+	VMOVUPD (DI)(BX*8), Y1
+	VMOVUPD (R8)(BX*8), Y2
+	VMULPD Y0, Y0, Y3
+	VMULPD Y1, Y1, Y4
+	VADDPD Y4, Y3, Y3
+	VMULPD Y2, Y2, Y4
+	VADDPD Y4, Y3, Y3 // r²
+	VMULPD Y14, Y3, Y3 // r² · 1e-20
+	VMULPD Y3, Y3, Y4
+	VMULPD Y3, Y4, Y4 // r⁶
+	VMULPD Y4, Y4, Y5 // r¹²
+	VDIVPD Y5, Y10, Y6 // 12A/r¹²
+	VDIVPD Y4, Y11, Y7 // 6B/r⁶
+	VSUBPD Y7, Y6, Y6 // f
+	VDIVPD Y3, Y6, Y6 // f/r²
+	VMULPD Y15, Y6, Y6 // scale
+	VMULPD Y6, Y0, Y0
+	VMULPD Y6, Y1, Y1
+	VMULPD Y6, Y2, Y2
+	VMOVUPD Y0, (R9)(BX*8)
+	VMOVUPD Y1, (R10)(BX*8)
+	VMOVUPD Y2, (R11)(BX*8)
+	TESTQ DX, DX
+	JZ terms2Next
+	VDIVPD Y5, Y12, Y8 // A/r¹²
+	VDIVPD Y4, Y13, Y9 // B/r⁶
+	VSUBPD Y9, Y8, Y8
+	VMOVUPD Y8, (R12)(BX*8)
+
+terms2Next:
+	ADDQ $4, BX
+	JMP terms2Loop
+
+terms2Done:
+	VZEROUPPER
 	RET
