@@ -6,8 +6,8 @@ import "math/bits"
 
 // The pair kernel's vector passes (kernel_amd64.s): the AVX-512 ones, used
 // when the CPU and the operating system support AVX-512 F, DQ and VL and
-// POPCNT, and otherwise the AVX2 one (the forces of the selected pairs),
-// when they support AVX2.
+// POPCNT, and otherwise the AVX2 ones (the selection of the pairs and
+// their forces), when they support AVX2 and POPCNT.
 
 // soaView points at b's positions as structure of arrays.
 type soaView struct{ x, y, z *float64 }
@@ -51,6 +51,9 @@ func accumulateAVX(out *pairTerms, sel *selection, n int, forces *soaView, f *[3
 func termsAVX512(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
 
 //go:noescape
+func selectAVX2(a *[3]float64, b *soaView, start, end int, sel *selection, n int, k *kernelConstants) int
+
+//go:noescape
 func termsAVX2(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
 
 func cpuid(leaf, subleaf uint32) (a, b, c, d uint32)
@@ -81,8 +84,8 @@ func detectAVX2() bool {
 		return false
 	}
 	_, _, ecx1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 {
+	const osxsave, avx, popcnt = 1 << 27, 1 << 28, 1 << 23
+	if ecx1&osxsave == 0 || ecx1&avx == 0 || ecx1&popcnt == 0 {
 		return false
 	}
 	// The OS saves the SSE and YMM registers.
@@ -122,8 +125,8 @@ const vectorSlack = 8
 // and the pairs within the cutoff selected (in atom order), their forces
 // and energies computed eight at a time (avx512) or four at a time
 // (AVX2), then added in selection order as the Go loop adds them. With
-// AVX2 the culling and the selection are Go (selectPairs). nb is the
-// number of b's atoms; bx to gz hold nb values each.
+// AVX2 the culling is the Go loop's. nb is the number of b's atoms; bx to
+// gz hold nb values each.
 func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz, gx, gy, gz, forceA []float64, withEnergy, avx512 bool) float64 {
 	nb := len(bx)
 	size := nb + vectorSlack
@@ -193,7 +196,7 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 				if avx512 {
 					n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
 				} else {
-					n = selectPairs(&pos, bx, by, bz, start, end, sx, sy, sz, js, n)
+					n = selectAVX2(&pos, &view, start, end, &sel, n, &k)
 				}
 			}
 			start, end = first, last
@@ -202,7 +205,7 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 			if avx512 {
 				n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
 			} else {
-				n = selectPairs(&pos, bx, by, bz, start, end, sx, sy, sz, js, n)
+				n = selectAVX2(&pos, &view, start, end, &sel, n, &k)
 			}
 		}
 		var fx, fy, fz float64
@@ -224,30 +227,4 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 		forceA[i], forceA[i+1], forceA[i+2] = fx, fy, fz
 	}
 	return energy
-}
-
-// selectPairs is selectAVX512 in Go: for j in [start, end), s = pos − b[j]
-// and r² = (sx·sx + sy·sy) + sz·sz; the pairs with 1 < r² < cutoff² are
-// appended at sel[n:] (s and j), and the new n returned. As in pairRow,
-// every entry is written and n advanced by the test's outcome, without a
-// branch on it. sx, sy, sz and js need one spare entry past the last one
-// kept.
-func selectPairs(pos *[3]float64, bx, by, bz []float64, start, end int, sx, sy, sz []float64, js []int32, n int) int {
-	ax, ay, az := pos[0], pos[1], pos[2]
-	bx, by, bz = bx[start:end], by[start:end], bz[start:end]
-	by, bz = by[:len(bx)], bz[:len(bx)]
-	for j := range bx {
-		x, y, z := ax-bx[j], ay-by[j], az-bz[j]
-		r2 := float64(x*x) + float64(y*y) + float64(z*z)
-		sx[n], sy[n], sz[n], js[n] = x, y, z, int32(start+j)
-		above, below := 0, 0
-		if r2 > 1 {
-			above = 1
-		}
-		if r2 < cutoffSquared {
-			below = 1
-		}
-		n += above & below
-	}
-	return n
 }
