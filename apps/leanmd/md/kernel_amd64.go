@@ -6,8 +6,8 @@ import "math/bits"
 
 // The pair kernel's vector passes (kernel_amd64.s): the AVX-512 ones, used
 // when the CPU and the operating system support AVX-512 F, DQ and VL and
-// POPCNT, and otherwise the AVX2 ones (the selection of the pairs and
-// their forces), when they support AVX2 and POPCNT.
+// POPCNT, and otherwise the AVX2 ones (the same passes four lanes at a
+// time), when they support AVX2 and POPCNT.
 
 // soaView points at b's positions as structure of arrays.
 type soaView struct{ x, y, z *float64 }
@@ -44,6 +44,9 @@ func cullAVX512(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uin
 // accumulateAVX uses only AVX (VEX-encoded scalar) instructions: both
 // vector paths run it.
 //
+//go:noescape
+func cullAVX2(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
+
 //go:noescape
 func accumulateAVX(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
 
@@ -124,9 +127,8 @@ const vectorSlack = 8
 // per atom of a, the chunks of b that the boxes do not cull are scanned
 // and the pairs within the cutoff selected (in atom order), their forces
 // and energies computed eight at a time (avx512) or four at a time
-// (AVX2), then added in selection order as the Go loop adds them. With
-// AVX2 the culling is the Go loop's. nb is the number of b's atoms; bx to
-// gz hold nb values each.
+// (AVX2), then added in selection order as the Go loop adds them. nb is
+// the number of b's atoms; bx to gz hold nb values each.
 func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz, gx, gy, gz, forceA []float64, withEnergy, avx512 bool) float64 {
 	nb := len(bx)
 	size := nb + vectorSlack
@@ -155,7 +157,15 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 	// Up to maxCulledChunks boxes, the culling is vector too.
 	var boxArrays [6][maxCulledChunks]float64
 	var boxView boxesSoA
-	vectorCull := avx512 && len(boxes) <= maxCulledChunks
+	vectorCull := len(boxes) <= maxCulledChunks
+	// The assembly passes are called directly (selectPairs is inlined):
+	// through function values their arguments would escape.
+	selectPairs := func(pos *[3]float64, start, end, n int) int {
+		if avx512 {
+			return selectAVX512(pos, &view, start, end, &sel, n, &k)
+		}
+		return selectAVX2(pos, &view, start, end, &sel, n, &k)
+	}
 	if vectorCull {
 		for c, box := range boxes {
 			boxArrays[0][c], boxArrays[1][c], boxArrays[2][c] = box.lo[0], box.lo[1], box.lo[2]
@@ -170,10 +180,16 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 		if vectorCull {
 			// Each run of consecutive chunks in reach is scanned as one
 			// range.
-			for kept := cullAVX512(&pos, &boxView, len(boxes), &k); kept != 0; {
+			var kept uint64
+			if avx512 {
+				kept = cullAVX512(&pos, &boxView, len(boxes), &k)
+			} else {
+				kept = cullAVX2(&pos, &boxView, len(boxes), &k)
+			}
+			for kept != 0 {
 				first := bits.TrailingZeros64(kept)
 				run := bits.TrailingZeros64(^(kept >> first))
-				n = selectAVX512(&pos, &view, chunkAtoms*first, min(chunkAtoms*(first+run), nb), &sel, n, &k)
+				n = selectPairs(&pos, chunkAtoms*first, min(chunkAtoms*(first+run), nb), n)
 				kept &^= 1<<(first+run) - 1
 			}
 		}
@@ -193,20 +209,12 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 				continue
 			}
 			if end > start {
-				if avx512 {
-					n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
-				} else {
-					n = selectAVX2(&pos, &view, start, end, &sel, n, &k)
-				}
+				n = selectPairs(&pos, start, end, n)
 			}
 			start, end = first, last
 		}
 		if end > start {
-			if avx512 {
-				n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
-			} else {
-				n = selectAVX2(&pos, &view, start, end, &sel, n, &k)
-			}
+			n = selectPairs(&pos, start, end, n)
 		}
 		var fx, fy, fz float64
 		if n > 0 {

@@ -757,3 +757,83 @@ select2Done:
 	MOVQ DX, ret+56(FP)
 	VZEROUPPER
 	RET
+
+// func cullAVX2(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
+//
+// cullAVX512 four boxes at a time: the same operations and test, the
+// later choice (x < lo) taking precedence as in outside.
+TEXT ·cullAVX2(SB), NOSPLIT, $0-40
+	MOVQ pos+0(FP), AX
+	VBROADCASTSD 0(AX), Y0
+	VBROADCASTSD 8(AX), Y1
+	VBROADCASTSD 16(AX), Y2
+	MOVQ k+24(FP), AX
+	VBROADCASTSD 8(AX), Y4 // cutoff²
+	MOVQ boxes+8(FP), AX
+	MOVQ 0(AX), R8 // lo x
+	MOVQ 8(AX), R9 // lo y
+	MOVQ 16(AX), R10 // lo z
+	MOVQ 24(AX), R11 // hi x
+	MOVQ 32(AX), R12 // hi y
+	MOVQ 40(AX), R13 // hi z
+	MOVQ n+16(FP), BX
+	XORQ CX, CX
+	XORQ DX, DX
+	LEAQ loadMask<>(SB), DI
+
+cull2Loop:
+	MOVQ BX, AX
+	SUBQ CX, AX
+	JLE cull2Done
+	CMPQ AX, $4
+	JLE cull2Count
+	MOVQ $4, AX
+
+cull2Count:
+	SHLQ $5, AX
+	VMOVDQU (DI)(AX*1), Y15 // lanes in range
+
+	VMASKMOVPD (R8)(CX*8), Y15, Y5
+	VMASKMOVPD (R11)(CX*8), Y15, Y6
+	VSUBPD Y5, Y0, Y7 // x − lo
+	VSUBPD Y6, Y0, Y8 // x − hi
+	VCMPPD $0x1e, Y6, Y0, Y9 // x > hi
+	VANDPD Y8, Y9, Y10
+	VCMPPD $0x11, Y5, Y0, Y9 // x < lo
+	VBLENDVPD Y9, Y7, Y10, Y10
+	VMULPD Y10, Y10, Y10 // dx·dx
+
+	VMASKMOVPD (R9)(CX*8), Y15, Y5
+	VMASKMOVPD (R12)(CX*8), Y15, Y6
+	VSUBPD Y5, Y1, Y7 // x − lo
+	VSUBPD Y6, Y1, Y8 // x − hi
+	VCMPPD $0x1e, Y6, Y1, Y9 // x > hi
+	VANDPD Y8, Y9, Y11
+	VCMPPD $0x11, Y5, Y1, Y9 // x < lo
+	VBLENDVPD Y9, Y7, Y11, Y11
+	VMULPD Y11, Y11, Y11 // dy·dy
+
+	VMASKMOVPD (R10)(CX*8), Y15, Y5
+	VMASKMOVPD (R13)(CX*8), Y15, Y6
+	VSUBPD Y5, Y2, Y7 // x − lo
+	VSUBPD Y6, Y2, Y8 // x − hi
+	VCMPPD $0x1e, Y6, Y2, Y9 // x > hi
+	VANDPD Y8, Y9, Y12
+	VCMPPD $0x11, Y5, Y2, Y9 // x < lo
+	VBLENDVPD Y9, Y7, Y12, Y12
+	VMULPD Y12, Y12, Y12 // dz·dz
+
+	VADDPD Y11, Y10, Y10
+	VADDPD Y12, Y10, Y10
+	VCMPPD $0x19, Y4, Y10, Y10 // not (d² ≥ cutoff²), unordered true
+	VANDPD Y15, Y10, Y10
+	VMOVMSKPD Y10, SI
+	SHLQ CX, SI
+	ORQ SI, DX
+	ADDQ $4, CX
+	JMP cull2Loop
+
+cull2Done:
+	MOVQ DX, ret+32(FP)
+	VZEROUPPER
+	RET
