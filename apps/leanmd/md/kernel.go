@@ -20,12 +20,12 @@ const cutoffSquared = CutoffDistance * CutoffDistance
 // computed distance² to the box: the skipped pairs are exactly pairs the
 // cutoff test would reject, and the result keeps its bits.
 //
-// On amd64 CPUs with AVX-512 the selection of the pairs within the cutoff
-// and their forces run eight pairs at a time (pairRowsVector); on those
-// with AVX2 but not AVX-512 the selection is Go and the forces run four
-// pairs at a time. Every pair goes through the same operations in the
-// same order, and the forces are added in the same order, so the result
-// is bitwise that of the Go loop.
+// On amd64 CPUs with AVX-512 the culling, the selection of the pairs
+// within the cutoff and their forces run eight lanes at a time
+// (pairRowsVector); on those with AVX2 but not AVX-512, four at a time.
+// Every pair goes through the same operations in the same order, and the
+// forces are added in the same order, so the result is bitwise that of
+// the Go loop.
 func PairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, withEnergy bool) float64 {
 	return pairForces(a, b, shift, forceA, forceB, withEnergy, bestKernel)
 }
@@ -35,8 +35,8 @@ type kernelKind int
 
 const (
 	kernelGo     kernelKind = iota // the Go loop, everywhere
-	kernelAVX2                     // Go selection, forces 4 at a time (amd64)
-	kernelAVX512                   // selection, forces and culling 8 at a time (amd64)
+	kernelAVX2                     // culling, selection, forces 4 at a time (amd64)
+	kernelAVX512                   // culling, selection, forces 8 at a time (amd64)
 )
 
 func (k kernelKind) String() string {
