@@ -12,11 +12,12 @@
 //     in the order of the original code) and the half shell of computes.
 //   - InitialAtoms: atom placement and drand48 velocities of a cell.
 //   - Geometry.ComputeForces: the pair-force kernel of one compute, with the
-//     original periodic-shift rule (PairForces, SelfForces). On amd64 with
-//     AVX-512 the pair kernel selects the pairs within the cutoff and
-//     computes their forces eight at a time in assembly
-//     (kernel_amd64.s), with the same operations in the same order per
-//     pair, bitwise equal to the Go kernel (which the tests check).
+//     original periodic-shift rule (PairForces, SelfForces). On amd64 the
+//     pair kernel culls the chunks, selects the pairs within the cutoff
+//     and computes their forces in assembly (kernel_amd64.s), eight at a
+//     time with AVX-512 or four at a time with AVX2, with the same
+//     operations in the same order per pair, bitwise equal to the Go
+//     kernel (which the tests check).
 //   - SumForces, Advance, KineticEnergy: a cell's step.
 //   - Geometry.Emigrate and Immigrate: atom migration between cells.
 //   - AppendState: the bytes of the final-state digest.

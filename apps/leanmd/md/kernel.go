@@ -20,16 +20,38 @@ const cutoffSquared = CutoffDistance * CutoffDistance
 // computed distance² to the box: the skipped pairs are exactly pairs the
 // cutoff test would reject, and the result keeps its bits.
 //
-// On amd64 CPUs with AVX-512 the selection of the pairs within the cutoff
-// and their forces run eight pairs at a time (pairRowsVector); every pair
-// goes through the same operations in the same order, and the forces are
-// added in the same order, so the result is bitwise that of the Go loop.
+// On amd64 CPUs with AVX-512 the culling, the selection of the pairs
+// within the cutoff and their forces run eight lanes at a time
+// (pairRowsVector); on those with AVX2 but not AVX-512, four at a time.
+// Every pair goes through the same operations in the same order, and the
+// forces are added in the same order, so the result is bitwise that of
+// the Go loop.
 func PairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, withEnergy bool) float64 {
-	return pairForces(a, b, shift, forceA, forceB, withEnergy, haveAVX512)
+	return pairForces(a, b, shift, forceA, forceB, withEnergy, bestKernel)
 }
 
-// pairForces is PairForces with the vector passes if vector.
-func pairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, withEnergy, vector bool) float64 {
+// kernelKind names a version of the pair kernel.
+type kernelKind int
+
+const (
+	kernelGo     kernelKind = iota // the Go loop, everywhere
+	kernelAVX2                     // culling, selection, forces 4 at a time (amd64)
+	kernelAVX512                   // culling, selection, forces 8 at a time (amd64)
+)
+
+func (k kernelKind) String() string {
+	switch k {
+	case kernelAVX2:
+		return "avx2"
+	case kernelAVX512:
+		return "avx512"
+	}
+	return "go"
+}
+
+// pairForces is PairForces with the given version of the kernel.
+func pairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, withEnergy bool, kernel kernelKind) float64 {
+	vector := kernel != kernelGo
 	b = b[:len(b)/3*3]
 	forceB = forceB[:len(b)]
 	forceA = forceA[:len(a)]
@@ -54,7 +76,7 @@ func pairForces(a, b []float64, shift [3]float64, forceA, forceB []float64, with
 	}
 	energy := 0.0
 	if vector {
-		energy = pairRowsVector(a, shift, boxes, bx, by, bz, gx, gy, gz, forceA, withEnergy)
+		energy = pairRowsVector(a, shift, boxes, bx, by, bz, gx, gy, gz, forceA, withEnergy, kernel == kernelAVX512)
 	}
 	for i := 0; !vector && i+2 < len(a); i += 3 {
 		ax, ay, az := a[i]+shift[0], a[i+1]+shift[1], a[i+2]+shift[2]

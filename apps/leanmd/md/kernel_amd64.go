@@ -4,8 +4,10 @@ package md
 
 import "math/bits"
 
-// The pair kernel's AVX-512 passes (kernel_amd64.s), used when the CPU and
-// the operating system support AVX-512 F, DQ and VL and POPCNT.
+// The pair kernel's vector passes (kernel_amd64.s): the AVX-512 ones, used
+// when the CPU and the operating system support AVX-512 F, DQ and VL and
+// POPCNT, and otherwise the AVX2 ones (the same passes four lanes at a
+// time), when they support AVX2 and POPCNT.
 
 // soaView points at b's positions as structure of arrays.
 type soaView struct{ x, y, z *float64 }
@@ -39,18 +41,64 @@ const maxCulledChunks = 64
 //go:noescape
 func cullAVX512(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
 
+// accumulateAVX uses only AVX (VEX-encoded scalar) instructions: both
+// vector paths run it.
+//
 //go:noescape
-func accumulateAVX512(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
+func cullAVX2(pos *[3]float64, boxes *boxesSoA, n int, k *kernelConstants) uint64
+
+//go:noescape
+func accumulateAVX(out *pairTerms, sel *selection, n int, forces *soaView, f *[3]float64)
 
 //go:noescape
 func termsAVX512(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
+
+//go:noescape
+func selectAVX2(a *[3]float64, b *soaView, start, end int, sel *selection, n int, k *kernelConstants) int
+
+//go:noescape
+func termsAVX2(sel *selection, n int, out *pairTerms, withEnergy bool, k *kernelConstants)
 
 func cpuid(leaf, subleaf uint32) (a, b, c, d uint32)
 
 func xgetbv0() (lo, hi uint32)
 
-// haveAVX512 is set once, at package initialisation, from the CPU.
-var haveAVX512 = detectAVX512()
+// haveAVX512 and haveAVX2 are set once, at package initialisation, from
+// the CPU; bestKernel is the fastest kernel they allow.
+var (
+	haveAVX512 = detectAVX512()
+	haveAVX2   = detectAVX2()
+	bestKernel = chooseKernel(haveAVX512, haveAVX2)
+)
+
+func chooseKernel(avx512, avx2 bool) kernelKind {
+	switch {
+	case avx512:
+		return kernelAVX512
+	case avx2:
+		return kernelAVX2
+	}
+	return kernelGo
+}
+
+func detectAVX2() bool {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, ecx1, _ := cpuid(1, 0)
+	const osxsave, avx, popcnt = 1 << 27, 1 << 28, 1 << 23
+	if ecx1&osxsave == 0 || ecx1&avx == 0 || ecx1&popcnt == 0 {
+		return false
+	}
+	// The OS saves the SSE and YMM registers.
+	if xcr0, _ := xgetbv0(); xcr0&0x6 != 0x6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	const avx2 = 1 << 5
+	return ebx7&avx2 != 0
+}
 
 func detectAVX512() bool {
 	maxLeaf, _, _, _ := cpuid(0, 0)
@@ -75,13 +123,13 @@ func detectAVX512() bool {
 // may write or read.
 const vectorSlack = 8
 
-// pairRowsVector is the row loop of PairForces with the AVX-512 passes:
+// pairRowsVector is the row loop of PairForces with the vector passes:
 // per atom of a, the chunks of b that the boxes do not cull are scanned
 // and the pairs within the cutoff selected (in atom order), their forces
-// and energies computed eight at a time, then added in selection order
-// as the Go loop adds them. nb is the number of b's atoms; bx to gz hold
-// nb values each.
-func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz, gx, gy, gz, forceA []float64, withEnergy bool) float64 {
+// and energies computed eight at a time (avx512) or four at a time
+// (AVX2), then added in selection order as the Go loop adds them. nb is
+// the number of b's atoms; bx to gz hold nb values each.
+func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz, gx, gy, gz, forceA []float64, withEnergy, avx512 bool) float64 {
 	nb := len(bx)
 	size := nb + vectorSlack
 	var floatsOnStack [7 * (256 + vectorSlack)]float64
@@ -110,6 +158,14 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 	var boxArrays [6][maxCulledChunks]float64
 	var boxView boxesSoA
 	vectorCull := len(boxes) <= maxCulledChunks
+	// The assembly passes are called directly (selectPairs is inlined):
+	// through function values their arguments would escape.
+	selectPairs := func(pos *[3]float64, start, end, n int) int {
+		if avx512 {
+			return selectAVX512(pos, &view, start, end, &sel, n, &k)
+		}
+		return selectAVX2(pos, &view, start, end, &sel, n, &k)
+	}
 	if vectorCull {
 		for c, box := range boxes {
 			boxArrays[0][c], boxArrays[1][c], boxArrays[2][c] = box.lo[0], box.lo[1], box.lo[2]
@@ -124,10 +180,16 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 		if vectorCull {
 			// Each run of consecutive chunks in reach is scanned as one
 			// range.
-			for kept := cullAVX512(&pos, &boxView, len(boxes), &k); kept != 0; {
+			var kept uint64
+			if avx512 {
+				kept = cullAVX512(&pos, &boxView, len(boxes), &k)
+			} else {
+				kept = cullAVX2(&pos, &boxView, len(boxes), &k)
+			}
+			for kept != 0 {
 				first := bits.TrailingZeros64(kept)
 				run := bits.TrailingZeros64(^(kept >> first))
-				n = selectAVX512(&pos, &view, chunkAtoms*first, min(chunkAtoms*(first+run), nb), &sel, n, &k)
+				n = selectPairs(&pos, chunkAtoms*first, min(chunkAtoms*(first+run), nb), n)
 				kept &^= 1<<(first+run) - 1
 			}
 		}
@@ -147,18 +209,22 @@ func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz,
 				continue
 			}
 			if end > start {
-				n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
+				n = selectPairs(&pos, start, end, n)
 			}
 			start, end = first, last
 		}
 		if end > start {
-			n = selectAVX512(&pos, &view, start, end, &sel, n, &k)
+			n = selectPairs(&pos, start, end, n)
 		}
 		var fx, fy, fz float64
 		if n > 0 {
-			termsAVX512(&sel, n, &out, withEnergy, &k)
+			if avx512 {
+				termsAVX512(&sel, n, &out, withEnergy, &k)
+			} else {
+				termsAVX2(&sel, n, &out, withEnergy, &k)
+			}
 			f := [3]float64{fx, fy, fz}
-			accumulateAVX512(&out, &sel, n, &forces, &f)
+			accumulateAVX(&out, &sel, n, &forces, &f)
 			fx, fy, fz = f[0], f[1], f[2]
 			if withEnergy {
 				for _, e := range es[:n] {

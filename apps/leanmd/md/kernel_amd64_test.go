@@ -7,12 +7,19 @@ import (
 	"testing"
 )
 
-// TestCullMatchesGo checks the vector culling against the Go loop's
-// decision, box by box, for positions inside, beside and far from random
+// TestCullMatchesGo checks the vector culling (AVX2 and AVX-512, those
+// the CPU has) against the Go loop's decision, box by box, for positions inside, beside and far from random
 // boxes, on the cutoff's edge, and with NaN and infinite coordinates.
 func TestCullMatchesGo(t *testing.T) {
-	if !haveAVX512 {
-		t.Skip("no AVX-512 on this CPU")
+	culls := map[string]func(*[3]float64, *boxesSoA, int, *kernelConstants) uint64{}
+	if haveAVX2 {
+		culls["AVX2"] = cullAVX2
+	}
+	if haveAVX512 {
+		culls["AVX-512"] = cullAVX512
+	}
+	if len(culls) == 0 {
+		t.Skip("neither AVX2 nor AVX-512 on this CPU")
 	}
 	rng := NewRand48(11)
 	k := kernelConstants{one: 1, cutoffSquared: cutoffSquared}
@@ -51,8 +58,10 @@ func TestCullMatchesGo(t *testing.T) {
 			}
 		}
 		view := boxesSoA{&arrays[0][0], &arrays[1][0], &arrays[2][0], &arrays[3][0], &arrays[4][0], &arrays[5][0]}
-		if got := cullAVX512(&pos, &view, n, &k); got != want {
-			t.Fatalf("trial %d, %d boxes, position %v: kept %064b, Go keeps %064b", trial, n, pos, got, want)
+		for name, cull := range culls {
+			if got := cull(&pos, &view, n, &k); got != want {
+				t.Fatalf("%s, trial %d, %d boxes, position %v: kept %064b, Go keeps %064b", name, trial, n, pos, got, want)
+			}
 		}
 	}
 }

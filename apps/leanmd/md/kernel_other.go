@@ -2,9 +2,12 @@
 
 package md
 
-// haveAVX512 is false off amd64: the pair kernel is the Go one.
-const haveAVX512 = false
+// bestKernel is the Go one off amd64.
+const bestKernel = kernelGo
 
-func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz, gx, gy, gz, forceA []float64, withEnergy bool) float64 {
+// haveAVX2 and haveAVX512 are false off amd64.
+const haveAVX2, haveAVX512 = false, false
+
+func pairRowsVector(a []float64, shift [3]float64, boxes []chunkBox, bx, by, bz, gx, gy, gz, forceA []float64, withEnergy, avx512 bool) float64 {
 	panic("md: no vector pair kernel on this architecture")
 }

@@ -40,8 +40,8 @@ func referenceComputes(atomsPerCell int) ([]computeInput, int) {
 	return inputs, pairs
 }
 
-// TestPairForcesMatchNaive checks the Go kernel and, where the CPU has
-// AVX-512, the vector one against the naive loop, bitwise, on every
+// TestPairForcesMatchNaive checks the Go kernel and the vector ones the
+// CPU has (AVX2, AVX-512) against the naive loop, bitwise, on every
 // compute of a cell.
 func TestPairForcesMatchNaive(t *testing.T) {
 	for _, atoms := range []int{75, 172} {
@@ -51,19 +51,16 @@ func TestPairForcesMatchNaive(t *testing.T) {
 
 func testPairForcesMatchNaive(t *testing.T, atomsPerCell int) {
 	inputs, _ := referenceComputes(atomsPerCell)
-	kernels := []bool{false}
-	if haveAVX512 {
-		kernels = append(kernels, true)
-	}
+	kernels := append([]kernelKind{kernelGo}, vectorKernels()...)
 	for n, in := range inputs {
 		for _, withEnergy := range []bool{false, true} {
 			wantA, wantB, wantEnergy := naivePairForces(in.a, in.b, in.shift, withEnergy)
-			for _, vector := range kernels {
+			for _, kernel := range kernels {
 				fa, fb := make([]float64, len(in.a)), make([]float64, len(in.b))
-				energy := pairForces(in.a, in.b, in.shift, fa, fb, withEnergy, vector)
+				energy := pairForces(in.a, in.b, in.shift, fa, fb, withEnergy, kernel)
 				if !slices.Equal(fa, wantA) || !slices.Equal(fb, wantB) || energy != wantEnergy {
 					t.Errorf("%d atoms per cell, compute %d (energy %v), %s kernel: differs from the naive loop (energy %g vs %g)",
-						atomsPerCell, n, withEnergy, kernelName(vector), energy, wantEnergy)
+						atomsPerCell, n, withEnergy, kernel, energy, wantEnergy)
 				}
 			}
 		}
@@ -75,14 +72,14 @@ func testPairForcesMatchNaive(t *testing.T, atomsPerCell int) {
 // cell (the app's default) and 172 (the Charm++ comparison), in atom pairs
 // examined per second and ns per pair.
 //
-// Sub-benchmark kernel=go is the Go kernel, kernel=vector the AVX-512 one
-// (skipped where the CPU lacks it).
+// Sub-benchmark kernel=go is the Go kernel, kernel=avx2 and kernel=avx512
+// the vector ones (skipped where the CPU lacks them).
 func BenchmarkPairKernel(b *testing.B) {
 	for _, atoms := range []int{75, 172} {
-		for _, vector := range []bool{false, true} {
-			b.Run(fmt.Sprintf("atoms=%d/kernel=%s", atoms, kernelName(vector)), func(b *testing.B) {
-				if vector && !haveAVX512 {
-					b.Skip("no AVX-512")
+		for _, kernel := range []kernelKind{kernelGo, kernelAVX2, kernelAVX512} {
+			b.Run(fmt.Sprintf("atoms=%d/kernel=%s", atoms, kernel), func(b *testing.B) {
+				if !slices.Contains(vectorKernels(), kernel) && kernel != kernelGo {
+					b.Skipf("no %s on this CPU", kernel)
 				}
 				inputs, pairs := referenceComputes(atoms)
 				fa, fb := make([]float64, 3*atoms), make([]float64, 3*atoms)
@@ -90,7 +87,7 @@ func BenchmarkPairKernel(b *testing.B) {
 				cpu0 := processCPU()
 				for b.Loop() {
 					for _, in := range inputs {
-						pairForces(in.a, in.b, in.shift, fa, fb, false, vector)
+						pairForces(in.a, in.b, in.shift, fa, fb, false, kernel)
 					}
 				}
 				reportPairRate(b, pairs, cpu0)
@@ -99,11 +96,18 @@ func BenchmarkPairKernel(b *testing.B) {
 	}
 }
 
-func kernelName(vector bool) string {
-	if vector {
-		return "vector"
+// vectorKernels returns the vector kernels this CPU runs: AVX2 wherever
+// it has AVX2 (AVX-512 CPUs included, though they use the AVX-512 one),
+// AVX-512 where it has that.
+func vectorKernels() []kernelKind {
+	var kernels []kernelKind
+	if haveAVX2 {
+		kernels = append(kernels, kernelAVX2)
 	}
-	return "go"
+	if haveAVX512 {
+		kernels = append(kernels, kernelAVX512)
+	}
+	return kernels
 }
 
 // BenchmarkNaivePairLoop is the same work done by the naive loop.
@@ -171,25 +175,28 @@ func benchmarkSerialStep(b *testing.B, atomsPerCell int) {
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/step")
 }
 
-// TestVectorKernelMatchesGo checks the AVX-512 kernel against the Go
-// kernel bit for bit (forces and energy) on the computes of the reference
+// TestVectorKernelMatchesGo checks the vector kernels the CPU has (AVX2,
+// AVX-512) against the Go kernel bit for bit (forces and energy) on the computes of the reference
 // configuration and on random cells of awkward sizes (none, one atom,
 // sizes that are not multiples of a vector or a chunk, more atoms than
 // the kernel's stack buffers), atoms spread over a range a few cutoffs
 // wide so that pairs fall on both sides of the cutoff and of r² = 1.
 func TestVectorKernelMatchesGo(t *testing.T) {
-	if !haveAVX512 {
-		t.Skip("no AVX-512 on this CPU")
+	kernels := vectorKernels()
+	if len(kernels) == 0 {
+		t.Skip("neither AVX2 nor AVX-512 on this CPU")
 	}
 	check := func(name string, a, b []float64, shift [3]float64) {
 		t.Helper()
 		for _, withEnergy := range []bool{false, true} {
 			goA, goB := make([]float64, len(a)), make([]float64, len(b))
-			vecA, vecB := make([]float64, len(a)), make([]float64, len(b))
-			goEnergy := pairForces(a, b, shift, goA, goB, withEnergy, false)
-			vecEnergy := pairForces(a, b, shift, vecA, vecB, withEnergy, true)
-			if !bitsEqual(goA, vecA) || !bitsEqual(goB, vecB) || math.Float64bits(goEnergy) != math.Float64bits(vecEnergy) {
-				t.Errorf("%s (energy %v): vector kernel differs from the Go kernel (energy %g vs %g)", name, withEnergy, vecEnergy, goEnergy)
+			goEnergy := pairForces(a, b, shift, goA, goB, withEnergy, kernelGo)
+			for _, kernel := range kernels {
+				vecA, vecB := make([]float64, len(a)), make([]float64, len(b))
+				vecEnergy := pairForces(a, b, shift, vecA, vecB, withEnergy, kernel)
+				if !bitsEqual(goA, vecA) || !bitsEqual(goB, vecB) || math.Float64bits(goEnergy) != math.Float64bits(vecEnergy) {
+					t.Errorf("%s (energy %v): %s kernel differs from the Go kernel (energy %g vs %g)", name, withEnergy, kernel, vecEnergy, goEnergy)
+				}
 			}
 		}
 	}
