@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gochare/gochare/internal/cputime"
 	"github.com/gochare/gochare/internal/jobtls"
 	coord "github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/launcher/controlpb"
@@ -262,11 +263,10 @@ func runLogger(ctx context.Context, coordinator string, l, size int, secret []by
 	defer func() {
 		dumps.close()
 		el := dumps.events.stats()
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		cpu, _ := cputime.Process()
 		log.Info("logger stops", "held_bytes", dumps.store.held(), "event_log_batches", el.Batches, "event_log_records", el.Records,
 			"event_log_bytes", el.Bytes, "event_log_stale_batches", el.Stale,
-			"cpu_ms", (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Milliseconds())
+			"cpu_ms", cpu.Milliseconds())
 	}()
 	var why atomic.Pointer[error]
 	cut := func(err error) {

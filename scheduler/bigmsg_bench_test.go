@@ -10,6 +10,7 @@ import (
 
 	"github.com/gochare/gochare/actor"
 	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/internal/cputime"
 	"github.com/gochare/gochare/logging"
 )
 
@@ -132,12 +133,12 @@ func benchLargeMessage(b *testing.B, size int, kind logging.Kind, parts bool) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		run(uint64(i + 2))
 	}
 	b.StopTimer()
-	if cpu1, ok := processCPU(); ok && cpuOK {
+	if cpu1, ok := cputime.Process(); ok && cpuOK {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	if got := pe.Stats().Delivered; got != uint64(b.N+1) || pe.Stats().Dropped != 0 {

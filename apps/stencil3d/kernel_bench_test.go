@@ -1,23 +1,27 @@
 package stencil3d
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gochare/gochare/internal/cputime"
+)
 
 // pointMetrics reports ns/point (wall time) and, where the process's CPU
 // time is known, cpu-ns/point: the benchmark's CPU time per point, which
 // on a loaded machine is the truer cost (the process, GC included, not
-// only the benchmark's goroutine). cpu0 is processCPU at the start.
+// only the benchmark's goroutine). cpu0 is cputime.Process at the start.
 func pointMetrics(b *testing.B, points float64, cpu0 func() (float64, bool)) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/points, "ns/point")
 	if start, ok := cpu0(); ok {
-		if now, ok := processCPU(); ok {
+		if now, ok := cputime.Process(); ok {
 			b.ReportMetric((float64(now.Nanoseconds())-start)/points, "cpu-ns/point")
 		}
 	}
 }
 
-// startCPU returns processCPU now, for pointMetrics.
+// startCPU returns cputime.Process now, for pointMetrics.
 func startCPU() func() (float64, bool) {
-	d, ok := processCPU()
+	d, ok := cputime.Process()
 	return func() (float64, bool) { return float64(d.Nanoseconds()), ok }
 }
 
