@@ -1067,7 +1067,7 @@ func (c *coordinator) collectStats(ctx context.Context, live []bool) {
 			"piggybacked_bytes", st.PiggybackedBytes, "duplicates_dropped", st.Duplicates,
 			"restored_tasks", st.Restored, "rolled_back_tasks", st.RolledBack, "bad_input_dropped", st.Dropped, "sync_points_passed_again", st.PassedAgain,
 			"log_dumped_bytes", st.LogDumpedBytes, "log_blocked_ms", st.LogBlockedMs, "log_fetched_bytes", st.LogFetchedBytes,
-			"event_log_records", st.EventLogRecords, "event_log_bytes", st.EventLogBytes)
+			"event_log_records", st.EventLogRecords, "event_log_bytes", st.EventLogBytes, "gomaxprocs", st.Gomaxprocs)
 		total.LogDumpedBytes += st.LogDumpedBytes
 		total.EventLogRecords += st.EventLogRecords
 		total.EventLogBytes += st.EventLogBytes

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,6 +161,9 @@ const usageHead = `usage:
                                   logger DIR/logger-L.prof
       GOCHARE_MEMPROFILE=DIR      each PE writes its allocations DIR/pe-R.allocs.prof
       GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
+      GOMAXPROCS=N                the threads of Go code a PE runs at once; gochare
+                                  run sets it, when unset, to the CPUs divided
+                                  among the PEs and loggers it starts (at least 1)
 `
 
 const usageTail = `  gochare replay --record DIR --task COLL[i,j,...] [--from-epoch E] [--to-step S] [-v]
@@ -778,7 +782,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		return 1, fmt.Errorf("launcher: %w", err)
 	}
 	co := newCoordinator(cfg, ln)
-	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr}
+	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr,
+		extraEnv: gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes+o.loggers)}
 	if o.tls {
 		// The PEs read the TLS files and derive the secret from them.
 		sp.secret, sp.tlsDir = "", o.secretDir
@@ -816,7 +821,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	log.Info("started PEs", "app", app.Name, "pes", o.pes, "pids", fmt.Sprint(sp.pids()), "coordinator", ln.Addr().String())
 	// The loggers: a spawner of their own, whose reports say which
 	// logger ended.
-	lsp := &spawner{exe: exe, secret: sp.secret, tlsDir: sp.tlsDir, stdout: stdout, stderr: stderr, logger: true}
+	lsp := &spawner{exe: exe, secret: sp.secret, tlsDir: sp.tlsDir, stdout: stdout, stderr: stderr, logger: true, extraEnv: sp.extraEnv}
 	co.killLogger = lsp.kill
 	reportLogger := func(ev processExited) {
 		reportMu.Lock()

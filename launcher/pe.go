@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync/atomic"
@@ -505,6 +506,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 					LogPeakBytes: int64(p.PeakLogBytes), LogDumpedBytes: int64(st.LogDumpedBytes), LogBlockedMs: st.LogBlocked.Milliseconds(),
 					LogFetchedBytes: int64(st.LogFetchedBytes),
 					EventLogRecords: int64(p.EventLogRecords), EventLogBytes: int64(p.EventLogBytes),
+					Gomaxprocs: int32(runtime.GOMAXPROCS(0)),
 				}}})
 			case <-time.After(2 * time.Second):
 			}

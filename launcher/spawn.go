@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +20,32 @@ func exitHow(st *os.ProcessState) string {
 		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
 	}
 	return fmt.Sprintf("exited with status %d", st.ExitCode())
+}
+
+// gomaxprocsEnv is what gochare run adds to the environment of the
+// processes it starts on this machine (PEs and loggers, procs of them)
+// so that together they run no more threads of Go code than the CPUs
+// this process may use (cpus: runtime.GOMAXPROCS, which follows the
+// CPU affinity mask and a cgroup's CPU limit): GOMAXPROCS = cpus/procs,
+// at least 1. Nothing when that is every CPU anyway, or when environ
+// already sets GOMAXPROCS (the user's choice reaches the PEs as it is).
+//
+// A PE runs its tasks on one goroutine, so more threads serve only the
+// collector and the transport's goroutines; with two PE processes on two
+// cores, each free to run two threads, a message that arrives wakes
+// threads the other process's work needed, and the 64-byte round trip
+// took 1.5-2x as long (docs/benchmarks.md, "GOMAXPROCS of the PEs").
+func gomaxprocsEnv(environ []string, cpus, procs int) []string {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			return nil
+		}
+	}
+	n := max(1, cpus/max(procs, 1))
+	if n >= cpus {
+		return nil
+	}
+	return []string{"GOMAXPROCS=" + strconv.Itoa(n)}
 }
 
 // spawner starts the PE processes of a job on this machine and streams

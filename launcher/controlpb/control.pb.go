@@ -3462,8 +3462,12 @@ type PEStats struct {
 	// their encoded bytes.
 	EventLogRecords int64 `protobuf:"varint,30,opt,name=event_log_records,json=eventLogRecords,proto3" json:"event_log_records,omitempty"`
 	EventLogBytes   int64 `protobuf:"varint,31,opt,name=event_log_bytes,json=eventLogBytes,proto3" json:"event_log_bytes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// gomaxprocs is the PE process's GOMAXPROCS: how many threads run its
+	// Go code at once (set by gochare run for the PEs it starts, see
+	// peGOMAXPROCS).
+	Gomaxprocs    int32 `protobuf:"varint,32,opt,name=gomaxprocs,proto3" json:"gomaxprocs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PEStats) Reset() {
@@ -3632,6 +3636,13 @@ func (x *PEStats) GetEventLogRecords() int64 {
 func (x *PEStats) GetEventLogBytes() int64 {
 	if x != nil {
 		return x.EventLogBytes
+	}
+	return 0
+}
+
+func (x *PEStats) GetGomaxprocs() int32 {
+	if x != nil {
+		return x.Gomaxprocs
 	}
 	return 0
 }
@@ -3883,7 +3894,7 @@ const file_control_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\x12=\n" +
 	"\vrelocations\x18\x04 \x03(\v2\x1b.gochare.control.RelocationR\vrelocations\x12\x1b\n" +
 	"\tfrom_disk\x18\x05 \x01(\bR\bfromDisk\x12\x1a\n" +
-	"\brecreate\x18\x06 \x01(\bR\brecreate\"\xeb\x05\n" +
+	"\brecreate\x18\x06 \x01(\bR\brecreate\"\x8b\x06\n" +
 	"\aPEStats\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\x04R\tdelivered\x12%\n" +
 	"\x0eenvelopes_sent\x18\x02 \x01(\x04R\renvelopesSent\x12\x1d\n" +
@@ -3909,7 +3920,10 @@ const file_control_proto_rawDesc = "" +
 	"\x0elog_blocked_ms\x18\x11 \x01(\x03R\flogBlockedMs\x12*\n" +
 	"\x11log_fetched_bytes\x18\x12 \x01(\x03R\x0flogFetchedBytes\x12*\n" +
 	"\x11event_log_records\x18\x1e \x01(\x03R\x0feventLogRecords\x12&\n" +
-	"\x0fevent_log_bytes\x18\x1f \x01(\x03R\reventLogBytesB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
+	"\x0fevent_log_bytes\x18\x1f \x01(\x03R\reventLogBytes\x12\x1e\n" +
+	"\n" +
+	"gomaxprocs\x18  \x01(\x05R\n" +
+	"gomaxprocsB/Z-github.com/gochare/gochare/launcher/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
