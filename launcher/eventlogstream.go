@@ -258,49 +258,43 @@ type eventLogServer struct {
 	mu     sync.Mutex
 	state  *logging.EventLogger
 	// acks are the latest acknowledgement of each creator in the current
-	// period (for a PE that connects late); peers the PEs' connections.
-	acks  map[logging.PEID]logging.EventLogAck
+	// period (indexed by creator; UpTo 0: none yet), what a reply to a PE
+	// compares with what that PE was sent; peers the PEs' connections.
+	acks  []logging.EventLogAck
 	peers map[int]*elPeer
 }
 
-// elPeer is the logger's writer to one PE: acknowledgements not yet sent
-// (the latest per creator) and answers, in order.
+// elPeer is the logger's side of one PE's connection: the
+// acknowledgements sent to it (the latest per creator).
 type elPeer struct {
-	pe      int
-	mu      sync.Mutex
-	cond    *sync.Cond
-	acks    map[logging.PEID]logging.EventLogAck
-	answers [][]byte
-	closed  bool
+	pe   int
+	nc   net.Conn
+	sent []logging.EventLogAck
+	// out is the frame being written (reused).
+	out elWriter
 }
 
 func newEventLogServer(l int, log *slog.Logger) *eventLogServer {
-	return &eventLogServer{logger: l, log: log, state: logging.NewEventLogger(l),
-		acks: map[logging.PEID]logging.EventLogAck{}, peers: map[int]*elPeer{}}
+	return &eventLogServer{logger: l, log: log, state: logging.NewEventLogger(l), peers: map[int]*elPeer{}}
 }
 
-// serve runs PE pe's connection until it ends.
+// serve runs PE pe's connection until it ends. Everything the logger
+// sends to the PE is written here, on the goroutine that reads the PE's
+// frames: the acknowledgements so far when it connects, then one reply
+// to each group of its batches read in together and the answers to its
+// fetches.
 func (s *eventLogServer) serve(nc net.Conn, pe int) {
-	p := &elPeer{pe: pe, acks: map[logging.PEID]logging.EventLogAck{}}
-	p.cond = sync.NewCond(&p.mu)
+	p := &elPeer{pe: pe, nc: nc}
 	s.mu.Lock()
 	if old := s.peers[pe]; old != nil {
-		old.close()
+		old.nc.Close()
 	}
 	s.peers[pe] = p
-	for c, a := range s.acks {
-		p.acks[c] = a
-	}
 	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := p.write(nc); err != nil && !errors.Is(err, net.ErrClosed) {
-			s.log.Warn("event log connection: cannot write to a PE", "pe", pe, "err", err)
-		}
-		nc.Close()
-	}()
-	err := s.read(nc, p)
+	err := s.reply(p)
+	if err == nil {
+		err = s.read(nc, p)
+	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		s.log.Warn("event log connection dropped", "pe", pe, "addr", nc.RemoteAddr().String(), "err", err)
 	}
@@ -309,35 +303,37 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 		delete(s.peers, pe)
 	}
 	s.mu.Unlock()
-	p.close()
 	nc.Close()
-	<-done
 }
 
 // read takes PE p's frames until the connection ends or breaks the
-// format. The acknowledgement of a batch waits while the next frame is
-// already read in: one acknowledgement then covers every batch that came
-// together (they are all p's, and acknowledgements are cumulative), and
-// every PE gets one frame for them, not one each.
+// format. The logger acknowledges on p's connection only, in reply to
+// p's batches, once for the batches that were read in together (when no
+// whole frame is left in the buffer: they are all p's, and
+// acknowledgements are cumulative): the reply carries every creator's
+// latest acknowledgement that p has not had. A PE thus learns of the
+// other PEs' records at its own pace, one frame per group of its own
+// batches, where sending every acknowledgement to every PE cost each
+// batch a frame to every PE: an acknowledgement only spares envelopes
+// records, and a PE sends envelopes from handlers, which make records,
+// which it sends in batches.
 func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 	r := bufio.NewReaderSize(nc, 64<<10)
 	var buf []byte
-	var ack logging.EventLogAck
-	acked := false
+	stored := false
 	// The batches' records are read into the same arrays each time:
 	// EventLogger.Store copies what it keeps.
 	var dets []logging.Determinant
 	var prog []logging.Progress
 	for {
-		if acked && !frameBuffered(r) {
-			s.publish(ack)
-			acked = false
+		if stored && !frameBuffered(r) {
+			if err := s.reply(p); err != nil {
+				return err
+			}
+			stored = false
 		}
 		kind, body, err := readEventLogFrame(r, buf)
 		if err != nil {
-			if acked {
-				s.publish(ack)
-			}
 			return err
 		}
 		buf = body
@@ -351,13 +347,15 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 			if err := fr.done(); err != nil {
 				return fmt.Errorf("records from PE %d: %w", p.pe, err)
 			}
-			if a, ok := s.store(b); ok {
-				ack, acked = a, true
+			if s.store(b) {
+				stored = true
 			}
 		case elKindFetch:
-			if acked {
-				s.publish(ack)
-				acked = false
+			if stored {
+				if err := s.reply(p); err != nil {
+					return err
+				}
+				stored = false
 			}
 			f := logging.EventLogFetch{Logger: s.logger, PE: logging.PEID(p.pe)}
 			f.Epoch = fr.u64()
@@ -371,7 +369,9 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 			if err := fr.done(); err != nil {
 				return fmt.Errorf("fetch from PE %d: %w", p.pe, err)
 			}
-			s.fetch(p, f)
+			if err := s.fetch(p, f); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("%w: kind %d from PE %d", errEventLogFrame, kind, p.pe)
 		}
@@ -388,41 +388,62 @@ func frameBuffered(r *bufio.Reader) bool {
 	return err == nil && uint64(binary.LittleEndian.Uint32(h[1:])) <= uint64(n-elHeaderSize)
 }
 
-// store keeps a batch and returns its acknowledgement, for publish.
-func (s *eventLogServer) store(b logging.EventLogBatch) (logging.EventLogAck, bool) {
+// store keeps a batch and notes its acknowledgement; false: dropped.
+func (s *eventLogServer) store(b logging.EventLogBatch) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := s.state.Epoch()
 	ack, ok := s.state.Store(b)
 	if !ok {
-		return ack, false
+		return false
 	}
 	if s.state.Epoch() != before {
 		clear(s.acks)
 	}
-	return ack, true
-}
-
-// publish queues an acknowledgement to every PE, unless a later one of
-// its creator is out already.
-func (s *eventLogServer) publish(ack logging.EventLogAck) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur, ok := s.acks[ack.Creator]; ok && (cur.Epoch > ack.Epoch || (cur.Epoch == ack.Epoch && cur.UpTo >= ack.UpTo)) {
-		return
+	if ack.Creator < 0 {
+		return true
 	}
-	if ack.Epoch < s.state.Epoch() {
-		return
+	if int(ack.Creator) >= len(s.acks) {
+		s.acks = append(s.acks, make([]logging.EventLogAck, int(ack.Creator)+1-len(s.acks))...)
 	}
 	s.acks[ack.Creator] = ack
-	for _, p := range s.peers {
-		p.queueAck(ack)
+	return true
+}
+
+// reply sends p the acknowledgements it has not had, if any.
+func (s *eventLogServer) reply(p *elPeer) error {
+	w := &p.out
+	w.b = w.b[:0]
+	at := w.begin(elKindAcks)
+	w.u32(0)
+	n := 0
+	s.mu.Lock()
+	if len(p.sent) < len(s.acks) {
+		p.sent = append(p.sent, make([]logging.EventLogAck, len(s.acks)-len(p.sent))...)
 	}
+	for c, a := range s.acks {
+		if a.UpTo == 0 || a == p.sent[c] {
+			continue
+		}
+		p.sent[c] = a
+		w.u64(a.Epoch)
+		w.u32(uint32(a.Creator))
+		w.u64(a.UpTo)
+		n++
+	}
+	s.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	binary.LittleEndian.PutUint32(w.b[at+elHeaderSize:], uint32(n))
+	w.end(at)
+	_, err := p.nc.Write(w.b)
+	return err
 }
 
 // fetch answers f on p's connection, the failed PEs' streams closed
 // first.
-func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) {
+func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) error {
 	s.mu.Lock()
 	s.state.PEsFailed(f.Failed)
 	envs := s.state.Fetch(f)
@@ -436,10 +457,8 @@ func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) {
 		w.records(env.Determinants, env.Progress)
 	}
 	w.end(at)
-	p.mu.Lock()
-	p.answers = append(p.answers, w.b)
-	p.cond.Signal()
-	p.mu.Unlock()
+	_, err := p.nc.Write(w.b)
+	return err
 }
 
 // stats returns the logger's counters.
@@ -447,58 +466,6 @@ func (s *eventLogServer) stats() logging.EventLoggerStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state.Stats()
-}
-
-func (p *elPeer) queueAck(a logging.EventLogAck) {
-	p.mu.Lock()
-	if cur, ok := p.acks[a.Creator]; !ok || cur.Epoch < a.Epoch || (cur.Epoch == a.Epoch && cur.UpTo < a.UpTo) {
-		p.acks[a.Creator] = a
-		p.cond.Signal()
-	}
-	p.mu.Unlock()
-}
-
-func (p *elPeer) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
-
-// write sends p's acknowledgements and answers as they come, each time
-// all that is due in one write.
-func (p *elPeer) write(nc net.Conn) error {
-	var w elWriter
-	for {
-		p.mu.Lock()
-		for !p.closed && len(p.acks) == 0 && len(p.answers) == 0 {
-			p.cond.Wait()
-		}
-		if p.closed {
-			p.mu.Unlock()
-			return nil
-		}
-		w.b = w.b[:0]
-		if len(p.acks) > 0 {
-			at := w.begin(elKindAcks)
-			w.u32(uint32(len(p.acks)))
-			for _, a := range p.acks {
-				w.u64(a.Epoch)
-				w.u32(uint32(a.Creator))
-				w.u64(a.UpTo)
-			}
-			w.end(at)
-			clear(p.acks)
-		}
-		for _, a := range p.answers {
-			w.b = append(w.b, a...)
-		}
-		p.answers = p.answers[:0]
-		p.mu.Unlock()
-		if _, err := nc.Write(w.b); err != nil {
-			return err
-		}
-	}
 }
 
 // eventLogClient is a PE's side of the record stream: a
