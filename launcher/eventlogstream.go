@@ -12,6 +12,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/logging"
@@ -470,10 +471,11 @@ func (s *eventLogServer) stats() logging.EventLoggerStats {
 
 // eventLogClient is a PE's side of the record stream: a
 // scheduler.EventLogAckSource with one connection per logger, opened at
-// once. Log and Fetch encode on the caller's goroutine and queue; a
-// writer per logger sends, a reader keeps the acknowledgements for the
-// PE to take between handlers (TakeAcks) and posts the answers to the
-// PE (post), and the first error posts the logger's loss.
+// once. Log and Fetch encode on the caller's goroutine and write what
+// the socket takes at once (a plain connection; under TLS they queue); a
+// writer per logger sends the rest, a reader keeps the acknowledgements
+// for the PE to take between handlers (TakeAcks) and posts the answers
+// to the PE (post), and the first error posts the logger's loss.
 type eventLogClient struct {
 	rank   int
 	secret []byte
@@ -504,6 +506,10 @@ type elLink struct {
 	out    []byte
 	gone   error
 	conn   net.Conn
+	// raw is conn's socket when the PE may write to it directly (plain
+	// TCP or Unix); writing is set while the writer writes outside mu.
+	raw     syscall.RawConn
+	writing bool
 	// fetches counts the answers due, in the order asked.
 	fetches int
 }
@@ -541,6 +547,18 @@ func (c *eventLogClient) queue(l int, fill func(w *elWriter), fetch bool) error 
 	k.out = w.b
 	if fetch {
 		k.fetches++
+	}
+	if k.raw != nil && !k.writing {
+		// Write at once what the socket takes, which is all of it
+		// unless the logger is behind: the writer is not woken for
+		// each batch (a futex wake and a switch of goroutines), and
+		// gets the rest, or the error, if any.
+		if n := writeNow(k.raw, k.out); n > 0 {
+			k.out = k.out[:copy(k.out, k.out[n:])]
+		}
+		if len(k.out) == 0 {
+			return nil
+		}
 	}
 	k.cond.Signal()
 	return nil
@@ -633,12 +651,14 @@ func (c *eventLogClient) run(k *elLink) {
 		return
 	}
 	k.conn = nc
+	k.raw = rawConnOf(nc)
 	k.mu.Unlock()
 	c.wg.Add(1)
 	go c.read(k, nc)
 	var buf []byte
 	for {
 		k.mu.Lock()
+		k.writing = false
 		for len(k.out) == 0 && k.gone == nil {
 			k.cond.Wait()
 		}
@@ -647,8 +667,9 @@ func (c *eventLogClient) run(k *elLink) {
 			return
 		}
 		// Swap the buffers: Log fills the other while this one is
-		// written.
+		// written, and leaves it to this writer.
 		buf, k.out = k.out, buf[:0]
+		k.writing = true
 		k.mu.Unlock()
 		if _, err := nc.Write(buf); err != nil {
 			c.lose(k, fmt.Errorf("launcher: records to event logger %d: %w", k.logger, err))
