@@ -81,10 +81,16 @@ func TestEventLogFrames(t *testing.T) {
 // holds; the PE was told (EventLogAcksPending).
 func takeAcks(t *testing.T, c *eventLogClient, p *posted) []logging.EventLogAck {
 	t.Helper()
+	return takeAcksN(t, c, p, 1)
+}
+
+// takeAcksN takes c's acknowledgements until it has had n.
+func takeAcksN(t *testing.T, c *eventLogClient, p *posted, n int) []logging.EventLogAck {
+	t.Helper()
 	var acks []logging.EventLogAck
-	waitFor(t, "an acknowledgement", func() bool {
+	waitFor(t, "acknowledgements", func() bool {
 		acks = c.TakeAcks(acks)
-		return len(acks) > 0
+		return len(acks) >= n
 	})
 	require.Contains(t, p.all(), scheduler.EventLogAcksPending{})
 	return acks
@@ -147,12 +153,22 @@ func TestEventLogStream(t *testing.T) {
 			c0.Log(logging.EventLogBatch{Logger: 0, Epoch: 4, Creator: 0, Determinants: dets, Progress: prog})
 			want := logging.EventLogAck{Logger: 0, Epoch: 4, Creator: 0, UpTo: 3}
 			require.Equal(t, []logging.EventLogAck{want}, takeAcks(t, c0, &got0))
+			if localLoggerAddr(srv.addr()) != "" {
+				srv.events.mu.Lock()
+				nc := srv.events.peers[0].nc
+				srv.events.mu.Unlock()
+				if tc, ok := nc.(*tls.Conn); ok {
+					nc = tc.NetConn()
+				}
+				require.IsType(t, (*net.UnixConn)(nil), nc, "a PE on the logger's host connects through its Unix socket")
+			}
 			// PE 1 hears of PE 0's records in the reply to a batch of its
-			// own, with its own acknowledgement.
+			// own, with its own acknowledgement (or when it connects, if
+			// that was after PE 0's batch).
 			c1.Log(logging.EventLogBatch{Logger: 0, Epoch: 4, Creator: 1, Determinants: []logging.Determinant{
 				{Message: commutative.MessageID{Sender: 5, SRN: 1}, Receiver: 7, RSN: 1, Creator: 1, Seq: 1}}})
 			want1 := logging.EventLogAck{Logger: 0, Epoch: 4, Creator: 1, UpTo: 1}
-			require.Equal(t, []logging.EventLogAck{want, want1}, sortedAcks(takeAcks(t, c1, &got1)))
+			require.Equal(t, []logging.EventLogAck{want, want1}, sortedAcks(takeAcksN(t, c1, &got1, 2)))
 			require.Empty(t, c1.TakeAcks(nil), "taken once")
 			// PE 0 hears of PE 1's in the reply to its next batch; a reply
 			// carries what the PE has not had only.
@@ -190,8 +206,9 @@ func TestEventLogStream(t *testing.T) {
 			require.ErrorIs(t, lostOf(&bad)[0].Why, errDumpRefused)
 			waitFor(t, "the refusal in the logger's log", func() bool { return strings.Contains(logBuf.String(), "does not know the job secret") })
 
-			// A logger that breaks the format with a fetch due: the PE
-			// takes it for lost, and the fetch is answered empty; a fetch
+			// A logger that breaks the format with a fetch due (one with
+			// no Unix socket: the PE connects over TCP): the PE takes it
+			// for lost, and the fetch is answered empty; a fetch
 			// after is answered empty at once.
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)

@@ -1,10 +1,9 @@
-//go:build unix
-
 package launcher
 
 import (
 	"net"
 	"syscall"
+	"unsafe"
 )
 
 // rawConnOf returns the socket of a plain TCP or Unix connection, nil for
@@ -25,19 +24,22 @@ func rawConnOf(nc net.Conn) syscall.RawConn {
 
 // writeNow writes as much of b as the socket takes without waiting (the
 // socket is non-blocking) and returns how much that was; an error leaves
-// the rest to a blocking write, which reports it.
+// the rest to a blocking write, which reports it. A write that cannot
+// block is made with RawSyscall, as the transport's (scheduler/transport,
+// tcp_linux.go): without the runtime's bookkeeping for a call that may
+// block.
 func writeNow(raw syscall.RawConn, b []byte) int {
 	n := 0
 	raw.Write(func(fd uintptr) bool {
 		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
-			if err == syscall.EINTR {
+			m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
+			if errno == syscall.EINTR {
 				continue
 			}
-			if err != nil || m <= 0 {
+			if errno != 0 || m == 0 {
 				break
 			}
-			n += m
+			n += int(m)
 		}
 		return true // never wait
 	})
