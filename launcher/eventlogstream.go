@@ -270,6 +270,7 @@ type eventLogServer struct {
 type elPeer struct {
 	pe   int
 	nc   net.Conn
+	raw  syscall.RawConn
 	sent []logging.EventLogAck
 	// out is the frame being written (reused).
 	out elWriter
@@ -285,7 +286,7 @@ func newEventLogServer(l int, log *slog.Logger) *eventLogServer {
 // to each group of its batches read in together and the answers to its
 // fetches.
 func (s *eventLogServer) serve(nc net.Conn, pe int) {
-	p := &elPeer{pe: pe, nc: nc}
+	p := &elPeer{pe: pe, nc: nc, raw: rawConnOf(nc)}
 	s.mu.Lock()
 	if old := s.peers[pe]; old != nil {
 		old.nc.Close()
@@ -319,7 +320,7 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 // records, and a PE sends envelopes from handlers, which make records,
 // which it sends in batches.
 func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
-	r := bufio.NewReaderSize(nc, 64<<10)
+	r := bufio.NewReaderSize(readerOf(nc), 64<<10)
 	var buf []byte
 	stored := false
 	// The batches' records are read into the same arrays each time:
@@ -438,7 +439,20 @@ func (s *eventLogServer) reply(p *elPeer) error {
 	}
 	binary.LittleEndian.PutUint32(w.b[at+elHeaderSize:], uint32(n))
 	w.end(at)
-	_, err := p.nc.Write(w.b)
+	return p.write(w.b)
+}
+
+// write writes b to p: what the socket takes at once without the
+// runtime's bookkeeping for a call that may block (writeNow), the rest,
+// if any, by a write that waits.
+func (p *elPeer) write(b []byte) error {
+	if p.raw != nil {
+		b = b[writeNow(p.raw, b):]
+		if len(b) == 0 {
+			return nil
+		}
+	}
+	_, err := p.nc.Write(b)
 	return err
 }
 
@@ -458,8 +472,7 @@ func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) error {
 		w.records(env.Determinants, env.Progress)
 	}
 	w.end(at)
-	_, err := p.nc.Write(w.b)
-	return err
+	return p.write(w.b)
 }
 
 // stats returns the logger's counters.
@@ -681,7 +694,7 @@ func (c *eventLogClient) run(k *elLink) {
 // read posts k's acknowledgements and answers.
 func (c *eventLogClient) read(k *elLink, nc net.Conn) {
 	defer c.wg.Done()
-	r := bufio.NewReaderSize(nc, 16<<10)
+	r := bufio.NewReaderSize(readerOf(nc), 16<<10)
 	var buf []byte
 	for {
 		kind, body, err := readEventLogFrame(r, buf)

@@ -3,6 +3,7 @@
 package launcher
 
 import (
+	"io"
 	"net"
 	"syscall"
 )
@@ -12,3 +13,6 @@ import (
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
 func writeNow(syscall.RawConn, []byte) int { return 0 }
+
+// readerOf returns nc on this system.
+func readerOf(nc net.Conn) io.Reader { return nc }
