@@ -21,16 +21,16 @@ import (
 
 // The event logger's record stream: with --event-logger every PE opens a
 // connection to every logger when it starts (the logger's listener of
-// the dump stream; the handshake of loggerconn.go with magic "GCE1"). On
-// it the PE sends its record batches (logging.EventLogBatch, to the one
-// logger its protocol names) and the fetches of its restored tasks
-// (logging.EventLogFetch, to every live logger); the logger, a
-// logging.EventLogger, stores the batches and sends each acknowledgement
-// to every connected PE (the acknowledgements of all PEs reach every PE:
-// that is what makes a record stable everywhere without PE-to-PE
-// acknowledgements), and answers a fetch on the fetching PE's
-// connection, after closing the streams of the PEs the fetch names
-// failed. Frames, little-endian:
+// the dump stream, or its Unix socket on its host; the handshake of
+// loggerconn.go with magic "GCE1"). On it the PE sends its record
+// batches (logging.EventLogBatch, to the one logger its protocol names)
+// and the fetches of its restored tasks (logging.EventLogFetch, to every
+// live logger); the logger, a logging.EventLogger, stores the batches
+// and replies to them with the acknowledgements of every PE's records
+// (the acknowledgements of all PEs reach every PE: that is what makes a
+// record stable everywhere without PE-to-PE acknowledgements), and
+// answers a fetch on the fetching PE's connection, after closing the
+// streams of the PEs the fetch names failed. Frames, little-endian:
 //
 //	header:  kind u8, body length u32
 //	records (PE -> logger, kind 1): epoch u64, determinants u32, progress u32, the records
@@ -41,11 +41,13 @@ import (
 // A determinant is sender u64, srn u64, path length u32, path, receiver
 // u64, rsn u64, creator u32, seq u64; a progress record task u64, rsn
 // u64, creator u32, seq u64. A batch's creator is the PE at the other
-// end of the connection. The logger coalesces acknowledgements: a PE's
-// writer sends, each time it gets to write, the latest acknowledgement
-// of each creator not yet sent to it, so a PE slow to read gets fewer
-// frames, never stale ones first. A logger sends a PE that connects the
-// acknowledgements it already made in the current period.
+// end of the connection. The logger coalesces acknowledgements: it
+// replies once to the batches of a PE read in together, with the latest
+// acknowledgement of each creator not yet sent to that PE, so a PE
+// learns of the others' records when it sends its own (eventLogServer.read
+// says why that is soon enough), in one frame per reply. A logger sends
+// a PE that connects the acknowledgements it already made in the current
+// period.
 //
 // A PE that loses its connection to a logger (or cannot open one) posts
 // scheduler.LoggerLost, and answers its fetches still due there as empty
