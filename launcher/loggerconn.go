@@ -112,7 +112,13 @@ func dialLoggerConn(ctx context.Context, kind loggerStream, addr string, rank, l
 	ctx, cancel := context.WithTimeout(ctx, dumpHandshakeLimit)
 	defer cancel()
 	if local := localLoggerAddr(addr); local != "" && kind == eventLogStream {
-		if nc, err := dialLoggerConnOn(ctx, "unix", local, kind, rank, logger, secret, tlsCfg); err == nil {
+		// Half the time at most, so that whatever answers there (the
+		// name is anyone's on this host to take) leaves TCP time to
+		// reach the logger.
+		localCtx, cancel := context.WithTimeout(ctx, dumpHandshakeLimit/2)
+		nc, err := dialLoggerConnOn(localCtx, "unix", local, kind, rank, logger, secret, tlsCfg)
+		cancel()
+		if err == nil {
 			return nc, nil
 		}
 	}
