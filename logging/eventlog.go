@@ -16,12 +16,13 @@ import (
 // carries a stamp, its creator and its number among the creator's records
 // of the checkpoint period (Determinant.Seq, Progress.Seq), and the logger
 // acknowledges cumulatively per creator (EventLogAck): "I store every
-// record of creator c numbered up to n". The logger sends each of its
-// acknowledgements to every PE (EventLogAcked), so every PE knows which
-// records are stable without any PE-to-PE acknowledgement: a vector of
-// one number per creator, which costs a PE a few bytes per logger batch,
-// where a stability vector riding on every application envelope would
-// cost as many numbers as PEs on each.
+// record of creator c numbered up to n". Every PE gets the logger's
+// acknowledgements (EventLogAcked; the caller may bring them late or
+// fold several into the latest: one only spares envelopes records), so
+// every PE knows which records are stable without any PE-to-PE
+// acknowledgement: a vector of one number per creator, which costs a PE
+// a few bytes per logger batch, where a stability vector riding on every
+// application envelope would cost as many numbers as PEs on each.
 //
 // The piggyback rule is the protocols' (doc.go) with stable meaning
 // acknowledged by a live logger: a PE carries a record on its application

@@ -12,9 +12,9 @@ import (
 // make them stable by their acknowledgements. The PE sends the protocol's
 // record batches (Ready.EventLog) through Config.EventLog at every
 // transmit, before Advance, and its fetches for restored tasks
-// (Ready.Fetches); the loggers' acknowledgements (to every PE) and
-// answers come back as posted events (EventLogAcked, EventLogAnswer), a
-// logger's death as LoggerLost. While a fetch is unanswered the PE does
+// (Ready.Fetches); the loggers' acknowledgements (of every PE's records)
+// and answers come back as posted events (EventLogAcked,
+// EventLogAnswer), a logger's death as LoggerLost. While a fetch is unanswered the PE does
 // not answer a quiescence probe: a restored task is waiting for it.
 
 // EventLogSink carries a PE's record batches and fetches to the event
