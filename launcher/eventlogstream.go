@@ -270,9 +270,18 @@ type eventLogServer struct {
 // elPeer is the logger's side of one PE's connection: the
 // acknowledgements sent to it (the latest per creator).
 type elPeer struct {
-	pe   int
-	nc   net.Conn
-	raw  syscall.RawConn
+	pe  int
+	nc  net.Conn
+	raw syscall.RawConn
+	// client is set once the PE sent a batch here (under the server's
+	// mu); relay wakes its relay goroutine, which sends a PE that is no
+	// client the acknowledgements it has not had.
+	client bool
+	relay  chan struct{}
+	// wmu serializes the writes to the PE (the reading goroutine's
+	// replies and answers, the relay goroutine's frames) and guards
+	// sent and out.
+	wmu  sync.Mutex
 	sent []logging.EventLogAck
 	// out is the frame being written (reused).
 	out elWriter
@@ -288,13 +297,23 @@ func newEventLogServer(l int, log *slog.Logger) *eventLogServer {
 // to each group of its batches read in together and the answers to its
 // fetches.
 func (s *eventLogServer) serve(nc net.Conn, pe int) {
-	p := &elPeer{pe: pe, nc: nc, raw: rawConnOf(nc)}
+	p := &elPeer{pe: pe, nc: nc, raw: rawConnOf(nc), relay: make(chan struct{}, 1)}
 	s.mu.Lock()
 	if old := s.peers[pe]; old != nil {
 		old.nc.Close()
 	}
 	s.peers[pe] = p
 	s.mu.Unlock()
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		for range p.relay {
+			if err := s.reply(p); err != nil {
+				nc.Close()
+				return
+			}
+		}
+	}()
 	err := s.reply(p)
 	if err == nil {
 		err = s.read(nc, p)
@@ -306,21 +325,25 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 	if s.peers[pe] == p {
 		delete(s.peers, pe)
 	}
+	close(p.relay)
 	s.mu.Unlock()
 	nc.Close()
+	<-relayed
 }
 
 // read takes PE p's frames until the connection ends or breaks the
-// format. The logger acknowledges on p's connection only, in reply to
-// p's batches, once for the batches that were read in together (when no
+// format. The logger acknowledges in reply to p's batches, on p's
+// connection, once for the batches that were read in together (when no
 // whole frame is left in the buffer: they are all p's, and
 // acknowledgements are cumulative): the reply carries every creator's
-// latest acknowledgement that p has not had. A PE thus learns of the
-// other PEs' records at its own pace, one frame per group of its own
-// batches, where sending every acknowledgement to every PE cost each
-// batch a frame to every PE: an acknowledgement only spares envelopes
-// records, and a PE sends envelopes from handlers, which make records,
-// which it sends in batches.
+// latest acknowledgement that p has not had. A PE that sends its batches
+// here thus learns of the other PEs' records at its own pace, one frame
+// per group of its own batches, where sending every acknowledgement to
+// every PE cost each batch a frame to every PE: an acknowledgement only
+// spares envelopes records, and a PE sends envelopes from handlers,
+// which make records, which it sends in batches. A PE that sends no
+// batch here (with several loggers, those of the others) gets the
+// acknowledgements at each reply to another (relayTo).
 func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 	r := bufio.NewReaderSize(readerOf(nc), 64<<10)
 	var buf []byte
@@ -334,6 +357,7 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 			if err := s.reply(p); err != nil {
 				return err
 			}
+			s.relayTo(p)
 			stored = false
 		}
 		kind, body, err := readEventLogFrame(r, buf)
@@ -351,7 +375,7 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 			if err := fr.done(); err != nil {
 				return fmt.Errorf("records from PE %d: %w", p.pe, err)
 			}
-			if s.store(b) {
+			if s.store(p, b) {
 				stored = true
 			}
 		case elKindFetch:
@@ -359,6 +383,7 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 				if err := s.reply(p); err != nil {
 					return err
 				}
+				s.relayTo(p)
 				stored = false
 			}
 			f := logging.EventLogFetch{Logger: s.logger, PE: logging.PEID(p.pe)}
@@ -392,10 +417,12 @@ func frameBuffered(r *bufio.Reader) bool {
 	return err == nil && uint64(binary.LittleEndian.Uint32(h[1:])) <= uint64(n-elHeaderSize)
 }
 
-// store keeps a batch and notes its acknowledgement; false: dropped.
-func (s *eventLogServer) store(b logging.EventLogBatch) bool {
+// store keeps a batch of p's and notes its acknowledgement; false:
+// dropped.
+func (s *eventLogServer) store(p *elPeer, b logging.EventLogBatch) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p.client = true
 	before := s.state.Epoch()
 	ack, ok := s.state.Store(b)
 	if !ok {
@@ -414,8 +441,28 @@ func (s *eventLogServer) store(b logging.EventLogBatch) bool {
 	return true
 }
 
+// relayTo wakes the relay of every PE but from that sent no batch here:
+// it gets the acknowledgements it has not had, as a reply would give
+// them. With one logger every PE sends its batches to it, and this costs
+// a look at each PE.
+func (s *eventLogServer) relayTo(from *elPeer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range s.peers {
+		if q == from || q.client {
+			continue
+		}
+		select {
+		case q.relay <- struct{}{}:
+		default: // woken already
+		}
+	}
+}
+
 // reply sends p the acknowledgements it has not had, if any.
 func (s *eventLogServer) reply(p *elPeer) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	w := &p.out
 	w.b = w.b[:0]
 	at := w.begin(elKindAcks)
@@ -446,7 +493,7 @@ func (s *eventLogServer) reply(p *elPeer) error {
 
 // write writes b to p: what the socket takes at once without the
 // runtime's bookkeeping for a call that may block (writeNow), the rest,
-// if any, by a write that waits.
+// if any, by a write that waits. The caller holds p.wmu.
 func (p *elPeer) write(b []byte) error {
 	if p.raw != nil {
 		b = b[writeNow(p.raw, b):]
@@ -474,6 +521,8 @@ func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) error {
 		w.records(env.Determinants, env.Progress)
 	}
 	w.end(at)
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	return p.write(w.b)
 }
 
