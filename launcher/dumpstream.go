@@ -246,7 +246,10 @@ type dumpServer struct {
 	tls    *tls.Config
 	log    *slog.Logger
 	ln     net.Listener
-	store  loggerStore
+	// local is the listener on the Unix socket (localLoggerAddr; nil if
+	// none).
+	local net.Listener
+	store loggerStore
 	// events is the event logger, fed by the PEs' record streams on the
 	// same listener (eventlogstream.go).
 	events *eventLogServer
@@ -264,8 +267,19 @@ func listenDumps(l, pes int, host string, secret []byte, tlsCfg *tls.Config, log
 	}
 	s := &dumpServer{logger: l, pes: pes, secret: secret, tls: tlsCfg, log: log, ln: ln, open: map[net.Conn]struct{}{}, events: newEventLogServer(l, log)}
 	s.store.mem = logging.NewDumpMemory()
+	if name := localLoggerAddr(s.addr()); name != "" {
+		if s.local, err = net.Listen("unix", name); err != nil {
+			// The PEs reach the logger over TCP.
+			log.Warn("logger: no Unix socket for the PEs on this host", "logger", l, "err", err)
+			s.local = nil
+		}
+	}
 	s.wg.Add(1)
-	go s.acceptLoop()
+	go s.acceptLoop(s.ln)
+	if s.local != nil {
+		s.wg.Add(1)
+		go s.acceptLoop(s.local)
+	}
 	return s, nil
 }
 
@@ -298,13 +312,16 @@ func (s *dumpServer) close() {
 	}
 	s.mu.Unlock()
 	s.ln.Close()
+	if s.local != nil {
+		s.local.Close()
+	}
 	s.wg.Wait()
 }
 
-func (s *dumpServer) acceptLoop() {
+func (s *dumpServer) acceptLoop(ln net.Listener) {
 	defer s.wg.Done()
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/logging"
@@ -20,16 +21,16 @@ import (
 
 // The event logger's record stream: with --event-logger every PE opens a
 // connection to every logger when it starts (the logger's listener of
-// the dump stream; the handshake of loggerconn.go with magic "GCE1"). On
-// it the PE sends its record batches (logging.EventLogBatch, to the one
-// logger its protocol names) and the fetches of its restored tasks
-// (logging.EventLogFetch, to every live logger); the logger, a
-// logging.EventLogger, stores the batches and sends each acknowledgement
-// to every connected PE (the acknowledgements of all PEs reach every PE:
-// that is what makes a record stable everywhere without PE-to-PE
-// acknowledgements), and answers a fetch on the fetching PE's
-// connection, after closing the streams of the PEs the fetch names
-// failed. Frames, little-endian:
+// the dump stream, or its Unix socket on its host; the handshake of
+// loggerconn.go with magic "GCE1"). On it the PE sends its record
+// batches (logging.EventLogBatch, to the one logger its protocol names)
+// and the fetches of its restored tasks (logging.EventLogFetch, to every
+// live logger); the logger, a logging.EventLogger, stores the batches
+// and replies to them with the acknowledgements of every PE's records
+// (the acknowledgements of all PEs reach every PE: that is what makes a
+// record stable everywhere without PE-to-PE acknowledgements), and
+// answers a fetch on the fetching PE's connection, after closing the
+// streams of the PEs the fetch names failed. Frames, little-endian:
 //
 //	header:  kind u8, body length u32
 //	records (PE -> logger, kind 1): epoch u64, determinants u32, progress u32, the records
@@ -40,11 +41,13 @@ import (
 // A determinant is sender u64, srn u64, path length u32, path, receiver
 // u64, rsn u64, creator u32, seq u64; a progress record task u64, rsn
 // u64, creator u32, seq u64. A batch's creator is the PE at the other
-// end of the connection. The logger coalesces acknowledgements: a PE's
-// writer sends, each time it gets to write, the latest acknowledgement
-// of each creator not yet sent to it, so a PE slow to read gets fewer
-// frames, never stale ones first. A logger sends a PE that connects the
-// acknowledgements it already made in the current period.
+// end of the connection. The logger coalesces acknowledgements: it
+// replies once to the batches of a PE read in together, with the latest
+// acknowledgement of each creator not yet sent to that PE, so a PE
+// learns of the others' records when it sends its own (eventLogServer.read
+// says why that is soon enough), in one frame per reply. A logger sends
+// a PE that connects the acknowledgements it already made in the current
+// period.
 //
 // A PE that loses its connection to a logger (or cannot open one) posts
 // scheduler.LoggerLost, and answers its fetches still due there as empty
@@ -258,49 +261,63 @@ type eventLogServer struct {
 	mu     sync.Mutex
 	state  *logging.EventLogger
 	// acks are the latest acknowledgement of each creator in the current
-	// period (for a PE that connects late); peers the PEs' connections.
-	acks  map[logging.PEID]logging.EventLogAck
+	// period (indexed by creator; UpTo 0: none yet), what a reply to a PE
+	// compares with what that PE was sent; peers the PEs' connections.
+	acks  []logging.EventLogAck
 	peers map[int]*elPeer
 }
 
-// elPeer is the logger's writer to one PE: acknowledgements not yet sent
-// (the latest per creator) and answers, in order.
+// elPeer is the logger's side of one PE's connection: the
+// acknowledgements sent to it (the latest per creator).
 type elPeer struct {
-	pe      int
-	mu      sync.Mutex
-	cond    *sync.Cond
-	acks    map[logging.PEID]logging.EventLogAck
-	answers [][]byte
-	closed  bool
+	pe  int
+	nc  net.Conn
+	raw syscall.RawConn
+	// client is set once the PE sent a batch here (under the server's
+	// mu); relay wakes its relay goroutine, which sends a PE that is no
+	// client the acknowledgements it has not had.
+	client bool
+	relay  chan struct{}
+	// wmu serializes the writes to the PE (the reading goroutine's
+	// replies and answers, the relay goroutine's frames) and guards
+	// sent and out.
+	wmu  sync.Mutex
+	sent []logging.EventLogAck
+	// out is the frame being written (reused).
+	out elWriter
 }
 
 func newEventLogServer(l int, log *slog.Logger) *eventLogServer {
-	return &eventLogServer{logger: l, log: log, state: logging.NewEventLogger(l),
-		acks: map[logging.PEID]logging.EventLogAck{}, peers: map[int]*elPeer{}}
+	return &eventLogServer{logger: l, log: log, state: logging.NewEventLogger(l), peers: map[int]*elPeer{}}
 }
 
-// serve runs PE pe's connection until it ends.
+// serve runs PE pe's connection until it ends. Everything the logger
+// sends to the PE is written here, on the goroutine that reads the PE's
+// frames: the acknowledgements so far when it connects, then one reply
+// to each group of its batches read in together and the answers to its
+// fetches.
 func (s *eventLogServer) serve(nc net.Conn, pe int) {
-	p := &elPeer{pe: pe, acks: map[logging.PEID]logging.EventLogAck{}}
-	p.cond = sync.NewCond(&p.mu)
+	p := &elPeer{pe: pe, nc: nc, raw: rawConnOf(nc), relay: make(chan struct{}, 1)}
 	s.mu.Lock()
 	if old := s.peers[pe]; old != nil {
-		old.close()
+		old.nc.Close()
 	}
 	s.peers[pe] = p
-	for c, a := range s.acks {
-		p.acks[c] = a
-	}
 	s.mu.Unlock()
-	done := make(chan struct{})
+	relayed := make(chan struct{})
 	go func() {
-		defer close(done)
-		if err := p.write(nc); err != nil && !errors.Is(err, net.ErrClosed) {
-			s.log.Warn("event log connection: cannot write to a PE", "pe", pe, "err", err)
+		defer close(relayed)
+		for range p.relay {
+			if err := s.reply(p); err != nil {
+				nc.Close()
+				return
+			}
 		}
-		nc.Close()
 	}()
-	err := s.read(nc, p)
+	err := s.reply(p)
+	if err == nil {
+		err = s.read(nc, p)
+	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		s.log.Warn("event log connection dropped", "pe", pe, "addr", nc.RemoteAddr().String(), "err", err)
 	}
@@ -308,36 +325,43 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 	if s.peers[pe] == p {
 		delete(s.peers, pe)
 	}
+	close(p.relay)
 	s.mu.Unlock()
-	p.close()
 	nc.Close()
-	<-done
+	<-relayed
 }
 
 // read takes PE p's frames until the connection ends or breaks the
-// format. The acknowledgement of a batch waits while the next frame is
-// already read in: one acknowledgement then covers every batch that came
-// together (they are all p's, and acknowledgements are cumulative), and
-// every PE gets one frame for them, not one each.
+// format. The logger acknowledges in reply to p's batches, on p's
+// connection, once for the batches that were read in together (when no
+// whole frame is left in the buffer: they are all p's, and
+// acknowledgements are cumulative): the reply carries every creator's
+// latest acknowledgement that p has not had. A PE that sends its batches
+// here thus learns of the other PEs' records at its own pace, one frame
+// per group of its own batches, where sending every acknowledgement to
+// every PE cost each batch a frame to every PE: an acknowledgement only
+// spares envelopes records, and a PE sends envelopes from handlers,
+// which make records, which it sends in batches. A PE that sends no
+// batch here (with several loggers, those of the others) gets the
+// acknowledgements at each reply to another (relayTo).
 func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
-	r := bufio.NewReaderSize(nc, 64<<10)
+	r := bufio.NewReaderSize(readerOf(nc), 64<<10)
 	var buf []byte
-	var ack logging.EventLogAck
-	acked := false
+	stored := false
 	// The batches' records are read into the same arrays each time:
 	// EventLogger.Store copies what it keeps.
 	var dets []logging.Determinant
 	var prog []logging.Progress
 	for {
-		if acked && !frameBuffered(r) {
-			s.publish(ack)
-			acked = false
+		if stored && !frameBuffered(r) {
+			if err := s.reply(p); err != nil {
+				return err
+			}
+			s.relayTo(p)
+			stored = false
 		}
 		kind, body, err := readEventLogFrame(r, buf)
 		if err != nil {
-			if acked {
-				s.publish(ack)
-			}
 			return err
 		}
 		buf = body
@@ -351,13 +375,16 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 			if err := fr.done(); err != nil {
 				return fmt.Errorf("records from PE %d: %w", p.pe, err)
 			}
-			if a, ok := s.store(b); ok {
-				ack, acked = a, true
+			if s.store(p, b) {
+				stored = true
 			}
 		case elKindFetch:
-			if acked {
-				s.publish(ack)
-				acked = false
+			if stored {
+				if err := s.reply(p); err != nil {
+					return err
+				}
+				s.relayTo(p)
+				stored = false
 			}
 			f := logging.EventLogFetch{Logger: s.logger, PE: logging.PEID(p.pe)}
 			f.Epoch = fr.u64()
@@ -371,7 +398,9 @@ func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
 			if err := fr.done(); err != nil {
 				return fmt.Errorf("fetch from PE %d: %w", p.pe, err)
 			}
-			s.fetch(p, f)
+			if err := s.fetch(p, f); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("%w: kind %d from PE %d", errEventLogFrame, kind, p.pe)
 		}
@@ -388,41 +417,97 @@ func frameBuffered(r *bufio.Reader) bool {
 	return err == nil && uint64(binary.LittleEndian.Uint32(h[1:])) <= uint64(n-elHeaderSize)
 }
 
-// store keeps a batch and returns its acknowledgement, for publish.
-func (s *eventLogServer) store(b logging.EventLogBatch) (logging.EventLogAck, bool) {
+// store keeps a batch of p's and notes its acknowledgement; false:
+// dropped.
+func (s *eventLogServer) store(p *elPeer, b logging.EventLogBatch) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p.client = true
 	before := s.state.Epoch()
 	ack, ok := s.state.Store(b)
 	if !ok {
-		return ack, false
+		return false
 	}
 	if s.state.Epoch() != before {
 		clear(s.acks)
 	}
-	return ack, true
-}
-
-// publish queues an acknowledgement to every PE, unless a later one of
-// its creator is out already.
-func (s *eventLogServer) publish(ack logging.EventLogAck) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur, ok := s.acks[ack.Creator]; ok && (cur.Epoch > ack.Epoch || (cur.Epoch == ack.Epoch && cur.UpTo >= ack.UpTo)) {
-		return
+	if ack.Creator < 0 {
+		return true
 	}
-	if ack.Epoch < s.state.Epoch() {
-		return
+	if int(ack.Creator) >= len(s.acks) {
+		s.acks = append(s.acks, make([]logging.EventLogAck, int(ack.Creator)+1-len(s.acks))...)
 	}
 	s.acks[ack.Creator] = ack
-	for _, p := range s.peers {
-		p.queueAck(ack)
+	return true
+}
+
+// relayTo wakes the relay of every PE but from that sent no batch here:
+// it gets the acknowledgements it has not had, as a reply would give
+// them. With one logger every PE sends its batches to it, and this costs
+// a look at each PE.
+func (s *eventLogServer) relayTo(from *elPeer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range s.peers {
+		if q == from || q.client {
+			continue
+		}
+		select {
+		case q.relay <- struct{}{}:
+		default: // woken already
+		}
 	}
+}
+
+// reply sends p the acknowledgements it has not had, if any.
+func (s *eventLogServer) reply(p *elPeer) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	w := &p.out
+	w.b = w.b[:0]
+	at := w.begin(elKindAcks)
+	w.u32(0)
+	n := 0
+	s.mu.Lock()
+	if len(p.sent) < len(s.acks) {
+		p.sent = append(p.sent, make([]logging.EventLogAck, len(s.acks)-len(p.sent))...)
+	}
+	for c, a := range s.acks {
+		if a.UpTo == 0 || a == p.sent[c] {
+			continue
+		}
+		p.sent[c] = a
+		w.u64(a.Epoch)
+		w.u32(uint32(a.Creator))
+		w.u64(a.UpTo)
+		n++
+	}
+	s.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	binary.LittleEndian.PutUint32(w.b[at+elHeaderSize:], uint32(n))
+	w.end(at)
+	return p.write(w.b)
+}
+
+// write writes b to p: what the socket takes at once without the
+// runtime's bookkeeping for a call that may block (writeNow), the rest,
+// if any, by a write that waits. The caller holds p.wmu.
+func (p *elPeer) write(b []byte) error {
+	if p.raw != nil {
+		b = b[writeNow(p.raw, b):]
+		if len(b) == 0 {
+			return nil
+		}
+	}
+	_, err := p.nc.Write(b)
+	return err
 }
 
 // fetch answers f on p's connection, the failed PEs' streams closed
 // first.
-func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) {
+func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) error {
 	s.mu.Lock()
 	s.state.PEsFailed(f.Failed)
 	envs := s.state.Fetch(f)
@@ -436,10 +521,9 @@ func (s *eventLogServer) fetch(p *elPeer, f logging.EventLogFetch) {
 		w.records(env.Determinants, env.Progress)
 	}
 	w.end(at)
-	p.mu.Lock()
-	p.answers = append(p.answers, w.b)
-	p.cond.Signal()
-	p.mu.Unlock()
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return p.write(w.b)
 }
 
 // stats returns the logger's counters.
@@ -449,64 +533,13 @@ func (s *eventLogServer) stats() logging.EventLoggerStats {
 	return s.state.Stats()
 }
 
-func (p *elPeer) queueAck(a logging.EventLogAck) {
-	p.mu.Lock()
-	if cur, ok := p.acks[a.Creator]; !ok || cur.Epoch < a.Epoch || (cur.Epoch == a.Epoch && cur.UpTo < a.UpTo) {
-		p.acks[a.Creator] = a
-		p.cond.Signal()
-	}
-	p.mu.Unlock()
-}
-
-func (p *elPeer) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
-
-// write sends p's acknowledgements and answers as they come, each time
-// all that is due in one write.
-func (p *elPeer) write(nc net.Conn) error {
-	var w elWriter
-	for {
-		p.mu.Lock()
-		for !p.closed && len(p.acks) == 0 && len(p.answers) == 0 {
-			p.cond.Wait()
-		}
-		if p.closed {
-			p.mu.Unlock()
-			return nil
-		}
-		w.b = w.b[:0]
-		if len(p.acks) > 0 {
-			at := w.begin(elKindAcks)
-			w.u32(uint32(len(p.acks)))
-			for _, a := range p.acks {
-				w.u64(a.Epoch)
-				w.u32(uint32(a.Creator))
-				w.u64(a.UpTo)
-			}
-			w.end(at)
-			clear(p.acks)
-		}
-		for _, a := range p.answers {
-			w.b = append(w.b, a...)
-		}
-		p.answers = p.answers[:0]
-		p.mu.Unlock()
-		if _, err := nc.Write(w.b); err != nil {
-			return err
-		}
-	}
-}
-
 // eventLogClient is a PE's side of the record stream: a
 // scheduler.EventLogAckSource with one connection per logger, opened at
-// once. Log and Fetch encode on the caller's goroutine and queue; a
-// writer per logger sends, a reader keeps the acknowledgements for the
-// PE to take between handlers (TakeAcks) and posts the answers to the
-// PE (post), and the first error posts the logger's loss.
+// once. Log and Fetch encode on the caller's goroutine and write what
+// the socket takes at once (a plain connection; under TLS they queue); a
+// writer per logger sends the rest, a reader keeps the acknowledgements
+// for the PE to take between handlers (TakeAcks) and posts the answers
+// to the PE (post), and the first error posts the logger's loss.
 type eventLogClient struct {
 	rank   int
 	secret []byte
@@ -537,6 +570,10 @@ type elLink struct {
 	out    []byte
 	gone   error
 	conn   net.Conn
+	// raw is conn's socket when the PE may write to it directly (plain
+	// TCP or Unix); writing is set while the writer writes outside mu.
+	raw     syscall.RawConn
+	writing bool
 	// fetches counts the answers due, in the order asked.
 	fetches int
 }
@@ -574,6 +611,18 @@ func (c *eventLogClient) queue(l int, fill func(w *elWriter), fetch bool) error 
 	k.out = w.b
 	if fetch {
 		k.fetches++
+	}
+	if k.raw != nil && !k.writing {
+		// Write at once what the socket takes, which is all of it
+		// unless the logger is behind: the writer is not woken for
+		// each batch (a futex wake and a switch of goroutines), and
+		// gets the rest, or the error, if any.
+		if n := writeNow(k.raw, k.out); n > 0 {
+			k.out = k.out[:copy(k.out, k.out[n:])]
+		}
+		if len(k.out) == 0 {
+			return nil
+		}
 	}
 	k.cond.Signal()
 	return nil
@@ -666,12 +715,14 @@ func (c *eventLogClient) run(k *elLink) {
 		return
 	}
 	k.conn = nc
+	k.raw = rawConnOf(nc)
 	k.mu.Unlock()
 	c.wg.Add(1)
 	go c.read(k, nc)
 	var buf []byte
 	for {
 		k.mu.Lock()
+		k.writing = false
 		for len(k.out) == 0 && k.gone == nil {
 			k.cond.Wait()
 		}
@@ -680,8 +731,9 @@ func (c *eventLogClient) run(k *elLink) {
 			return
 		}
 		// Swap the buffers: Log fills the other while this one is
-		// written.
+		// written, and leaves it to this writer.
 		buf, k.out = k.out, buf[:0]
+		k.writing = true
 		k.mu.Unlock()
 		if _, err := nc.Write(buf); err != nil {
 			c.lose(k, fmt.Errorf("launcher: records to event logger %d: %w", k.logger, err))
@@ -693,7 +745,7 @@ func (c *eventLogClient) run(k *elLink) {
 // read posts k's acknowledgements and answers.
 func (c *eventLogClient) read(k *elLink, nc net.Conn) {
 	defer c.wg.Done()
-	r := bufio.NewReaderSize(nc, 16<<10)
+	r := bufio.NewReaderSize(readerOf(nc), 16<<10)
 	var buf []byte
 	for {
 		kind, body, err := readEventLogFrame(r, buf)

@@ -3,9 +3,11 @@ package launcher
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,12 +81,24 @@ func TestEventLogFrames(t *testing.T) {
 // holds; the PE was told (EventLogAcksPending).
 func takeAcks(t *testing.T, c *eventLogClient, p *posted) []logging.EventLogAck {
 	t.Helper()
+	return takeAcksN(t, c, p, 1)
+}
+
+// takeAcksN takes c's acknowledgements until it has had n.
+func takeAcksN(t *testing.T, c *eventLogClient, p *posted, n int) []logging.EventLogAck {
+	t.Helper()
 	var acks []logging.EventLogAck
-	waitFor(t, "an acknowledgement", func() bool {
+	waitFor(t, "acknowledgements", func() bool {
 		acks = c.TakeAcks(acks)
-		return len(acks) > 0
+		return len(acks) >= n
 	})
 	require.Contains(t, p.all(), scheduler.EventLogAcksPending{})
+	return acks
+}
+
+// sortedAcks sorts acknowledgements by creator.
+func sortedAcks(acks []logging.EventLogAck) []logging.EventLogAck {
+	slices.SortFunc(acks, func(a, b logging.EventLogAck) int { return cmp.Compare(a.Creator, b.Creator) })
 	return acks
 }
 
@@ -109,8 +123,9 @@ func lostOf(p *posted) []scheduler.LoggerLost {
 }
 
 // A PE's records reach the logger over the authenticated stream (plain
-// and TLS), and its acknowledgement reaches every connected PE, one that
-// connects later included; a fetch names the failed PEs, whose later
+// and TLS), and is acknowledged in reply: to the PE with every other
+// creator's acknowledgement it has not had, to the PEs that send no
+// batch there, and to a PE that connects later; a fetch names the failed PEs, whose later
 // batches the logger drops, and is answered with the task's records; a
 // stranger is refused; a logger that goes away is reported lost and the
 // fetches due to it are answered empty.
@@ -134,24 +149,39 @@ func TestEventLogStream(t *testing.T) {
 			defer c0.close()
 			c1 := newEventLogClient(1, []string{srv.addr()}, secret, cfg, got1.post, log)
 			defer c1.close()
-			// Both connected (the logger has both peers) before PE 0 logs,
-			// so both get the acknowledgement from the logger's broadcast.
-			waitFor(t, "both PEs connected", func() bool {
-				srv.events.mu.Lock()
-				defer srv.events.mu.Unlock()
-				return len(srv.events.peers) == 2
-			})
 			dets, prog := elRecords(0, 1)
 			c0.Log(logging.EventLogBatch{Logger: 0, Epoch: 4, Creator: 0, Determinants: dets, Progress: prog})
 			want := logging.EventLogAck{Logger: 0, Epoch: 4, Creator: 0, UpTo: 3}
 			require.Equal(t, []logging.EventLogAck{want}, takeAcks(t, c0, &got0))
+			// PE 1, which sent no batch here (with several loggers it
+			// may send them to another), hears of PE 0's records too.
 			require.Equal(t, []logging.EventLogAck{want}, takeAcks(t, c1, &got1))
+			if localLoggerAddr(srv.addr()) != "" {
+				srv.events.mu.Lock()
+				nc := srv.events.peers[0].nc
+				srv.events.mu.Unlock()
+				if tc, ok := nc.(*tls.Conn); ok {
+					nc = tc.NetConn()
+				}
+				require.IsType(t, (*net.UnixConn)(nil), nc, "a PE on the logger's host connects through its Unix socket")
+			}
+			// PE 1's own batch is acknowledged in reply.
+			c1.Log(logging.EventLogBatch{Logger: 0, Epoch: 4, Creator: 1, Determinants: []logging.Determinant{
+				{Message: commutative.MessageID{Sender: 5, SRN: 1}, Receiver: 7, RSN: 1, Creator: 1, Seq: 1}}})
+			want1 := logging.EventLogAck{Logger: 0, Epoch: 4, Creator: 1, UpTo: 1}
+			require.Equal(t, []logging.EventLogAck{want1}, takeAcks(t, c1, &got1))
 			require.Empty(t, c1.TakeAcks(nil), "taken once")
+			// PE 0 hears of PE 1's in the reply to its next batch; a reply
+			// carries what the PE has not had only.
+			more, _ := elRecords(0, 4)
+			c0.Log(logging.EventLogBatch{Logger: 0, Epoch: 4, Creator: 0, Determinants: more[:1]})
+			want = logging.EventLogAck{Logger: 0, Epoch: 4, Creator: 0, UpTo: 4}
+			require.Equal(t, []logging.EventLogAck{want, want1}, sortedAcks(takeAcks(t, c0, &got0)))
 			// A PE that connects now gets what was acknowledged.
 			var got2 posted
 			c2 := newEventLogClient(2, []string{srv.addr()}, secret, cfg, got2.post, log)
 			defer c2.close()
-			require.Equal(t, []logging.EventLogAck{want}, takeAcks(t, c2, &got2))
+			require.Equal(t, []logging.EventLogAck{want, want1}, sortedAcks(takeAcks(t, c2, &got2)))
 
 			// PE 0 failed: PE 1 fetches its task 5, which closes PE 0's
 			// stream; what PE 0 sends after is dropped.
@@ -177,8 +207,9 @@ func TestEventLogStream(t *testing.T) {
 			require.ErrorIs(t, lostOf(&bad)[0].Why, errDumpRefused)
 			waitFor(t, "the refusal in the logger's log", func() bool { return strings.Contains(logBuf.String(), "does not know the job secret") })
 
-			// A logger that breaks the format with a fetch due: the PE
-			// takes it for lost, and the fetch is answered empty; a fetch
+			// A logger that breaks the format with a fetch due (one with
+			// no Unix socket: the PE connects over TCP): the PE takes it
+			// for lost, and the fetch is answered empty; a fetch
 			// after is answered empty at once.
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)

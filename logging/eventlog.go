@@ -16,12 +16,13 @@ import (
 // carries a stamp, its creator and its number among the creator's records
 // of the checkpoint period (Determinant.Seq, Progress.Seq), and the logger
 // acknowledges cumulatively per creator (EventLogAck): "I store every
-// record of creator c numbered up to n". The logger sends each of its
-// acknowledgements to every PE (EventLogAcked), so every PE knows which
-// records are stable without any PE-to-PE acknowledgement: a vector of
-// one number per creator, which costs a PE a few bytes per logger batch,
-// where a stability vector riding on every application envelope would
-// cost as many numbers as PEs on each.
+// record of creator c numbered up to n". Every PE gets the logger's
+// acknowledgements (EventLogAcked; the caller may bring them late or
+// fold several into the latest: one only spares envelopes records), so
+// every PE knows which records are stable without any PE-to-PE
+// acknowledgement: a vector of one number per creator, which costs a PE
+// a few bytes per logger batch, where a stability vector riding on every
+// application envelope would cost as many numbers as PEs on each.
 //
 // The piggyback rule is the protocols' (doc.go) with stable meaning
 // acknowledged by a live logger: a PE carries a record on its application
@@ -56,6 +57,10 @@ import (
 
 // EventLogBatch is records of one creator for one event logger, in order,
 // for checkpoint period Epoch (the logger keeps the latest period only).
+// With Config.ReuseRecords the first batch of a Ready or of a
+// TakeEventLog has its slices cut from arrays the protocol reuses: they
+// are the caller's until its next call of Ready, TakeEventLog or Advance
+// (the caller encodes them at once).
 type EventLogBatch struct {
 	Logger       int
 	Epoch        uint64
@@ -119,7 +124,9 @@ type EventLogging interface {
 	// next Ready would carry (Ready.EventLog), made now, and takes them
 	// out of it: a caller that sends them at once, between two handlers,
 	// makes the records stable sooner, so fewer ride on the envelopes it
-	// sends after. Nil without an event logger.
+	// sends after. Nil without an event logger. With
+	// Config.ReuseRecords they are the caller's until its next call of
+	// Ready, TakeEventLog or Advance (EventLogBatch).
 	TakeEventLog() []EventLogBatch
 	// EventLogLost returns an error wrapping ErrEventLogLost when a task
 	// restored here since the last checkpoint has not had the answer of
@@ -173,6 +180,12 @@ type eventLog struct {
 	// diedInPeriod are the loggers known to have died since the last
 	// checkpoint (EventLogLost).
 	diedInPeriod []int
+	// batchDeterminants and batchProgress are the arrays of the first
+	// batch of a Ready or a TakeEventLog, reused with
+	// Config.ReuseRecords (EventLogBatch).
+	batchDeterminants []Determinant
+	batchProgress     []Progress
+	batches           []EventLogBatch
 }
 
 type elAck struct {
@@ -239,11 +252,18 @@ func (e *engine) batch() *EventLogBatch {
 	if l.target < 0 {
 		return nil
 	}
-	if n := len(e.ready.EventLog); n > 0 && e.ready.EventLog[n-1].Logger == l.target && e.ready.EventLog[n-1].Epoch == l.epoch {
+	n := len(e.ready.EventLog)
+	if n > 0 && e.ready.EventLog[n-1].Logger == l.target && e.ready.EventLog[n-1].Epoch == l.epoch {
 		return &e.ready.EventLog[n-1]
 	}
-	e.ready.EventLog = append(e.ready.EventLog, EventLogBatch{Logger: l.target, Epoch: l.epoch, Creator: e.pe})
-	return &e.ready.EventLog[len(e.ready.EventLog)-1]
+	b := EventLogBatch{Logger: l.target, Epoch: l.epoch, Creator: e.pe}
+	if n == 0 && e.reuseRecords {
+		// The caller is done with the arrays of the batch before.
+		b.Determinants, b.Progress = l.batchDeterminants[:0], l.batchProgress[:0]
+		e.ready.EventLog = l.batches[:0]
+	}
+	e.ready.EventLog = append(e.ready.EventLog, b)
+	return &e.ready.EventLog[n]
 }
 
 // logDeterminant stamps a determinant created here (it goes to the
@@ -315,6 +335,19 @@ func (e *engine) fillEventLog() {
 		e.stats.EventLogBytes += rec.EncodedSize()
 	}
 	l.pendingProgress = l.pendingProgress[:0]
+	if e.reuseRecords && len(e.ready.EventLog) > 0 {
+		// Keep the first batch's arrays, grown, for the next one.
+		first := e.ready.EventLog[0]
+		if cap(first.Determinants) > cap(l.batchDeterminants) {
+			l.batchDeterminants = first.Determinants[:0]
+		}
+		if cap(first.Progress) > cap(l.batchProgress) {
+			l.batchProgress = first.Progress[:0]
+		}
+		if cap(e.ready.EventLog) > cap(l.batches) {
+			l.batches = e.ready.EventLog[:0]
+		}
+	}
 }
 
 // eventLogReady readies the Ready for the caller: its batches for the
@@ -525,6 +558,7 @@ type EventLogger struct {
 // period are few and close together, so a slice costs less than a map,
 // and a fetch reads them in order.
 type loggedDeterminants struct {
+	task  TaskID
 	first uint64
 	byRSN []Determinant
 }
@@ -539,7 +573,12 @@ func (t *loggedDeterminants) add(d Determinant) bool {
 		t.byRSN, t.first = append(grown, t.byRSN...), d.RSN
 	}
 	i := d.RSN - t.first
-	if i >= uint64(len(t.byRSN)) {
+	if i == uint64(len(t.byRSN)) {
+		// The next RSN, as they mostly come.
+		t.byRSN = append(t.byRSN, d)
+		return true
+	}
+	if i > uint64(len(t.byRSN)) {
 		t.byRSN = append(t.byRSN, make([]Determinant, i+1-uint64(len(t.byRSN)))...)
 	}
 	if t.byRSN[i].RSN != 0 {
@@ -547,6 +586,12 @@ func (t *loggedDeterminants) add(d Determinant) bool {
 	}
 	t.byRSN[i] = d
 	return true
+}
+
+// reset empties t, keeping its array.
+func (t *loggedDeterminants) reset() {
+	clear(t.byRSN)
+	t.byRSN, t.first = t.byRSN[:0], 0
 }
 
 // at returns the determinant held at rsn.
@@ -584,22 +629,31 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 	}
 	if b.Epoch > l.epoch {
 		l.epoch = b.Epoch
-		clear(l.dets)
+		// The tasks' arrays serve the new period: a task's
+		// determinants in one period are about as many as in the
+		// next, and growing them again cost a copy per doubling.
+		for _, byTask := range l.dets {
+			byTask.reset()
+		}
 		clear(l.prog)
 		clear(l.acked)
 		l.stats.Held = 0
 	}
 	l.stats.Batches++
 	upTo := l.acked[b.Creator]
+	var byTask *loggedDeterminants
 	for _, d := range b.Determinants {
 		// RSNs count from 1: a determinant at 0 names no reception.
 		if d.RSN == 0 {
 			continue
 		}
-		byTask := l.dets[d.Receiver]
-		if byTask == nil {
-			byTask = &loggedDeterminants{}
-			l.dets[d.Receiver] = byTask
+		// A task's receptions often follow each other in a batch.
+		if byTask == nil || d.Receiver != byTask.task {
+			byTask = l.dets[d.Receiver]
+			if byTask == nil {
+				byTask = &loggedDeterminants{task: d.Receiver}
+				l.dets[d.Receiver] = byTask
+			}
 		}
 		if byTask.add(d) {
 			l.stats.Held++

@@ -190,6 +190,18 @@ func TestLoggedDeterminantsMatchAMap(t *testing.T) {
 			require.Equal(t, held, ok, "seed %d rsn %d", seed, rsn)
 			require.Equal(t, w, d)
 		}
+		// A new period reuses the array: nothing is held, and RSNs
+		// start anew.
+		got.reset()
+		for rsn := range want {
+			_, ok := got.at(rsn)
+			require.False(t, ok, "seed %d rsn %d after reset", seed, rsn)
+		}
+		next := det(3, base+7, 1, 1)
+		require.True(t, got.add(next))
+		d, ok := got.at(base + 7)
+		require.True(t, ok)
+		require.Equal(t, next, d)
 	}
 	var empty *loggedDeterminants
 	_, ok := empty.at(1)

@@ -12,9 +12,9 @@ import (
 // make them stable by their acknowledgements. The PE sends the protocol's
 // record batches (Ready.EventLog) through Config.EventLog at every
 // transmit, before Advance, and its fetches for restored tasks
-// (Ready.Fetches); the loggers' acknowledgements (to every PE) and
-// answers come back as posted events (EventLogAcked, EventLogAnswer), a
-// logger's death as LoggerLost. While a fetch is unanswered the PE does
+// (Ready.Fetches); the loggers' acknowledgements (of every PE's records)
+// and answers come back as posted events (EventLogAcked,
+// EventLogAnswer), a logger's death as LoggerLost. While a fetch is unanswered the PE does
 // not answer a quiescence probe: a restored task is waiting for it.
 
 // EventLogSink carries a PE's record batches and fetches to the event
@@ -47,11 +47,13 @@ type EventLogAcksPending struct{}
 
 // eventLogEvery is how many handlers a PE runs between two sends of its
 // new records to its logger within a slice (besides the send at every
-// transmit). Each send costs a write, the logger's read and an
-// acknowledgement frame to every PE; on LeanMD (a determinant per
-// handler) 32 sends a quarter of 8's batches for the same piggyback
-// (docs/benchmarks.md, "elfwd").
-const eventLogEvery = 32
+// transmit). Each send costs a write, the logger's wake-up, read, store
+// and reply, and the PE's read of the reply: about 0.1 ms of CPU in all
+// on LeanMD (a determinant per handler), where 32 sent a quarter of 8's
+// batches for the same piggyback (docs/benchmarks.md, "elfwd"), and 64
+// 0.6 of 32's for a piggyback of 4-7 % of FullDet's without the event
+// logger instead of 3-5 % ("elcost").
+const eventLogEvery = 64
 
 type (
 	// EventLogAcked is a logger's acknowledgement.
