@@ -228,8 +228,11 @@ type PE struct {
 	colls  []*collectionState
 	log    *slog.Logger
 	proto  logging.Protocol
-	// postBuf is where post encodes a message for a logging protocol.
-	postBuf []byte
+	// postBuf is where post encodes a message for a logging protocol;
+	// sendArena where it encodes the slice's messages that their batches
+	// copy under None (marshalArena).
+	postBuf   []byte
+	sendArena []byte
 	// headBuf is where flushTo puts a batch's bytes for a partsNet.
 	headBuf []byte
 	// Buffers of large messages marshalled under None (marshal.go):
@@ -358,10 +361,14 @@ type PE struct {
 	// checker is the annotation check's state (nil when it is off).
 	checker *annotationChecker
 	// runningTask and runningHandler name the application code running on
-	// the PE goroutine (nil between handlers); Busy reads them from any
-	// goroutine, to name a handler that never returns.
+	// the PE goroutine (runningTask nil between handlers); Busy reads them
+	// from any goroutine, to name a handler that never returns.
+	// runningHandler is left set after a handler and stored only when it
+	// changes (lastHandler, the PE goroutine's copy), so that a handler
+	// call costs two atomic stores, not four.
 	runningTask    atomic.Pointer[element]
 	runningHandler atomic.Pointer[actor.HandlerDef]
+	lastHandler    *actor.HandlerDef
 
 	// rec writes the record (Config.RecordDir; nil: none); replay
 	// compares a replayed task's sends with a record (nil but in
@@ -1106,6 +1113,11 @@ func (pe *PE) transmit() {
 			pe.flushTo(to)
 		}
 	}
+	// Every payload in the arena was copied into a batch that was sent.
+	pe.sendArena = pe.sendArena[:0]
+	if cap(pe.sendArena) > sendArenaMax {
+		pe.sendArena = nil
+	}
 	pe.cfg.Net.Flush()
 	pe.sendDumps()
 	if n > 0 {
@@ -1267,11 +1279,13 @@ func (pe *PE) call(el *element, h *actor.HandlerDef, suffix string, fn func()) (
 	if pe.halted != nil {
 		return false
 	}
+	if h != pe.lastHandler {
+		pe.runningHandler.Store(h)
+		pe.lastHandler = h
+	}
 	pe.runningTask.Store(el)
-	pe.runningHandler.Store(h)
 	defer func() {
 		pe.runningTask.Store(nil)
-		pe.runningHandler.Store(nil)
 		if r := recover(); r != nil {
 			pe.halt(fmt.Errorf("%w: %s%v, handler %s, on PE %d: %v\n%s",
 				ErrHandlerPanic, el.coll.def.Name, el.index, handlerLabel(h, suffix), pe.cfg.Rank, r, debug.Stack()))
