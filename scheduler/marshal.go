@@ -81,7 +81,8 @@ func (pe *PE) marshalOwn(t actor.Target, cs *collectionState, codec actor.Codec,
 	if local && pe.replay == nil {
 		return pe.marshalLocal(codec, m)
 	}
-	net, ok := pe.cfg.Net.(partsNet)
+	net := pe.partsNet
+	ok := net != nil
 	pm, isProto := m.(proto.Message)
 	arena := t.Scope == actor.ScopeOne && !local && pe.rec == nil && pe.replay == nil && pe.cfg.Observe == nil
 	if !ok || !isProto || codec.NewProto == nil || t.Scope != actor.ScopeOne || local {

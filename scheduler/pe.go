@@ -233,6 +233,11 @@ type PE struct {
 	// copy under None (marshalArena).
 	postBuf   []byte
 	sendArena []byte
+	// partsNet and recycler are cfg.Net as those interfaces, or nil
+	// (asserted once: an assertion to an interface costs a table
+	// lookup, and the forward path asked several times a message).
+	partsNet partsNet
+	recycler recycler
 	// headBuf is where flushTo puts a batch's bytes for a partsNet.
 	headBuf []byte
 	// Buffers of large messages marshalled under None (marshal.go):
@@ -523,6 +528,8 @@ func New(cfg Config) (*PE, error) {
 	}
 	pe.ctx.pe = pe
 	pe.events.pe = pe
+	pe.partsNet, _ = cfg.Net.(partsNet)
+	pe.recycler, _ = cfg.Net.(recycler)
 	pe.stats.DroppedByReason = map[string]uint64{}
 	if cfg.CheckAnnotations > 0 {
 		pe.checker = newAnnotationChecker(cfg.CheckAnnotations)
@@ -752,8 +759,8 @@ func (pe *PE) Receive(from int, payload []byte) {
 	if !held && pe.decodesOnArrival() {
 		// Every message was decoded already (decodeOnArrival): the
 		// transport may read into the payload's memory again.
-		if r, ok := pe.cfg.Net.(recycler); ok {
-			r.Recycle(payload)
+		if pe.recycler != nil {
+			pe.recycler.Recycle(payload)
 		}
 	}
 }
@@ -1051,8 +1058,7 @@ func (pe *PE) transmit() {
 	// unmapped after a checkpoint that did not need it, or once a
 	// rollback dropped the protocol, while the transport may still hold
 	// an unacknowledged frame to send again: those payloads are copied.
-	_, parts := pe.cfg.Net.(partsNet)
-	parts = parts && pe.cfg.Protocol == logging.KindNone
+	parts := pe.partsNet != nil && pe.cfg.Protocol == logging.KindNone
 	if parts {
 		pe.countLargePayloads(ready.Envelopes)
 	}
@@ -1138,7 +1144,7 @@ type partsNet interface {
 func (pe *PE) flushTo(to int) {
 	b := &pe.out[to]
 	size := 0
-	if net, ok := pe.cfg.Net.(partsNet); ok {
+	if net := pe.partsNet; net != nil {
 		// The batch's own bytes are copied by the transport: the batch's
 		// memory serves every batch (outBatch.bytes); the tail is the
 		// payload's memory.
