@@ -46,10 +46,17 @@ const receivedScanMax = 8
 type senderSRNs struct {
 	sender TaskID
 	// current is the run of the highest SRN received (count 0: none since
-	// the set was emptied); done are the runs before it, sorted: every SRN
-	// of one is below every SRN of the next and of current.
+	// the set was emptied); more, nil while current is the only run and
+	// every SRN arrived in order, holds the others.
 	current srnRun
-	done    []srnRun
+	more    *moreSRNs
+}
+
+// moreSRNs is the rarer part of a senderSRNs.
+type moreSRNs struct {
+	// done are the runs before current, sorted: every SRN of one is below
+	// every SRN of the next and of current.
+	done []srnRun
 	// late are the SRNs received when a higher one had been.
 	late map[uint64]struct{}
 }
@@ -144,19 +151,28 @@ func (f *senderSRNs) contains(srn uint64) bool {
 	if f.current.contains(srn) {
 		return true
 	}
-	if len(f.late) > 0 {
-		if _, ok := f.late[srn]; ok {
-			return true
-		}
+	more := f.more
+	if more == nil {
+		return false
+	}
+	if _, ok := more.late[srn]; ok {
+		return true
 	}
 	// The last run whose first SRN is at most srn.
-	i, _ := slices.BinarySearchFunc(f.done, srn, func(r srnRun, srn uint64) int {
+	i, _ := slices.BinarySearchFunc(more.done, srn, func(r srnRun, srn uint64) int {
 		if r.first > srn {
 			return 1
 		}
 		return -1
 	})
-	return i > 0 && f.done[i-1].contains(srn)
+	return i > 0 && more.done[i-1].contains(srn)
+}
+
+func (f *senderSRNs) extra() *moreSRNs {
+	if f.more == nil {
+		f.more = &moreSRNs{}
+	}
+	return f.more
 }
 
 func (f *senderSRNs) add(srn uint64) {
@@ -168,16 +184,18 @@ func (f *senderSRNs) add(srn uint64) {
 		if f.contains(srn) {
 			return
 		}
-		if f.late == nil {
-			f.late = map[uint64]struct{}{}
+		more := f.extra()
+		if more.late == nil {
+			more.late = map[uint64]struct{}{}
 		}
-		f.late[srn] = struct{}{}
+		more.late[srn] = struct{}{}
 	case cur.count == 1:
 		cur.step, cur.count = srn-cur.first, 2
 	case srn-cur.last() == cur.step:
 		cur.count++
 	default:
-		f.done = append(f.done, *cur)
+		more := f.extra()
+		more.done = append(more.done, *cur)
 		*cur = srnRun{first: srn, count: 1}
 	}
 }
@@ -186,8 +204,11 @@ func (f *senderSRNs) add(srn uint64) {
 func (s *receivedSet) reset() {
 	for i := range s.senders {
 		f := &s.senders[i]
-		f.current, f.done = srnRun{}, f.done[:0]
-		clear(f.late)
+		f.current = srnRun{}
+		if f.more != nil {
+			f.more.done = f.more.done[:0]
+			clear(f.more.late)
+		}
 	}
 	clear(s.paths)
 }
@@ -197,9 +218,12 @@ func (s *receivedSet) len() int {
 	n := len(s.paths)
 	for i := range s.senders {
 		f := &s.senders[i]
-		n += len(f.late) + int(f.current.count)
-		for _, r := range f.done {
-			n += int(r.count)
+		n += int(f.current.count)
+		if f.more != nil {
+			n += len(f.more.late)
+			for _, r := range f.more.done {
+				n += int(r.count)
+			}
 		}
 	}
 	return n
@@ -210,12 +234,17 @@ func (s *receivedSet) list() []MessageID {
 	var out []MessageID
 	for i := range s.senders {
 		f := &s.senders[i]
-		for _, r := range append(f.done[:len(f.done):len(f.done)], f.current) {
+		var done []srnRun
+		var late map[uint64]struct{}
+		if f.more != nil {
+			done, late = f.more.done, f.more.late
+		}
+		for _, r := range append(done[:len(done):len(done)], f.current) {
 			for k := range r.count {
 				out = append(out, MessageID{Sender: f.sender, SRN: r.first + k*r.step})
 			}
 		}
-		for srn := range f.late {
+		for srn := range late {
 			out = append(out, MessageID{Sender: f.sender, SRN: srn})
 		}
 	}

@@ -99,7 +99,7 @@ func TestReceivedSetRegularSendsStayCompact(t *testing.T) {
 	}
 	require.Len(t, set.senders, 3)
 	for _, f := range set.senders {
-		require.Empty(t, f.done, "sender %d", f.sender)
+		require.Nil(t, f.more, "sender %d", f.sender)
 	}
 	require.Equal(t, 30_000, set.len())
 	require.True(t, set.contains(MessageID{Sender: 1, SRN: 7*5000 + 1}))
