@@ -1,9 +1,6 @@
 package logging
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // ExportTask removes a task from this PE to move it to another one, and
 // returns its identity counters and received set for ImportTask there. The
@@ -16,11 +13,7 @@ func (e *engine) ExportTask(task TaskID) TaskCheckpoint {
 	if t.counters.InReception() || t.counters.Region.Open || len(t.buffer) > 0 || len(t.awaiting) > 0 {
 		panic(fmt.Sprintf("logging: pe%d: task %d moved inside a reception, a region, a recovery, or with %d messages waiting", e.pe, task, len(t.buffer)))
 	}
-	cp := TaskCheckpoint{Counters: t.counters, Requires: append([]Dependency(nil), t.requires...)}
-	for id := range t.received {
-		cp.Received = append(cp.Received, id)
-	}
-	slices.SortFunc(cp.Received, MessageID.Compare)
+	cp := TaskCheckpoint{Counters: t.counters, Requires: append([]Dependency(nil), t.requires...), Received: t.received.list()}
 	delete(e.tasks, task)
 	return cp
 }
@@ -28,9 +21,9 @@ func (e *engine) ExportTask(task TaskID) TaskCheckpoint {
 // ImportTask places a task moved from another PE (ExportTask) on this one.
 // Unlike RestoreTask it awaits nothing: the task continues where it was.
 func (e *engine) ImportTask(cp TaskCheckpoint) {
-	t := &hostedTask{counters: cp.Counters, received: map[MessageID]struct{}{}}
+	t := &hostedTask{counters: cp.Counters}
 	for _, id := range cp.Received {
-		t.received[id] = struct{}{}
+		t.received.add(id)
 	}
 	for _, d := range cp.Requires {
 		t.addRequirement(d)

@@ -471,7 +471,9 @@ type storedProgress struct {
 
 type hostedTask struct {
 	counters commutative.TaskState
-	received map[MessageID]struct{}
+	// received are the identities delivered since the checkpoint
+	// (received.go).
+	received receivedSet
 	// requires is the task's causal past of region receptions since the
 	// checkpoint (PartialDet), sorted: its sends carry it.
 	requires []Dependency
@@ -573,16 +575,16 @@ func (e *engine) needsDeterminant(a commutative.Annotation) bool {
 }
 
 func (e *engine) HostTask(task TaskID) {
-	e.place(task, &hostedTask{counters: commutative.NewTaskState(task), received: map[MessageID]struct{}{}})
+	e.place(task, &hostedTask{counters: commutative.NewTaskState(task)})
 }
 
 func (e *engine) RestoreTask(cp TaskCheckpoint, survivors []PEID) {
-	t := &hostedTask{counters: cp.Counters, received: map[MessageID]struct{}{}}
+	t := &hostedTask{counters: cp.Counters}
 	for _, d := range cp.Requires {
 		t.addRequirement(d)
 	}
 	for _, id := range cp.Received {
-		t.received[id] = struct{}{}
+		t.received.add(id)
 	}
 	if e.logs() {
 		t.await(survivors)
@@ -916,7 +918,7 @@ func (e *engine) Arrive(env Envelope) {
 	}
 	e.stats.Received++
 	id := env.Message.ID
-	if _, dup := t.received[id]; dup || t.isBuffered(id) {
+	if t.received.contains(id) || t.isBuffered(id) {
 		e.stats.Duplicates++
 		return
 	}
@@ -1179,12 +1181,12 @@ func (e *engine) isPinned(task TaskID, position uint64, id MessageID) bool {
 // that m's send causally follows (always true outside replay).
 func dependenciesMet(task TaskID, t *hostedTask, m Message) bool {
 	for _, d := range m.Requires {
-		if _, ok := t.received[d.Trigger]; d.Task == task && !ok {
+		if d.Task == task && !t.received.contains(d.Trigger) {
 			return false
 		}
 	}
 	if trigger, _, ok := m.ID.CPI.Trigger(); ok && m.ID.Sender == task {
-		if _, handled := t.received[trigger]; !handled {
+		if !t.received.contains(trigger) {
 			return false
 		}
 	}
@@ -1201,7 +1203,7 @@ func (t *hostedTask) addRequirement(d Dependency) {
 
 func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 	rsn := t.counters.BeginReception(m.ID, m.Annotation, m.RegionKey())
-	t.received[m.ID] = struct{}{}
+	t.received.add(m.ID)
 	if e.kind == KindPartialDet {
 		for _, d := range m.Requires {
 			t.addRequirement(d)
@@ -1240,7 +1242,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 		if len(t.buffer) > 0 {
 			panic(fmt.Sprintf("logging: pe%d: checkpoint with %d messages buffered for task %d", e.pe, len(t.buffer), id))
 		}
-		clear(t.received)
+		t.received.reset()
 		t.requires = nil
 		t.replayEnd = t.counters.RSN
 		out = append(out, TaskCheckpoint{Counters: t.counters})

@@ -181,7 +181,7 @@ type recycler interface{ Recycle(payload []byte) }
 func (pe *PE) encodingBuffer() []byte {
 	b := pe.ckpt.spare
 	pe.ckpt.spare = nil
-	if net, ok := pe.cfg.Net.(partsNet); b == nil || ok && !net.Released() {
+	if net := pe.partsNet; b == nil || net != nil && !net.Released() {
 		// A new one, of the last checkpoint's size and an eighth more
 		// for the state to grow.
 		last := max(len(pe.ckpt.committed), len(pe.ckpt.staged))
@@ -232,7 +232,7 @@ func (pe *PE) sendEncoded(to int, kind wire.CheckpointKind, enc []byte) {
 	head = protowire.AppendTag(head, batchCheckpoint, protowire.BytesType)
 	head = protowire.AppendVarint(head, uint64(len(enc)))
 	pe.headBuf = head
-	if net, ok := pe.cfg.Net.(partsNet); ok {
+	if net := pe.partsNet; net != nil {
 		net.SendParts(to, head, enc)
 	} else {
 		// The Net may keep what it is given.
@@ -396,7 +396,7 @@ func (pe *PE) commitCheckpoint(ev job.CommitCheckpoint) {
 	}
 	// Likewise the buddy copies of the previous epoch: no record of the
 	// store points into their payloads any more.
-	if r, ok := pe.cfg.Net.(recycler); ok {
+	if r := pe.recycler; r != nil {
 		for _, p := range pe.ckpt.buddyCommitted {
 			r.Recycle(p)
 		}

@@ -124,8 +124,12 @@ var (
 	errTag       = errors.New("invalid field number")
 )
 
-// field reads one field's tag of b.
+// field reads one field's tag of b. A tag of one byte (fields 1 to 15)
+// is read here, without protowire's call.
 func field(b []byte) (protowire.Number, protowire.Type, int, error) {
+	if len(b) > 0 && b[0] < 0x80 && b[0]>>3 != 0 && protowire.Type(b[0]&7) != protowire.EndGroupType {
+		return protowire.Number(b[0] >> 3), protowire.Type(b[0] & 7), 1, nil
+	}
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 {
 		return 0, 0, 0, protowire.ParseError(n)
@@ -150,6 +154,9 @@ func skip(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
 }
 
 func varint(b []byte) (uint64, int, error) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1, nil
+	}
 	v, n := protowire.ConsumeVarint(b)
 	if n < 0 {
 		return 0, 0, protowire.ParseError(n)
@@ -158,6 +165,10 @@ func varint(b []byte) (uint64, int, error) {
 }
 
 func nested(b []byte) ([]byte, int, error) {
+	if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) {
+		n := 1 + int(b[0])
+		return b[1:n:n], n, nil
+	}
 	v, n := protowire.ConsumeBytes(b)
 	if n < 0 {
 		return nil, 0, protowire.ParseError(n)

@@ -72,6 +72,9 @@ func sizeNested(n protowire.Number, size int) int {
 }
 
 func appendNestedHeader(b []byte, n protowire.Number, size int) []byte {
+	if n < 16 && uint(size) < 0x80 {
+		return append(b, byte(n<<3)|byte(protowire.BytesType), byte(size))
+	}
 	b = protowire.AppendTag(b, n, protowire.BytesType)
 	return protowire.AppendVarint(b, uint64(size))
 }
@@ -321,8 +324,12 @@ type outBatch struct {
 	// payloads are the envelopes (from 1) that carry each large payload
 	// in this batch, for the others that share it; the entry keeps the
 	// payload alive, so that its memory cannot be reused for another
-	// while the batch is built.
+	// while the batch is built. The batch's first such payload is in
+	// firstKey and first, not in the map: a batch of one message (or of
+	// messages that share one payload) makes no map entry.
 	payloads map[payloadKey]sharedPayload
+	firstKey payloadKey
+	first    sharedPayload
 }
 
 type sharedPayload struct {
@@ -338,7 +345,10 @@ func (b *outBatch) reset() {
 		b.buf = b.mem[maxBatchHeader:]
 	}
 	b.buf, b.n, b.nonAck, b.tail = b.buf[:0], 0, false, nil
-	clear(b.payloads)
+	b.firstKey, b.first = payloadKey{}, sharedPayload{}
+	if len(b.payloads) > 0 {
+		clear(b.payloads)
+	}
 }
 
 // inMem reports whether buf lies in mem, after its header's room.
@@ -386,11 +396,18 @@ func (b *outBatch) add(e *logging.Envelope) {
 	var from uint32
 	if p := e.Message.Payload; e.Kind == logging.EnvelopeMessage && len(p) >= sharedPayloadMin {
 		k := payloadKey{&p[0], len(p)}
-		if from = b.payloads[k].envelope; from == 0 {
-			if b.payloads == nil {
-				b.payloads = map[payloadKey]sharedPayload{}
+		switch {
+		case b.firstKey.first == nil:
+			b.firstKey, b.first = k, sharedPayload{uint32(b.n + 1), p}
+		case k == b.firstKey:
+			from = b.first.envelope
+		default:
+			if from = b.payloads[k].envelope; from == 0 {
+				if b.payloads == nil {
+					b.payloads = map[payloadKey]sharedPayload{}
+				}
+				b.payloads[k] = sharedPayload{uint32(b.n + 1), p}
 			}
-			b.payloads[k] = sharedPayload{uint32(b.n + 1), p}
 		}
 	}
 	b.buf = appendEnvelope(b.buf, e, from)

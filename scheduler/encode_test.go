@@ -138,6 +138,14 @@ func TestSharedPayloadTravelsOncePerBatch(t *testing.T) {
 			ID: logging.MessageID{Sender: 7, SRN: uint64(i + 1)}, To: commutative.TaskID(10 + i), Handler: 1, Payload: p,
 		}})
 	}
+	// A second shared payload (the batch's first one is kept apart from
+	// the others: outBatch.firstKey).
+	other := append([]byte(nil), shared[:900]...)
+	for i := range 2 {
+		envs = append(envs, logging.Envelope{Kind: logging.EnvelopeMessage, From: 0, To: 1, Message: logging.Message{
+			ID: logging.MessageID{Sender: 8, SRN: uint64(i + 1)}, To: 20, Handler: 1, Payload: other,
+		}})
+	}
 	envs = append(envs, logging.Envelope{Kind: logging.EnvelopeAck, From: 0, To: 1, Progress: []logging.Progress{{Task: 7, RSN: 3}}})
 
 	var ob outBatch
@@ -149,11 +157,12 @@ func TestSharedPayloadTravelsOncePerBatch(t *testing.T) {
 	full, err := proto.Marshal(want)
 	require.NoError(t, err)
 	buf := append(batchHeader(nil, 5, 1), ob.buf...)
-	require.Less(t, len(buf), len(full)-4*len(shared), "the shared payload went more than once")
+	require.Less(t, len(buf), len(full)-4*len(shared)-len(other), "a shared payload went more than once")
 
 	got := &wire.Batch{}
 	require.NoError(t, proto.Unmarshal(buf, got))
 	require.Equal(t, uint32(1), got.Envelopes[1].Message.PayloadFrom)
+	require.Equal(t, uint32(7), got.Envelopes[7].Message.PayloadFrom)
 	require.NoError(t, resolvePayloads(got))
 	require.True(t, proto.Equal(want, got))
 

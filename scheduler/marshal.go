@@ -16,6 +16,14 @@ import (
 // this PE (which no protocol logs: logging.Protocol.Send), the envelope
 // keeps the marshalled payload itself.
 //
+// Under None a message to one task on another PE whose batch copies it
+// (a payload smaller than detachMin) is marshalled into an arena that
+// transmit empties once it has copied every such payload into its batch
+// (marshalArena); a batch with a message is always sent by the end of
+// transmit, so no batch under way refers to a payload's address (the
+// payloads shared within a batch are found by address) when the arena
+// is reused.
+//
 // Under None a large payload goes to the transport as it is
 // (PE.transmit), which reads it until the receiver acknowledged it. So,
 // for a large message to one task on another PE through a Net that says
@@ -73,13 +81,21 @@ func (pe *PE) marshalOwn(t actor.Target, cs *collectionState, codec actor.Codec,
 	if local && pe.replay == nil {
 		return pe.marshalLocal(codec, m)
 	}
-	net, ok := pe.cfg.Net.(partsNet)
+	net := pe.partsNet
+	ok := net != nil
 	pm, isProto := m.(proto.Message)
+	arena := t.Scope == actor.ScopeOne && !local && pe.rec == nil && pe.replay == nil && pe.cfg.Observe == nil
 	if !ok || !isProto || codec.NewProto == nil || t.Scope != actor.ScopeOne || local {
+		if arena && !ok {
+			return pe.marshalArena(codec, m)
+		}
 		return codec.Append(nil, m)
 	}
 	n := protoSize(pm)
 	if n < detachMin {
+		if arena {
+			return pe.marshalArena(codec, m)
+		}
 		return codec.Append(nil, m)
 	}
 	payload, err := codec.Append(pe.marshalBuffer(net, n), m)
@@ -88,6 +104,27 @@ func (pe *PE) marshalOwn(t actor.Target, cs *collectionState, codec actor.Codec,
 	}
 	return payload, err
 }
+
+// marshalArena marshals m, a message to one task on another PE under
+// None that its batch will copy (smaller than detachMin, or any size
+// through a Net that takes payloads whole), after the slice's others in
+// pe.sendArena, which transmit empties once it copied them into their
+// batches: the send allocates nothing. Not while a recorder, replayer
+// or observer runs (they may keep the payload).
+func (pe *PE) marshalArena(codec actor.Codec, m any) ([]byte, error) {
+	start := len(pe.sendArena)
+	buf, err := codec.Append(pe.sendArena, m)
+	if err != nil {
+		return nil, err
+	}
+	// (An array the arena outgrew stays alive as long as the payloads
+	// in it do.)
+	pe.sendArena = buf
+	return buf[start:len(buf):len(buf)], nil
+}
+
+// sendArenaMax is the largest arena transmit keeps for the next slice.
+const sendArenaMax = 1 << 20
 
 // marshalBuffer returns an empty free buffer with room for n bytes, or
 // nil.

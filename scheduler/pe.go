@@ -228,8 +228,16 @@ type PE struct {
 	colls  []*collectionState
 	log    *slog.Logger
 	proto  logging.Protocol
-	// postBuf is where post encodes a message for a logging protocol.
-	postBuf []byte
+	// postBuf is where post encodes a message for a logging protocol;
+	// sendArena where it encodes the slice's messages that their batches
+	// copy under None (marshalArena).
+	postBuf   []byte
+	sendArena []byte
+	// partsNet and recycler are cfg.Net as those interfaces, or nil
+	// (asserted once: an assertion to an interface costs a table
+	// lookup, and the forward path asked several times a message).
+	partsNet partsNet
+	recycler recycler
 	// headBuf is where flushTo puts a batch's bytes for a partsNet.
 	headBuf []byte
 	// Buffers of large messages marshalled under None (marshal.go):
@@ -358,10 +366,14 @@ type PE struct {
 	// checker is the annotation check's state (nil when it is off).
 	checker *annotationChecker
 	// runningTask and runningHandler name the application code running on
-	// the PE goroutine (nil between handlers); Busy reads them from any
-	// goroutine, to name a handler that never returns.
+	// the PE goroutine (runningTask nil between handlers); Busy reads them
+	// from any goroutine, to name a handler that never returns.
+	// runningHandler is left set after a handler and stored only when it
+	// changes (lastHandler, the PE goroutine's copy), so that a handler
+	// call costs two atomic stores, not four.
 	runningTask    atomic.Pointer[element]
 	runningHandler atomic.Pointer[actor.HandlerDef]
+	lastHandler    *actor.HandlerDef
 
 	// rec writes the record (Config.RecordDir; nil: none); replay
 	// compares a replayed task's sends with a record (nil but in
@@ -516,6 +528,8 @@ func New(cfg Config) (*PE, error) {
 	}
 	pe.ctx.pe = pe
 	pe.events.pe = pe
+	pe.partsNet, _ = cfg.Net.(partsNet)
+	pe.recycler, _ = cfg.Net.(recycler)
 	pe.stats.DroppedByReason = map[string]uint64{}
 	if cfg.CheckAnnotations > 0 {
 		pe.checker = newAnnotationChecker(cfg.CheckAnnotations)
@@ -745,8 +759,8 @@ func (pe *PE) Receive(from int, payload []byte) {
 	if !held && pe.decodesOnArrival() {
 		// Every message was decoded already (decodeOnArrival): the
 		// transport may read into the payload's memory again.
-		if r, ok := pe.cfg.Net.(recycler); ok {
-			r.Recycle(payload)
+		if pe.recycler != nil {
+			pe.recycler.Recycle(payload)
 		}
 	}
 }
@@ -1044,8 +1058,7 @@ func (pe *PE) transmit() {
 	// unmapped after a checkpoint that did not need it, or once a
 	// rollback dropped the protocol, while the transport may still hold
 	// an unacknowledged frame to send again: those payloads are copied.
-	_, parts := pe.cfg.Net.(partsNet)
-	parts = parts && pe.cfg.Protocol == logging.KindNone
+	parts := pe.partsNet != nil && pe.cfg.Protocol == logging.KindNone
 	if parts {
 		pe.countLargePayloads(ready.Envelopes)
 	}
@@ -1106,6 +1119,11 @@ func (pe *PE) transmit() {
 			pe.flushTo(to)
 		}
 	}
+	// Every payload in the arena was copied into a batch that was sent.
+	pe.sendArena = pe.sendArena[:0]
+	if cap(pe.sendArena) > sendArenaMax {
+		pe.sendArena = nil
+	}
 	pe.cfg.Net.Flush()
 	pe.sendDumps()
 	if n > 0 {
@@ -1126,7 +1144,7 @@ type partsNet interface {
 func (pe *PE) flushTo(to int) {
 	b := &pe.out[to]
 	size := 0
-	if net, ok := pe.cfg.Net.(partsNet); ok {
+	if net := pe.partsNet; net != nil {
 		// The batch's own bytes are copied by the transport: the batch's
 		// memory serves every batch (outBatch.bytes); the tail is the
 		// payload's memory.
@@ -1267,11 +1285,13 @@ func (pe *PE) call(el *element, h *actor.HandlerDef, suffix string, fn func()) (
 	if pe.halted != nil {
 		return false
 	}
+	if h != pe.lastHandler {
+		pe.runningHandler.Store(h)
+		pe.lastHandler = h
+	}
 	pe.runningTask.Store(el)
-	pe.runningHandler.Store(h)
 	defer func() {
 		pe.runningTask.Store(nil)
-		pe.runningHandler.Store(nil)
 		if r := recover(); r != nil {
 			pe.halt(fmt.Errorf("%w: %s%v, handler %s, on PE %d: %v\n%s",
 				ErrHandlerPanic, el.coll.def.Name, el.index, handlerLabel(h, suffix), pe.cfg.Rank, r, debug.Stack()))

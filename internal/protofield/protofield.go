@@ -6,8 +6,17 @@ package protofield
 
 import "google.golang.org/protobuf/encoding/protowire"
 
-// AppendVarint appends field num with value v, unless v is zero.
+// AppendVarint appends field num with value v, unless v is zero. Most
+// fields of the scheduler's batches are a field number below 16 with a
+// value below 128: one byte of tag and one of value, written at once.
 func AppendVarint(b []byte, num protowire.Number, v uint64) []byte {
+	if v-1 < 0x7f && num < 16 {
+		return append(b, byte(num<<3), byte(v)) // VarintType is 0
+	}
+	return appendVarint(b, num, v)
+}
+
+func appendVarint(b []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
@@ -15,8 +24,15 @@ func AppendVarint(b []byte, num protowire.Number, v uint64) []byte {
 	return protowire.AppendVarint(b, v)
 }
 
-// VarintSize is the size AppendVarint adds.
+// VarintSize is the size AppendVarint adds (inlined where it is called).
 func VarintSize(num protowire.Number, v uint64) int {
+	if v < 0x80 && num < 16 {
+		return int((v + 0x7f) >> 7 << 1) // 0 or 2
+	}
+	return varintSize(num, v)
+}
+
+func varintSize(num protowire.Number, v uint64) int {
 	if v == 0 {
 		return 0
 	}

@@ -44,22 +44,25 @@ func (n *memNet) kill() {
 	n.events <- ctlDied{n.rank}
 }
 
-// parcel is a payload in a queue, with the PE that sent it.
+// parcel is an item of a queue: a payload, with the PE that sent it, or
+// (payload nil) an event. Queued as a value, a payload costs no
+// allocation of its own.
 type parcel struct {
 	from    int
 	payload []byte
+	event   any
 }
 
 func (n *memNet) Send(to int, payload []byte) {
 	if n.dead.Load() {
 		return
 	}
-	n.nets[to].box.put(parcel{n.rank, payload})
+	n.nets[to].box.put(parcel{from: n.rank, payload: payload})
 }
 
 func (n *memNet) Flush() {}
 
-func (n *memNet) Post(ev any) { n.box.put(ev) }
+func (n *memNet) Post(ev any) { n.box.put(parcel{event: ev}) }
 
 func (n *memNet) Backlog() int { return 0 }
 
@@ -72,16 +75,18 @@ func (n *memNet) loop(pe *scheduler.PE) {
 		if n.dead.Load() {
 			return
 		}
-		switch it := item.(type) {
-		case parcel:
-			pe.Receive(it.from, it.payload)
+		if item.event == nil {
+			pe.Receive(item.from, item.payload)
+			continue
+		}
+		switch it := item.event.(type) {
 		case handleFirst:
 			pe.Event(it.ev)
 			close(it.done)
 			n.maybeKill(it.ev)
 		default:
-			pe.Event(item)
-			if ev, ok := item.(job.Event); ok {
+			pe.Event(it)
+			if ev, ok := it.(job.Event); ok {
 				n.maybeKill(ev)
 			}
 		}
@@ -95,19 +100,30 @@ func (n *memNet) maybeKill(ev job.Event) {
 	}
 }
 
-// mailbox is an unbounded FIFO queue with a blocking get.
+// mailbox is an unbounded FIFO queue with a blocking get. Its items are
+// items[head:]; once get has taken them all, the next put starts again
+// at the front of the array (and a full array half taken moves its rest
+// to the front), so the queue allocates nothing once its array is as
+// large as the most items it holds.
 type mailbox struct {
 	mu     sync.Mutex
-	items  []any
+	items  []parcel
+	head   int
 	closed bool
 	ready  chan struct{}
 }
 
 func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
 
-func (m *mailbox) put(v any) {
+func (m *mailbox) put(v parcel) {
 	m.mu.Lock()
 	if !m.closed {
+		if len(m.items) == cap(m.items) && m.head >= len(m.items)/2 {
+			// Full with half of it taken: move the rest to the front.
+			n := copy(m.items, m.items[m.head:])
+			clear(m.items[n:])
+			m.items, m.head = m.items[:n], 0
+		}
 		m.items = append(m.items, v)
 	}
 	m.mu.Unlock()
@@ -117,17 +133,20 @@ func (m *mailbox) put(v any) {
 	}
 }
 
-func (m *mailbox) get() (any, bool) {
+func (m *mailbox) get() (parcel, bool) {
 	for {
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
-			return nil, false
+			return parcel{}, false
 		}
-		if len(m.items) > 0 {
-			v := m.items[0]
-			m.items[0] = nil
-			m.items = m.items[1:]
+		if m.head < len(m.items) {
+			v := m.items[m.head]
+			m.items[m.head] = parcel{}
+			m.head++
+			if m.head == len(m.items) {
+				m.items, m.head = m.items[:0], 0
+			}
 			m.mu.Unlock()
 			return v, true
 		}
@@ -139,7 +158,7 @@ func (m *mailbox) get() (any, bool) {
 func (m *mailbox) close() {
 	m.mu.Lock()
 	m.closed = true
-	m.items = nil
+	m.items, m.head = nil, 0
 	m.mu.Unlock()
 	select {
 	case m.ready <- struct{}{}:
