@@ -15,9 +15,9 @@ import (
 // scan of all of them.
 func naiveUnstable(e *engine) ([]determinantKey, []Progress) {
 	var dets []determinantKey
-	for k, d := range e.determinants {
+	for d := range e.determinants.all() {
 		if !e.isStable(d) {
-			dets = append(dets, k)
+			dets = append(dets, d.determinant.key())
 		}
 	}
 	var progress []Progress

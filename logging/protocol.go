@@ -233,20 +233,18 @@ type engine struct {
 	log          senderLog
 	logBytes     int
 	loggedCount  int
-	determinants map[determinantKey]*storedDeterminant
-	// stored allocates determinants' records, reused after a checkpoint.
-	stored detSlab
-	// lastRecorded is the highest RSN of each task's stored determinants,
-	// and recordedAt the (highest) RSN recorded for each message a task
-	// received: indexes of determinants, so that the replay bound and the
-	// pinning test cost O(1) whatever the number held since the checkpoint.
-	// recordedAt serves replays only (isPinned): store queues the keys of
-	// the determinants it stores in toIndex, and isPinned indexes them
-	// first, so that the forward path pays an append per determinant
-	// instead of a map entry keyed by a whole message identity.
-	lastRecorded map[TaskID]uint64
-	recordedAt   map[receivedMessage]uint64
-	toIndex      []determinantKey
+	// determinants are the determinants this PE stores, by receiver and
+	// RSN (detstore.go); their records are reused after a checkpoint.
+	determinants determinantStore
+	// recordedAt is the (highest) RSN recorded for each message a task
+	// received: an index of determinants, so that the pinning test costs
+	// O(1) whatever the number held since the checkpoint. It serves
+	// replays only (isPinned): store queues the slots of the determinants
+	// it stores in toIndex, and isPinned indexes them first, so that the
+	// forward path pays an append per determinant instead of a map entry
+	// keyed by a whole message identity.
+	recordedAt map[receivedMessage]uint64
+	toIndex    []uint32
 	// unstable lists determinants this PE still piggybacks, in creation or
 	// arrival order.
 	unstable []determinantKey
@@ -360,7 +358,8 @@ type storedDeterminant struct {
 // detSlab hands out storedDeterminants from chunks of detSlabChunk, so
 // that storing a determinant allocates nothing in steady state: the
 // records, and their holders, are reused once a checkpoint has forgotten
-// them all (reset). Only the determinants map points into the chunks.
+// them all (reset). Only the determinant store refers to the records, by
+// slot.
 type detSlab struct {
 	chunks [][]storedDeterminant
 	chunk  int // the chunk next hands out from
@@ -369,19 +368,26 @@ type detSlab struct {
 
 const detSlabChunk = 1024
 
-// get returns a zeroed record holding d, with holders as its holders.
-func (s *detSlab) get(d Determinant, createdHere bool, holders ...PEID) *storedDeterminant {
+// get returns a zeroed record holding d, with holders as its holders,
+// and its slot (at returns it from there).
+func (s *detSlab) get(d Determinant, createdHere bool, holders ...PEID) (*storedDeterminant, uint32) {
 	if s.chunk < len(s.chunks) && s.next == detSlabChunk {
 		s.chunk, s.next = s.chunk+1, 0
 	}
 	if s.chunk == len(s.chunks) {
 		s.chunks = append(s.chunks, make([]storedDeterminant, detSlabChunk))
 	}
+	slot := uint32(s.chunk*detSlabChunk + s.next)
 	r := &s.chunks[s.chunk][s.next]
 	s.next++
 	r.determinant, r.createdHere = d, createdHere
 	r.holders = append(r.inline[:0], holders...)
-	return r
+	return r, slot
+}
+
+// at returns the record handed out at slot.
+func (s *detSlab) at(slot uint32) *storedDeterminant {
+	return &s.chunks[slot/detSlabChunk][slot%detSlabChunk]
 }
 
 // reset takes back every record handed out; the caller has forgotten
@@ -514,8 +520,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		locate:       cfg.Locate,
 		tasks:        map[TaskID]*hostedTask{},
 		unhosted:     map[TaskID][]Envelope{},
-		determinants: map[determinantKey]*storedDeterminant{},
-		lastRecorded: map[TaskID]uint64{},
+		determinants: newDeterminantStore(),
 		recordedAt:   map[receivedMessage]uint64{},
 		progress:     map[TaskID]*storedProgress{},
 		reuseRecords: cfg.ReuseRecords,
@@ -707,7 +712,7 @@ func (e *engine) determinantsSince(from int) []Determinant {
 	r := &e.carriedRecords
 	start := len(r.determinants)
 	for _, k := range e.madeUnstable[from:] {
-		if d, ok := e.determinants[k]; ok && !e.isStable(d) {
+		if d, ok := e.determinants.get(k); ok && !e.isStable(d) {
 			r.determinants = append(r.determinants, d.determinant)
 		}
 	}
@@ -728,7 +733,7 @@ func (e *engine) piggyback() []Determinant {
 	start := len(r.determinants)
 	kept := e.unstable[:0]
 	for _, k := range e.unstable {
-		d, ok := e.determinants[k]
+		d, ok := e.determinants.get(k)
 		if !ok || e.isStable(d) {
 			continue
 		}
@@ -875,7 +880,7 @@ func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
 	case EnvelopeAck:
 		for _, d := range env.Determinants {
-			if stored, ok := e.determinants[d.key()]; ok && !slices.Contains(stored.holders, env.From) {
+			if stored, ok := e.determinants.get(d.key()); ok && !slices.Contains(stored.holders, env.From) {
 				stored.holders = append(stored.holders, env.From)
 			}
 		}
@@ -1036,7 +1041,7 @@ func (e *engine) Forward(env Envelope, to PEID) {
 func (e *engine) storeReceived(ds []Determinant, from PEID) {
 	for _, d := range ds {
 		k := d.key()
-		stored, ok := e.determinants[k]
+		stored, ok := e.determinants.get(k)
 		if ok {
 			if stored.determinant.Message != d.Message {
 				panic(fmt.Sprintf("logging: pe%d holds %v and receives %v for the same position", e.pe, stored.determinant, d))
@@ -1047,30 +1052,29 @@ func (e *engine) storeReceived(ds []Determinant, from PEID) {
 			continue
 		}
 		if from == e.pe {
-			stored = e.stored.get(d, false, e.pe)
+			stored = e.store(d, false, e.pe)
 		} else {
-			stored = e.stored.get(d, false, from, e.pe)
+			stored = e.store(d, false, from, e.pe)
 		}
-		e.store(stored)
 		if !e.isStable(stored) {
 			e.markUnstable(k)
 		}
 	}
 }
 
-// store keeps a determinant and indexes it.
-func (e *engine) store(stored *storedDeterminant) {
-	d := stored.determinant
-	e.determinants[d.key()] = stored
-	e.lastRecorded[d.Receiver] = max(e.lastRecorded[d.Receiver], d.RSN)
-	e.toIndex = append(e.toIndex, d.key())
+// store keeps a determinant the PE does not hold yet, with holders as
+// its holders, and indexes it.
+func (e *engine) store(d Determinant, createdHere bool, holders ...PEID) *storedDeterminant {
+	stored, slot := e.determinants.add(d, createdHere, holders...)
+	e.toIndex = append(e.toIndex, slot)
+	return stored
 }
 
 // indexRecorded brings recordedAt up to date with the determinants
 // stored since it was last called.
 func (e *engine) indexRecorded() {
-	for _, k := range e.toIndex {
-		d := e.determinants[k].determinant
+	for _, slot := range e.toIndex {
+		d := e.determinants.slab.at(slot).determinant
 		received := receivedMessage{d.Receiver, d.Message}
 		e.recordedAt[received] = max(e.recordedAt[received], d.RSN)
 	}
@@ -1091,7 +1095,7 @@ func (e *engine) refreshReplayEnds(ds []Determinant) {
 // hosted task.
 func (e *engine) refreshReplayEnd(task TaskID) {
 	t := e.tasks[task]
-	end := max(t.counters.RSN, e.lastRecorded[task])
+	end := max(t.counters.RSN, e.determinants.lastRSN(task))
 	if p, ok := e.progress[task]; ok && p.rsn > end {
 		end = p.rsn
 	}
@@ -1110,7 +1114,7 @@ func (e *engine) NextDelivery(task TaskID, admits func(Message) bool) (Delivery,
 	replaying := position <= t.replayEnd
 	var recorded *storedDeterminant
 	if replaying {
-		recorded = e.determinants[determinantKey{task, position}]
+		recorded, _ = e.determinants.get(determinantKey{task, position})
 	}
 	for i, m := range t.buffer {
 		if !t.counters.Admits(m.Annotation, m.RegionKey()) || !admits(m) || !dependenciesMet(task, t, m) {
@@ -1211,7 +1215,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 		}
 	}
 	k := determinantKey{task, rsn}
-	if stored, ok := e.determinants[k]; ok {
+	if stored, ok := e.determinants.get(k); ok {
 		if stored.determinant.Message != m.ID {
 			panic(fmt.Sprintf("logging: pe%d: replay of task %d diverged at RSN %d: recorded %v, delivering %v",
 				e.pe, task, rsn, stored.determinant.Message, m.ID))
@@ -1219,7 +1223,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
 		e.logDeterminant(&d)
-		e.store(e.stored.get(d, true, e.pe))
+		e.store(d, true, e.pe)
 		e.markUnstable(k)
 		e.stats.Determinants++
 		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
@@ -1249,9 +1253,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	e.log.reset()
 	e.quotaCheckpoint()
 	e.logBytes, e.loggedCount = 0, 0
-	clear(e.determinants)
-	e.stored.reset()
-	clear(e.lastRecorded)
+	e.determinants.reset()
 	clear(e.recordedAt)
 	e.toIndex = e.toIndex[:0]
 	clear(e.progress)
@@ -1295,7 +1297,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		queued[k] = true
 	}
 	for _, k := range keys {
-		d := e.determinants[k]
+		d, _ := e.determinants.get(k)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
 		if !e.isStable(d) && !queued[k] {
 			e.markUnstable(k)
@@ -1371,18 +1373,13 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		}
 	}
 	// The unstable records the first recovery envelope to each other PE
-	// carries (nothing below changes them), and each task's determinants:
-	// keys are sorted by receiver, so a task's are one run of them.
+	// carries (nothing below changes them).
 	unstableDets, unstableProg := e.piggyback(), e.unstableProgress()
 	carriedTo := map[PEID]bool{}
 	for _, r := range e.relocated {
 		var batch []Determinant
-		lo, _ := slices.BinarySearchFunc(keys, r.Task, func(k determinantKey, t TaskID) int { return cmp.Compare(k.receiver, t) })
-		for _, k := range keys[lo:] {
-			if k.receiver != r.Task {
-				break
-			}
-			batch = append(batch, e.determinants[k].determinant)
+		for d := range e.determinants.ofTask(r.Task) {
+			batch = append(batch, d.determinant)
 		}
 		recovery := Envelope{Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Epoch: epoch}
 		if p, ok := e.progress[r.Task]; ok {
@@ -1453,18 +1450,15 @@ func (e *engine) resendForwards(failed []PEID, restored func(TaskID) bool) {
 }
 
 func (e *engine) sortedDeterminantKeys() []determinantKey {
-	keys := make([]determinantKey, 0, len(e.determinants))
-	for k := range e.determinants {
-		keys = append(keys, k)
+	keys := make([]determinantKey, 0, e.determinants.len())
+	for d := range e.determinants.all() {
+		keys = append(keys, d.determinant.key())
 	}
-	slices.SortFunc(keys, func(a, b determinantKey) int {
-		return cmp.Or(cmp.Compare(a.receiver, b.receiver), cmp.Compare(a.rsn, b.rsn))
-	})
 	return keys
 }
 
 func (e *engine) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
-	_, ok := e.determinants[determinantKey{receiver, rsn}]
+	_, ok := e.determinants.get(determinantKey{receiver, rsn})
 	return ok
 }
 
@@ -1502,6 +1496,6 @@ func (e *engine) Stats() Stats {
 	s := e.stats
 	s.LogBytes = e.logBytes
 	s.LoggedMessages = e.loggedCount
-	s.StoredDeterminants = len(e.determinants)
+	s.StoredDeterminants = e.determinants.len()
 	return s
 }
