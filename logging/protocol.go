@@ -230,9 +230,9 @@ type engine struct {
 	// log is every message sent since the checkpoint, in send order, with
 	// the PE each went to (see senderlog.go: no allocation per message,
 	// nothing for the garbage collector to scan).
-	log          senderLog
-	logBytes     int
-	loggedCount  int
+	log         senderLog
+	logBytes    int
+	loggedCount int
 	// determinants are the determinants this PE stores, by receiver and
 	// RSN (detstore.go); their records are reused after a checkpoint.
 	determinants determinantStore
