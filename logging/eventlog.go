@@ -464,7 +464,7 @@ func (e *engine) requeueUnstable() {
 	}
 	for _, k := range e.sortedDeterminantKeys() {
 		if d, _ := e.determinants.get(k); !queued[k] && !e.isStable(d) {
-			e.markUnstable(k)
+			e.markUnstable(d)
 		}
 	}
 }

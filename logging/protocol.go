@@ -1,8 +1,10 @@
 package logging
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gochare/gochare/commutative"
@@ -208,7 +210,7 @@ type engine struct {
 	// Both are appended to only once an envelope of the Ready has gone to
 	// another PE: until then, the first envelope to each PE carries all.
 	carried      map[PEID]carriedUpTo
-	madeUnstable []determinantKey
+	madeUnstable []uint32 // slots in e.determinants
 	updated      []Progress
 
 	kind Kind
@@ -246,8 +248,10 @@ type engine struct {
 	recordedAt map[receivedMessage]uint64
 	toIndex    []uint32
 	// unstable lists determinants this PE still piggybacks, in creation or
-	// arrival order.
-	unstable []determinantKey
+	// arrival order, and unstableSlots their records' slots (piggyback
+	// reads the records without looking them up).
+	unstable      []determinantKey
+	unstableSlots []uint32
 	// progress is the highest known Progress of each task (PartialDet).
 	progress map[TaskID]*storedProgress
 	// progressTasks are the keys of progress, sorted up to
@@ -286,6 +290,9 @@ type engine struct {
 	reuseRecords   bool
 	// values encodes a logged message's value (Config.Values).
 	values ValueEncoder
+	// lastPayload is the logged copy of the payload of the last message
+	// of this Ready that Send logged (see sharePayload).
+	lastPayload []byte
 
 	stats Stats
 
@@ -351,6 +358,8 @@ type storedDeterminant struct {
 	// the heap.
 	holders []PEID
 	inline  [4]PEID
+	// slot is the record's place in the slab (detSlab.at).
+	slot uint32
 	// logged: sent to this PE's event logger (fillEventLog).
 	logged bool
 }
@@ -380,7 +389,7 @@ func (s *detSlab) get(d Determinant, createdHere bool, holders ...PEID) (*stored
 	slot := uint32(s.chunk*detSlabChunk + s.next)
 	r := &s.chunks[s.chunk][s.next]
 	s.next++
-	r.determinant, r.createdHere = d, createdHere
+	r.determinant, r.createdHere, r.slot = d, createdHere, slot
 	r.holders = append(r.inline[:0], holders...)
 	return r, slot
 }
@@ -633,6 +642,7 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 			panic(fmt.Sprintf("logging: pe%d: a message with a value to log and no Config.Values", e.pe))
 		}
 		msg = e.log.add(msg, toPE, e.values)
+		msg.Payload = e.sharePayload(msg.Payload)
 		size := msg.wireSize()
 		e.logBytes += size
 		if e.quota == nil {
@@ -645,6 +655,26 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	e.emitMessage(toPE, msg, false)
 	return msg.ID
 }
+
+// sharePayload returns the logged copy of the payload of the previous
+// message logged in this Ready instead of payload, the logged copy of
+// this one's, if their bytes are the same: the envelopes of a multicast
+// then carry one slice, which the scheduler sends once per batch (as it
+// does under None, where the envelopes keep the caller's one payload).
+// Each send logs a copy of its own, so the copies of one multicast
+// otherwise went to the network once per envelope. Both copies live
+// until the next checkpoint; only the envelopes of the current Ready get
+// the shared one.
+func (e *engine) sharePayload(payload []byte) []byte {
+	if len(payload) >= sharePayloadMin && bytes.Equal(payload, e.lastPayload) {
+		return e.lastPayload
+	}
+	e.lastPayload = payload
+	return payload
+}
+
+// sharePayloadMin is the smallest payload sharePayload compares.
+const sharePayloadMin = 64
 
 // emitMessage queues an application envelope. The send may depend on any
 // determinant and progress record this PE still has to make stable; the
@@ -677,9 +707,9 @@ func (e *engine) piggybackFor(toPE PEID) ([]Determinant, []Progress) {
 	from, ok := e.carried[toPE]
 	e.carried[toPE] = carriedUpTo{determinants: len(e.madeUnstable), progress: len(e.updated)}
 	if !ok {
-		return e.piggyback(), e.unstableProgress()
+		return e.piggyback(toPE), e.unstableProgress()
 	}
-	return e.determinantsSince(from.determinants), e.progressSince(from.progress)
+	return e.determinantsSince(from.determinants, toPE), e.progressSince(from.progress)
 }
 
 // forgetCarried makes the next envelope to each PE carry every unstable
@@ -693,54 +723,74 @@ func (e *engine) forgetCarried() {
 // markUnstable queues a determinant that is not stable for piggybacking:
 // on the first envelope of every Ready to each PE until it is stable, and
 // on the next envelope of this Ready to each PE that already had one.
-func (e *engine) markUnstable(k determinantKey) {
+func (e *engine) markUnstable(d *storedDeterminant) {
+	k := d.determinant.key()
 	e.unstable = append(e.unstable, k)
+	e.unstableSlots = append(e.unstableSlots, d.slot)
 	if e.el != nil {
 		e.el.noteUnstable(k)
 	}
 	if len(e.carried) > 0 {
-		e.madeUnstable = append(e.madeUnstable, k)
+		e.madeUnstable = append(e.madeUnstable, d.slot)
 	}
 }
 
+// anyPE, given to piggyback as the destination, leaves in the
+// determinants every PE already holds.
+const anyPE = PEID(math.MinInt32)
+
+// carriesTo reports whether a determinant that is not stable must ride to
+// PE to: not if to is known to hold it (it sent it here, or acknowledged
+// it), which it does until the next checkpoint or its failure (that
+// takes it out of the holders). A PE that received a determinant from
+// its creator would otherwise carry it back there on its next envelope,
+// and a determinant acknowledged by a PE would ride to it again.
+func carriesTo(d *storedDeterminant, to PEID) bool {
+	return to == anyPE || !slices.Contains(d.holders, to)
+}
+
 // determinantsSince returns the determinants made unstable during this
-// Ready, from position from of e.madeUnstable, that still are. Each
-// appears once: a key is added to e.madeUnstable when it is first stored,
-// and a failure that makes determinants unstable again starts the Ready's
-// carrying over (FailureNotice).
-func (e *engine) determinantsSince(from int) []Determinant {
+// Ready, from position from of e.madeUnstable, that still are and that
+// toPE does not hold. Each appears once: a record is added to
+// e.madeUnstable when it is first stored, and a failure that makes
+// determinants unstable again starts the Ready's carrying over
+// (FailureNotice).
+func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 	r := &e.carriedRecords
 	start := len(r.determinants)
-	for _, k := range e.madeUnstable[from:] {
-		if d, ok := e.determinants.get(k); ok && !e.isStable(d) {
+	for _, slot := range e.madeUnstable[from:] {
+		if d := e.determinants.slab.at(slot); !e.isStable(d) && carriesTo(d, toPE) {
 			r.determinants = append(r.determinants, d.determinant)
 		}
 	}
 	return r.determinantsFrom(start)
 }
 
-// piggyback returns every determinant this PE still has to make stable,
-// in creation or arrival order, and forgets the ones that have become
-// stable.
+// piggyback returns every determinant this PE still has to make stable
+// that toPE does not hold (all of them with anyPE), in creation or
+// arrival order, and forgets the ones that have become stable.
 //
 // The slice returned is cut from e.carriedRecords: valid until the second
 // Advance from now, as the Ready's.
-func (e *engine) piggyback() []Determinant {
+func (e *engine) piggyback(toPE PEID) []Determinant {
 	if len(e.unstable) == 0 {
 		return nil
 	}
 	r := &e.carriedRecords
 	start := len(r.determinants)
-	kept := e.unstable[:0]
-	for _, k := range e.unstable {
-		d, ok := e.determinants.get(k)
-		if !ok || e.isStable(d) {
+	kept := 0
+	for i, slot := range e.unstableSlots {
+		d := e.determinants.slab.at(slot)
+		if e.isStable(d) {
 			continue
 		}
-		kept = append(kept, k)
-		r.determinants = append(r.determinants, d.determinant)
+		e.unstable[kept], e.unstableSlots[kept] = e.unstable[i], slot
+		kept++
+		if carriesTo(d, toPE) {
+			r.determinants = append(r.determinants, d.determinant)
+		}
 	}
-	e.unstable = kept
+	e.unstable, e.unstableSlots = e.unstable[:kept], e.unstableSlots[:kept]
 	return r.determinantsFrom(start)
 }
 
@@ -1057,7 +1107,7 @@ func (e *engine) storeReceived(ds []Determinant, from PEID) {
 			stored = e.store(d, false, from, e.pe)
 		}
 		if !e.isStable(stored) {
-			e.markUnstable(k)
+			e.markUnstable(stored)
 		}
 	}
 }
@@ -1223,8 +1273,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
 		e.logDeterminant(&d)
-		e.store(d, true, e.pe)
-		e.markUnstable(k)
+		e.markUnstable(e.store(d, true, e.pe))
 		e.stats.Determinants++
 		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
 	}
@@ -1251,6 +1300,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	}
 	clear(e.movedIn)
 	e.log.reset()
+	e.lastPayload = nil
 	e.quotaCheckpoint()
 	e.logBytes, e.loggedCount = 0, 0
 	e.determinants.reset()
@@ -1259,7 +1309,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	clear(e.progress)
 	e.progressTasks, e.progressSorted = e.progressTasks[:0], 0
 	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
-	e.unstable = nil
+	e.unstable, e.unstableSlots = nil, nil
 	e.relocated = nil
 	e.eventLogCheckpoint()
 	return out
@@ -1300,7 +1350,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		d, _ := e.determinants.get(k)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
 		if !e.isStable(d) && !queued[k] {
-			e.markUnstable(k)
+			e.markUnstable(d)
 		}
 	}
 	for _, task := range e.sortedProgressTasks() {
@@ -1374,7 +1424,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	}
 	// The unstable records the first recovery envelope to each other PE
 	// carries (nothing below changes them).
-	unstableDets, unstableProg := e.piggyback(), e.unstableProgress()
+	unstableDets, unstableProg := e.piggyback(anyPE), e.unstableProgress()
 	carriedTo := map[PEID]bool{}
 	for _, r := range e.relocated {
 		var batch []Determinant
@@ -1490,6 +1540,7 @@ func (e *engine) Advance() {
 		e.carriedRecords = records{}
 	}
 	e.forgetCarried()
+	e.lastPayload = nil
 }
 
 func (e *engine) Stats() Stats {
