@@ -664,7 +664,8 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 // Each send logs a copy of its own, so the copies of one multicast
 // otherwise went to the network once per envelope. Both copies live
 // until the next checkpoint; only the envelopes of the current Ready get
-// the shared one.
+// the shared one, and a release of log memory to the quota forgets it
+// (applyDumpActions).
 func (e *engine) sharePayload(payload []byte) []byte {
 	if len(payload) >= sharePayloadMin && bytes.Equal(payload, e.lastPayload) {
 		return e.lastPayload
