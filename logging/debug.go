@@ -16,7 +16,7 @@ func (e *engine) Describe(task TaskID) string {
 	var b strings.Builder
 	next := t.counters.RSN + 1
 	fmt.Fprintf(&b, "t%d rsn %d replayEnd %d awaiting %v region %+v", task, t.counters.RSN, t.replayEnd, t.awaited(), t.counters.Region)
-	if d, ok := e.determinants[determinantKey{task, next}]; ok {
+	if d, ok := e.determinants.get(determinantKey{task, next}); ok {
 		fmt.Fprintf(&b, " next recorded %v", d.determinant.Message)
 	}
 	for _, m := range t.buffer {

@@ -16,7 +16,7 @@ func TestDetSlabRecords(t *testing.T) {
 	recs := make([]*storedDeterminant, n)
 	for i := range n {
 		d := Determinant{Receiver: TaskID(i), RSN: uint64(i)}
-		recs[i] = s.get(d, i%2 == 0, PEID(i), PEID(i+1))
+		recs[i], _ = s.get(d, i%2 == 0, PEID(i), PEID(i+1))
 	}
 	for i, r := range recs {
 		// Spill every third record past its inline holders.
@@ -38,7 +38,7 @@ func TestDetSlabRecords(t *testing.T) {
 	s.reset()
 	allocs := testing.AllocsPerRun(1, func() {
 		for i := range n {
-			r := s.get(Determinant{RSN: uint64(i)}, false, 7)
+			r, _ := s.get(Determinant{RSN: uint64(i)}, false, 7)
 			if r.createdHere || len(r.holders) != 1 || r.holders[0] != 7 || cap(r.holders) != len(r.inline) {
 				t.Fatalf("record %d after reset: %+v", i, r)
 			}
@@ -46,4 +46,10 @@ func TestDetSlabRecords(t *testing.T) {
 		s.reset()
 	})
 	require.Zero(t, allocs, "a reset slab allocates nothing for as many records as it held")
+}
+
+// record returns the record at k, nil if none.
+func (s *determinantStore) record(k determinantKey) *storedDeterminant {
+	d, _ := s.get(k)
+	return d
 }

@@ -53,7 +53,7 @@ func (e *engine) Waiting(task TaskID) (TaskWait, bool) {
 		w.Region = RegionWait{Open: true, Handler: r.Key.Handler, Key: r.Key.Key, Consumed: r.Consumed, Size: r.Size}
 	}
 	if t.counters.RSN < t.replayEnd {
-		if d, ok := e.determinants[determinantKey{task, t.counters.RSN + 1}]; ok {
+		if d, ok := e.determinants.get(determinantKey{task, t.counters.RSN + 1}); ok {
 			w.NextRecorded, w.Recorded = d.determinant.Message, true
 		}
 	}

@@ -307,7 +307,7 @@ func (e *engine) fillEventLog() {
 	}
 	var b *EventLogBatch
 	for _, k := range l.pendingDeterminants {
-		d, ok := e.determinants[k]
+		d, ok := e.determinants.get(k)
 		if !ok || d.logged || e.isStable(d) {
 			continue
 		}
@@ -450,7 +450,7 @@ func (e *engine) EventLoggerFailed(dead int) {
 	// this PE's own in stamp order, so that its cumulative
 	// acknowledgement means what it says.
 	l.target = l.nextLive(dead + 1)
-	for _, d := range e.determinants {
+	for d := range e.determinants.all() {
 		d.logged = false
 	}
 	for _, p := range e.progress {
@@ -496,8 +496,8 @@ func (e *engine) requeueUnstable() {
 		queued[k] = true
 	}
 	for _, k := range e.sortedDeterminantKeys() {
-		if !queued[k] && !e.isStable(e.determinants[k]) {
-			e.markUnstable(k)
+		if d, _ := e.determinants.get(k); !queued[k] && !e.isStable(d) {
+			e.markUnstable(d)
 		}
 	}
 }

@@ -51,9 +51,9 @@ func runEventLogQueue(t *testing.T, kind Kind, seed uint64) {
 		if e.el.target < 0 {
 			return nil, nil
 		}
-		for k, d := range e.determinants {
+		for d := range e.determinants.all() {
 			if !d.logged && !e.isStable(d) {
-				dets = append(dets, k)
+				dets = append(dets, d.determinant.key())
 			}
 		}
 		for task, p := range e.progress {

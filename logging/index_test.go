@@ -12,8 +12,8 @@ import (
 // naiveReplayEnd is the replay bound by a scan of every determinant held.
 func naiveReplayEnd(e *engine, task TaskID) uint64 {
 	end := e.tasks[task].counters.RSN
-	for k := range e.determinants {
-		if k.receiver == task && k.rsn > end {
+	for d := range e.determinants.all() {
+		if k := d.determinant.key(); k.receiver == task && k.rsn > end {
 			end = k.rsn
 		}
 	}
@@ -27,7 +27,7 @@ func naiveReplayEnd(e *engine, task TaskID) uint64 {
 // position at a time.
 func naiveIsPinned(e *engine, task TaskID, position uint64, id MessageID) bool {
 	for rsn := position + 1; rsn <= e.tasks[task].replayEnd; rsn++ {
-		if d, ok := e.determinants[determinantKey{task, rsn}]; ok && d.determinant.Message == id {
+		if d, ok := e.determinants.get(determinantKey{task, rsn}); ok && d.determinant.Message == id {
 			return true
 		}
 	}
@@ -56,7 +56,7 @@ func TestDeterminantIndexMatchesScan(t *testing.T) {
 			switch op := rng.IntN(10); {
 			case op < 6:
 				d := Determinant{Message: pool[rng.IntN(len(pool))], Receiver: task, RSN: 1 + uint64(rng.IntN(40))}
-				if _, taken := e.determinants[d.key()]; !taken {
+				if _, taken := e.determinants.get(d.key()); !taken {
 					e.storeReceived([]Determinant{d}, e.pe+1)
 					e.refreshReplayEnds([]Determinant{d})
 				}

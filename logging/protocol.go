@@ -1,8 +1,10 @@
 package logging
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gochare/gochare/commutative"
@@ -208,7 +210,7 @@ type engine struct {
 	// Both are appended to only once an envelope of the Ready has gone to
 	// another PE: until then, the first envelope to each PE carries all.
 	carried      map[PEID]carriedUpTo
-	madeUnstable []determinantKey
+	madeUnstable []uint32 // slots in e.determinants
 	updated      []Progress
 
 	kind Kind
@@ -230,26 +232,26 @@ type engine struct {
 	// log is every message sent since the checkpoint, in send order, with
 	// the PE each went to (see senderlog.go: no allocation per message,
 	// nothing for the garbage collector to scan).
-	log          senderLog
-	logBytes     int
-	loggedCount  int
-	determinants map[determinantKey]*storedDeterminant
-	// stored allocates determinants' records, reused after a checkpoint.
-	stored detSlab
-	// lastRecorded is the highest RSN of each task's stored determinants,
-	// and recordedAt the (highest) RSN recorded for each message a task
-	// received: indexes of determinants, so that the replay bound and the
-	// pinning test cost O(1) whatever the number held since the checkpoint.
-	// recordedAt serves replays only (isPinned): store queues the keys of
-	// the determinants it stores in toIndex, and isPinned indexes them
-	// first, so that the forward path pays an append per determinant
-	// instead of a map entry keyed by a whole message identity.
-	lastRecorded map[TaskID]uint64
-	recordedAt   map[receivedMessage]uint64
-	toIndex      []determinantKey
+	log         senderLog
+	logBytes    int
+	loggedCount int
+	// determinants are the determinants this PE stores, by receiver and
+	// RSN (detstore.go); their records are reused after a checkpoint.
+	determinants determinantStore
+	// recordedAt is the (highest) RSN recorded for each message a task
+	// received: an index of determinants, so that the pinning test costs
+	// O(1) whatever the number held since the checkpoint. It serves
+	// replays only (isPinned): store queues the slots of the determinants
+	// it stores in toIndex, and isPinned indexes them first, so that the
+	// forward path pays an append per determinant instead of a map entry
+	// keyed by a whole message identity.
+	recordedAt map[receivedMessage]uint64
+	toIndex    []uint32
 	// unstable lists determinants this PE still piggybacks, in creation or
-	// arrival order.
-	unstable []determinantKey
+	// arrival order, and unstableSlots their records' slots (piggyback
+	// reads the records without looking them up).
+	unstable      []determinantKey
+	unstableSlots []uint32
 	// progress is the highest known Progress of each task (PartialDet).
 	progress map[TaskID]*storedProgress
 	// progressTasks are the keys of progress, sorted up to
@@ -288,6 +290,9 @@ type engine struct {
 	reuseRecords   bool
 	// values encodes a logged message's value (Config.Values).
 	values ValueEncoder
+	// lastPayload is the logged copy of the payload of the last message
+	// of this Ready that Send logged (see sharePayload).
+	lastPayload []byte
 
 	stats Stats
 
@@ -353,6 +358,8 @@ type storedDeterminant struct {
 	// the heap.
 	holders []PEID
 	inline  [4]PEID
+	// slot is the record's place in the slab (detSlab.at).
+	slot uint32
 	// logged: sent to this PE's event logger (fillEventLog).
 	logged bool
 }
@@ -360,7 +367,8 @@ type storedDeterminant struct {
 // detSlab hands out storedDeterminants from chunks of detSlabChunk, so
 // that storing a determinant allocates nothing in steady state: the
 // records, and their holders, are reused once a checkpoint has forgotten
-// them all (reset). Only the determinants map points into the chunks.
+// them all (reset). Only the determinant store refers to the records, by
+// slot.
 type detSlab struct {
 	chunks [][]storedDeterminant
 	chunk  int // the chunk next hands out from
@@ -369,19 +377,26 @@ type detSlab struct {
 
 const detSlabChunk = 1024
 
-// get returns a zeroed record holding d, with holders as its holders.
-func (s *detSlab) get(d Determinant, createdHere bool, holders ...PEID) *storedDeterminant {
+// get returns a zeroed record holding d, with holders as its holders,
+// and its slot (at returns it from there).
+func (s *detSlab) get(d Determinant, createdHere bool, holders ...PEID) (*storedDeterminant, uint32) {
 	if s.chunk < len(s.chunks) && s.next == detSlabChunk {
 		s.chunk, s.next = s.chunk+1, 0
 	}
 	if s.chunk == len(s.chunks) {
 		s.chunks = append(s.chunks, make([]storedDeterminant, detSlabChunk))
 	}
+	slot := uint32(s.chunk*detSlabChunk + s.next)
 	r := &s.chunks[s.chunk][s.next]
 	s.next++
-	r.determinant, r.createdHere = d, createdHere
+	r.determinant, r.createdHere, r.slot = d, createdHere, slot
 	r.holders = append(r.inline[:0], holders...)
-	return r
+	return r, slot
+}
+
+// at returns the record handed out at slot.
+func (s *detSlab) at(slot uint32) *storedDeterminant {
+	return &s.chunks[slot/detSlabChunk][slot%detSlabChunk]
 }
 
 // reset takes back every record handed out; the caller has forgotten
@@ -516,8 +531,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		locate:       cfg.Locate,
 		tasks:        map[TaskID]*hostedTask{},
 		unhosted:     map[TaskID][]Envelope{},
-		determinants: map[determinantKey]*storedDeterminant{},
-		lastRecorded: map[TaskID]uint64{},
+		determinants: newDeterminantStore(),
 		recordedAt:   map[receivedMessage]uint64{},
 		progress:     map[TaskID]*storedProgress{},
 		reuseRecords: cfg.ReuseRecords,
@@ -630,6 +644,7 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 			panic(fmt.Sprintf("logging: pe%d: a message with a value to log and no Config.Values", e.pe))
 		}
 		msg = e.log.add(msg, toPE, e.values)
+		msg.Payload = e.sharePayload(msg.Payload)
 		size := msg.wireSize()
 		e.logBytes += size
 		if e.quota == nil {
@@ -642,6 +657,27 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	e.emitMessage(toPE, msg, false)
 	return msg.ID
 }
+
+// sharePayload returns the logged copy of the payload of the previous
+// message logged in this Ready instead of payload, the logged copy of
+// this one's, if their bytes are the same: the envelopes of a multicast
+// then carry one slice, which the scheduler sends once per batch (as it
+// does under None, where the envelopes keep the caller's one payload).
+// Each send logs a copy of its own, so the copies of one multicast
+// otherwise went to the network once per envelope. Both copies live
+// until the next checkpoint; only the envelopes of the current Ready get
+// the shared one, and a release of log memory to the quota forgets it
+// (applyDumpActions).
+func (e *engine) sharePayload(payload []byte) []byte {
+	if len(payload) >= sharePayloadMin && bytes.Equal(payload, e.lastPayload) {
+		return e.lastPayload
+	}
+	e.lastPayload = payload
+	return payload
+}
+
+// sharePayloadMin is the smallest payload sharePayload compares.
+const sharePayloadMin = 64
 
 // emitMessage queues an application envelope. The send may depend on any
 // determinant and progress record this PE still has to make stable; the
@@ -674,9 +710,9 @@ func (e *engine) piggybackFor(toPE PEID) ([]Determinant, []Progress) {
 	from, ok := e.carried[toPE]
 	e.carried[toPE] = carriedUpTo{determinants: len(e.madeUnstable), progress: len(e.updated)}
 	if !ok {
-		return e.piggyback(), e.unstableProgress()
+		return e.piggyback(toPE), e.unstableProgress()
 	}
-	return e.determinantsSince(from.determinants), e.progressSince(from.progress)
+	return e.determinantsSince(from.determinants, toPE), e.progressSince(from.progress)
 }
 
 // forgetCarried makes the next envelope to each PE carry every unstable
@@ -690,54 +726,74 @@ func (e *engine) forgetCarried() {
 // markUnstable queues a determinant that is not stable for piggybacking:
 // on the first envelope of every Ready to each PE until it is stable, and
 // on the next envelope of this Ready to each PE that already had one.
-func (e *engine) markUnstable(k determinantKey) {
+func (e *engine) markUnstable(d *storedDeterminant) {
+	k := d.determinant.key()
 	e.unstable = append(e.unstable, k)
+	e.unstableSlots = append(e.unstableSlots, d.slot)
 	if e.el != nil {
 		e.el.noteUnstable(k)
 	}
 	if len(e.carried) > 0 {
-		e.madeUnstable = append(e.madeUnstable, k)
+		e.madeUnstable = append(e.madeUnstable, d.slot)
 	}
 }
 
+// anyPE, given to piggyback as the destination, leaves in the
+// determinants every PE already holds.
+const anyPE = PEID(math.MinInt32)
+
+// carriesTo reports whether a determinant that is not stable must ride to
+// PE to: not if to is known to hold it (it sent it here, or acknowledged
+// it), which it does until the next checkpoint or its failure (that
+// takes it out of the holders). A PE that received a determinant from
+// its creator would otherwise carry it back there on its next envelope,
+// and a determinant acknowledged by a PE would ride to it again.
+func carriesTo(d *storedDeterminant, to PEID) bool {
+	return to == anyPE || !slices.Contains(d.holders, to)
+}
+
 // determinantsSince returns the determinants made unstable during this
-// Ready, from position from of e.madeUnstable, that still are. Each
-// appears once: a key is added to e.madeUnstable when it is first stored,
-// and a failure that makes determinants unstable again starts the Ready's
-// carrying over (FailureNotice).
-func (e *engine) determinantsSince(from int) []Determinant {
+// Ready, from position from of e.madeUnstable, that still are and that
+// toPE does not hold. Each appears once: a record is added to
+// e.madeUnstable when it is first stored, and a failure that makes
+// determinants unstable again starts the Ready's carrying over
+// (FailureNotice).
+func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 	r := &e.carriedRecords
 	start := len(r.determinants)
-	for _, k := range e.madeUnstable[from:] {
-		if d, ok := e.determinants[k]; ok && !e.isStable(d) {
+	for _, slot := range e.madeUnstable[from:] {
+		if d := e.determinants.slab.at(slot); !e.isStable(d) && carriesTo(d, toPE) {
 			r.determinants = append(r.determinants, d.determinant)
 		}
 	}
 	return r.determinantsFrom(start)
 }
 
-// piggyback returns every determinant this PE still has to make stable,
-// in creation or arrival order, and forgets the ones that have become
-// stable.
+// piggyback returns every determinant this PE still has to make stable
+// that toPE does not hold (all of them with anyPE), in creation or
+// arrival order, and forgets the ones that have become stable.
 //
 // The slice returned is cut from e.carriedRecords: valid until the second
 // Advance from now, as the Ready's.
-func (e *engine) piggyback() []Determinant {
+func (e *engine) piggyback(toPE PEID) []Determinant {
 	if len(e.unstable) == 0 {
 		return nil
 	}
 	r := &e.carriedRecords
 	start := len(r.determinants)
-	kept := e.unstable[:0]
-	for _, k := range e.unstable {
-		d, ok := e.determinants[k]
-		if !ok || e.isStable(d) {
+	kept := 0
+	for i, slot := range e.unstableSlots {
+		d := e.determinants.slab.at(slot)
+		if e.isStable(d) {
 			continue
 		}
-		kept = append(kept, k)
-		r.determinants = append(r.determinants, d.determinant)
+		e.unstable[kept], e.unstableSlots[kept] = e.unstable[i], slot
+		kept++
+		if carriesTo(d, toPE) {
+			r.determinants = append(r.determinants, d.determinant)
+		}
 	}
-	e.unstable = kept
+	e.unstable, e.unstableSlots = e.unstable[:kept], e.unstableSlots[:kept]
 	return r.determinantsFrom(start)
 }
 
@@ -877,7 +933,7 @@ func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
 	case EnvelopeAck:
 		for _, d := range env.Determinants {
-			if stored, ok := e.determinants[d.key()]; ok && !slices.Contains(stored.holders, env.From) {
+			if stored, ok := e.determinants.get(d.key()); ok && !slices.Contains(stored.holders, env.From) {
 				stored.holders = append(stored.holders, env.From)
 			}
 		}
@@ -1038,7 +1094,7 @@ func (e *engine) Forward(env Envelope, to PEID) {
 func (e *engine) storeReceived(ds []Determinant, from PEID) {
 	for _, d := range ds {
 		k := d.key()
-		stored, ok := e.determinants[k]
+		stored, ok := e.determinants.get(k)
 		if ok {
 			if stored.determinant.Message != d.Message {
 				panic(fmt.Sprintf("logging: pe%d holds %v and receives %v for the same position", e.pe, stored.determinant, d))
@@ -1049,30 +1105,29 @@ func (e *engine) storeReceived(ds []Determinant, from PEID) {
 			continue
 		}
 		if from == e.pe {
-			stored = e.stored.get(d, false, e.pe)
+			stored = e.store(d, false, e.pe)
 		} else {
-			stored = e.stored.get(d, false, from, e.pe)
+			stored = e.store(d, false, from, e.pe)
 		}
-		e.store(stored)
 		if !e.isStable(stored) {
-			e.markUnstable(k)
+			e.markUnstable(stored)
 		}
 	}
 }
 
-// store keeps a determinant and indexes it.
-func (e *engine) store(stored *storedDeterminant) {
-	d := stored.determinant
-	e.determinants[d.key()] = stored
-	e.lastRecorded[d.Receiver] = max(e.lastRecorded[d.Receiver], d.RSN)
-	e.toIndex = append(e.toIndex, d.key())
+// store keeps a determinant the PE does not hold yet, with holders as
+// its holders, and indexes it.
+func (e *engine) store(d Determinant, createdHere bool, holders ...PEID) *storedDeterminant {
+	stored, slot := e.determinants.add(d, createdHere, holders...)
+	e.toIndex = append(e.toIndex, slot)
+	return stored
 }
 
 // indexRecorded brings recordedAt up to date with the determinants
 // stored since it was last called.
 func (e *engine) indexRecorded() {
-	for _, k := range e.toIndex {
-		d := e.determinants[k].determinant
+	for _, slot := range e.toIndex {
+		d := e.determinants.slab.at(slot).determinant
 		received := receivedMessage{d.Receiver, d.Message}
 		e.recordedAt[received] = max(e.recordedAt[received], d.RSN)
 	}
@@ -1093,7 +1148,7 @@ func (e *engine) refreshReplayEnds(ds []Determinant) {
 // hosted task.
 func (e *engine) refreshReplayEnd(task TaskID) {
 	t := e.tasks[task]
-	end := max(t.counters.RSN, e.lastRecorded[task])
+	end := max(t.counters.RSN, e.determinants.lastRSN(task))
 	if p, ok := e.progress[task]; ok && p.rsn > end {
 		end = p.rsn
 	}
@@ -1112,7 +1167,7 @@ func (e *engine) NextDelivery(task TaskID, admits func(Message) bool) (Delivery,
 	replaying := position <= t.replayEnd
 	var recorded *storedDeterminant
 	if replaying {
-		recorded = e.determinants[determinantKey{task, position}]
+		recorded, _ = e.determinants.get(determinantKey{task, position})
 	}
 	for i, m := range t.buffer {
 		if !t.counters.Admits(m.Annotation, m.RegionKey()) || !admits(m) || !dependenciesMet(task, t, m) {
@@ -1213,7 +1268,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 		}
 	}
 	k := determinantKey{task, rsn}
-	if stored, ok := e.determinants[k]; ok {
+	if stored, ok := e.determinants.get(k); ok {
 		if stored.determinant.Message != m.ID {
 			panic(fmt.Sprintf("logging: pe%d: replay of task %d diverged at RSN %d: recorded %v, delivering %v",
 				e.pe, task, rsn, stored.determinant.Message, m.ID))
@@ -1221,8 +1276,7 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
 		e.logDeterminant(&d)
-		e.store(e.stored.get(d, true, e.pe))
-		e.markUnstable(k)
+		e.markUnstable(e.store(d, true, e.pe))
 		e.stats.Determinants++
 		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
 	}
@@ -1249,17 +1303,16 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	}
 	clear(e.movedIn)
 	e.log.reset()
+	e.lastPayload = nil
 	e.quotaCheckpoint()
 	e.logBytes, e.loggedCount = 0, 0
-	clear(e.determinants)
-	e.stored.reset()
-	clear(e.lastRecorded)
+	e.determinants.reset()
 	clear(e.recordedAt)
 	e.toIndex = e.toIndex[:0]
 	clear(e.progress)
 	e.progressTasks, e.progressSorted = e.progressTasks[:0], 0
 	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
-	e.unstable = nil
+	e.unstable, e.unstableSlots = nil, nil
 	e.relocated = nil
 	e.eventLogCheckpoint()
 	return out
@@ -1297,10 +1350,10 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		queued[k] = true
 	}
 	for _, k := range keys {
-		d := e.determinants[k]
+		d, _ := e.determinants.get(k)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
 		if !e.isStable(d) && !queued[k] {
-			e.markUnstable(k)
+			e.markUnstable(d)
 		}
 	}
 	for _, task := range e.sortedProgressTasks() {
@@ -1373,18 +1426,13 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		}
 	}
 	// The unstable records the first recovery envelope to each other PE
-	// carries (nothing below changes them), and each task's determinants:
-	// keys are sorted by receiver, so a task's are one run of them.
-	unstableDets, unstableProg := e.piggyback(), e.unstableProgress()
+	// carries (nothing below changes them).
+	unstableDets, unstableProg := e.piggyback(anyPE), e.unstableProgress()
 	carriedTo := map[PEID]bool{}
 	for _, r := range e.relocated {
 		var batch []Determinant
-		lo, _ := slices.BinarySearchFunc(keys, r.Task, func(k determinantKey, t TaskID) int { return cmp.Compare(k.receiver, t) })
-		for _, k := range keys[lo:] {
-			if k.receiver != r.Task {
-				break
-			}
-			batch = append(batch, e.determinants[k].determinant)
+		for d := range e.determinants.ofTask(r.Task) {
+			batch = append(batch, d.determinant)
 		}
 		recovery := Envelope{Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Epoch: epoch}
 		if p, ok := e.progress[r.Task]; ok {
@@ -1455,18 +1503,15 @@ func (e *engine) resendForwards(failed []PEID, restored func(TaskID) bool) {
 }
 
 func (e *engine) sortedDeterminantKeys() []determinantKey {
-	keys := make([]determinantKey, 0, len(e.determinants))
-	for k := range e.determinants {
-		keys = append(keys, k)
+	keys := make([]determinantKey, 0, e.determinants.len())
+	for d := range e.determinants.all() {
+		keys = append(keys, d.determinant.key())
 	}
-	slices.SortFunc(keys, func(a, b determinantKey) int {
-		return cmp.Or(cmp.Compare(a.receiver, b.receiver), cmp.Compare(a.rsn, b.rsn))
-	})
 	return keys
 }
 
 func (e *engine) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
-	_, ok := e.determinants[determinantKey{receiver, rsn}]
+	_, ok := e.determinants.get(determinantKey{receiver, rsn})
 	return ok
 }
 
@@ -1498,12 +1543,13 @@ func (e *engine) Advance() {
 		e.carriedRecords = records{}
 	}
 	e.forgetCarried()
+	e.lastPayload = nil
 }
 
 func (e *engine) Stats() Stats {
 	s := e.stats
 	s.LogBytes = e.logBytes
 	s.LoggedMessages = e.loggedCount
-	s.StoredDeterminants = len(e.determinants)
+	s.StoredDeterminants = e.determinants.len()
 	return s
 }

@@ -258,6 +258,7 @@ func (e *engine) applyDumpActions() {
 			e.dumpsDue = append(e.dumpsDue, a)
 		case Release:
 			e.log.release(a.To)
+			e.lastPayload = nil // it may lie in memory given back
 		}
 	}
 }

@@ -279,7 +279,7 @@ func (h *traceHarness) explain(task TaskID) {
 		case e.isPinned(task, position, m.ID):
 			h.printf("  %v waits for its recorded position", m.ID)
 		default:
-			if d, ok := e.determinants[determinantKey{task, position}]; ok {
+			if d, ok := e.determinants.get(determinantKey{task, position}); ok {
 				h.printf("  %v waits: RSN %d is recorded for %v", m.ID, position, d.determinant.Message)
 			} else {
 				h.printf("  %v waits for the end of replay (RSN %d)", m.ID, t.replayEnd)
@@ -484,7 +484,7 @@ func (h *traceHarness) dets() {
 		e := engineOf(pe)
 		var held []string
 		for _, k := range e.sortedDeterminantKeys() {
-			held = append(held, e.determinants[k].determinant.String())
+			held = append(held, e.determinants.record(k).determinant.String())
 		}
 		if len(held) == 0 {
 			held = []string{"none"}

@@ -181,7 +181,8 @@ const (
 	// determinants.
 	EnvelopeMessage EnvelopeKind = iota
 	// EnvelopeAck acknowledges that the sending PE now stores the listed
-	// determinants.
+	// determinants. Only their positions (Receiver, RSN) are read: the
+	// scheduler sends them without their Message.
 	EnvelopeAck
 	// EnvelopeRecovery carries, for one restored task, every determinant of
 	// its receptions that the sending PE holds. A restored task delivers

@@ -561,7 +561,13 @@ func (d *batchDecoder) envelope(i, from, self, size int) (logging.Envelope, erro
 	raw := d.determinants[w.determinants.from:w.determinants.to]
 	e.Determinants = take(dets, len(raw), len(d.determinants))
 	for j := range raw {
-		id, err := idFromRaw(&raw[j].message)
+		var id logging.MessageID
+		var err error
+		if e.Kind != logging.EnvelopeAck || raw[j].message.set {
+			// An acknowledgement's determinants may come without their
+			// message (appendDeterminant).
+			id, err = idFromRaw(&raw[j].message)
+		}
 		if err != nil {
 			e.Determinants = nil
 			return e, err

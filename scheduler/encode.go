@@ -161,9 +161,32 @@ func appendMessageRest(b []byte, m *logging.Message, from uint32) []byte {
 	return protofield.AppendVarint(b, msgPayloadFrom, uint64(from))
 }
 
-func sizeDeterminant(d logging.Determinant) int {
-	return sizeNested(detMessage, sizeID(d.Message)) + protofield.VarintSize(detReceiver, uint64(d.Receiver)) + protofield.VarintSize(detRSN, d.RSN) +
+// sizeDeterminant is the size of d's encoding; keyOnly leaves out the
+// message (see appendDeterminant).
+func sizeDeterminant(d logging.Determinant, keyOnly bool) int {
+	n := protofield.VarintSize(detReceiver, uint64(d.Receiver)) + protofield.VarintSize(detRSN, d.RSN) +
 		protofield.VarintSize(detCreator, int32Varint(int32(d.Creator))) + protofield.VarintSize(detSeq, d.Seq)
+	if !keyOnly {
+		n += sizeNested(detMessage, sizeID(d.Message))
+	}
+	return n
+}
+
+// appendDeterminant appends d as one entry of an envelope's determinants
+// field. An acknowledgement's determinants go keyOnly, without their
+// message: the protocol reads only the position (receiver, RSN) of what
+// is acknowledged, and acknowledgements are as many as the determinants
+// piggybacked, so the message's identity made them cost as much on the
+// wire as the piggybacks themselves.
+func appendDeterminant(b []byte, d logging.Determinant, keyOnly bool) []byte {
+	b = appendNestedHeader(b, envDeterminants, sizeDeterminant(d, keyOnly))
+	if !keyOnly {
+		b = appendID(b, detMessage, d.Message)
+	}
+	b = protofield.AppendVarint(b, detReceiver, uint64(d.Receiver))
+	b = protofield.AppendVarint(b, detRSN, d.RSN)
+	b = protofield.AppendVarint(b, detCreator, int32Varint(int32(d.Creator)))
+	return protofield.AppendVarint(b, detSeq, d.Seq)
 }
 
 func sizeProgress(p logging.Progress) int {
@@ -187,8 +210,9 @@ func sizeEnvelopeLen(e *logging.Envelope, from uint32, plen int) int {
 	if e.Replayed {
 		n += protowire.SizeTag(envReplayed) + 1
 	}
+	keyOnly := e.Kind == logging.EnvelopeAck
 	for _, d := range e.Determinants {
-		n += sizeNested(envDeterminants, sizeDeterminant(d))
+		n += sizeNested(envDeterminants, sizeDeterminant(d, keyOnly))
 	}
 	for _, p := range e.Progress {
 		n += sizeNested(envProgress, sizeProgress(p))
@@ -215,13 +239,9 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 		b = protowire.AppendTag(b, envReplayed, protowire.VarintType)
 		b = protowire.AppendVarint(b, 1)
 	}
+	keyOnly := e.Kind == logging.EnvelopeAck
 	for _, d := range e.Determinants {
-		b = appendNestedHeader(b, envDeterminants, sizeDeterminant(d))
-		b = appendID(b, detMessage, d.Message)
-		b = protofield.AppendVarint(b, detReceiver, uint64(d.Receiver))
-		b = protofield.AppendVarint(b, detRSN, d.RSN)
-		b = protofield.AppendVarint(b, detCreator, int32Varint(int32(d.Creator)))
-		b = protofield.AppendVarint(b, detSeq, d.Seq)
+		b = appendDeterminant(b, d, keyOnly)
 	}
 	for _, p := range e.Progress {
 		b = appendNestedHeader(b, envProgress, sizeProgress(p))

@@ -197,8 +197,12 @@ func envelopeToWire(e logging.Envelope) *wire.Envelope {
 		}
 	}
 	for _, d := range e.Determinants {
-		w.Determinants = append(w.Determinants, &wire.Determinant{Message: idToWire(d.Message), Receiver: uint64(d.Receiver), Rsn: d.RSN,
-			Creator: int32(d.Creator), Seq: d.Seq})
+		wd := &wire.Determinant{Receiver: uint64(d.Receiver), Rsn: d.RSN, Creator: int32(d.Creator), Seq: d.Seq}
+		if e.Kind != logging.EnvelopeAck {
+			// An acknowledgement's go without their message.
+			wd.Message = idToWire(d.Message)
+		}
+		w.Determinants = append(w.Determinants, wd)
 	}
 	for _, p := range e.Progress {
 		w.Progress = append(w.Progress, &wire.Progress{Task: uint64(p.Task), Rsn: p.RSN, Creator: int32(p.Creator), Seq: p.Seq})

@@ -67,7 +67,13 @@ func envelopeFromWire(w *wire.Envelope, from, self, size int) (logging.Envelope,
 		return e, fmt.Errorf("%w: envelope kind %d", ErrMalformed, w.Kind)
 	}
 	for _, d := range w.Determinants {
-		id, err := idFromWire(d.Message)
+		var id logging.MessageID
+		var err error
+		if e.Kind != logging.EnvelopeAck || d.Message != nil {
+			// An acknowledgement's determinants may come without their
+			// message (appendDeterminant).
+			id, err = idFromWire(d.Message)
+		}
 		if err != nil {
 			return e, err
 		}

@@ -665,7 +665,11 @@ func (s *simulator) flush(p logging.PEID) {
 			clear(groups)
 			clear(carried)
 		}
-		if env.Kind == logging.EnvelopeMessage && env.To != env.From {
+		if env.Kind == logging.EnvelopeMessage && env.To != env.From && s.alive[env.To] {
+			// (An envelope to a dead PE is dropped: no one comes to
+			// depend on it. Its sender may still count that PE among a
+			// determinant's holders until its failure notice, and not
+			// carry the determinant to it.)
 			c := carried[env.To]
 			if c == nil {
 				c = map[detKey]struct{}{}
@@ -722,6 +726,9 @@ func (s *simulator) checkStable(env logging.Envelope, carried map[detKey]struct{
 			}
 			if _, ok := carried[detKey{commutative.TaskID(r), rsn}]; ok {
 				continue
+			}
+			if s.pes[env.To].HoldsDeterminant(commutative.TaskID(r), rsn) {
+				continue // the destination has it already
 			}
 			if !s.isStable(commutative.TaskID(r), rsn) {
 				s.fail("pe%d releases %v to pe%d depending on unstable determinant t%d@%d",

@@ -398,8 +398,8 @@ func TestCrashesBeyondTheBoundStop(t *testing.T) {
 
 // Seeds whose third crash, refused, would make the run go wrong with f=2.
 var (
-	fullDetThirdCrash    = []uint64{4, 13, 17}
-	partialDetThirdCrash = []uint64{44, 206, 220}
+	fullDetThirdCrash    = []uint64{13, 17, 25}
+	partialDetThirdCrash = []uint64{270, 324, 462}
 )
 
 // TestForwardingBypassingTheProtocolFails: the scheduler once passed a
@@ -410,8 +410,10 @@ func TestForwardingBypassingTheProtocolFails(t *testing.T) {
 		kind  logging.Kind
 		seeds []uint64
 	}{
-		{logging.KindFullDet, []uint64{18, 68, 76, 77}},
-		{logging.KindPartialDet, []uint64{658}},
+		// (PartialDet's seed 658 caught it until a determinant stopped
+		// riding to a PE known to hold it: fewer records ride, and no
+		// PartialDet seed of the first 1500 catches it any more.)
+		{logging.KindFullDet, []uint64{18, 76, 134}},
 	} {
 		for _, seed := range c.seeds {
 			cfg := DefaultConfig(c.kind, seed)

@@ -1,0 +1,79 @@
+package logging
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The determinant store agrees with a map keyed by (receiver, RSN) under
+// additions in order, with gaps and out of order, and across resets: the
+// same records found, the same highest RSN per task, the same records
+// listed in (receiver, RSN) order.
+func TestDeterminantStoreAgreesWithMap(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		s := newDeterminantStore()
+		naive := map[determinantKey]Determinant{}
+		next := map[TaskID]uint64{}
+		for step := range 3000 {
+			task := TaskID(rng.IntN(6))
+			var rsn uint64
+			switch op := rng.IntN(10); {
+			case op < 6: // the next reception
+				next[task]++
+				rsn = next[task]
+			case op < 8: // a gap (PartialDet)
+				next[task] += 1 + uint64(rng.IntN(5))
+				rsn = next[task]
+			default: // out of order: an earlier position
+				rsn = 1 + uint64(rng.IntN(int(next[task])+3))
+			}
+			k := determinantKey{task, rsn}
+			if _, ok := naive[k]; !ok {
+				d := Determinant{Message: MessageID{Sender: task + 100, SRN: uint64(step)}, Receiver: task, RSN: rsn}
+				naive[k] = d
+				r, _ := s.add(d, step%2 == 0, 1)
+				require.Equal(t, d, r.determinant)
+				next[task] = max(next[task], rsn)
+			}
+			probe := determinantKey{TaskID(rng.IntN(7)), uint64(rng.IntN(int(next[task]) + 4))}
+			want, wok := naive[probe]
+			got, gok := s.get(probe)
+			require.Equal(t, wok, gok, "seed %d step %d %v", seed, step, probe)
+			if wok {
+				require.Equal(t, want, got.determinant)
+			}
+			if step%500 == 499 {
+				var keys []determinantKey
+				last := map[TaskID]uint64{}
+				for k := range naive {
+					keys = append(keys, k)
+					last[k.receiver] = max(last[k.receiver], k.rsn)
+				}
+				slices.SortFunc(keys, func(a, b determinantKey) int {
+					if a.receiver != b.receiver {
+						return int(a.receiver) - int(b.receiver)
+					}
+					return int(a.rsn) - int(b.rsn)
+				})
+				var listed []determinantKey
+				for d := range s.all() {
+					listed = append(listed, d.determinant.key())
+				}
+				require.Equal(t, keys, listed)
+				require.Equal(t, len(naive), s.len())
+				for task := range TaskID(7) {
+					require.Equal(t, last[task], s.lastRSN(task))
+				}
+			}
+			if step%1000 == 999 {
+				s.reset()
+				clear(naive)
+				clear(next)
+			}
+		}
+	}
+}
