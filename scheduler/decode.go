@@ -455,18 +455,8 @@ func (d *batchDecoder) progressRecord(b []byte) error {
 			to = &p.seq
 		}
 		if to != nil {
-			// The varint, read in place up to 9 bytes (a task's number
-			// takes 5); a longer one goes through varint.
-			var v uint64
-			i := 1
-			for ; i < len(b) && i < 10; i++ {
-				v |= uint64(b[i]&0x7f) << (7 * (i - 1))
-				if b[i] < 0x80 {
-					break
-				}
-			}
-			if i < len(b) && i < 10 {
-				*to, b = v, b[i+1:]
+			if len(b) > 1 && b[1] < 0x80 {
+				*to, b = uint64(b[1]), b[2:]
 				continue
 			}
 			v, n, err := varint(b[1:])
