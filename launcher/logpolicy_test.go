@@ -47,6 +47,26 @@ func TestLogLimitFlag(t *testing.T) {
 		require.Equal(t, c.logPerCheckpoint, logPerCheckpoint, "%v", c.args)
 		require.Equal(t, c.mtbf, o.mtbf, "%v", c.args)
 	}
+	// On one PE no message is logged: the default takes no sync point,
+	// unless --mtbf asks for Daly's period (with --checkpoint-dir, to
+	// restart from).
+	for _, c := range []struct {
+		args      []string
+		syncEvery uint64
+		logLimit  int
+	}{
+		{nil, 0, 0},
+		{[]string{"--ft", "fulldet"}, 0, 0},
+		{[]string{"--log-limit", "3"}, 0, 0},
+		{[]string{"--checkpoint-every", "5"}, 5, 0},
+		{[]string{"--mtbf", "24h"}, coord.DefaultSyncEvery, coord.DefaultLogLimit},
+	} {
+		o, _, err := splitRunArgs(append([]string{"--pes", "1"}, c.args...))
+		require.NoError(t, err, "%v", c.args)
+		syncEvery, logLimit, _ := o.syncPolicy()
+		require.Equal(t, c.syncEvery, syncEvery, "1 PE %v", c.args)
+		require.Equal(t, c.logLimit, logLimit, "1 PE %v", c.args)
+	}
 	for args, why := range map[string]string{
 		"--log-limit -1":                     "want a number >= 0",
 		"--log-limit lots":                   "want a number >= 0",

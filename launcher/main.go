@@ -73,7 +73,8 @@ const usageHead = `usage:
                                 checkpoint). Default with fulldet and
                                 partialdet: a sync point every 10 steps,
                                 which checkpoints once a PE's sender log
-                                holds --log-limit; with none: 0
+                                holds --log-limit; with none, and on one
+                                PE without --mtbf: 0
         --log-limit MIB         without --checkpoint-every, under fulldet
                                 or partialdet: the sender log size (MiB,
                                 on any PE) at which a sync point
@@ -641,14 +642,19 @@ const maxLogLimitMiB = 1 << 30
 // offers a sync point every coord.DefaultSyncEvery steps, which
 // checkpoints once a PE's sender log holds --log-limit MiB (default
 // coord.DefaultLogLimit); --log-limit 0 and --ft none take only the
-// initial checkpoint.
+// initial checkpoint, and so does a job of one PE without --mtbf: no
+// protocol logs a message between two tasks of one PE, so its log stays
+// empty and its sync points would stop the tasks for nothing (a PE that
+// fails takes the whole job down whatever the protocol; --checkpoint-dir
+// with --checkpoint-every K or --mtbf gives it checkpoints to restart
+// from).
 //
 // Without --log-limit the limit grows with the state: to
 // coord.DefaultLogPerCheckpoint times the largest PE's share of the last
 // checkpoint, when that is more (logPerCheckpoint; 0 with --log-limit,
 // which the limit then is).
 func (o runOptions) syncPolicy() (syncEvery uint64, logLimit, logPerCheckpoint int) {
-	if o.checkpointSet || o.protocol == logging.KindNone || o.logLimitMiB == 0 {
+	if o.checkpointSet || o.protocol == logging.KindNone || o.logLimitMiB == 0 || (o.pes == 1 && o.mtbf == 0) {
 		return o.checkpointEvery, 0, 0
 	}
 	if !o.logLimitSet {

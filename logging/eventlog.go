@@ -435,7 +435,7 @@ func (e *engine) EventLoggerFailed(dead int) {
 	e.forgetCarried()
 	e.requeueUnstable()
 	for _, task := range e.sortedProgressTasks() {
-		e.markMaybeUnstable(task)
+		e.markMaybeUnstable(task, e.progress[task])
 	}
 	// The logger gets those of them it has not had: every unstable
 	// record is a candidate again (requeueUnstable leaves in e.unstable

@@ -519,6 +519,10 @@ type hostedTask struct {
 	// reached before a failure (by a determinant or a progress record):
 	// until its RSN passes it, the task is replaying.
 	replayEnd uint64
+	// progress is the task's record in engine.progress (PartialDet), once
+	// its first send since the checkpoint made or found it: records are
+	// never replaced, only forgotten all at once by Checkpoint.
+	progress *storedProgress
 }
 
 func newEngine(kind Kind, cfg Config) *engine {
@@ -635,7 +639,7 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	msg.ID = sender.counters.NextSendID()
 	msg.Requires = nil
 	if e.kind == KindPartialDet {
-		e.noteProgress(Progress{Task: from, RSN: sender.counters.RSN}, e.pe)
+		e.noteOwnProgress(from, sender)
 		msg.Requires = slices.Clone(sender.requires)
 	}
 	e.stats.Sent++
@@ -797,6 +801,19 @@ func (e *engine) piggyback(toPE PEID) []Determinant {
 	return r.determinantsFrom(start)
 }
 
+// noteOwnProgress notes a send of hosted task t: its progress record is
+// its RSN now. A handler's sends after its first find the record already
+// there (t.progress), without a lookup.
+func (e *engine) noteOwnProgress(task TaskID, t *hostedTask) {
+	if p := t.progress; p != nil && p.rsn >= t.counters.RSN {
+		return
+	}
+	e.noteProgress(Progress{Task: task, RSN: t.counters.RSN}, e.pe)
+	if t.progress == nil {
+		t.progress = e.progress[task]
+	}
+}
+
 // noteProgress keeps p if it is news; from is the PE it came from (this
 // PE for its own tasks' progress), which holds it too.
 func (e *engine) noteProgress(p Progress, from PEID) {
@@ -840,7 +857,7 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 		stored.holders = append(stored.holders, from)
 	}
 	stored.holders = append(stored.holders, e.pe)
-	e.markMaybeUnstable(p.Task)
+	e.markMaybeUnstable(p.Task, stored)
 	if t, ok := e.tasks[p.Task]; ok && p.RSN > t.replayEnd {
 		t.replayEnd = p.RSN
 	}
@@ -886,15 +903,13 @@ func (e *engine) unstableProgress() []Progress {
 	return r.progressFrom(start)
 }
 
-// markMaybeUnstable notes that task's progress record may have become
-// unstable.
-func (e *engine) markMaybeUnstable(task TaskID) {
-	if p, ok := e.progress[task]; ok && len(e.carried) > 0 {
+// markMaybeUnstable notes that task's progress record p (e.progress[task])
+// may have become unstable.
+func (e *engine) markMaybeUnstable(task TaskID, p *storedProgress) {
+	if len(e.carried) > 0 {
 		e.updated = append(e.updated, Progress{Task: task, RSN: p.rsn})
 	}
-	// A task without a record is left out: unstableProgress would drop
-	// it, and a record made later marks it then.
-	if p, ok := e.progress[task]; ok && !p.maybe {
+	if !p.maybe {
 		p.maybe = true
 		e.maybeUnstable = append(e.maybeUnstable, task)
 	}
@@ -1298,6 +1313,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 		}
 		t.received.reset()
 		t.requires = nil
+		t.progress = nil
 		t.replayEnd = t.counters.RSN
 		out = append(out, TaskCheckpoint{Counters: t.counters})
 	}
@@ -1359,7 +1375,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	for _, task := range e.sortedProgressTasks() {
 		p := e.progress[task]
 		p.holders = slices.DeleteFunc(p.holders, isFailed)
-		e.markMaybeUnstable(task)
+		e.markMaybeUnstable(task, p)
 	}
 	for _, id := range e.hostedIDs() {
 		t := e.tasks[id]

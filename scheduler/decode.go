@@ -226,6 +226,17 @@ func (d *batchDecoder) readEnvelope(b []byte) error {
 	e.determinants = span{int32(len(d.determinants)), int32(len(d.determinants))}
 	e.progress = span{int32(len(d.progress)), int32(len(d.progress))}
 	for len(b) > 0 {
+		if len(b) > 1 && b[0] == envProgress<<3|byte(protowire.BytesType) && b[1] < 0x80 && int(b[1]) <= len(b)-2 {
+			// A progress record as appendProgress writes it (a one-byte
+			// length), without the general helpers' calls.
+			size := 2 + int(b[1])
+			if err := d.progressRecord(b[2:size]); err != nil {
+				return err
+			}
+			e.progress.to = int32(len(d.progress))
+			b = b[size:]
+			continue
+		}
 		num, typ, n, err := field(b)
 		if err != nil {
 			return err
@@ -440,6 +451,32 @@ func (d *batchDecoder) progressRecord(b []byte) error {
 	d.progress = append(d.progress, rawProgress{})
 	p := &d.progress[len(d.progress)-1]
 	for len(b) > 0 {
+		// The fields appendProgress writes: a one-byte tag and a varint,
+		// read here without the general helpers' calls (a record's fields
+		// are most of what partialdet adds to an envelope).
+		var to *uint64
+		switch b[0] {
+		case progTask<<3 | byte(protowire.VarintType):
+			to = &p.task
+		case progRSN<<3 | byte(protowire.VarintType):
+			to = &p.rsn
+		case progCreator<<3 | byte(protowire.VarintType):
+			to = &p.creator
+		case progSeq<<3 | byte(protowire.VarintType):
+			to = &p.seq
+		}
+		if to != nil {
+			if len(b) > 1 && b[1] < 0x80 {
+				*to, b = uint64(b[1]), b[2:]
+				continue
+			}
+			v, n, err := varint(b[1:])
+			if err != nil {
+				return err
+			}
+			*to, b = v, b[1+n:]
+			continue
+		}
 		num, typ, n, err := field(b)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math/bits"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -189,9 +190,54 @@ func appendDeterminant(b []byte, d logging.Determinant, keyOnly bool) []byte {
 	return protofield.AppendVarint(b, detSeq, d.Seq)
 }
 
+// sizeProgress is the size of a progress record's fields. Every field
+// number is below 16 (a one-byte tag), and the record, at most 4 tags and
+// 4 varints (45 bytes), has a one-byte length: sizeNested(envProgress,
+// sizeProgress(p)) is 2 + sizeProgress(p). Progress records are most of
+// what partialdet adds to an envelope (one per task that sent since its
+// record was last stable), so they are sized and written without the
+// general helpers' calls (appendProgress).
 func sizeProgress(p logging.Progress) int {
-	return protofield.VarintSize(progTask, uint64(p.Task)) + protofield.VarintSize(progRSN, p.RSN) +
-		protofield.VarintSize(progCreator, int32Varint(int32(p.Creator))) + protofield.VarintSize(progSeq, p.Seq)
+	n := fieldSize(uint64(p.Task)) + fieldSize(p.RSN)
+	if p.Creator != 0 || p.Seq != 0 {
+		n += fieldSize(int32Varint(int32(p.Creator))) + fieldSize(p.Seq)
+	}
+	return n
+}
+
+// fieldSize is the size of a varint field of a number below 16 holding
+// v: nothing for 0 (proto3 leaves zero values out).
+func fieldSize(v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return 1 + (bits.Len64(v)+6)/7
+}
+
+// appendProgress appends p as one entry of an envelope's progress field.
+func appendProgress(b []byte, p logging.Progress) []byte {
+	b = append(b, envProgress<<3|byte(protowire.BytesType), byte(sizeProgress(p)))
+	b = appendSmallField(b, progTask, uint64(p.Task))
+	b = appendSmallField(b, progRSN, p.RSN)
+	if p.Creator != 0 || p.Seq != 0 {
+		b = appendSmallField(b, progCreator, int32Varint(int32(p.Creator)))
+		b = appendSmallField(b, progSeq, p.Seq)
+	}
+	return b
+}
+
+// appendSmallField appends varint field num (below 16) holding v, unless
+// v is 0.
+func appendSmallField(b []byte, num byte, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = append(b, num<<3|byte(protowire.VarintType))
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
 }
 
 func sizeEnvelope(e *logging.Envelope, from uint32) int {
@@ -215,7 +261,7 @@ func sizeEnvelopeLen(e *logging.Envelope, from uint32, plen int) int {
 		n += sizeNested(envDeterminants, sizeDeterminant(d, keyOnly))
 	}
 	for _, p := range e.Progress {
-		n += sizeNested(envProgress, sizeProgress(p))
+		n += 2 + sizeProgress(p) // see sizeProgress
 	}
 	return n + protofield.VarintSize(envTask, uint64(e.Task)) + protofield.VarintSize(envEpoch, uint64(e.Epoch))
 }
@@ -244,11 +290,7 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 		b = appendDeterminant(b, d, keyOnly)
 	}
 	for _, p := range e.Progress {
-		b = appendNestedHeader(b, envProgress, sizeProgress(p))
-		b = protofield.AppendVarint(b, progTask, uint64(p.Task))
-		b = protofield.AppendVarint(b, progRSN, p.RSN)
-		b = protofield.AppendVarint(b, progCreator, int32Varint(int32(p.Creator)))
-		b = protofield.AppendVarint(b, progSeq, p.Seq)
+		b = appendProgress(b, p)
 	}
 	b = protofield.AppendVarint(b, envTask, uint64(e.Task))
 	return protofield.AppendVarint(b, envEpoch, uint64(e.Epoch))

@@ -52,7 +52,9 @@ func randomEnvelope(r *rand.Rand) logging.Envelope {
 	}
 	for range r.IntN(3) {
 		creator, seq := randomStamp(r)
-		e.Progress = append(e.Progress, logging.Progress{Task: commutative.TaskID(r.Uint64N(100)), RSN: r.Uint64N(1000), Creator: creator, Seq: seq})
+		// Values of every varint length (the encoder and decoder write
+		// and read records by hand).
+		e.Progress = append(e.Progress, logging.Progress{Task: commutative.TaskID(r.Uint64() >> r.IntN(64)), RSN: r.Uint64() >> r.IntN(64), Creator: creator, Seq: seq})
 	}
 	return e
 }
@@ -62,7 +64,7 @@ func randomStamp(r *rand.Rand) (logging.PEID, uint64) {
 	if r.IntN(2) == 0 {
 		return 0, 0
 	}
-	return logging.PEID(r.IntN(8)), r.Uint64N(1 << 40)
+	return logging.PEID(r.IntN(10) - 2), r.Uint64N(1 << 40) // a logger's PE number is negative
 }
 
 // The hand-written encoder writes, envelope by envelope, the bytes

@@ -49,9 +49,9 @@ import (
 // copy what they decode) leaves its payload free once decoded: it is
 // marshalled into a buffer the PE takes back after the handler ran
 // (marshalLocal, freeLocal), so that the forward path does not allocate
-// a payload per message. A multicast's copy for a task of this PE under
-// FullDet and PartialDet is a copy of PE.postBuf of its own (PE.post),
-// and a replay from the sender log to a task restored here carries the
+// a payload per message. The copies of a multicast for tasks of this PE
+// under FullDet and PartialDet share one copy of PE.postBuf (PE.post),
+// as under None all its envelopes share one payload, and a replay from the sender log to a task restored here carries the
 // log's copy: their handler messages are always copies.
 
 // maxFreeBufs bounds the free buffers kept; maxInNet the buffers waited

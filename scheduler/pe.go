@@ -1399,6 +1399,10 @@ func (pe *PE) post(t actor.Target, key uint64, m any, sender commutative.TaskID)
 	}
 	msg := logging.Message{Handler: handlerID(t.Collection, t.Handler), Annotation: annotationOf(h.Annotation), Key: key, Payload: payload}
 	sizedAtRunTime := h.Annotation.Order == actor.Commutative && h.Annotation.SizedAtRunTime()
+	// local is the payload the copies of a multicast for tasks of this
+	// PE share (made at the first): nothing writes a payload, and a
+	// handler message decoded from one not owned alone is a copy.
+	var local []byte
 	send := func(lin int) {
 		msg.To = commutative.TaskID(TaskID(cs.def.ID, lin))
 		if sizedAtRunTime {
@@ -1407,9 +1411,12 @@ func (pe *PE) post(t actor.Target, key uint64, m any, sender commutative.TaskID)
 		to := cs.homeOf[lin]
 		if shared && t.Scope != actor.ScopeOne && !pe.proto.Logged(sender, logging.PEID(to), msg.To) {
 			// A multicast's copy for a task of this PE, which the log
-			// does not keep.
+			// does not keep: the payload must outlive postBuf.
+			if local == nil {
+				local = slices.Clone(payload)
+			}
 			m := msg
-			m.Payload = slices.Clone(payload)
+			m.Payload = local
 			pe.send(sender, to, m)
 			return
 		}
