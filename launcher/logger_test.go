@@ -191,3 +191,32 @@ func TestLoggersFlag(t *testing.T) {
 		require.ErrorIs(t, err, errUsage, bad)
 	}
 }
+
+// messages_logged counts the messages a PE copied into its sender log:
+// none on one PE or under none, and under partialdet only those to other
+// PEs, fewer than the PE sent (before, it was every message sent under a
+// logging protocol).
+func TestMessagesLoggedMetric(t *testing.T) {
+	line := regexp.MustCompile(`msg="PE stats" pe=\d handled=\d+ envelopes_sent=(\d+) .*messages_logged=(\d+) `)
+	counts := func(args ...string) (sent, logged []int) {
+		j := startJob(t, append([]string{"run", "stencil3d", "--grid", "32,32,32", "--chunk", "16,16,16", "--iterations", "4"}, args...)...)
+		require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+		for _, m := range line.FindAllStringSubmatch(j.output(), -1) {
+			s, _ := strconv.Atoi(m[1])
+			l, _ := strconv.Atoi(m[2])
+			sent, logged = append(sent, s), append(logged, l)
+		}
+		return sent, logged
+	}
+	sent, logged := counts("--pes", "1", "--ft", "partialdet")
+	require.Equal(t, []int{0}, logged)
+	require.Positive(t, sent[0])
+	_, logged = counts("--pes", "2", "--ft", "none")
+	require.Equal(t, []int{0, 0}, logged)
+	sent, logged = counts("--pes", "2", "--ft", "partialdet")
+	require.Len(t, logged, 2)
+	for pe := range logged {
+		require.Positive(t, logged[pe])
+		require.Less(t, logged[pe], sent[pe], "PE %d: messages to its own tasks are not logged", pe)
+	}
+}

@@ -23,7 +23,6 @@ import (
 	"github.com/gochare/gochare/internal/jobtls"
 	coord "github.com/gochare/gochare/job"
 	"github.com/gochare/gochare/launcher/controlpb"
-	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/migrate"
 	"github.com/gochare/gochare/scheduler"
 	"github.com/gochare/gochare/scheduler/transport"
@@ -494,15 +493,11 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			select {
 			case st := <-reply:
 				p := st.Protocol
-				logged := int64(p.Sent) // every message sent is logged, but under none
-				if kind == logging.KindNone {
-					logged = 0
-				}
 				control.to(&controlpb.ToCoordinator{Msg: &controlpb.ToCoordinator_Stats{Stats: &controlpb.PEStats{
 					Delivered: st.Delivered, EnvelopesSent: st.Sent, BytesSent: st.BytesSent, BatchesSent: st.BatchesSent,
 					Determinants: int64(p.Determinants), PiggybackedBytes: int64(p.PiggybackedBytes), LoggedBytes: int64(p.LoggedBytes),
 					Duplicates: int64(p.Duplicates), Restored: int32(st.Restored), RolledBack: int32(st.RolledBack), Dropped: st.Dropped,
-					LoggedMessages: logged, LongestSilenceMs: longest.Milliseconds(), PassedAgain: int32(st.PassedAgain),
+					LoggedMessages: int64(p.Logged), LongestSilenceMs: longest.Milliseconds(), PassedAgain: int32(st.PassedAgain),
 					LogPeakBytes: int64(p.PeakLogBytes), LogDumpedBytes: int64(st.LogDumpedBytes), LogBlockedMs: st.LogBlocked.Milliseconds(),
 					LogFetchedBytes: int64(st.LogFetchedBytes),
 					EventLogRecords: int64(p.EventLogRecords), EventLogBytes: int64(p.EventLogBytes),

@@ -655,6 +655,7 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 			e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, e.logBytes)
 		}
 		e.loggedCount++
+		e.stats.Logged++
 		e.stats.LoggedBytes += size
 		e.logged(size)
 	}

@@ -315,6 +315,10 @@ type Stats struct {
 	Determinants     int
 	PiggybackedBytes int
 	LoggedBytes      int
+	// Logged counts the messages copied into the sender log since the
+	// protocol started (LoggedBytes their bytes): messages to other PEs,
+	// and to tasks that moved in, under FullDet and PartialDet.
+	Logged int
 	// LogBytes and LoggedMessages are the current size of the sender log.
 	LogBytes       int
 	LoggedMessages int
