@@ -51,10 +51,19 @@ func TestQuotaTinyPreset(t *testing.T) {
 			}
 			require.Equal(t, quotaBytes(hw, r.Fraction), r.Quota, r.QuotaCase.String())
 			require.LessOrEqual(t, r.LogPeakBytes, r.Quota, r.QuotaCase.String())
-			require.Positive(t, r.LogDumpedBytes, r.QuotaCase.String())
+			if r.Fraction < 100 {
+				// Below the high-water mark the log must dump. At 100 %
+				// it fits its quota: it may dump near the end of a
+				// period (the threshold is below the quota), but an
+				// acknowledgement that a checkpoint overtakes counts
+				// nothing, which CI's load made happen.
+				require.Positive(t, r.LogDumpedBytes, r.QuotaCase.String())
+			}
 			if r.QuotaCase.Failure {
 				require.Positive(t, r.RestoredTasks, r.QuotaCase.String())
-				require.Positive(t, r.LogFetchedBytes, r.QuotaCase.String())
+				if r.Fraction < 100 {
+					require.Positive(t, r.LogFetchedBytes, r.QuotaCase.String())
+				}
 			}
 		}
 	}
