@@ -54,9 +54,8 @@ func TestQuotaTinyPreset(t *testing.T) {
 			if r.Fraction < 100 {
 				// Below the high-water mark the log must dump. At 100 %
 				// it fits its quota: it may dump near the end of a
-				// period (the threshold is below the quota), but an
-				// acknowledgement that a checkpoint overtakes counts
-				// nothing, which CI's load made happen.
+				// period (the threshold is below the quota) or not, as
+				// the timing goes (once, under CI's load, it did not).
 				require.Positive(t, r.LogDumpedBytes, r.QuotaCase.String())
 			}
 			if r.QuotaCase.Failure {
