@@ -34,8 +34,8 @@ func TestGomaxprocsEnv(t *testing.T) {
 // reaches them as it is.
 func TestPEsShareTheCPUs(t *testing.T) {
 	re := regexp.MustCompile(`msg="PE stats" pe=(\d) .* gomaxprocs=(\d+)`)
-	run := func(t *testing.T) []int {
-		j := startJob(t, "run", "stencil3d", "--pes", "2", "--grid", "32,32,32", "--chunk", "16,16,16", "--iterations", "4")
+	run := func(t *testing.T, extra ...string) []int {
+		j := startJob(t, append([]string{"run", "stencil3d", "--pes", "2", "--grid", "32,32,32", "--chunk", "16,16,16", "--iterations", "4"}, extra...)...)
 		require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
 		j.waitLine(t, regexp.MustCompile(`msg="job stats"`), time.Second)
 		var got []int
@@ -59,6 +59,18 @@ func TestPEsShareTheCPUs(t *testing.T) {
 			if runtime.NumCPU() <= 3 {
 				require.Equal(t, 1, g)
 			}
+		}
+	})
+	t.Run("with loggers", func(t *testing.T) {
+		// Go's default: the PEs' goroutines that serve the loggers'
+		// streams run beside the handlers.
+		t.Setenv("GOMAXPROCS", "")
+		require.NoError(t, os.Unsetenv("GOMAXPROCS"))
+		if runtime.NumCPU() < 2 {
+			t.Skip("one CPU: Go's default is 1 as well")
+		}
+		for _, g := range run(t, "--ft", "partialdet", "--loggers", "1", "--log-quota", "1000000") {
+			require.GreaterOrEqual(t, g, 2)
 		}
 	})
 	t.Run("user's", func(t *testing.T) {

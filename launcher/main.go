@@ -163,8 +163,8 @@ const usageHead = `usage:
       GOCHARE_MEMPROFILE=DIR      each PE writes its allocations DIR/pe-R.allocs.prof
       GOCHARE_DEBUG_PROTOACTOR=1  protoactor's own log lines go to stderr
       GOMAXPROCS=N                the threads of Go code a PE runs at once; gochare
-                                  run sets it, when unset, to the CPUs divided
-                                  among the PEs and loggers it starts (at least 1)
+                                  run sets it, when unset and without --loggers,
+                                  to the CPUs divided among the PEs (at least 1)
 `
 
 const usageTail = `  gochare replay --record DIR --task COLL[i,j,...] [--from-epoch E] [--to-step S] [-v]
@@ -788,8 +788,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		return 1, fmt.Errorf("launcher: %w", err)
 	}
 	co := newCoordinator(cfg, ln)
-	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr,
-		extraEnv: gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes+o.loggers)}
+	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr}
+	if o.loggers == 0 {
+		// With loggers, a PE's streams to them (dumps, event log
+		// records, their acknowledgements) are served by goroutines that
+		// must run while the PE runs handlers: with one thread each, the
+		// acknowledgements came late, the log quota blocked handlers and
+		// the event logger's records rode on 5x the bytes.
+		sp.extraEnv = gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes)
+	}
 	if o.tls {
 		// The PEs read the TLS files and derive the secret from them.
 		sp.secret, sp.tlsDir = "", o.secretDir
