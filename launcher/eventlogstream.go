@@ -17,6 +17,7 @@ import (
 	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
+	"github.com/gochare/gochare/scheduler/transport"
 )
 
 // The event logger's record stream: with --event-logger every PE opens a
@@ -345,7 +346,7 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 // batch here (with several loggers, those of the others) gets the
 // acknowledgements at each reply to another (relayTo).
 func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
-	r := bufio.NewReaderSize(readerOf(nc), 64<<10)
+	r := bufio.NewReaderSize(transport.SocketReader(nc), 64<<10)
 	var buf []byte
 	stored := false
 	// The batches' records are read into the same arrays each time:
@@ -745,7 +746,7 @@ func (c *eventLogClient) run(k *elLink) {
 // read posts k's acknowledgements and answers.
 func (c *eventLogClient) read(k *elLink, nc net.Conn) {
 	defer c.wg.Done()
-	r := bufio.NewReaderSize(readerOf(nc), 16<<10)
+	r := bufio.NewReaderSize(transport.SocketReader(nc), 16<<10)
 	var buf []byte
 	for {
 		kind, body, err := readEventLogFrame(r, buf)

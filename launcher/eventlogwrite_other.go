@@ -3,7 +3,6 @@
 package launcher
 
 import (
-	"io"
 	"net"
 	"syscall"
 )
@@ -13,6 +12,3 @@ import (
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
 func writeNow(syscall.RawConn, []byte) int { return 0 }
-
-// readerOf returns nc on this system.
-func readerOf(nc net.Conn) io.Reader { return nc }

@@ -1375,3 +1375,27 @@ func (e *TCP) dialer(rank int, addr string, redial <-chan struct{}, gone <-chan 
 		backoff = min(2*backoff, maxRedial)
 	}
 }
+
+// SocketReader returns a reader of nc's socket that reads as the
+// endpoint's connections do (on Linux by RawSyscall, without the
+// runtime's bookkeeping for a call that may block, which wakes the
+// monitor thread of an idle process; an empty socket waits in the
+// netpoller), without their spin; nc itself for a connection without a
+// socket of its own (TLS) and on other systems. The launcher reads its
+// streams to the loggers with it.
+func SocketReader(nc net.Conn) io.Reader {
+	sc, ok := nc.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	})
+	if !ok {
+		return nc
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	if r := newRawReader(raw, nil); r != nil {
+		return r
+	}
+	return nc
+}

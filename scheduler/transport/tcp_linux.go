@@ -198,9 +198,12 @@ func (r *rawReader) spinning() bool {
 	return r.spin.busy.CompareAndSwap(false, true)
 }
 
-// Read reads into p (not empty) what the socket has, waiting for at
-// least one byte; io.EOF once the peer has closed its side.
+// Read reads into p what the socket has, waiting for at least one
+// byte; io.EOF once the peer has closed its side.
 func (r *rawReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	r.p = p
 	err := r.raw.Read(r.fn)
 	r.p = nil
