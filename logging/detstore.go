@@ -2,6 +2,7 @@ package logging
 
 import (
 	"iter"
+	"maps"
 	"slices"
 )
 
@@ -139,12 +140,7 @@ func (s *determinantStore) len() int { return s.count }
 
 // receivers returns the tasks the store holds determinants of, sorted.
 func (s *determinantStore) receivers() []TaskID {
-	out := make([]TaskID, 0, len(s.tasks))
-	for task := range s.tasks {
-		out = append(out, task)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(s.tasks))
 }
 
 // ofTask yields receiver's records in RSN order.
