@@ -479,7 +479,8 @@ func (s *dumpServer) answerFetch(nc net.Conn, h *[dumpHeaderSize]byte, pe int, e
 // on any other, a TLS one, where each part would be a record and a
 // write of its own.
 func writeBuffers(nc net.Conn, bufs net.Buffers, bw **bufio.Writer) error {
-	if _, ok := nc.(*net.TCPConn); ok {
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
 		_, err := bufs.WriteTo(nc)
 		return err
 	}

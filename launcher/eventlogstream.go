@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -556,7 +557,17 @@ type eventLogClient struct {
 	ackMu   sync.Mutex
 	acks    map[elAckKey]logging.EventLogAck
 	pending atomic.Bool
+	// takes counts the calls of TakeAcks (on the PE goroutine) since
+	// the last poll of the sockets.
+	takes int
 }
+
+// elPollEvery is how many calls of TakeAcks (one per handler) a PE lets
+// pass between two reads of a logger's socket while a reply to its
+// batches is due: a read that finds nothing costs a system call (about
+// 1 us), a reply read late a few more records on the envelopes of the
+// handlers meanwhile.
+const elPollEvery = 8
 
 type elAckKey struct {
 	logger  int
@@ -577,6 +588,17 @@ type elLink struct {
 	writing bool
 	// fetches counts the answers due, in the order asked.
 	fetches int
+	// awaiting is set when a batch was written since the last frame of
+	// acknowledgements came in: the PE then reads the socket itself
+	// between handlers (poll).
+	awaiting atomic.Bool
+	// in holds what was read from a raw connection and not yet taken as
+	// frames (in[inAt:]), by the reader goroutine or the PE's polls,
+	// whichever holds rdMu; ackScratch is a frame's acknowledgements.
+	rdMu       sync.Mutex
+	in         []byte
+	inAt       int
+	ackScratch []logging.EventLogAck
 }
 
 func newEventLogClient(rank int, addrs []string, secret []byte, tlsCfg *tls.Config, post func(any), log *slog.Logger) *eventLogClient {
@@ -612,6 +634,8 @@ func (c *eventLogClient) queue(l int, fill func(w *elWriter), fetch bool) error 
 	k.out = w.b
 	if fetch {
 		k.fetches++
+	} else if k.raw != nil {
+		k.awaiting.Store(true) // after k.raw: TakeAcks reads it then
 	}
 	if k.raw != nil && !k.writing {
 		// Write at once what the socket takes, which is all of it
@@ -743,10 +767,29 @@ func (c *eventLogClient) run(k *elLink) {
 	}
 }
 
-// read posts k's acknowledgements and answers.
+// read posts k's acknowledgements and answers until the connection
+// ends. On a raw connection it reads the socket as the PE's polls do,
+// under k.rdMu, and waits for it in the netpoller when it is empty: the
+// PE, which reads it itself between handlers while a reply is due, has
+// usually taken the replies already (with GOMAXPROCS=1 this goroutine
+// runs only when the PE's waits for messages let it).
 func (c *eventLogClient) read(k *elLink, nc net.Conn) {
 	defer c.wg.Done()
-	r := bufio.NewReaderSize(transport.SocketReader(nc), 16<<10)
+	if raw := rawConnOf(nc); raw != nil {
+		var err error
+		rerr := raw.Read(func(fd uintptr) bool {
+			k.rdMu.Lock()
+			err = c.readRaw(k, fd, true)
+			k.rdMu.Unlock()
+			return err != nil // else wait until the socket is readable
+		})
+		if err == nil {
+			err = rerr
+		}
+		c.lose(k, fmt.Errorf("launcher: event logger %d's connection ended: %w", k.logger, err))
+		return
+	}
+	r := bufio.NewReaderSize(nc, 16<<10)
 	var buf []byte
 	for {
 		kind, body, err := readEventLogFrame(r, buf)
@@ -755,54 +798,127 @@ func (c *eventLogClient) read(k *elLink, nc net.Conn) {
 			return
 		}
 		buf = body
-		fr := elReader{b: body}
-		switch kind {
-		case elKindAcks:
-			n := fr.count(elAckSize)
-			acks := make([]logging.EventLogAck, 0, n)
-			for range n {
-				acks = append(acks, logging.EventLogAck{Logger: k.logger, Epoch: fr.u64(), Creator: logging.PEID(int32(fr.u32())), UpTo: fr.u64()})
-			}
-			if err := fr.done(); err != nil {
-				c.lose(k, fmt.Errorf("launcher: event logger %d: %w", k.logger, err))
-				return
-			}
-			c.keepAcks(acks)
-		case elKindAnswer:
-			recovery := fr.u32()
-			n := fr.count(8 + 4 + 4)
-			envs := make([]logging.Envelope, 0, n)
-			for range n {
-				env := logging.Envelope{Kind: logging.EnvelopeRecovery, From: logging.LoggerPE(k.logger), To: logging.PEID(c.rank),
-					Task: logging.TaskID(fr.u64()), Epoch: recovery}
-				env.Determinants, env.Progress = fr.records()
-				envs = append(envs, env)
-			}
-			if err := fr.done(); err != nil {
-				c.lose(k, fmt.Errorf("launcher: event logger %d: %w", k.logger, err))
-				return
-			}
-			k.mu.Lock()
-			due := k.fetches > 0 && k.gone == nil
-			if due {
-				k.fetches--
-			}
-			k.mu.Unlock()
-			if !due {
-				c.lose(k, fmt.Errorf("launcher: event logger %d answered a fetch nobody made", k.logger))
-				return
-			}
-			c.post(scheduler.EventLogAnswer{Logger: k.logger, Envelopes: envs})
-		default:
-			c.lose(k, fmt.Errorf("%w: kind %d from event logger %d", errEventLogFrame, kind, k.logger))
+		if err := c.frame(k, kind, body, true); err != nil {
+			c.lose(k, err)
 			return
 		}
 	}
 }
 
+// readRaw reads what k's socket (fd) holds without waiting and takes
+// the whole frames in it; notify: post EventLogAcksPending for the
+// acknowledgements (not for the PE's own polls). It returns io.EOF when
+// the logger closed the connection, the first other error of a read or
+// a frame. k.rdMu is held.
+func (c *eventLogClient) readRaw(k *elLink, fd uintptr, notify bool) error {
+	for {
+		if k.inAt > 0 && k.inAt == len(k.in) {
+			k.in, k.inAt = k.in[:0], 0
+		}
+		if len(k.in) == cap(k.in) {
+			if k.inAt > 0 {
+				k.in = k.in[:copy(k.in, k.in[k.inAt:])]
+				k.inAt = 0
+			} else {
+				k.in = slices.Grow(k.in, max(16<<10, cap(k.in)))
+			}
+		}
+		n, err := readNow(fd, k.in[len(k.in):cap(k.in)])
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil // empty: wait
+		}
+		k.in = k.in[:len(k.in)+n]
+		for {
+			avail := k.in[k.inAt:]
+			if len(avail) < elHeaderSize {
+				break
+			}
+			size := binary.LittleEndian.Uint32(avail[1:])
+			if size > maxEventLogFrame {
+				return fmt.Errorf("%w: %d bytes", errEventLogFrame, size)
+			}
+			if uint64(len(avail)-elHeaderSize) < uint64(size) {
+				if need := elHeaderSize + int(size); need > cap(k.in)-k.inAt {
+					k.in = slices.Grow(k.in, need-(cap(k.in)-k.inAt))
+				}
+				break
+			}
+			k.inAt += elHeaderSize + int(size)
+			if err := c.frame(k, avail[0], avail[elHeaderSize:elHeaderSize+int(size)], notify); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// poll reads k's socket on the PE goroutine when no one else does.
+func (c *eventLogClient) poll(k *elLink) {
+	if !k.rdMu.TryLock() {
+		return // the reader goroutine is at it
+	}
+	var err error
+	cerr := k.raw.Control(func(fd uintptr) { err = c.readRaw(k, fd, false) })
+	k.rdMu.Unlock()
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		c.lose(k, fmt.Errorf("launcher: event logger %d's connection ended: %w", k.logger, err))
+	}
+}
+
+// frame takes one frame from k's logger: acknowledgements are kept for
+// the PE, answers posted.
+func (c *eventLogClient) frame(k *elLink, kind byte, body []byte, notify bool) error {
+	fr := elReader{b: body}
+	switch kind {
+	case elKindAcks:
+		n := fr.count(elAckSize)
+		acks := k.ackScratch[:0]
+		for range n {
+			acks = append(acks, logging.EventLogAck{Logger: k.logger, Epoch: fr.u64(), Creator: logging.PEID(int32(fr.u32())), UpTo: fr.u64()})
+		}
+		k.ackScratch = acks[:0]
+		if err := fr.done(); err != nil {
+			return fmt.Errorf("launcher: event logger %d: %w", k.logger, err)
+		}
+		k.awaiting.Store(false)
+		c.keepAcks(acks, notify)
+	case elKindAnswer:
+		recovery := fr.u32()
+		n := fr.count(8 + 4 + 4)
+		envs := make([]logging.Envelope, 0, n)
+		for range n {
+			env := logging.Envelope{Kind: logging.EnvelopeRecovery, From: logging.LoggerPE(k.logger), To: logging.PEID(c.rank),
+				Task: logging.TaskID(fr.u64()), Epoch: recovery}
+			env.Determinants, env.Progress = fr.records()
+			envs = append(envs, env)
+		}
+		if err := fr.done(); err != nil {
+			return fmt.Errorf("launcher: event logger %d: %w", k.logger, err)
+		}
+		k.mu.Lock()
+		due := k.fetches > 0 && k.gone == nil
+		if due {
+			k.fetches--
+		}
+		k.mu.Unlock()
+		if !due {
+			return fmt.Errorf("launcher: event logger %d answered a fetch nobody made", k.logger)
+		}
+		c.post(scheduler.EventLogAnswer{Logger: k.logger, Envelopes: envs})
+	default:
+		return fmt.Errorf("%w: kind %d from event logger %d", errEventLogFrame, kind, k.logger)
+	}
+	return nil
+}
+
 // keepAcks keeps acknowledgements for the PE to take (TakeAcks), and
-// tells it when they are the first since it last took them.
-func (c *eventLogClient) keepAcks(acks []logging.EventLogAck) {
+// (notify) tells it when they are the first since it last took them.
+func (c *eventLogClient) keepAcks(acks []logging.EventLogAck, notify bool) {
 	c.ackMu.Lock()
 	for _, a := range acks {
 		k := elAckKey{a.Logger, a.Creator}
@@ -812,14 +928,23 @@ func (c *eventLogClient) keepAcks(acks []logging.EventLogAck) {
 	}
 	first := len(c.acks) > 0 && !c.pending.Swap(true)
 	c.ackMu.Unlock()
-	if first {
+	if first && notify {
 		c.post(scheduler.EventLogAcksPending{})
 	}
 }
 
 // TakeAcks appends the acknowledgements received since the last call to
-// into (scheduler.EventLogAckSource).
+// into (scheduler.EventLogAckSource). Every elPollEvery calls it reads
+// the sockets of the loggers that owe this PE a reply first.
 func (c *eventLogClient) TakeAcks(into []logging.EventLogAck) []logging.EventLogAck {
+	if c.takes++; c.takes >= elPollEvery {
+		c.takes = 0
+		for _, k := range c.links {
+			if k.awaiting.Load() {
+				c.poll(k)
+			}
+		}
+	}
 	if !c.pending.Load() {
 		return into
 	}

@@ -84,9 +84,12 @@ func takeAcks(t *testing.T, c *eventLogClient, p *posted) []logging.EventLogAck 
 	return takeAcksN(t, c, p, 1)
 }
 
-// takeAcksN takes c's acknowledgements until it has had n.
+// takeAcksN takes c's acknowledgements until it has had n. Its reader
+// goroutine gets the first (TakeAcks, which would read them itself, is
+// not called before) and tells the PE.
 func takeAcksN(t *testing.T, c *eventLogClient, p *posted, n int) []logging.EventLogAck {
 	t.Helper()
+	waitFor(t, "acknowledgements read", c.pending.Load)
 	var acks []logging.EventLogAck
 	waitFor(t, "acknowledgements", func() bool {
 		acks = c.TakeAcks(acks)

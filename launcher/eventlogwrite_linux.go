@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"io"
 	"net"
 	"syscall"
 	"unsafe"
@@ -44,4 +45,24 @@ func writeNow(raw syscall.RawConn, b []byte) int {
 		return true // never wait
 	})
 	return n
+}
+
+// readNow reads into p what socket fd holds without waiting: 0 and no
+// error when it holds nothing, io.EOF once the peer has closed its side.
+func readNow(fd uintptr, p []byte) (int, error) {
+	for {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch errno {
+		case 0:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, nil
+		}
+		return 0, errno
+	}
 }

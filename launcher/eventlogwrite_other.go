@@ -3,6 +3,7 @@
 package launcher
 
 import (
+	"io"
 	"net"
 	"syscall"
 )
@@ -12,3 +13,6 @@ import (
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
 func writeNow(syscall.RawConn, []byte) int { return 0 }
+
+// readNow is not called on this system (rawConnOf gives no socket).
+func readNow(uintptr, []byte) (int, error) { return 0, io.EOF }

@@ -61,9 +61,19 @@ func TestPEsShareTheCPUs(t *testing.T) {
 			}
 		}
 	})
-	t.Run("with loggers", func(t *testing.T) {
-		// Go's default: the PEs' goroutines that serve the loggers'
-		// streams run beside the handlers.
+	t.Run("with the event logger", func(t *testing.T) {
+		// The PEs read the logger's replies themselves: their share.
+		t.Setenv("GOMAXPROCS", "")
+		require.NoError(t, os.Unsetenv("GOMAXPROCS"))
+		share := max(1, runtime.NumCPU()/2)
+		for _, g := range run(t, "--ft", "fulldet", "--loggers", "1", "--event-logger") {
+			require.GreaterOrEqual(t, g, 1)
+			require.LessOrEqual(t, g, share)
+		}
+	})
+	t.Run("with a log quota", func(t *testing.T) {
+		// Go's default: the PEs' goroutines that serve the dump
+		// stream run beside the handlers.
 		t.Setenv("GOMAXPROCS", "")
 		require.NoError(t, os.Unsetenv("GOMAXPROCS"))
 		if runtime.NumCPU() < 2 {

@@ -111,7 +111,7 @@ func acceptLoggerConn(nc net.Conn, tlsCfg *tls.Config, secret []byte, logger, pe
 func dialLoggerConn(ctx context.Context, kind loggerStream, addr string, rank, logger int, secret []byte, tlsCfg *tls.Config) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dumpHandshakeLimit)
 	defer cancel()
-	if local := localLoggerAddr(addr); local != "" && kind == eventLogStream {
+	if local := localLoggerAddr(addr); local != "" {
 		// Half the time at most, so that whatever answers there (the
 		// name is anyone's on this host to take) leaves TCP time to
 		// reach the logger.

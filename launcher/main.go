@@ -789,12 +789,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	co := newCoordinator(cfg, ln)
 	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr}
-	if o.loggers == 0 {
-		// With loggers, a PE's streams to them (dumps, event log
-		// records, their acknowledgements) are served by goroutines that
-		// must run while the PE runs handlers: with one thread each, the
-		// acknowledgements came late, the log quota blocked handlers and
-		// the event logger's records rode on 5x the bytes.
+	if o.logQuota == 0 {
+		// Under a log quota a PE's dumps are written and their
+		// acknowledgements read by goroutines that must run while the
+		// PE runs handlers: with one thread each, the acknowledgements
+		// came late and the quota blocked handlers. The event logger's
+		// stream needs no such goroutine: the PE writes its batches and
+		// reads the replies itself between handlers
+		// (eventlogstream.go).
 		sp.extraEnv = gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes)
 	}
 	if o.tls {

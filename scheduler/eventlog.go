@@ -131,6 +131,9 @@ func (pe *PE) eventLogBetweenHandlers() {
 // takeEventLogAcks hands the protocol the acknowledgements the sink
 // holds.
 func (pe *PE) takeEventLogAcks() {
+	if !pe.cfg.EventLogger {
+		return
+	}
 	src, ok := pe.cfg.EventLog.(EventLogAckSource)
 	if !ok {
 		return

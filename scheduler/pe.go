@@ -1046,6 +1046,8 @@ func (pe *PE) answerProbe() {
 // transmit performs the protocol's Ready: envelopes for this PE arrive
 // here after Advance, the others are batched per PE and sent.
 func (pe *PE) transmit() {
+	// The records acknowledged by now ride on none of these envelopes.
+	pe.takeEventLogAcks()
 	ready := pe.proto.Ready()
 	local := pe.localSpare[:0]
 	pe.localSpare = nil
