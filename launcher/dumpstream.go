@@ -12,6 +12,8 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gochare/gochare/logging"
@@ -553,11 +555,16 @@ func decodeNeed(from, to int, b []byte) ([]int, error) {
 	return need, nil
 }
 
-// dumpClient is a PE's side of the dump stream: a scheduler.DumpSink
-// with one connection per logger, dialed on the first dump there. Dump
-// queues; a writer goroutine per logger sends, a reader posts the
-// acknowledgements to the PE (post), and the first error posts the
-// logger's loss.
+// dumpClient is a PE's side of the dump stream: a
+// scheduler.DumpAckSource with one connection per logger, dialed on the
+// first dump there. Dump writes what the socket takes at once on the
+// PE's goroutine (a plain connection, nothing queued before it) and
+// queues the rest for a writer goroutine per logger; the
+// acknowledgements are kept for the PE to take between slices
+// (TakeDumpAcks, which reads the sockets itself while dumps are
+// unacknowledged), by it or by a reader goroutine per logger, which
+// then tells the PE (post); the first error posts the logger's loss.
+// With one thread per PE those goroutines run only when the PE waits.
 type dumpClient struct {
 	rank   int
 	secret []byte
@@ -568,6 +575,11 @@ type dumpClient struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	links  []*dumpLink
+	// acks are the latest acknowledgement of each logger not yet taken
+	// (To 0: none); pending is set while there is one.
+	ackMu   sync.Mutex
+	acks    []scheduler.DumpAcked
+	pending atomic.Bool
 }
 
 type dumpLink struct {
@@ -583,12 +595,41 @@ type dumpLink struct {
 	fetches []chan fetchReply
 	// lost is closed when the link is gone.
 	lost chan struct{}
+	// raw is conn's socket when the PE writes and reads it itself
+	// (plain TCP or Unix; set with conn, under mu, before pollable);
+	// writing is set while the writer writes outside mu.
+	raw      syscall.RawConn
+	pollable atomic.Bool
+	writing  bool
+	// lastEpoch and lastTo are the period and end of the last dump
+	// (under mu); unacked is set from then until an acknowledgement
+	// covers it.
+	lastEpoch uint64
+	lastTo    int
+	unacked   atomic.Bool
+	// in holds what was read from a raw connection and not yet taken as
+	// frames (in[inAt:]), by the reader goroutine or the PE's polls,
+	// whichever holds rdMu.
+	rdMu sync.Mutex
+	in   []byte
+	inAt int
 }
 
-// dumpOut is a dump or (fetch set) a fetch to send.
+// dumpOut is a dump or (fetch set) a fetch to send, of which the first
+// sent bytes (of header and payload) are written.
 type dumpOut struct {
 	logging.DumpBatch
 	fetch bool
+	sent  int
+}
+
+// putDumpHeader fills h, a dump stream header of kind for b.
+func putDumpHeader(h []byte, kind byte, b logging.DumpBatch) {
+	h[0] = kind
+	binary.LittleEndian.PutUint64(h[1:], b.Epoch)
+	binary.LittleEndian.PutUint32(h[9:], uint32(b.From))
+	binary.LittleEndian.PutUint32(h[13:], uint32(b.To))
+	binary.LittleEndian.PutUint32(h[17:], uint32(len(b.Payload)))
 }
 
 type fetchReply struct {
@@ -598,7 +639,7 @@ type fetchReply struct {
 
 func newDumpClient(rank int, addrs []string, secret []byte, tlsCfg *tls.Config, post func(any), log *slog.Logger) *dumpClient {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &dumpClient{rank: rank, secret: secret, tls: tlsCfg, post: post, log: log, ctx: ctx, cancel: cancel}
+	c := &dumpClient{rank: rank, secret: secret, tls: tlsCfg, post: post, log: log, ctx: ctx, cancel: cancel, acks: make([]scheduler.DumpAcked, len(addrs))}
 	for l, a := range addrs {
 		k := &dumpLink{logger: l, addr: a, lost: make(chan struct{})}
 		k.cond = sync.NewCond(&k.mu)
@@ -625,7 +666,25 @@ func (c *dumpClient) Dump(b logging.DumpBatch) {
 		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: err})
 		return
 	}
-	k.queue = append(k.queue, dumpOut{DumpBatch: b})
+	k.lastEpoch, k.lastTo = b.Epoch, b.To
+	k.unacked.Store(true)
+	sent := 0
+	if k.raw != nil && !k.writing && len(k.queue) == 0 {
+		// Write at once what the socket takes, which is all of it
+		// unless the logger is behind: the writer is not woken for
+		// each dump, and gets the rest, or the error, if any.
+		var h [dumpHeaderSize]byte
+		putDumpHeader(h[:], dumpKindDump, b)
+		sent = writevNow(k.raw, h[:], b.Payload)
+		if sent == len(h)+len(b.Payload) {
+			k.mu.Unlock()
+			if cap(b.Payload) > 0 {
+				c.post(scheduler.DumpSent{Payload: b.Payload})
+			}
+			return
+		}
+	}
+	k.queue = append(k.queue, dumpOut{DumpBatch: b, sent: sent})
 	k.cond.Signal()
 	k.mu.Unlock()
 	k.start.Do(func() {
@@ -726,6 +785,9 @@ func (c *dumpClient) run(k *dumpLink) {
 		return
 	}
 	k.conn = nc
+	if k.raw = rawConnOf(nc); k.raw != nil {
+		k.pollable.Store(true) // after k.raw: TakeDumpAcks reads it then
+	}
 	k.mu.Unlock()
 	c.wg.Add(1)
 	go c.readAcks(k, nc)
@@ -736,6 +798,7 @@ func (c *dumpClient) run(k *dumpLink) {
 	var bw *bufio.Writer // under TLS
 	for {
 		k.mu.Lock()
+		k.writing = false
 		for len(k.queue) == 0 && k.gone == nil {
 			k.cond.Wait()
 		}
@@ -745,22 +808,23 @@ func (c *dumpClient) run(k *dumpLink) {
 		}
 		batch := k.queue
 		k.queue = nil
+		k.writing = true
 		k.mu.Unlock()
 		heads = slices.Grow(heads[:0], dumpHeaderSize*len(batch))[:dumpHeaderSize*len(batch)]
 		bufs = bufs[:0]
 		for i, b := range batch {
 			h := heads[i*dumpHeaderSize : (i+1)*dumpHeaderSize]
-			h[0] = dumpKindDump
+			kind := byte(dumpKindDump)
 			if b.fetch {
-				h[0] = dumpKindFetch
+				kind = dumpKindFetch
 			}
-			binary.LittleEndian.PutUint64(h[1:], b.Epoch)
-			binary.LittleEndian.PutUint32(h[9:], uint32(b.From))
-			binary.LittleEndian.PutUint32(h[13:], uint32(b.To))
-			binary.LittleEndian.PutUint32(h[17:], uint32(len(b.Payload)))
-			bufs = append(bufs, h)
-			if len(b.Payload) > 0 {
-				bufs = append(bufs, b.Payload)
+			putDumpHeader(h, kind, b.DumpBatch)
+			// A dump the PE began to write goes on where it stopped.
+			if b.sent < len(h) {
+				bufs = append(bufs, h[b.sent:])
+			}
+			if p := b.Payload[max(b.sent-len(h), 0):]; len(p) > 0 {
+				bufs = append(bufs, p)
 			}
 		}
 		if err := writeBuffers(nc, bufs, &bw); err != nil { // consumes a copy of bufs
@@ -777,8 +841,26 @@ func (c *dumpClient) run(k *dumpLink) {
 	}
 }
 
+// readAcks keeps k's acknowledgements for the PE and hands the answers
+// to fetches to their callers, until the connection ends. On a raw
+// connection it reads the socket as the PE's polls do, under k.rdMu, and
+// waits in the netpoller when it is empty.
 func (c *dumpClient) readAcks(k *dumpLink, nc net.Conn) {
 	defer c.wg.Done()
+	if raw := rawConnOf(nc); raw != nil {
+		var err error
+		rerr := raw.Read(func(fd uintptr) bool {
+			k.rdMu.Lock()
+			err = c.readRaw(k, fd, true)
+			k.rdMu.Unlock()
+			return err != nil // else wait until the socket is readable
+		})
+		if err == nil {
+			err = rerr
+		}
+		c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+		return
+	}
 	r := bufio.NewReader(nc)
 	var a [dumpHeaderSize]byte
 	for {
@@ -786,42 +868,166 @@ func (c *dumpClient) readAcks(k *dumpLink, nc net.Conn) {
 			c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
 			return
 		}
+		size := dumpAckSize
 		if a[0] == dumpKindData {
-			if _, err := io.ReadFull(r, a[1:dumpHeaderSize]); err != nil {
-				c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
-				return
-			}
+			size = dumpHeaderSize
+		}
+		if _, err := io.ReadFull(r, a[1:size]); err != nil {
+			c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
+			return
+		}
+		var payload []byte
+		if a[0] == dumpKindData {
 			n := binary.LittleEndian.Uint32(a[17:])
 			if n > maxDump {
 				c.lose(k, fmt.Errorf("launcher: logger %d sent %d bytes of entries", k.logger, n))
 				return
 			}
-			payload := make([]byte, n)
+			payload = make([]byte, n)
 			if _, err := io.ReadFull(r, payload); err != nil {
 				c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
 				return
 			}
-			k.mu.Lock()
-			if len(k.fetches) == 0 {
-				k.mu.Unlock()
-				c.lose(k, fmt.Errorf("launcher: logger %d sent entries nobody asked for", k.logger))
-				return
+		}
+		if err := c.frame(k, a[:size], payload, true); err != nil {
+			c.lose(k, err)
+			return
+		}
+	}
+}
+
+// readRaw reads what k's socket (fd) holds without waiting and takes
+// the whole frames in it; notify: post DumpAcksPending for an
+// acknowledgement (not for the PE's own polls). It returns io.EOF when
+// the logger closed the connection, the first other error of a read or
+// a frame. k.rdMu is held.
+func (c *dumpClient) readRaw(k *dumpLink, fd uintptr, notify bool) error {
+	for {
+		if k.inAt > 0 && k.inAt == len(k.in) {
+			k.in, k.inAt = k.in[:0], 0
+		}
+		if len(k.in) == cap(k.in) {
+			if k.inAt > 0 {
+				k.in = k.in[:copy(k.in, k.in[k.inAt:])]
+				k.inAt = 0
+			} else {
+				k.in = slices.Grow(k.in, max(4<<10, cap(k.in)))
 			}
-			reply := k.fetches[0]
-			k.fetches = k.fetches[1:]
+		}
+		n, err := readNow(fd, k.in[len(k.in):cap(k.in)])
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil // empty: wait
+		}
+		k.in = k.in[:len(k.in)+n]
+		for {
+			avail := k.in[k.inAt:]
+			if len(avail) == 0 {
+				break
+			}
+			size := dumpAckSize
+			if avail[0] == dumpKindData {
+				size = dumpHeaderSize
+			}
+			if len(avail) < size {
+				break
+			}
+			var payload []byte
+			if avail[0] == dumpKindData {
+				n := binary.LittleEndian.Uint32(avail[17:])
+				if n > maxDump {
+					return fmt.Errorf("launcher: logger %d sent %d bytes of entries", k.logger, n)
+				}
+				if len(avail) < size+int(n) {
+					if need := size + int(n); need > cap(k.in)-k.inAt {
+						k.in = slices.Grow(k.in, need-(cap(k.in)-k.inAt))
+					}
+					break
+				}
+				payload = append([]byte(nil), avail[size:size+int(n)]...)
+				size += int(n)
+			}
+			k.inAt += size
+			if err := c.frame(k, avail[:min(size, dumpHeaderSize)], payload, notify); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// frame takes one frame from k's logger: h, its header (an
+// acknowledgement's or, with the entries in payload, a fetch's answer's).
+func (c *dumpClient) frame(k *dumpLink, h []byte, payload []byte, notify bool) error {
+	switch h[0] {
+	case dumpKindAck:
+		a := scheduler.DumpAcked{Logger: k.logger, Epoch: binary.LittleEndian.Uint64(h[1:]), To: int(binary.LittleEndian.Uint32(h[9:]))}
+		k.mu.Lock()
+		if a.Epoch == k.lastEpoch && a.To >= k.lastTo {
+			k.unacked.Store(false)
+		}
+		k.mu.Unlock()
+		c.ackMu.Lock()
+		c.acks[k.logger] = a
+		first := !c.pending.Swap(true)
+		c.ackMu.Unlock()
+		if first && notify {
+			c.post(scheduler.DumpAcksPending{})
+		}
+	case dumpKindData:
+		k.mu.Lock()
+		if len(k.fetches) == 0 {
 			k.mu.Unlock()
-			reply <- fetchReply{from: int(binary.LittleEndian.Uint32(a[9:])), to: int(binary.LittleEndian.Uint32(a[13:])), payload: payload}
-			continue
+			return fmt.Errorf("launcher: logger %d sent entries nobody asked for", k.logger)
 		}
-		if _, err := io.ReadFull(r, a[1:dumpAckSize]); err != nil {
-			c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
-			return
+		reply := k.fetches[0]
+		k.fetches = k.fetches[1:]
+		k.mu.Unlock()
+		reply <- fetchReply{from: int(binary.LittleEndian.Uint32(h[9:])), to: int(binary.LittleEndian.Uint32(h[13:])), payload: payload}
+	default:
+		return fmt.Errorf("launcher: logger %d sent a malformed acknowledgement (kind %d)", k.logger, h[0])
+	}
+	return nil
+}
+
+// TakeDumpAcks appends the acknowledgements received since the last
+// call to into (scheduler.DumpAckSource), the sockets of the loggers
+// that owe this PE one read first.
+func (c *dumpClient) TakeDumpAcks(into []scheduler.DumpAcked) []scheduler.DumpAcked {
+	for _, k := range c.links {
+		if k.unacked.Load() && k.pollable.Load() {
+			c.poll(k)
 		}
-		if a[0] != dumpKindAck {
-			c.lose(k, fmt.Errorf("launcher: logger %d sent a malformed acknowledgement (kind %d)", k.logger, a[0]))
-			return
+	}
+	if !c.pending.Load() {
+		return into
+	}
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
+	for l, a := range c.acks {
+		if a.To > 0 {
+			into = append(into, a)
+			c.acks[l] = scheduler.DumpAcked{}
 		}
-		c.post(scheduler.DumpAcked{Logger: k.logger, Epoch: binary.LittleEndian.Uint64(a[1:]), To: int(binary.LittleEndian.Uint32(a[9:]))})
+	}
+	c.pending.Store(false)
+	return into
+}
+
+// poll reads k's socket on the PE goroutine when no one else does.
+func (c *dumpClient) poll(k *dumpLink) {
+	if !k.rdMu.TryLock() {
+		return // the reader goroutine is at it
+	}
+	var err error
+	cerr := k.raw.Control(func(fd uintptr) { err = c.readRaw(k, fd, false) })
+	k.rdMu.Unlock()
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		c.lose(k, fmt.Errorf("launcher: logger %d's dump connection ended: %w", k.logger, err))
 	}
 }
 

@@ -112,8 +112,12 @@ func TestDumpStream(t *testing.T) {
 			defer c.close()
 			d := dumpOf(t, 0, 3, 0, 8)
 			c.Dump(d)
+			// The reader goroutine keeps the acknowledgement for the PE
+			// and tells it.
 			waitFor(t, "the acknowledgement", func() bool { return len(got.all()) > 0 })
-			require.Equal(t, scheduler.DumpAcked{Logger: 0, Epoch: 3, To: d.To}, got.all()[0])
+			require.Equal(t, scheduler.DumpAcksPending{}, got.all()[0])
+			require.Equal(t, []scheduler.DumpAcked{{Logger: 0, Epoch: 3, To: d.To}}, c.TakeDumpAcks(nil))
+			require.Empty(t, c.TakeDumpAcks(nil), "taken once")
 			require.Equal(t, len(d.Payload), srv.store.held())
 			// The dump's buffer came back to the PE once written.
 			waitFor(t, "the buffer given back", func() bool { return len(got.sentBack()) > 0 })
@@ -336,16 +340,56 @@ func TestDumpStreamBatched(t *testing.T) {
 	}
 	c.Fetch(0, 3, 0, 1) // starts the link; the dumps go first
 	waitFor(t, "every buffer given back", func() bool { return len(got.sentBack()) == 40 })
+	var acks []scheduler.DumpAcked
 	waitFor(t, "the acknowledgement of the last", func() bool {
-		evs := got.all()
-		return len(evs) > 0 && evs[len(evs)-1] == scheduler.DumpAcked{Logger: 0, Epoch: 3, To: 40}
+		acks = c.TakeDumpAcks(acks)
+		return len(acks) > 0 && acks[len(acks)-1] == scheduler.DumpAcked{Logger: 0, Epoch: 3, To: 40}
 	})
-	require.Less(t, len(got.all()), 40, "acknowledgements of dumps that came together are one")
+	require.Less(t, len(acks), 40, "acknowledgements of dumps that came together are one")
 	for _, ev := range got.all() {
-		require.IsType(t, scheduler.DumpAcked{}, ev)
+		require.IsType(t, scheduler.DumpAcksPending{}, ev)
 	}
 	back, err := c.Fetch(0, 3, 0, 40)
 	require.NoError(t, err)
 	require.Equal(t, all.Payload, back)
 	require.Equal(t, len(all.Payload), srv.store.held())
+}
+
+// Once its link is up, a PE writes a dump itself, as far as the socket
+// takes it; the writer sends the rest from where it stopped, and the PE
+// reads the acknowledgement itself (TakeDumpAcks) while one is due.
+func TestDumpWrittenByThePE(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := listenDumps(0, 2, "127.0.0.1", secret, nil, log)
+	require.NoError(t, err)
+	defer srv.close()
+	var got posted
+	c := newDumpClient(1, []string{srv.addr()}, secret, nil, got.post, log)
+	defer c.close()
+	first := dumpOf(t, 0, 3, 0, 4)
+	c.Dump(first) // dials
+	k := c.links[0]
+	waitFor(t, "the link up", k.pollable.Load)
+	var acks []scheduler.DumpAcked
+	waitFor(t, "the first acknowledged", func() bool {
+		acks = c.TakeDumpAcks(acks)
+		return len(acks) > 0 && acks[len(acks)-1].To == first.To
+	})
+	// A dump far larger than the socket's buffer: the PE writes part of
+	// it, the writer the rest.
+	big := dumpOf(t, 0, 3, first.To, 20000)
+	require.Greater(t, len(big.Payload), 2<<20)
+	c.Dump(big)
+	require.True(t, k.unacked.Load())
+	waitFor(t, "the big one acknowledged", func() bool {
+		acks = c.TakeDumpAcks(acks)
+		return acks[len(acks)-1].To == big.To
+	})
+	require.False(t, k.unacked.Load())
+	require.Equal(t, len(first.Payload)+len(big.Payload), srv.store.held())
+	back, err := c.Fetch(0, 3, big.From, big.To)
+	require.NoError(t, err)
+	require.Equal(t, big.Payload, back)
+	waitFor(t, "both buffers given back", func() bool { return len(got.sentBack()) == 2 })
 }

@@ -66,3 +66,36 @@ func readNow(fd uintptr, p []byte) (int, error) {
 		return 0, errno
 	}
 }
+
+// writevNow writes as much of a and then b as the socket takes without
+// waiting, in one vectored write, and returns how much that was (as
+// writeNow).
+func writevNow(raw syscall.RawConn, a, b []byte) int {
+	n := 0
+	raw.Write(func(fd uintptr) bool {
+		for n < len(a)+len(b) {
+			var iov [2]syscall.Iovec
+			k := 0
+			if n < len(a) {
+				iov[k] = syscall.Iovec{Base: &a[n]}
+				iov[k].SetLen(len(a) - n)
+				k++
+			}
+			if at := max(n-len(a), 0); at < len(b) {
+				iov[k] = syscall.Iovec{Base: &b[at]}
+				iov[k].SetLen(len(b) - at)
+				k++
+			}
+			m, _, errno := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
+			if errno == syscall.EINTR {
+				continue
+			}
+			if errno != 0 || m == 0 {
+				break
+			}
+			n += int(m)
+		}
+		return true // never wait
+	})
+	return n
+}

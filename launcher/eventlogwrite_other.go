@@ -16,3 +16,5 @@ func writeNow(syscall.RawConn, []byte) int { return 0 }
 
 // readNow is not called on this system (rawConnOf gives no socket).
 func readNow(uintptr, []byte) (int, error) { return 0, io.EOF }
+
+func writevNow(syscall.RawConn, []byte, []byte) int { return 0 }

@@ -789,16 +789,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	co := newCoordinator(cfg, ln)
 	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr}
-	if o.logQuota == 0 {
-		// Under a log quota a PE's dumps are written and their
-		// acknowledgements read by goroutines that must run while the
-		// PE runs handlers: with one thread each, the acknowledgements
-		// came late and the quota blocked handlers. The event logger's
-		// stream needs no such goroutine: the PE writes its batches and
-		// reads the replies itself between handlers
-		// (eventlogstream.go).
-		sp.extraEnv = gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes)
-	}
+	// With loggers too: a PE writes its dumps and event log batches and
+	// reads the loggers' replies itself between handlers
+	// (dumpstream.go, eventlogstream.go), and does not need its
+	// goroutines for those streams to run beside its handlers.
+	sp.extraEnv = gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes)
 	if o.tls {
 		// The PEs read the TLS files and derive the secret from them.
 		sp.secret, sp.tlsDir = "", o.secretDir

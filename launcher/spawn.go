@@ -23,8 +23,8 @@ func exitHow(st *os.ProcessState) string {
 }
 
 // gomaxprocsEnv is what gochare run adds to the environment of the
-// PE processes it starts on this machine (procs of them), in a job
-// without loggers, so that together they run no more threads of Go code than the CPUs
+// PE and logger processes it starts on this machine (procs: the PEs),
+// so that together the PEs run no more threads of Go code than the CPUs
 // this process may use (cpus: runtime.GOMAXPROCS, which follows the
 // CPU affinity mask and a cgroup's CPU limit): GOMAXPROCS = cpus/procs,
 // at least 1. Nothing when that is every CPU anyway, or when environ

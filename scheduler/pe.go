@@ -399,6 +399,8 @@ type PE struct {
 	// acknowledgements (eventlog.go).
 	eventLogHandlers int
 	ackBuf           []logging.EventLogAck
+	// dumpAckBuf takes the dump sink's acknowledgements (quota.go).
+	dumpAckBuf []DumpAcked
 	// Under a log quota a resume starts its tasks one by one as the log
 	// has room (quota.go: resumeWhenRoom): resumeQueue are those still
 	// to start, resumeTasks those started, heldEvents the coordinator's
@@ -896,6 +898,8 @@ func (pe *PE) Event(ev any) {
 		pe.runSlice()
 	case DumpAcked:
 		pe.dumpAcked(ev)
+	case DumpAcksPending:
+		pe.takeDumpAcks()
 	case LoggerLost:
 		pe.loggerLost(ev)
 		pe.eventLoggerLost(ev)
@@ -994,6 +998,7 @@ func (pe *PE) runSlice() {
 	pe.holdAcks = true
 	pe.transmit()
 	pe.holdAcks = false
+	pe.takeDumpAcks()
 	if pe.runAt < len(pe.runnable) {
 		if pe.blockedAt.IsZero() && pe.halted == nil {
 			pe.schedule()

@@ -52,6 +52,22 @@ type DumpPicker interface {
 	FetchSome(logger int, epoch uint64, from, to int, need []int) ([]byte, error)
 }
 
+// DumpAckSource is a DumpSink that keeps the acknowledgements it
+// receives for the PE to take between two slices of handlers
+// (TakeDumpAcks, called on the PE goroutine after each slice's transmit;
+// it may read the sink's connections itself, without waiting), rather
+// than posting each: with one thread per PE a goroutine that reads them
+// runs only when the PE waits. It posts DumpAcksPending when
+// acknowledgements wait and the PE may be idle or blocked.
+type DumpAckSource interface {
+	DumpSink
+	TakeDumpAcks(into []DumpAcked) []DumpAcked
+}
+
+// DumpAcksPending tells the PE that its DumpAckSource holds
+// acknowledgements.
+type DumpAcksPending struct{}
+
 type (
 	// DumpAcked is logger Logger's acknowledgement: it stores the entries
 	// of period Epoch below To.
@@ -177,6 +193,23 @@ func (pe *PE) sendDumps() {
 	}
 	for _, b := range q.TakeDumps() {
 		pe.cfg.Dumps.Dump(b)
+	}
+}
+
+// takeDumpAcks hands the protocol the acknowledgements the sink holds
+// (a DumpAckSource's), between slices: the slice's envelopes, which may
+// point into the log's memory an acknowledgement frees, are transmitted.
+func (pe *PE) takeDumpAcks() {
+	if pe.cfg.LogQuota <= 0 {
+		return
+	}
+	src, ok := pe.cfg.Dumps.(DumpAckSource)
+	if !ok {
+		return
+	}
+	pe.dumpAckBuf = src.TakeDumpAcks(pe.dumpAckBuf[:0])
+	for _, a := range pe.dumpAckBuf {
+		pe.dumpAcked(a)
 	}
 }
 
