@@ -789,11 +789,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	co := newCoordinator(cfg, ln)
 	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr}
-	// With loggers too: a PE writes its dumps and event log batches and
-	// reads the loggers' replies itself between handlers
-	// (dumpstream.go, eventlogstream.go), and does not need its
-	// goroutines for those streams to run beside its handlers.
-	sp.extraEnv = gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes)
+	if o.loggers == 0 || !o.tls {
+		// With loggers too: a PE writes its dumps and event log batches
+		// and reads the loggers' replies itself between handlers
+		// (dumpstream.go, eventlogstream.go), and does not need its
+		// goroutines for those streams to run beside its handlers. Not
+		// under TLS, where those goroutines do it all.
+		sp.extraEnv = gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes)
+	}
 	if o.tls {
 		// The PEs read the TLS files and derive the secret from them.
 		sp.secret, sp.tlsDir = "", o.secretDir
