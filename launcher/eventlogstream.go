@@ -583,8 +583,13 @@ type elLink struct {
 	gone   error
 	conn   net.Conn
 	// raw is conn's socket when the PE may write to it directly (plain
-	// TCP or Unix); writing is set while the writer writes outside mu.
+	// TCP or Unix): every write to it is made under mu, by the PE or
+	// by the writer, without waiting, from out; backlog is set while
+	// out holds what the socket did not take.
 	raw     syscall.RawConn
+	backlog atomic.Bool
+	// writing is set while the writer of a connection without raw
+	// writes outside mu.
 	writing bool
 	// fetches counts the answers due, in the order asked.
 	fetches int
@@ -637,20 +642,41 @@ func (c *eventLogClient) queue(l int, fill func(w *elWriter), fetch bool) error 
 	} else if k.raw != nil {
 		k.awaiting.Store(true) // after k.raw: TakeAcks reads it then
 	}
-	if k.raw != nil && !k.writing {
+	if k.raw != nil {
 		// Write at once what the socket takes, which is all of it
 		// unless the logger is behind: the writer is not woken for
 		// each batch (a futex wake and a switch of goroutines), and
 		// gets the rest, or the error, if any.
-		if n := writeNow(k.raw, k.out); n > 0 {
-			k.out = k.out[:copy(k.out, k.out[n:])]
-		}
-		if len(k.out) == 0 {
+		if k.flushLocked() == nil && len(k.out) == 0 {
 			return nil
 		}
 	}
 	k.cond.Signal()
 	return nil
+}
+
+// flushLocked writes what the socket takes of k.out, without waiting.
+// k.mu is held.
+func (k *elLink) flushLocked() error {
+	var n int
+	var err error
+	if cerr := k.raw.Control(func(fd uintptr) { n, err = writeSome(fd, k.out) }); err == nil {
+		err = cerr
+	}
+	k.out = k.out[:copy(k.out, k.out[n:])]
+	k.backlog.Store(len(k.out) > 0)
+	return err
+}
+
+// flush writes k's backlog, on the PE goroutine: with one thread per PE
+// the writer, which waits for the socket to take more, runs only when
+// the PE waits, and the batches behind would wait with it.
+func (k *elLink) flush() {
+	k.mu.Lock()
+	if k.gone == nil && len(k.out) > 0 {
+		k.flushLocked() // an error is the writer's to report
+	}
+	k.mu.Unlock()
 }
 
 // Log queues b for its logger; it never blocks.
@@ -744,6 +770,10 @@ func (c *eventLogClient) run(k *elLink) {
 	k.mu.Unlock()
 	c.wg.Add(1)
 	go c.read(k, nc)
+	if k.raw != nil {
+		c.writeRaw(k)
+		return
+	}
 	var buf []byte
 	for {
 		k.mu.Lock()
@@ -761,6 +791,40 @@ func (c *eventLogClient) run(k *elLink) {
 		k.writing = true
 		k.mu.Unlock()
 		if _, err := nc.Write(buf); err != nil {
+			c.lose(k, fmt.Errorf("launcher: records to event logger %d: %w", k.logger, err))
+			return
+		}
+	}
+}
+
+// writeRaw writes what the PE left in k.out, waiting for the socket to
+// take it, until an error or close; the PE's own writes, under k.mu as
+// these, go on meanwhile.
+func (c *eventLogClient) writeRaw(k *elLink) {
+	for {
+		k.mu.Lock()
+		for len(k.out) == 0 && k.gone == nil {
+			k.cond.Wait()
+		}
+		if k.gone != nil {
+			k.mu.Unlock()
+			return
+		}
+		k.mu.Unlock()
+		var err error
+		rerr := k.raw.Write(func(uintptr) bool {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			if k.gone != nil || len(k.out) == 0 {
+				return true
+			}
+			err = k.flushLocked()
+			return err != nil || len(k.out) == 0 // else wait until it takes more
+		})
+		if err == nil {
+			err = rerr
+		}
+		if err != nil {
 			c.lose(k, fmt.Errorf("launcher: records to event logger %d: %w", k.logger, err))
 			return
 		}
@@ -940,6 +1004,9 @@ func (c *eventLogClient) TakeAcks(into []logging.EventLogAck) []logging.EventLog
 	if c.takes++; c.takes >= elPollEvery {
 		c.takes = 0
 		for _, k := range c.links {
+			if k.backlog.Load() {
+				k.flush()
+			}
 			if k.awaiting.Load() {
 				c.poll(k)
 			}

@@ -99,3 +99,22 @@ func writevNow(raw syscall.RawConn, a, b []byte) int {
 	})
 	return n
 }
+
+// writeSome writes as much of b to socket fd as it takes without
+// waiting: how much, and the error of a write that failed otherwise.
+func writeSome(fd uintptr, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
+		switch errno {
+		case 0:
+			n += int(m)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return n, nil
+		default:
+			return n, errno
+		}
+	}
+	return n, nil
+}

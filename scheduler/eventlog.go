@@ -52,11 +52,12 @@ type EventLogAcksPending struct{}
 // on LeanMD (a determinant per handler), where 32 sent a quarter of 8's
 // batches for the same piggyback (docs/benchmarks.md, "elfwd"), and 64
 // 0.6 of 32's for a piggyback of 4-7 % of FullDet's without the event
-// logger instead of 3-5 % ("elcost"). Since the PE reads the replies
-// itself between handlers (launcher/eventlogstream.go) it takes the
-// acknowledgements sooner, and 128 gives the piggyback 64 gave before
-// with 0.7 of its batches ("el2").
-const eventLogEvery = 128
+// logger instead of 3-5 % ("elcost"). 128 sent 0.7 of 64's batches
+// once the PE read the replies itself between handlers, for the
+// piggyback 64 gave before at a load of 10, but at a load of 15-30 on
+// two cores (one thread per PE) the piggyback of some runs rose to
+// 10-30 % of FullDet's without the event logger ("el2").
+const eventLogEvery = 64
 
 type (
 	// EventLogAcked is a logger's acknowledgement.
