@@ -31,8 +31,9 @@ type EventLogSink interface {
 }
 
 // EventLogAckSource is an EventLogSink that keeps the acknowledgements
-// it receives for the PE to take between two handlers (TakeAcks, called
-// on the PE goroutine, cheap when there is none), rather than posting
+// it receives for the PE to take between two handlers and before each
+// transmit (TakeAcks, called on the PE goroutine, cheap when there is
+// none; it may read the sink's connections itself), rather than posting
 // each: an acknowledgement taken in the middle of a slice of handlers
 // spares the rest of the slice's envelopes its records. It posts
 // EventLogAcksPending when acknowledgements wait and the PE may be idle.

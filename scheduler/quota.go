@@ -15,7 +15,8 @@ import (
 // loggers (logging.LogQuota decides; this file carries it out). The PE
 // sends each dump through Config.Dumps between two handlers and after
 // every transmit, and the acknowledgements and the loggers' deaths come
-// back as posted events (DumpAcked, LoggerLost). Before each handler the PE
+// back as posted events (DumpAcked, LoggerLost), or the
+// acknowledgements are taken from a DumpAckSource after each slice. Before each handler the PE
 // asks the protocol for room: when a handler's sends could take the log
 // past the quota, the PE runs no handler until a logger acknowledges a
 // dump or dies (it is not idle meanwhile: a probe gets no answer while
