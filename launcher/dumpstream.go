@@ -1046,10 +1046,13 @@ func (c *dumpClient) close() {
 			close(k.lost)
 		}
 		k.cond.Broadcast()
-		if k.conn != nil {
-			k.conn.Close()
-		}
+		conn := k.conn
 		k.mu.Unlock()
+		// Closed outside k.mu: Close waits for the reads and writes
+		// under way, which may be waiting for k.mu.
+		if conn != nil {
+			conn.Close()
+		}
 	}
 	c.wg.Wait()
 }

@@ -1035,10 +1035,13 @@ func (c *eventLogClient) close() {
 			k.gone = errors.New("launcher: closed")
 		}
 		k.cond.Broadcast()
-		if k.conn != nil {
-			k.conn.Close()
-		}
+		conn := k.conn
 		k.mu.Unlock()
+		// Closed outside k.mu: Close waits for the reads and writes
+		// under way, which may be waiting for k.mu.
+		if conn != nil {
+			conn.Close()
+		}
 	}
 	c.wg.Wait()
 }
