@@ -96,7 +96,7 @@ type TCP struct {
 	// recv recycles the readers' buffers (see recvPool); a heap object
 	// of its own, so that the buffers' finalizers keep it alive, not e.
 	recv *recvPool
-	// spin lets one reader at a time spin before it waits (tcp_linux.go).
+	// spin lets one reader at a time poll before it waits (tcp_linux.go).
 	spin spinner
 	// joined recycles the buffers large payloads are joined into from
 	// their frames (core.alloc), apart from recv: recv fills up with
@@ -106,6 +106,15 @@ type TCP struct {
 }
 
 var _ Endpoint = (*TCP)(nil)
+
+// spinner lets one reader of an endpoint poll its socket at a time, for
+// up to poll (0: never), while busy reports no work for the loop
+// (tcp_linux.go; readers on other systems wait without polling).
+type spinner struct {
+	taken atomic.Bool
+	poll  time.Duration
+	busy  func() bool
+}
 
 // tcpPeer is the loop's view of one other PE.
 type tcpPeer struct {
@@ -142,6 +151,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 		joined:   &recvPool{maxBytes: joinedPoolBytes, slack: 16},
 	}
 	e.mu.open = map[net.Conn]struct{}{}
+	e.spin.poll, e.spin.busy = max(cfg.IdlePoll, 0), e.box.busy.Load
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.core = newCore(coreConfigFrom(cfg), &e.stats, e.log)
 	e.core.deliver = func(from int, payload []byte) { e.h.Receive(from, payload) }
@@ -403,11 +413,16 @@ type mailbox struct {
 	items   []item
 	running bool
 	wake    chan struct{}
+	// busy is running || len(items) > 0, set under mu and read without
+	// it: a reader polls its socket only while the loop has nothing to
+	// do (spinner).
+	busy atomic.Bool
 }
 
 func (m *mailbox) put(it item) {
 	m.mu.Lock()
 	m.items = append(m.items, it)
+	m.busy.Store(true)
 	idle := !m.running
 	m.mu.Unlock()
 	if idle {
@@ -427,10 +442,12 @@ func (m *mailbox) claim(its []item) bool {
 	m.mu.Lock()
 	m.items = append(m.items, its...)
 	if m.running {
+		m.busy.Store(true)
 		m.mu.Unlock()
 		return false
 	}
 	m.running = true
+	m.busy.Store(true)
 	m.mu.Unlock()
 	return true
 }
@@ -446,6 +463,7 @@ func (m *mailbox) take(spare []item, release bool) []item {
 		m.running = false
 		m.items = items
 		left := len(items) > 0
+		m.busy.Store(left)
 		m.mu.Unlock()
 		if left {
 			m.signal()

@@ -86,6 +86,15 @@ type Config struct {
 	// may wait before the endpoint goes back and resends (default 1s,
 	// doubled on each timeout without progress, up to 32 times).
 	ResendAfter time.Duration
+	// IdlePoll is how long a reader of the TCP endpoint that finds its
+	// socket empty keeps reading it, yielding its core between reads,
+	// before it sleeps until the socket is readable (default 50 µs;
+	// negative: it sleeps at once). Polling saves the wake-up of a
+	// sleeping thread on a message's way, most of a short round trip's
+	// time, at the price of the core's time while nothing comes: worth
+	// it when each PE has a core of its own, not when PEs outnumber the
+	// cores (the launcher's choice, launcher.idlePollFlag).
+	IdlePoll time.Duration
 	// Logger receives the transport's log lines (default: discard).
 	Logger *slog.Logger
 	// ProtoActorLog passes protoactor's own log lines, at every level, to
@@ -107,6 +116,7 @@ const (
 	DefaultMaxPayload   = 1 << 30
 	DefaultTickInterval = 5 * time.Millisecond
 	DefaultResendAfter  = time.Second
+	DefaultIdlePoll     = 50 * time.Microsecond
 
 	minMaxFrame = 64
 )
@@ -154,6 +164,9 @@ func (cfg Config) WithDefaults() (Config, error) {
 	}
 	if cfg.ResendAfter <= 0 {
 		cfg.ResendAfter = DefaultResendAfter
+	}
+	if cfg.IdlePoll == 0 {
+		cfg.IdlePoll = DefaultIdlePoll
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
