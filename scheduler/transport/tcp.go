@@ -108,12 +108,14 @@ type TCP struct {
 var _ Endpoint = (*TCP)(nil)
 
 // spinner lets one reader of an endpoint poll its socket at a time, for
-// up to poll (0: never), while busy reports no work for the loop
-// (tcp_linux.go; readers on other systems wait without polling).
+// up to poll (0: never), while busy reports no work for the loop; it
+// counts the polls in stats (tcp_linux.go; readers on other systems
+// wait without polling).
 type spinner struct {
 	taken atomic.Bool
 	poll  time.Duration
 	busy  func() bool
+	stats *counters
 }
 
 // tcpPeer is the loop's view of one other PE.
@@ -151,7 +153,7 @@ func NewTCP(cfg Config) (*TCP, error) {
 		joined:   &recvPool{maxBytes: joinedPoolBytes, slack: 16},
 	}
 	e.mu.open = map[net.Conn]struct{}{}
-	e.spin.poll, e.spin.busy = max(cfg.IdlePoll, 0), e.box.busy.Load
+	e.spin.poll, e.spin.busy, e.spin.stats = max(cfg.IdlePoll, 0), e.box.busy.Load, &e.stats
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.core = newCore(coreConfigFrom(cfg), &e.stats, e.log)
 	e.core.deliver = func(from int, payload []byte) { e.h.Receive(from, payload) }

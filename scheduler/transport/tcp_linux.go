@@ -164,16 +164,20 @@ func newRawReader(raw syscall.RawConn, s *spinner) *rawReader {
 			return false // wait until the socket is readable
 		}
 		defer r.spin.taken.Store(false)
+		r.count(func(c *counters) { c.idlePolls.Add(1) })
 		deadline := time.Now().Add(r.spin.poll)
 		for {
 			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 			if got, errno = read(fd); got {
 				r.misses = 0
 				r.errno = errno
+				r.count(func(c *counters) { c.idlePollHits.Add(1) })
 				return true
 			}
 			if r.spin.busy != nil && r.spin.busy() {
-				return false // the loop's goroutine needs this thread
+				// The loop's goroutine needs this thread.
+				r.count(func(c *counters) { c.idlePollsCut.Add(1) })
+				return false
 			}
 			if time.Now().After(deadline) {
 				r.missed()
@@ -182,6 +186,13 @@ func newRawReader(raw syscall.RawConn, s *spinner) *rawReader {
 		}
 	}
 	return r
+}
+
+// count updates the endpoint's counters, if the reader has them.
+func (r *rawReader) count(update func(*counters)) {
+	if r.spin.stats != nil {
+		update(r.spin.stats)
+	}
 }
 
 // missed notes a poll that found nothing: the reader waits without

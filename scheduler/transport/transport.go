@@ -187,6 +187,10 @@ type Stats struct {
 	Refused                         uint64 // connections refused (authentication)
 	Malformed                       uint64 // frames dropped as malformed or from an unknown rank
 	PeakInFlight                    uint64 // most unacknowledged bytes to one peer
+	// Waits for input that polled the socket first (Config.IdlePoll),
+	// those of them that found input, and those that stopped polling
+	// because the loop had work.
+	IdlePolls, IdlePollHits, IdlePollsCut uint64
 }
 
 // counters is Stats updated by the endpoint goroutine and read from anywhere.
@@ -199,6 +203,8 @@ type counters struct {
 	acksSent, acksReceived          atomic.Uint64
 	refused, malformed              atomic.Uint64
 	peakInFlight                    atomic.Uint64
+	idlePolls, idlePollHits         atomic.Uint64
+	idlePollsCut                    atomic.Uint64
 	backlog                         atomic.Int64
 }
 
@@ -219,5 +225,8 @@ func (c *counters) snapshot() Stats {
 		Refused:           c.refused.Load(),
 		Malformed:         c.malformed.Load(),
 		PeakInFlight:      c.peakInFlight.Load(),
+		IdlePolls:         c.idlePolls.Load(),
+		IdlePollHits:      c.idlePollHits.Load(),
+		IdlePollsCut:      c.idlePollsCut.Load(),
 	}
 }
