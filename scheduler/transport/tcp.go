@@ -108,8 +108,8 @@ type TCP struct {
 var _ Endpoint = (*TCP)(nil)
 
 // spinner lets one reader of an endpoint poll its socket at a time, for
-// up to poll (0: never), while busy reports no work for the loop; it
-// counts the polls in stats (tcp_linux.go; readers on other systems
+// up to poll (0: never), while busy reports no work for the loop and the
+// writers; it counts the polls in stats (tcp_linux.go; readers on other systems
 // wait without polling).
 type spinner struct {
 	taken atomic.Bool
@@ -153,7 +153,11 @@ func NewTCP(cfg Config) (*TCP, error) {
 		joined:   &recvPool{maxBytes: joinedPoolBytes, slack: 16},
 	}
 	e.mu.open = map[net.Conn]struct{}{}
-	e.spin.poll, e.spin.busy, e.spin.stats = max(cfg.IdlePoll, 0), e.box.busy.Load, &e.stats
+	// A reader polls only while neither the loop nor a writer has work:
+	// their goroutines need the thread the poll holds (a writer waits
+	// for its socket to take more of a large frame).
+	e.spin.poll, e.spin.stats = max(cfg.IdlePoll, 0), &e.stats
+	e.spin.busy = func() bool { return e.box.busy.Load() || e.held.Load() > 0 }
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.core = newCore(coreConfigFrom(cfg), &e.stats, e.log)
 	e.core.deliver = func(from int, payload []byte) { e.h.Receive(from, payload) }

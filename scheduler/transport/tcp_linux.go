@@ -130,9 +130,9 @@ type rawReader struct {
 // core of the process that wrote to it, so two PEs that park in turn
 // end up sharing a core while another is idle, and a poll that does not
 // yield keeps the peer off the core it shares (docs/benchmarks.md,
-// "rtt"). A reader stops polling as soon as the loop has work (its
-// goroutine needs the thread this poll holds) and does not poll while
-// the loop runs on another goroutine. A poll that finds nothing makes
+// "rtt"). A reader stops polling as soon as the loop or a connection's
+// writer has work (their goroutines need the thread this poll holds)
+// and does not poll while the loop runs on another goroutine. A poll that finds nothing makes
 // the reader wait without polling the next 2, 4, ... up to maxSkip
 // times, so a reader whose messages come seldom stops spending CPU on
 // it. One reader per endpoint polls at a time (spinner): a PE with many
@@ -175,7 +175,7 @@ func newRawReader(raw syscall.RawConn, s *spinner) *rawReader {
 				return true
 			}
 			if r.spin.busy != nil && r.spin.busy() {
-				// The loop's goroutine needs this thread.
+				// The loop's or a writer's goroutine needs this thread.
 				r.count(func(c *counters) { c.idlePollsCut.Add(1) })
 				return false
 			}
