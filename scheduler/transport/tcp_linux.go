@@ -126,17 +126,17 @@ type rawReader struct {
 // short round trip's time. Between two reads the reader yields its core
 // (sched_yield): a process the kernel queued on this core, the peer
 // that is to answer among them, runs at once instead of waiting for the
-// poll to end. The kernel wakes a reader parked on a socket on the
-// core of the process that wrote to it, so two PEs that park in turn
-// end up sharing a core while another is idle, and a poll that does not
-// yield keeps the peer off the core it shares (docs/benchmarks.md,
-// "rtt"). A reader stops polling as soon as the loop or a connection's
-// writer has work (their goroutines need the thread this poll holds)
-// and does not poll while the loop runs on another goroutine. A poll that finds nothing makes
-// the reader wait without polling the next 2, 4, ... up to maxSkip
-// times, so a reader whose messages come seldom stops spending CPU on
-// it. One reader per endpoint polls at a time (spinner): a PE with many
-// peers takes at most one core to poll.
+// poll to end. The kernel tends to wake a reader parked on a socket on
+// the core of the process that wrote to it, so two PEs that park in
+// turn end up sharing a core while another is idle, and a poll that
+// does not yield keeps the peer off the core it shares
+// (docs/benchmarks.md, "rtt"). A reader stops polling as soon as the
+// loop or a connection's writer has work (their goroutines need the
+// thread this poll holds) and does not poll while they do. A poll that
+// finds nothing makes the reader wait without polling the next 2, 4,
+// ... up to maxSkip times, so a reader whose messages come seldom stops
+// spending CPU on it. One reader per endpoint polls at a time
+// (spinner): a PE with many peers takes at most one core to poll.
 const maxSkip = 1 << 10
 
 func newRawReader(raw syscall.RawConn, s *spinner) *rawReader {
