@@ -79,3 +79,19 @@ func TestPEsShareTheCPUs(t *testing.T) {
 		require.Equal(t, []int{3, 3}, run(t))
 	})
 }
+
+func TestIdlePollFlag(t *testing.T) {
+	for _, c := range []struct {
+		cpus, procs int
+		want        []string
+	}{
+		{2, 2, nil}, // a core each: the PEs poll for input (the pe command's default)
+		{2, 1, nil},
+		{8, 3, nil},
+		{2, 3, []string{"--idle-poll", "0"}}, // more processes than cores: none polls
+		{2, 4, []string{"--idle-poll", "0"}},
+		{1, 2, []string{"--idle-poll", "0"}},
+	} {
+		require.Equal(t, c.want, idlePollFlag(c.cpus, c.procs), "cpus %d procs %d", c.cpus, c.procs)
+	}
+}

@@ -797,6 +797,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		// under TLS, where those goroutines do it all.
 		sp.extraEnv = gomaxprocsEnv(os.Environ(), runtime.GOMAXPROCS(0), o.pes)
 	}
+	sp.idlePoll = idlePollFlag(runtime.GOMAXPROCS(0), o.pes+o.loggers)
 	if o.tls {
 		// The PEs read the TLS files and derive the secret from them.
 		sp.secret, sp.tlsDir = "", o.secretDir
@@ -914,6 +915,7 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	transportName := fs.String("transport", DefaultTransport, "PE-to-PE transport: "+transportNames(transports))
 	logger := fs.Bool("logger", false, "run a logger of the job, number --rank, not a PE")
 	loggers := fs.Int("loggers", 0, "under srun: the last K tasks of the step are the job's loggers")
+	idlePoll := fs.Duration("idle-poll", transport.DefaultIdlePoll, "how long the PE keeps polling its connections for input before it sleeps (0: never; gochare run gives 0 when its processes outnumber the CPUs)")
 	if err := fs.Parse(args); err != nil {
 		return 2, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -962,7 +964,7 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	}
 	return runPE(ctx, peOptions{
 		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, TLS: creds, Host: *host, Transport: transports[*transportName], TransportName: *transportName,
-		Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
+		IdlePoll: *idlePoll, Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
 		CPUProfileDir: os.Getenv(cpuProfileEnv), MemProfileDir: os.Getenv(memProfileEnv), ProtoActorLog: os.Getenv(debugProtoActorEnv) != "",
 	})
 }

@@ -90,6 +90,10 @@ type peOptions struct {
 	// that run the job's transport.
 	Transport     Transport
 	TransportName string
+	// IdlePoll is how long the transport polls a connection for input
+	// before it sleeps (transport.Config.IdlePoll; 0: never, the pe
+	// command's --idle-poll).
+	IdlePoll time.Duration
 }
 
 // Environment variables read by `gochare pe`, for investigations. Set for
@@ -255,7 +259,10 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	}
 	tcfg := transport.Config{
 		Rank: o.Rank, Size: o.Size, Host: o.Host, Secret: o.Secret, Logger: o.Log,
-		ProtoActorLog: o.ProtoActorLog,
+		ProtoActorLog: o.ProtoActorLog, IdlePoll: o.IdlePoll,
+	}
+	if o.IdlePoll <= 0 {
+		tcfg.IdlePoll = -1 // never (0 in a Config is the default)
 	}
 	if o.TLS != nil {
 		tcfg.TLS = o.TLS.PeerConfig()

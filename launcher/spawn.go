@@ -48,6 +48,23 @@ func gomaxprocsEnv(environ []string, cpus, procs int) []string {
 	return []string{"GOMAXPROCS=" + strconv.Itoa(n)}
 }
 
+// idlePollFlag is what gochare run adds to the arguments of the PE
+// processes it starts on this machine (procs of them, loggers included,
+// on cpus CPUs as for gomaxprocsEnv): --idle-poll 0 when they outnumber
+// the CPUs, nothing otherwise (the pe command's default poll).
+//
+// A PE waiting for input polls its connections for a while before it
+// sleeps (transport.Config.IdlePoll): with a core of its own that time
+// is free, and a message that arrives meanwhile costs no wake-up, most
+// of a short round trip. With more PEs than cores, the time one PE
+// polls is time another PE needed.
+func idlePollFlag(cpus, procs int) []string {
+	if procs > cpus {
+		return []string{"--idle-poll", "0"}
+	}
+	return nil
+}
+
 // spawner starts the PE processes of a job on this machine and streams
 // their output with a PE prefix.
 type spawner struct {
@@ -61,6 +78,8 @@ type spawner struct {
 	stderr io.Writer
 	// extraEnv is added to every PE's environment.
 	extraEnv []string
+	// idlePoll is added to every PE's arguments (idlePollFlag).
+	idlePoll []string
 	// logger: the processes are the job's loggers (gochare pe --logger),
 	// rank their number.
 	logger bool
@@ -90,6 +109,9 @@ func (s *spawner) start(rank, size int, addr string, report func(processExited))
 	}
 	if s.transport != "" && !s.logger {
 		cmd.Args = append(cmd.Args, "--transport", s.transport)
+	}
+	if !s.logger {
+		cmd.Args = append(cmd.Args, s.idlePoll...)
 	}
 	cmd.Env = append(os.Environ(), s.extraEnv...)
 	if s.tlsDir != "" {

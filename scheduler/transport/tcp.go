@@ -96,7 +96,7 @@ type TCP struct {
 	// recv recycles the readers' buffers (see recvPool); a heap object
 	// of its own, so that the buffers' finalizers keep it alive, not e.
 	recv *recvPool
-	// spin lets one reader at a time spin before it waits (tcp_linux.go).
+	// spin lets one reader at a time poll before it waits (tcp_linux.go).
 	spin spinner
 	// joined recycles the buffers large payloads are joined into from
 	// their frames (core.alloc), apart from recv: recv fills up with
@@ -106,6 +106,17 @@ type TCP struct {
 }
 
 var _ Endpoint = (*TCP)(nil)
+
+// spinner lets one reader of an endpoint poll its socket at a time, for
+// up to poll (0: never), while busy reports no work for the loop and the
+// writers; it counts the polls in stats (tcp_linux.go; readers on other systems
+// wait without polling).
+type spinner struct {
+	taken atomic.Bool
+	poll  time.Duration
+	busy  func() bool
+	stats *counters
+}
 
 // tcpPeer is the loop's view of one other PE.
 type tcpPeer struct {
@@ -142,6 +153,11 @@ func NewTCP(cfg Config) (*TCP, error) {
 		joined:   &recvPool{maxBytes: joinedPoolBytes, slack: 16},
 	}
 	e.mu.open = map[net.Conn]struct{}{}
+	// A reader polls only while neither the loop nor a writer has work:
+	// their goroutines need the thread the poll holds (a writer waits
+	// for its socket to take more of a large frame).
+	e.spin.poll, e.spin.stats = max(cfg.IdlePoll, 0), &e.stats
+	e.spin.busy = func() bool { return e.box.busy.Load() || e.held.Load() > 0 }
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.core = newCore(coreConfigFrom(cfg), &e.stats, e.log)
 	e.core.deliver = func(from int, payload []byte) { e.h.Receive(from, payload) }
@@ -403,11 +419,16 @@ type mailbox struct {
 	items   []item
 	running bool
 	wake    chan struct{}
+	// busy is running || len(items) > 0, set under mu and read without
+	// it: a reader polls its socket only while the loop has nothing to
+	// do (spinner).
+	busy atomic.Bool
 }
 
 func (m *mailbox) put(it item) {
 	m.mu.Lock()
 	m.items = append(m.items, it)
+	m.busy.Store(true)
 	idle := !m.running
 	m.mu.Unlock()
 	if idle {
@@ -427,10 +448,12 @@ func (m *mailbox) claim(its []item) bool {
 	m.mu.Lock()
 	m.items = append(m.items, its...)
 	if m.running {
+		m.busy.Store(true)
 		m.mu.Unlock()
 		return false
 	}
 	m.running = true
+	m.busy.Store(true)
 	m.mu.Unlock()
 	return true
 }
@@ -446,6 +469,7 @@ func (m *mailbox) take(spare []item, release bool) []item {
 		m.running = false
 		m.items = items
 		left := len(items) > 0
+		m.busy.Store(left)
 		m.mu.Unlock()
 		if left {
 			m.signal()

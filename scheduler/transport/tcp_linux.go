@@ -3,7 +3,6 @@ package transport
 import (
 	"io"
 	"net"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -107,7 +106,7 @@ func consume(bufs *net.Buffers, n int) {
 }
 
 // rawReader reads a plain TCP socket: what net.Conn.Read does, with the
-// read made by RawSyscall, and a short spin before waiting (see spinner).
+// read made by RawSyscall, and a short poll before waiting (see spinner).
 type rawReader struct {
 	raw   syscall.RawConn
 	p     []byte
@@ -115,27 +114,30 @@ type rawReader struct {
 	errno syscall.Errno
 	fn    func(fd uintptr) bool
 	spin  *spinner
-	// skip is how many more times the reader waits without spinning,
-	// and misses how many spins in a row found nothing.
+	// skip is how many more times the reader waits without polling,
+	// and misses how many polls in a row found nothing.
 	skip, misses int
 }
 
-// A reader that finds its socket empty reads it again for up to spinFor
-// before it parks in the netpoller: a message that arrives meanwhile is
-// read at once, without the wake-up of a parked thread (epoll, futex),
-// which is most of a short round trip's time. A spin that finds nothing
-// makes the reader wait without spinning the next 2, 4, ... up to
-// maxSkip times, so a reader whose messages come seldom, or whose sender
-// needs this core to send them, stops spending CPU on it. One reader per
-// endpoint spins at a time (spinner): a PE with many peers takes at most
-// one core to spin.
-const (
-	spinFor = 50 * time.Microsecond
-	maxSkip = 1 << 10
-)
-
-// spinner lets one reader of an endpoint spin at a time.
-type spinner struct{ busy atomic.Bool }
+// A reader that finds its socket empty reads it again for up to the
+// endpoint's idle poll (Config.IdlePoll) before it parks in the
+// netpoller: a message that arrives meanwhile is read at once, without
+// the wake-up of a parked thread (epoll, futex), which is most of a
+// short round trip's time. Between two reads the reader yields its core
+// (sched_yield): a process the kernel queued on this core, the peer
+// that is to answer among them, runs at once instead of waiting for the
+// poll to end. The kernel tends to wake a reader parked on a socket on
+// the core of the process that wrote to it, so two PEs that park in
+// turn end up sharing a core while another is idle, and a poll that
+// does not yield keeps the peer off the core it shares
+// (docs/benchmarks.md, "rtt"). A reader stops polling as soon as the
+// loop or a connection's writer has work (their goroutines need the
+// thread this poll holds) and does not poll while they do. A poll that
+// finds nothing makes the reader wait without polling the next 2, 4,
+// ... up to maxSkip times, so a reader whose messages come seldom stops
+// spending CPU on it. One reader per endpoint polls at a time
+// (spinner): a PE with many peers takes at most one core to poll.
+const maxSkip = 1 << 10
 
 func newRawReader(raw syscall.RawConn, s *spinner) *rawReader {
 	r := &rawReader{raw: raw, spin: s}
@@ -161,13 +163,21 @@ func newRawReader(raw syscall.RawConn, s *spinner) *rawReader {
 		if !r.spinning() {
 			return false // wait until the socket is readable
 		}
-		defer r.spin.busy.Store(false)
-		deadline := time.Now().Add(spinFor)
+		defer r.spin.taken.Store(false)
+		r.count(func(c *counters) { c.idlePolls.Add(1) })
+		deadline := time.Now().Add(r.spin.poll)
 		for {
+			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 			if got, errno = read(fd); got {
 				r.misses = 0
 				r.errno = errno
+				r.count(func(c *counters) { c.idlePollHits.Add(1) })
 				return true
+			}
+			if r.spin.busy != nil && r.spin.busy() {
+				// The loop's or a writer's goroutine needs this thread.
+				r.count(func(c *counters) { c.idlePollsCut.Add(1) })
+				return false
 			}
 			if time.Now().After(deadline) {
 				r.missed()
@@ -178,24 +188,34 @@ func newRawReader(raw syscall.RawConn, s *spinner) *rawReader {
 	return r
 }
 
-// missed notes a spin that found nothing: the reader waits without
-// spinning the next 2, 4, ... up to maxSkip times.
+// count updates the endpoint's counters, if the reader has them.
+func (r *rawReader) count(update func(*counters)) {
+	if r.spin.stats != nil {
+		update(r.spin.stats)
+	}
+}
+
+// missed notes a poll that found nothing: the reader waits without
+// polling the next 2, 4, ... up to maxSkip times.
 func (r *rawReader) missed() {
 	r.misses++
 	r.skip = min(1<<min(r.misses, 10), maxSkip)
 }
 
-// spinning says whether the reader spins before this wait, taking the
+// spinning says whether the reader polls before this wait, taking the
 // endpoint's spinner if so.
 func (r *rawReader) spinning() bool {
-	if r.spin == nil {
+	if r.spin == nil || r.spin.poll <= 0 {
 		return false
 	}
 	if r.skip > 0 {
 		r.skip--
 		return false
 	}
-	return r.spin.busy.CompareAndSwap(false, true)
+	if r.spin.busy != nil && r.spin.busy() {
+		return false
+	}
+	return r.spin.taken.CompareAndSwap(false, true)
 }
 
 // Read reads into p what the socket has, waiting for at least one

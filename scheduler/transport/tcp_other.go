@@ -19,6 +19,3 @@ func (d *directWriter) write(_ syscall.RawConn, bufs net.Buffers) (net.Buffers, 
 // newRawReader returns nil on this system: the reader reads through
 // net.Conn.
 func newRawReader(syscall.RawConn, *spinner) io.Reader { return nil }
-
-// spinner is unused on this system: readers wait without spinning.
-type spinner struct{}
