@@ -212,6 +212,9 @@ type engine struct {
 	carried      map[PEID]carriedUpTo
 	madeUnstable []uint32 // slots in e.determinants
 	updated      []Progress
+	// unacked are the envelopes this PE sent with determinants that no
+	// PE has acknowledged yet, and what they carried (unacked.go).
+	unacked unackedEnvelopes
 
 	kind Kind
 	pe   PEID
@@ -691,7 +694,13 @@ const sharePayloadMin = 64
 func (e *engine) emitMessage(toPE PEID, msg Message, replayed bool) {
 	env := Envelope{Kind: EnvelopeMessage, From: e.pe, To: toPE, Message: msg, Replayed: replayed}
 	if toPE != e.pe {
+		slots := len(e.unacked.slots)
 		env.Determinants, env.Progress = e.piggybackFor(toPE)
+		if len(env.Determinants) > 0 && e.el == nil {
+			env.Carry = e.unacked.add(toPE, slots)
+		} else {
+			e.unacked.slots = e.unacked.slots[:slots]
+		}
 		e.stats.ProgressRecords += len(env.Progress)
 		e.stats.PiggybackedDeterminants += len(env.Determinants)
 		e.stats.RemoteEnvelopes++
@@ -762,13 +771,14 @@ func carriesTo(d *storedDeterminant, to PEID) bool {
 // toPE does not hold. Each appears once: a record is added to
 // e.madeUnstable when it is first stored, and a failure that makes
 // determinants unstable again starts the Ready's carrying over
-// (FailureNotice).
+// (FailureNotice). Their slots go to e.unacked.slots, as piggyback's.
 func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 	r := &e.carriedRecords
 	start := len(r.determinants)
 	for _, slot := range e.madeUnstable[from:] {
 		if d := e.determinants.slab.at(slot); !e.isStable(d) && carriesTo(d, toPE) {
 			r.determinants = append(r.determinants, d.determinant)
+			e.unacked.slots = append(e.unacked.slots, slot)
 		}
 	}
 	return r.determinantsFrom(start)
@@ -776,7 +786,9 @@ func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 
 // piggyback returns every determinant this PE still has to make stable
 // that toPE does not hold (all of them with anyPE), in creation or
-// arrival order, and forgets the ones that have become stable.
+// arrival order, and forgets the ones that have become stable. It
+// appends their slots to e.unacked.slots: emitMessage numbers the
+// envelope that carries them (or takes the slots back).
 //
 // The slice returned is cut from e.carriedRecords: valid until the second
 // Advance from now, as the Ready's.
@@ -796,6 +808,7 @@ func (e *engine) piggyback(toPE PEID) []Determinant {
 		kept++
 		if carriesTo(d, toPE) {
 			r.determinants = append(r.determinants, d.determinant)
+			e.unacked.slots = append(e.unacked.slots, slot)
 		}
 	}
 	e.unstable, e.unstableSlots = e.unstable[:kept], e.unstableSlots[:kept]
@@ -948,6 +961,14 @@ func progressOf(task TaskID, p *storedProgress) Progress {
 func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
 	case EnvelopeAck:
+		if env.Carry != 0 && !slices.Contains(e.failed, env.From) {
+			for _, slot := range e.unacked.take(env.Carry) {
+				if d := e.determinants.slab.at(slot); !slices.Contains(d.holders, env.From) {
+					d.holders = append(d.holders, env.From)
+				}
+			}
+			e.unacked.advance()
+		}
 		for _, d := range env.Determinants {
 			if stored, ok := e.determinants.get(d.key()); ok && !slices.Contains(stored.holders, env.From) {
 				stored.holders = append(stored.holders, env.From)
@@ -1088,7 +1109,7 @@ func (e *engine) takeRecords(env Envelope) {
 			// Under an event logger stability comes from the loggers:
 			// holders are not counted.
 			e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
-				Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
+				Kind: EnvelopeAck, From: e.pe, To: env.From, Carry: env.Carry, Progress: env.Progress,
 			})
 		}
 		e.refreshReplayEnds(env.Determinants)
@@ -1330,6 +1351,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	e.progressTasks, e.progressSorted = e.progressTasks[:0], 0
 	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
 	e.unstable, e.unstableSlots = nil, nil
+	e.unacked.reset()
 	e.relocated = nil
 	e.eventLogCheckpoint()
 	return out
@@ -1361,6 +1383,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		}
 	}
 	e.updateBound()
+	e.unacked.dropTo(isFailed)
 	keys := e.sortedDeterminantKeys()
 	queued := make(map[determinantKey]bool, len(e.unstable))
 	for _, k := range e.unstable {
@@ -1444,7 +1467,9 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	}
 	// The unstable records the first recovery envelope to each other PE
 	// carries (nothing below changes them).
+	slots := len(e.unacked.slots)
 	unstableDets, unstableProg := e.piggyback(anyPE), e.unstableProgress()
+	e.unacked.slots = e.unacked.slots[:slots] // not acknowledged
 	carriedTo := map[PEID]bool{}
 	for _, r := range e.relocated {
 		var batch []Determinant
