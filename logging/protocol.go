@@ -146,6 +146,17 @@ type Config struct {
 	// of them has acknowledged it (eventlog.go), and any number of PE
 	// failures is recovered. None ignores it.
 	EventLogger bool
+	// Ordered is the caller's promise that every envelope this PE sends
+	// to another live PE arrives there, and in the order of the Readies
+	// that returned them (one ordered, reliable channel per pair of PEs,
+	// as the scheduler's transports are). A determinant carried to a PE
+	// once then rides there no more, whether or not its acknowledgement
+	// has come back: the first copy arrives before anything sent after
+	// it (docs/design.md, "Piggybacking and stability"). Without it
+	// (the log simulator reorders Readies) a determinant rides on the
+	// first envelope of every Ready to a PE until that PE acknowledges
+	// it. Not under an event logger.
+	Ordered bool
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -291,6 +302,8 @@ type engine struct {
 	carriedRecords records
 	spareRecords   records
 	reuseRecords   bool
+	// ordered: Config.Ordered (see carriesTo).
+	ordered bool
 	// values encodes a logged message's value (Config.Values).
 	values ValueEncoder
 	// lastPayload is the logged copy of the payload of the last message
@@ -363,6 +376,9 @@ type storedDeterminant struct {
 	inline  [4]PEID
 	// slot is the record's place in the slab (detSlab.at).
 	slot uint32
+	// carried has bit p set once the determinant rode to PE p (p < 64;
+	// Config.Ordered only; see carriesTo).
+	carried uint64
 	// logged: sent to this PE's event logger (fillEventLog).
 	logged bool
 }
@@ -543,6 +559,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		progress:     map[TaskID]*storedProgress{},
 		reuseRecords: cfg.ReuseRecords,
 		values:       cfg.Values,
+		ordered:      cfg.Ordered && !cfg.EventLogger,
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
@@ -759,11 +776,26 @@ const anyPE = PEID(math.MinInt32)
 // carriesTo reports whether a determinant that is not stable must ride to
 // PE to: not if to is known to hold it (it sent it here, or acknowledged
 // it), which it does until the next checkpoint or its failure (that
-// takes it out of the holders). A PE that received a determinant from
-// its creator would otherwise carry it back there on its next envelope,
-// and a determinant acknowledged by a PE would ride to it again.
+// takes it out of the holders), nor, when envelopes arrive in order
+// (Config.Ordered), if it rode there already (sentTo). A PE that
+// received a determinant from its creator would otherwise carry it back
+// there on its next envelope, and a determinant acknowledged by a PE
+// would ride to it again.
 func carriesTo(d *storedDeterminant, to PEID) bool {
-	return to == anyPE || !slices.Contains(d.holders, to)
+	return to == anyPE || !d.sentTo(to) && !slices.Contains(d.holders, to)
+}
+
+// sentTo reports whether d rode to PE to since it was stored (under
+// Config.Ordered; PEs from 64 on are not noted).
+func (d *storedDeterminant) sentTo(to PEID) bool {
+	return uint32(to) < 64 && d.carried&(1<<uint32(to)) != 0
+}
+
+// noteSent notes that d rides to PE to, under Config.Ordered.
+func (e *engine) noteSent(d *storedDeterminant, to PEID) {
+	if e.ordered && uint32(to) < 64 {
+		d.carried |= 1 << uint32(to)
+	}
 }
 
 // determinantsSince returns the determinants made unstable during this
@@ -779,6 +811,7 @@ func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 		if d := e.determinants.slab.at(slot); !e.isStable(d) && carriesTo(d, toPE) {
 			r.determinants = append(r.determinants, d.determinant)
 			e.unacked.slots = append(e.unacked.slots, slot)
+			e.noteSent(d, toPE)
 		}
 	}
 	return r.determinantsFrom(start)
@@ -809,6 +842,9 @@ func (e *engine) piggyback(toPE PEID) []Determinant {
 		if carriesTo(d, toPE) {
 			r.determinants = append(r.determinants, d.determinant)
 			e.unacked.slots = append(e.unacked.slots, slot)
+			if toPE != anyPE {
+				e.noteSent(d, toPE)
+			}
 		}
 	}
 	e.unstable, e.unstableSlots = e.unstable[:kept], e.unstableSlots[:kept]
@@ -1389,9 +1425,16 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	for _, k := range e.unstable {
 		queued[k] = true
 	}
+	var failedBits uint64
+	for _, p := range failed {
+		if uint32(p) < 64 {
+			failedBits |= 1 << uint32(p)
+		}
+	}
 	for _, k := range keys {
 		d, _ := e.determinants.get(k)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
+		d.carried &^= failedBits
 		if !e.isStable(d) && !queued[k] {
 			e.markUnstable(d)
 		}
