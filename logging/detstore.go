@@ -33,6 +33,11 @@ type determinantStore struct {
 }
 
 type taskDeterminants struct {
+	// first is entries[0].rsn (when there is one), kept here, in the
+	// line find reads anyway: the first entry, written long before, was
+	// a cache miss on most look-ups (the ones near the end, just
+	// written, are in the cache).
+	first   uint64
 	entries []determinantEntry
 }
 
@@ -63,7 +68,7 @@ func (t *taskDeterminants) find(rsn uint64) (int, bool) {
 	if n == 0 {
 		return 0, false
 	}
-	first := t.entries[0].rsn
+	first := t.first
 	if rsn >= first {
 		if off := rsn - first; off < uint64(n) && t.entries[off].rsn == rsn {
 			return int(off), true
@@ -122,6 +127,7 @@ func (s *determinantStore) add(d Determinant, createdHere bool, holders ...PEID)
 		}
 		t.entries = slices.Insert(t.entries, i, entry)
 	}
+	t.first = t.entries[0].rsn
 	s.count++
 	return stored, slot
 }

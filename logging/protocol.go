@@ -146,6 +146,17 @@ type Config struct {
 	// of them has acknowledged it (eventlog.go), and any number of PE
 	// failures is recovered. None ignores it.
 	EventLogger bool
+	// Ordered is the caller's promise that every envelope this PE sends
+	// to another live PE arrives there, and in the order of the Readies
+	// that returned them (one ordered, reliable channel per pair of PEs,
+	// as the scheduler's transports are). A determinant carried to a PE
+	// once then rides there no more, whether or not its acknowledgement
+	// has come back: the first copy arrives before anything sent after
+	// it (docs/design.md, "Piggybacking and stability"). Without it
+	// (the log simulator reorders Readies) a determinant rides on the
+	// first envelope of every Ready to a PE until that PE acknowledges
+	// it. Not under an event logger.
+	Ordered bool
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -212,6 +223,9 @@ type engine struct {
 	carried      map[PEID]carriedUpTo
 	madeUnstable []uint32 // slots in e.determinants
 	updated      []Progress
+	// unacked are the envelopes this PE sent with determinants that no
+	// PE has acknowledged yet, and what they carried (unacked.go).
+	unacked unackedEnvelopes
 
 	kind Kind
 	pe   PEID
@@ -288,6 +302,8 @@ type engine struct {
 	carriedRecords records
 	spareRecords   records
 	reuseRecords   bool
+	// ordered: Config.Ordered (see carriesTo).
+	ordered bool
 	// values encodes a logged message's value (Config.Values).
 	values ValueEncoder
 	// lastPayload is the logged copy of the payload of the last message
@@ -360,6 +376,9 @@ type storedDeterminant struct {
 	inline  [4]PEID
 	// slot is the record's place in the slab (detSlab.at).
 	slot uint32
+	// carried has bit p set once the determinant rode to PE p (p < 64;
+	// Config.Ordered only; see carriesTo).
+	carried uint64
 	// logged: sent to this PE's event logger (fillEventLog).
 	logged bool
 }
@@ -540,6 +559,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		progress:     map[TaskID]*storedProgress{},
 		reuseRecords: cfg.ReuseRecords,
 		values:       cfg.Values,
+		ordered:      cfg.Ordered && !cfg.EventLogger,
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
@@ -691,7 +711,13 @@ const sharePayloadMin = 64
 func (e *engine) emitMessage(toPE PEID, msg Message, replayed bool) {
 	env := Envelope{Kind: EnvelopeMessage, From: e.pe, To: toPE, Message: msg, Replayed: replayed}
 	if toPE != e.pe {
+		slots := len(e.unacked.slots)
 		env.Determinants, env.Progress = e.piggybackFor(toPE)
+		if len(env.Determinants) > 0 && e.el == nil {
+			env.Carry = e.unacked.add(toPE, slots)
+		} else {
+			e.unacked.slots = e.unacked.slots[:slots]
+		}
 		e.stats.ProgressRecords += len(env.Progress)
 		e.stats.PiggybackedDeterminants += len(env.Determinants)
 		e.stats.RemoteEnvelopes++
@@ -750,11 +776,26 @@ const anyPE = PEID(math.MinInt32)
 // carriesTo reports whether a determinant that is not stable must ride to
 // PE to: not if to is known to hold it (it sent it here, or acknowledged
 // it), which it does until the next checkpoint or its failure (that
-// takes it out of the holders). A PE that received a determinant from
-// its creator would otherwise carry it back there on its next envelope,
-// and a determinant acknowledged by a PE would ride to it again.
+// takes it out of the holders), nor, when envelopes arrive in order
+// (Config.Ordered), if it rode there already (sentTo). A PE that
+// received a determinant from its creator would otherwise carry it back
+// there on its next envelope, and a determinant acknowledged by a PE
+// would ride to it again.
 func carriesTo(d *storedDeterminant, to PEID) bool {
-	return to == anyPE || !slices.Contains(d.holders, to)
+	return to == anyPE || !d.sentTo(to) && !slices.Contains(d.holders, to)
+}
+
+// sentTo reports whether d rode to PE to since it was stored (under
+// Config.Ordered; PEs from 64 on are not noted).
+func (d *storedDeterminant) sentTo(to PEID) bool {
+	return uint32(to) < 64 && d.carried&(1<<uint32(to)) != 0
+}
+
+// noteSent notes that d rides to PE to, under Config.Ordered.
+func (e *engine) noteSent(d *storedDeterminant, to PEID) {
+	if e.ordered && uint32(to) < 64 {
+		d.carried |= 1 << uint32(to)
+	}
 }
 
 // determinantsSince returns the determinants made unstable during this
@@ -762,13 +803,15 @@ func carriesTo(d *storedDeterminant, to PEID) bool {
 // toPE does not hold. Each appears once: a record is added to
 // e.madeUnstable when it is first stored, and a failure that makes
 // determinants unstable again starts the Ready's carrying over
-// (FailureNotice).
+// (FailureNotice). Their slots go to e.unacked.slots, as piggyback's.
 func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 	r := &e.carriedRecords
 	start := len(r.determinants)
 	for _, slot := range e.madeUnstable[from:] {
 		if d := e.determinants.slab.at(slot); !e.isStable(d) && carriesTo(d, toPE) {
 			r.determinants = append(r.determinants, d.determinant)
+			e.unacked.slots = append(e.unacked.slots, slot)
+			e.noteSent(d, toPE)
 		}
 	}
 	return r.determinantsFrom(start)
@@ -776,7 +819,9 @@ func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 
 // piggyback returns every determinant this PE still has to make stable
 // that toPE does not hold (all of them with anyPE), in creation or
-// arrival order, and forgets the ones that have become stable.
+// arrival order, and forgets the ones that have become stable. It
+// appends their slots to e.unacked.slots: emitMessage numbers the
+// envelope that carries them (or takes the slots back).
 //
 // The slice returned is cut from e.carriedRecords: valid until the second
 // Advance from now, as the Ready's.
@@ -796,6 +841,10 @@ func (e *engine) piggyback(toPE PEID) []Determinant {
 		kept++
 		if carriesTo(d, toPE) {
 			r.determinants = append(r.determinants, d.determinant)
+			e.unacked.slots = append(e.unacked.slots, slot)
+			if toPE != anyPE {
+				e.noteSent(d, toPE)
+			}
 		}
 	}
 	e.unstable, e.unstableSlots = e.unstable[:kept], e.unstableSlots[:kept]
@@ -948,6 +997,14 @@ func progressOf(task TaskID, p *storedProgress) Progress {
 func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
 	case EnvelopeAck:
+		if env.Carry != 0 && !slices.Contains(e.failed, env.From) {
+			for _, slot := range e.unacked.take(env.Carry) {
+				if d := e.determinants.slab.at(slot); !slices.Contains(d.holders, env.From) {
+					d.holders = append(d.holders, env.From)
+				}
+			}
+			e.unacked.advance()
+		}
 		for _, d := range env.Determinants {
 			if stored, ok := e.determinants.get(d.key()); ok && !slices.Contains(stored.holders, env.From) {
 				stored.holders = append(stored.holders, env.From)
@@ -1088,7 +1145,7 @@ func (e *engine) takeRecords(env Envelope) {
 			// Under an event logger stability comes from the loggers:
 			// holders are not counted.
 			e.ready.Envelopes = append(e.ready.Envelopes, Envelope{
-				Kind: EnvelopeAck, From: e.pe, To: env.From, Determinants: env.Determinants, Progress: env.Progress,
+				Kind: EnvelopeAck, From: e.pe, To: env.From, Carry: env.Carry, Progress: env.Progress,
 			})
 		}
 		e.refreshReplayEnds(env.Determinants)
@@ -1330,6 +1387,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	e.progressTasks, e.progressSorted = e.progressTasks[:0], 0
 	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
 	e.unstable, e.unstableSlots = nil, nil
+	e.unacked.reset()
 	e.relocated = nil
 	e.eventLogCheckpoint()
 	return out
@@ -1361,14 +1419,22 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 		}
 	}
 	e.updateBound()
+	e.unacked.dropTo(isFailed)
 	keys := e.sortedDeterminantKeys()
 	queued := make(map[determinantKey]bool, len(e.unstable))
 	for _, k := range e.unstable {
 		queued[k] = true
 	}
+	var failedBits uint64
+	for _, p := range failed {
+		if uint32(p) < 64 {
+			failedBits |= 1 << uint32(p)
+		}
+	}
 	for _, k := range keys {
 		d, _ := e.determinants.get(k)
 		d.holders = slices.DeleteFunc(d.holders, isFailed)
+		d.carried &^= failedBits
 		if !e.isStable(d) && !queued[k] {
 			e.markUnstable(d)
 		}
@@ -1444,7 +1510,9 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	}
 	// The unstable records the first recovery envelope to each other PE
 	// carries (nothing below changes them).
+	slots := len(e.unacked.slots)
 	unstableDets, unstableProg := e.piggyback(anyPE), e.unstableProgress()
+	e.unacked.slots = e.unacked.slots[:slots] // not acknowledged
 	carriedTo := map[PEID]bool{}
 	for _, r := range e.relocated {
 		var batch []Determinant

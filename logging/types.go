@@ -180,9 +180,11 @@ const (
 	// EnvelopeMessage carries an application message and piggybacked
 	// determinants.
 	EnvelopeMessage EnvelopeKind = iota
-	// EnvelopeAck acknowledges that the sending PE now stores the listed
-	// determinants. Only their positions (Receiver, RSN) are read: the
-	// scheduler sends them without their Message.
+	// EnvelopeAck acknowledges that the sending PE now stores the
+	// determinants of the envelope numbered Carry by the PE it goes to,
+	// and the listed progress records. (Determinants listed in an
+	// acknowledgement are taken too, by position (Receiver, RSN) only:
+	// the protocols send none.)
 	EnvelopeAck
 	// EnvelopeRecovery carries, for one restored task, every determinant of
 	// its receptions that the sending PE holds. A restored task delivers
@@ -210,6 +212,12 @@ type Envelope struct {
 	// sender knew of: a restored task waits for one envelope of the latest
 	// epoch from each survivor.
 	Epoch uint32
+	// Carry numbers an EnvelopeMessage that carries determinants among
+	// those of its sender (from 1, never reused; 0 if it carries none, or
+	// under an event logger, where nothing is acknowledged). The
+	// EnvelopeAck of whichever PE stores them names it by that number
+	// alone: its sender knows which determinants it carried.
+	Carry uint64
 }
 
 // Progress says that a task had made RSN receptions when it sent a message

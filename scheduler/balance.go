@@ -160,7 +160,11 @@ func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 	// Protocol's envelopes with it in a rollback (pe.out is reset).
 	// ReuseRecords: transmit encodes every envelope for another PE before
 	// it calls Advance, and an envelope for this PE carries no records.
-	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true, ReuseRecords: true, Values: logValues{pe},
+	// Ordered: each pair of PEs is one ordered, reliable channel of the
+	// transport (scheduler/transport), batches are sent in the order of
+	// the Readies, and every envelope from a live PE is given to Arrive
+	// or Forward (one early for a recovery is kept until then).
+	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true, ReuseRecords: true, Ordered: true, Values: logValues{pe},
 		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase(), EventLogger: pe.cfg.EventLogger})
 }
 

@@ -34,6 +34,7 @@ func TestForwardedEnvelopeLeavesItsRecordsHere(t *testing.T) {
 			first := goodMessage(t)
 			first.Message.Id = &wire.MessageID{Sender: TaskID(1, 0), Srn: 1}
 			first.Determinants = []*wire.Determinant{det}
+			first.Carry = 7
 			first.Progress = []*wire.Progress{{Task: TaskID(1, 0), Rsn: 1}}
 			second := goodMessage(t)
 			second.Message.Id = &wire.MessageID{Sender: TaskID(1, 0), Srn: 2}
@@ -52,7 +53,7 @@ func TestForwardedEnvelopeLeavesItsRecordsHere(t *testing.T) {
 				var back wire.Batch
 				require.NoError(t, proto.Unmarshal(payload, &back))
 				for _, w := range back.Envelopes {
-					if logging.EnvelopeKind(w.Kind) == logging.EnvelopeAck && len(w.Determinants) == 1 && len(w.Progress) == 1 {
+					if logging.EnvelopeKind(w.Kind) == logging.EnvelopeAck && w.Carry == 7 && len(w.Progress) == 1 {
 						acked = true
 					}
 				}

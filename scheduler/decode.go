@@ -76,9 +76,14 @@ type rawEnvelope struct {
 	kind                   uint32
 	from, to               int32
 	replayed, forwarded    bool
-	task                   uint64
+	task, carry            uint64
 	epoch                  uint32
 	determinants, progress span
+	// packed is the packed_determinants field, read into determinants
+	// after the others once the envelope is read; packedErr says it was
+	// malformed (an error of the envelope, as envelopeFromWire's).
+	packed    []byte
+	packedErr error
 
 	hasMessage                 bool
 	id                         rawID
@@ -262,6 +267,8 @@ func (d *batchDecoder) readEnvelope(b []byte) error {
 				e.epoch = uint32(v)
 			case envForwarded:
 				e.forwarded = v != 0
+			case envCarry:
+				e.carry = v
 			}
 			b = b[n:]
 			continue
@@ -286,6 +293,8 @@ func (d *batchDecoder) readEnvelope(b []byte) error {
 				err = d.progressRecord(v)
 				e.progress.to = int32(len(d.progress))
 			}
+		case typ == protowire.BytesType && num == envPacked:
+			e.packed, n, err = nested(b)
 		default:
 			n, err = skip(num, typ, b)
 		}
@@ -293,6 +302,10 @@ func (d *batchDecoder) readEnvelope(b []byte) error {
 			return err
 		}
 		b = b[n:]
+	}
+	if len(e.packed) > 0 {
+		d.determinants, e.packedErr = unpackDeterminants(d.determinants, e.packed)
+		e.determinants.to = int32(len(d.determinants))
 	}
 	return nil
 }
@@ -553,7 +566,7 @@ func take[T any](block *[]T, n, total int) []T {
 // records of an acknowledgement are valid until reset.
 func (d *batchDecoder) envelope(i, from, self, size int) (logging.Envelope, error) {
 	w := &d.envelopes[i]
-	e := logging.Envelope{Kind: logging.EnvelopeKind(w.kind), From: logging.PEID(w.from), To: logging.PEID(w.to), Replayed: w.replayed, Task: commutative.TaskID(w.task), Epoch: w.epoch}
+	e := logging.Envelope{Kind: logging.EnvelopeKind(w.kind), From: logging.PEID(w.from), To: logging.PEID(w.to), Replayed: w.replayed, Task: commutative.TaskID(w.task), Epoch: w.epoch, Carry: w.carry}
 	if (int(w.from) != from && !w.forwarded) || w.from < 0 || int(w.from) >= size || int(w.to) != self {
 		return e, fmt.Errorf("%w: envelope from PE %d to PE %d arrived from PE %d at PE %d", ErrMalformed, w.from, w.to, from, self)
 	}
@@ -611,6 +624,10 @@ func (d *batchDecoder) envelope(i, from, self, size int) (logging.Envelope, erro
 		}
 		e.Determinants[j] = logging.Determinant{Message: id, Receiver: commutative.TaskID(raw[j].receiver), RSN: raw[j].rsn,
 			Creator: logging.PEID(int32(raw[j].creator)), Seq: raw[j].seq}
+	}
+	if w.packedErr != nil {
+		e.Determinants = nil
+		return e, fmt.Errorf("%w: %v", ErrMalformed, w.packedErr)
 	}
 	records := d.progress[w.progress.from:w.progress.to]
 	e.Progress = take(progress, len(records), len(d.progress))

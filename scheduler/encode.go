@@ -34,6 +34,8 @@ const (
 	envProgress     = 7
 	envTask         = 8
 	envEpoch        = 9
+	envCarry        = 11
+	envPacked       = 12
 
 	msgID          = 1
 	msgTo          = 2
@@ -256,14 +258,18 @@ func sizeEnvelopeLen(e *logging.Envelope, from uint32, plen int) int {
 	if e.Replayed {
 		n += protowire.SizeTag(envReplayed) + 1
 	}
-	keyOnly := e.Kind == logging.EnvelopeAck
-	for _, d := range e.Determinants {
-		n += sizeNested(envDeterminants, sizeDeterminant(d, keyOnly))
+	if e.Kind == logging.EnvelopeAck {
+		for _, d := range e.Determinants {
+			n += sizeNested(envDeterminants, sizeDeterminant(d, true))
+		}
+	} else if len(e.Determinants) > 0 {
+		n += sizeNested(envPacked, sizePackedDeterminants(e.Determinants))
 	}
 	for _, p := range e.Progress {
 		n += 2 + sizeProgress(p) // see sizeProgress
 	}
-	return n + protofield.VarintSize(envTask, uint64(e.Task)) + protofield.VarintSize(envEpoch, uint64(e.Epoch))
+	return n + protofield.VarintSize(envTask, uint64(e.Task)) + protofield.VarintSize(envEpoch, uint64(e.Epoch)) +
+		protofield.VarintSize(envCarry, e.Carry)
 }
 
 // appendEnvelope appends e as one entry of a batch's envelopes field;
@@ -285,15 +291,23 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 		b = protowire.AppendTag(b, envReplayed, protowire.VarintType)
 		b = protowire.AppendVarint(b, 1)
 	}
-	keyOnly := e.Kind == logging.EnvelopeAck
-	for _, d := range e.Determinants {
-		b = appendDeterminant(b, d, keyOnly)
+	ack := e.Kind == logging.EnvelopeAck
+	if ack {
+		for _, d := range e.Determinants {
+			b = appendDeterminant(b, d, true)
+		}
 	}
 	for _, p := range e.Progress {
 		b = appendProgress(b, p)
 	}
 	b = protofield.AppendVarint(b, envTask, uint64(e.Task))
-	return protofield.AppendVarint(b, envEpoch, uint64(e.Epoch))
+	b = protofield.AppendVarint(b, envEpoch, uint64(e.Epoch))
+	b = protofield.AppendVarint(b, envCarry, e.Carry)
+	if !ack && len(e.Determinants) > 0 {
+		b = appendNestedHeader(b, envPacked, sizePackedDeterminants(e.Determinants))
+		b = appendPackedDeterminants(b, e.Determinants)
+	}
+	return b
 }
 
 // appendEnvelopeLast appends message envelope e like appendEnvelope,

@@ -29,6 +29,7 @@ func randomEnvelope(r *rand.Rand) logging.Envelope {
 	e := logging.Envelope{
 		Kind: kinds[r.IntN(len(kinds))], From: logging.PEID(r.IntN(9)), To: logging.PEID(r.IntN(9)),
 		Replayed: r.IntN(2) == 0, Task: commutative.TaskID(r.Uint64N(2) * r.Uint64()), Epoch: r.Uint32N(3),
+		Carry: r.Uint64N(2) * (r.Uint64() >> r.IntN(64)),
 	}
 	if e.Kind == logging.EnvelopeMessage {
 		m := logging.Message{ID: randomID(r, 0), To: commutative.TaskID(r.Uint64N(1 << 50)), Handler: r.Uint32N(3) << 16, Key: r.Uint64N(2) * r.Uint64()}
@@ -185,7 +186,7 @@ func TestSharedPayloadTravelsOncePerBatch(t *testing.T) {
 // envelopeToWire builds the wire objects of e field by field, the
 // reference the encoder is checked against.
 func envelopeToWire(e logging.Envelope) *wire.Envelope {
-	w := &wire.Envelope{Kind: uint32(e.Kind), From: int32(e.From), To: int32(e.To), Replayed: e.Replayed, Task: uint64(e.Task), Epoch: e.Epoch}
+	w := &wire.Envelope{Kind: uint32(e.Kind), From: int32(e.From), To: int32(e.To), Replayed: e.Replayed, Task: uint64(e.Task), Epoch: e.Epoch, Carry: e.Carry}
 	// (Forwarded is set only by forward.)
 	if e.Kind == logging.EnvelopeMessage {
 		m := e.Message
@@ -198,13 +199,13 @@ func envelopeToWire(e logging.Envelope) *wire.Envelope {
 			w.Message.Requires = append(w.Message.Requires, &wire.Dependency{Task: uint64(d.Task), Trigger: idToWire(d.Trigger)})
 		}
 	}
-	for _, d := range e.Determinants {
-		wd := &wire.Determinant{Receiver: uint64(d.Receiver), Rsn: d.RSN, Creator: int32(d.Creator), Seq: d.Seq}
-		if e.Kind != logging.EnvelopeAck {
-			// An acknowledgement's go without their message.
-			wd.Message = idToWire(d.Message)
+	if e.Kind == logging.EnvelopeAck {
+		// An acknowledgement's determinants go without their message.
+		for _, d := range e.Determinants {
+			w.Determinants = append(w.Determinants, &wire.Determinant{Receiver: uint64(d.Receiver), Rsn: d.RSN, Creator: int32(d.Creator), Seq: d.Seq})
 		}
-		w.Determinants = append(w.Determinants, wd)
+	} else if len(e.Determinants) > 0 {
+		w.PackedDeterminants = appendPackedDeterminants(nil, e.Determinants)
 	}
 	for _, p := range e.Progress {
 		w.Progress = append(w.Progress, &wire.Progress{Task: uint64(p.Task), Rsn: p.RSN, Creator: int32(p.Creator), Seq: p.Seq})

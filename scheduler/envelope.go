@@ -30,7 +30,7 @@ func idFromWire(w *wire.MessageID) (logging.MessageID, error) {
 // envelopeFromWire decodes and checks an envelope that arrived from PE
 // from at PE self of a job of size PEs.
 func envelopeFromWire(w *wire.Envelope, from, self, size int) (logging.Envelope, error) {
-	e := logging.Envelope{Kind: logging.EnvelopeKind(w.Kind), From: logging.PEID(w.From), To: logging.PEID(w.To), Replayed: w.Replayed, Task: commutative.TaskID(w.Task), Epoch: w.Epoch}
+	e := logging.Envelope{Kind: logging.EnvelopeKind(w.Kind), From: logging.PEID(w.From), To: logging.PEID(w.To), Replayed: w.Replayed, Task: commutative.TaskID(w.Task), Epoch: w.Epoch, Carry: w.Carry}
 	if (int(w.From) != from && !w.Forwarded) || w.From < 0 || int(w.From) >= size || int(w.To) != self {
 		return e, fmt.Errorf("%w: envelope from PE %d to PE %d arrived from PE %d at PE %d", ErrMalformed, w.From, w.To, from, self)
 	}
@@ -79,6 +79,19 @@ func envelopeFromWire(w *wire.Envelope, from, self, size int) (logging.Envelope,
 		}
 		e.Determinants = append(e.Determinants, logging.Determinant{Message: id, Receiver: commutative.TaskID(d.Receiver), RSN: d.Rsn,
 			Creator: logging.PEID(d.Creator), Seq: d.Seq})
+	}
+	if len(w.PackedDeterminants) > 0 {
+		packed, err := unpackDeterminants(nil, w.PackedDeterminants)
+		if err != nil {
+			return e, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		for i := range packed {
+			d, err := determinantFromRaw(&packed[i])
+			if err != nil {
+				return e, err
+			}
+			e.Determinants = append(e.Determinants, d)
+		}
 	}
 	for _, p := range w.Progress {
 		e.Progress = append(e.Progress, logging.Progress{Task: commutative.TaskID(p.Task), RSN: p.Rsn,

@@ -79,6 +79,14 @@ type Config struct {
 	// Simultaneous puts all the PE crashes at consecutive events, so that
 	// one failure notice names them all (with NoticeDelay > 0).
 	Simultaneous bool
+	// Ordered delivers the envelopes each PE sends another in the order
+	// of its Readies, as the scheduler's transports do (groups of
+	// different pairs still overtake each other, and a duplicate may come
+	// again later), and runs the protocols with logging.Config.Ordered:
+	// a determinant carried to a PE once does not ride there again. The
+	// stability check then accepts a determinant carried by any earlier
+	// envelope from the same PE to the same PE since the last checkpoint.
+	Ordered bool
 	// MaxEvents bounds the run; 0 means 100000.
 	MaxEvents int
 	// Trace, if set, receives a line per event.
@@ -194,6 +202,10 @@ type simulator struct {
 	checkedUpTo   []uint64      // receptions of r whose determinants are known stable
 	checkpointRSN []uint64
 
+	// carriedTo (Config.Ordered) is, per sending PE and destination, the
+	// determinants carried there since the last checkpoint.
+	carriedTo []map[logging.PEID]map[detKey]struct{}
+
 	sumStats logging.Stats
 	err      error
 	trace    func(format string, args ...any)
@@ -303,7 +315,9 @@ func newSimulator(cfg Config) *simulator {
 	s.alive = make([]bool, cfg.PEs)
 	s.taken = make([]int, cfg.PEs)
 	s.sliceEnd = make([]int, cfg.PEs)
+	s.carriedTo = make([]map[logging.PEID]map[detKey]struct{}, cfg.PEs)
 	for p := range cfg.PEs {
+		s.carriedTo[p] = map[logging.PEID]map[detKey]struct{}{}
 		s.pes[p] = s.newProtocol(logging.PEID(p))
 		s.alive[p] = true
 		s.sliceEnd[p] = 1
@@ -363,6 +377,7 @@ func (s *simulator) newProtocol(p logging.PEID) logging.Protocol {
 		// arrays reused after the second Advance; flush clones them for
 		// the envelopes it keeps in flight, as encoding copies them.
 		ReuseRecords: true,
+		Ordered:      s.cfg.Ordered,
 		Locate:       func(task logging.TaskID) logging.PEID { return s.view[p][task] },
 	})
 }
@@ -482,6 +497,11 @@ func (s *simulator) send(from commutative.TaskID, msg logging.Message) {
 
 func (s *simulator) deliverEnvelope() {
 	i := s.rng.IntN(len(s.network))
+	if s.cfg.Ordered {
+		// The oldest group of the same pair of PEs goes first.
+		from, to := s.network[i][0].From, s.network[i][0].To
+		i = slices.IndexFunc(s.network, func(g []logging.Envelope) bool { return g[0].From == from && g[0].To == to })
+	}
 	group := s.network[i]
 	onlyMessages := !slices.ContainsFunc(group, func(e logging.Envelope) bool { return e.Kind != logging.EnvelopeMessage })
 	if !onlyMessages || s.rng.Float64() >= s.cfg.Duplicate {
@@ -657,13 +677,20 @@ func (s *simulator) flush(p logging.PEID) {
 	// message envelopes of this Ready to it so far: the group arrives
 	// together and in order, so an envelope may rely on an earlier one.
 	carried := map[logging.PEID]map[detKey]struct{}{}
+	if s.cfg.Ordered {
+		// Or with any earlier envelope to the same PE, which arrives
+		// first.
+		carried = s.carriedTo[p]
+	}
 	for i, env := range ready.Envelopes {
 		if i > 0 && ready.Envelopes[i-1].Kind == logging.EnvelopeRecovery && env.Kind != logging.EnvelopeRecovery {
 			// The scheduler sends a failure notice's recovery envelopes
 			// before it encodes the logs after them: what follows travels
 			// in new groups.
 			clear(groups)
-			clear(carried)
+			if !s.cfg.Ordered {
+				clear(carried)
+			}
 		}
 		if env.Kind == logging.EnvelopeMessage && env.To != env.From && s.alive[env.To] {
 			// (An envelope to a dead PE is dropped: no one comes to
@@ -804,6 +831,9 @@ func (s *simulator) checkpoint() {
 	s.migrate()
 	s.sinceCheckpoint = 0
 	s.loggerDied = false
+	for _, c := range s.carriedTo {
+		clear(c)
+	}
 	for p, pe := range s.pes {
 		if !s.alive[p] {
 			continue
@@ -899,6 +929,12 @@ func (s *simulator) crash() {
 		s.checkedUpTo[r] = s.checkpointRSN[r]
 	}
 	s.network = slices.DeleteFunc(s.network, func(g []logging.Envelope) bool { return g[0].From == victim || g[0].To == victim })
+	if s.cfg.Ordered {
+		clear(s.carriedTo[victim])
+		for _, c := range s.carriedTo {
+			delete(c, victim)
+		}
+	}
 	var relocated []logging.Relocation
 	next := s.rng.IntN(len(live))
 	for t := range s.tasks {

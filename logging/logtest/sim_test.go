@@ -425,3 +425,66 @@ func TestForwardingBypassingTheProtocolFails(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatorSeedsOrdered sweeps the protocols as the scheduler runs
+// them, on transports that deliver each pair's envelopes in order
+// (Config.Ordered: a determinant rides once to each PE): the stability
+// check accepts a determinant carried by an earlier envelope to the same
+// PE, which arrives first, and nothing else. The stability check still
+// catches a Ready whose envelopes leave out what none carried before.
+func TestSimulatorSeedsOrdered(t *testing.T) {
+	for _, kind := range kinds[1:] {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			seeds := max(seedCount()/10, 60)
+			failures := 0
+			var rides, rode int
+			for seed := range uint64(seeds) {
+				cfg := sweepConfig(kind, seed)
+				cfg.Ordered = true
+				result, err := Run(cfg)
+				if err == nil && result.Stopped != nil && cfg.Crashes <= cfg.Failures {
+					err = fmt.Errorf("stopped although the protocol survives %d failures: %w", cfg.Failures, result.Stopped)
+				}
+				if err != nil {
+					failures++
+					if failures <= 5 {
+						t.Errorf("%v seed %d (ordered): %v", kind, seed, err)
+					}
+					continue
+				}
+				if seed >= 200 {
+					continue
+				}
+				cfg.Ordered = false
+				unordered, err := Run(cfg)
+				if err == nil {
+					rides += unordered.Stats.PiggybackedDeterminants
+					rode += result.Stats.PiggybackedDeterminants
+				}
+			}
+			t.Logf("%v: %d seeds; determinants piggybacked over the first 200: %d in order, %d reordered", kind, seeds, rode, rides)
+			require.Zero(t, failures, "failing seeds")
+			require.Less(t, rode, rides, "fewer rides when the pairs are ordered")
+			caught := 0
+			for seed := range uint64(100) {
+				cfg := DefaultConfig(kind, seed)
+				cfg.Ordered = true
+				cfg.mutateReady = func(ready logging.Ready) logging.Ready {
+					envs := slices.Clone(ready.Envelopes)
+					for i := range envs {
+						if envs[i].Kind == logging.EnvelopeMessage {
+							envs[i].Determinants = nil
+						}
+					}
+					ready.Envelopes = envs
+					return ready
+				}
+				if _, err := Run(cfg); err != nil && strings.Contains(err.Error(), "depending on unstable determinant") {
+					caught++
+				}
+			}
+			require.Positive(t, caught, "envelopes that carry nothing are caught")
+		})
+	}
+}

@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: wire.proto
+// source: scheduler/wire/wire.proto
 
 package wire
 
@@ -60,11 +60,11 @@ func (x CheckpointKind) String() string {
 }
 
 func (CheckpointKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_wire_proto_enumTypes[0].Descriptor()
+	return file_scheduler_wire_wire_proto_enumTypes[0].Descriptor()
 }
 
 func (CheckpointKind) Type() protoreflect.EnumType {
-	return &file_wire_proto_enumTypes[0]
+	return &file_scheduler_wire_wire_proto_enumTypes[0]
 }
 
 func (x CheckpointKind) Number() protoreflect.EnumNumber {
@@ -73,7 +73,7 @@ func (x CheckpointKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CheckpointKind.Descriptor instead.
 func (CheckpointKind) EnumDescriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{0}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{0}
 }
 
 // Batch is what one PE sends another in one transport payload: protocol
@@ -96,7 +96,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_wire_proto_msgTypes[0]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -108,7 +108,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[0]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -121,7 +121,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{0}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Batch) GetJob() uint64 {
@@ -173,7 +173,7 @@ type TaskRuntime struct {
 
 func (x *TaskRuntime) Reset() {
 	*x = TaskRuntime{}
-	mi := &file_wire_proto_msgTypes[1]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -185,7 +185,7 @@ func (x *TaskRuntime) String() string {
 func (*TaskRuntime) ProtoMessage() {}
 
 func (x *TaskRuntime) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[1]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -198,7 +198,7 @@ func (x *TaskRuntime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRuntime.ProtoReflect.Descriptor instead.
 func (*TaskRuntime) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{1}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *TaskRuntime) GetExpected() uint64 {
@@ -249,7 +249,7 @@ type TaskCheckpoint struct {
 
 func (x *TaskCheckpoint) Reset() {
 	*x = TaskCheckpoint{}
-	mi := &file_wire_proto_msgTypes[2]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +261,7 @@ func (x *TaskCheckpoint) String() string {
 func (*TaskCheckpoint) ProtoMessage() {}
 
 func (x *TaskCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[2]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +274,7 @@ func (x *TaskCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskCheckpoint.ProtoReflect.Descriptor instead.
 func (*TaskCheckpoint) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{2}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TaskCheckpoint) GetTask() uint64 {
@@ -367,7 +367,7 @@ type MessageID struct {
 
 func (x *MessageID) Reset() {
 	*x = MessageID{}
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +379,7 @@ func (x *MessageID) String() string {
 func (*MessageID) ProtoMessage() {}
 
 func (x *MessageID) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +392,7 @@ func (x *MessageID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageID.ProtoReflect.Descriptor instead.
 func (*MessageID) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{3}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MessageID) GetSender() uint64 {
@@ -438,7 +438,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -450,7 +450,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -463,7 +463,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{4}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Message) GetId() *MessageID {
@@ -539,7 +539,7 @@ type Dependency struct {
 
 func (x *Dependency) Reset() {
 	*x = Dependency{}
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +551,7 @@ func (x *Dependency) String() string {
 func (*Dependency) ProtoMessage() {}
 
 func (x *Dependency) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +564,7 @@ func (x *Dependency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
 func (*Dependency) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{5}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Dependency) GetTask() uint64 {
@@ -595,7 +595,7 @@ type Determinant struct {
 
 func (x *Determinant) Reset() {
 	*x = Determinant{}
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +607,7 @@ func (x *Determinant) String() string {
 func (*Determinant) ProtoMessage() {}
 
 func (x *Determinant) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +620,7 @@ func (x *Determinant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Determinant.ProtoReflect.Descriptor instead.
 func (*Determinant) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{6}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Determinant) GetMessage() *MessageID {
@@ -671,7 +671,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +683,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +696,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{7}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Progress) GetTask() uint64 {
@@ -741,14 +741,22 @@ type Envelope struct {
 	Epoch        uint32                 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// Forwarded is set by a PE that passed the envelope on to the task's
 	// new place; From stays the original sender.
-	Forwarded     bool `protobuf:"varint,10,opt,name=forwarded,proto3" json:"forwarded,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Forwarded bool `protobuf:"varint,10,opt,name=forwarded,proto3" json:"forwarded,omitempty"`
+	// Carry numbers a message envelope that carries determinants among its
+	// sender's; an acknowledgement names the envelope whose determinants
+	// it acknowledges by it (logging.Envelope.Carry).
+	Carry uint64 `protobuf:"varint,11,opt,name=carry,proto3" json:"carry,omitempty"`
+	// Packed_determinants are the determinants of a message or recovery
+	// envelope in one field (scheduler/packdet.go); they follow those of
+	// determinants, which an acknowledgement's use (without their message).
+	PackedDeterminants []byte `protobuf:"bytes,12,opt,name=packed_determinants,json=packedDeterminants,proto3" json:"packed_determinants,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_wire_proto_msgTypes[8]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +768,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[8]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +781,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{8}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Envelope) GetKind() uint32 {
@@ -846,6 +854,20 @@ func (x *Envelope) GetForwarded() bool {
 	return false
 }
 
+func (x *Envelope) GetCarry() uint64 {
+	if x != nil {
+		return x.Carry
+	}
+	return 0
+}
+
+func (x *Envelope) GetPackedDeterminants() []byte {
+	if x != nil {
+		return x.PackedDeterminants
+	}
+	return nil
+}
+
 // Value is a reduction value.
 type Value struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -858,7 +880,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +892,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +905,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{9}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Value) GetFloats() []float64 {
@@ -921,7 +943,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +955,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +968,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{10}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Callback) GetCollection() uint32 {
@@ -1000,7 +1022,7 @@ type Contribution struct {
 
 func (x *Contribution) Reset() {
 	*x = Contribution{}
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1034,7 @@ func (x *Contribution) String() string {
 func (*Contribution) ProtoMessage() {}
 
 func (x *Contribution) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_scheduler_wire_wire_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1047,7 @@ func (x *Contribution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Contribution.ProtoReflect.Descriptor instead.
 func (*Contribution) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{11}
+	return file_scheduler_wire_wire_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Contribution) GetCollection() uint32 {
@@ -1070,12 +1092,11 @@ func (x *Contribution) GetValue() *Value {
 	return nil
 }
 
-var File_wire_proto protoreflect.FileDescriptor
+var File_scheduler_wire_wire_proto protoreflect.FileDescriptor
 
-const file_wire_proto_rawDesc = "" +
+const file_scheduler_wire_wire_proto_rawDesc = "" +
 	"\n" +
-	"\n" +
-	"wire.proto\x12\fgochare.wire\"\xd6\x01\n" +
+	"\x19scheduler/wire/wire.proto\x12\fgochare.wire\"\xd6\x01\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x124\n" +
 	"\tenvelopes\x18\x02 \x03(\v2\x16.gochare.wire.EnvelopeR\tenvelopes\x12\x1e\n" +
@@ -1137,7 +1158,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x04task\x18\x01 \x01(\x04R\x04task\x12\x10\n" +
 	"\x03rsn\x18\x02 \x01(\x04R\x03rsn\x12\x18\n" +
 	"\acreator\x18\x03 \x01(\x05R\acreator\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xca\x02\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\x91\x03\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\x05R\x04from\x12\x0e\n" +
@@ -1149,7 +1170,9 @@ const file_wire_proto_rawDesc = "" +
 	"\x04task\x18\b \x01(\x04R\x04task\x12\x14\n" +
 	"\x05epoch\x18\t \x01(\rR\x05epoch\x12\x1c\n" +
 	"\tforwarded\x18\n" +
-	" \x01(\bR\tforwarded\"I\n" +
+	" \x01(\bR\tforwarded\x12\x14\n" +
+	"\x05carry\x18\v \x01(\x04R\x05carry\x12/\n" +
+	"\x13packed_determinants\x18\f \x01(\fR\x12packedDeterminants\"I\n" +
 	"\x05Value\x12\x16\n" +
 	"\x06floats\x18\x01 \x03(\x01R\x06floats\x12\x12\n" +
 	"\x04ints\x18\x02 \x03(\x12R\x04ints\x12\x14\n" +
@@ -1179,20 +1202,20 @@ const file_wire_proto_rawDesc = "" +
 	"\x12CHECKPOINT_MIGRATE\x10\x04B+Z)github.com/gochare/gochare/scheduler/wireb\x06proto3"
 
 var (
-	file_wire_proto_rawDescOnce sync.Once
-	file_wire_proto_rawDescData []byte
+	file_scheduler_wire_wire_proto_rawDescOnce sync.Once
+	file_scheduler_wire_wire_proto_rawDescData []byte
 )
 
-func file_wire_proto_rawDescGZIP() []byte {
-	file_wire_proto_rawDescOnce.Do(func() {
-		file_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)))
+func file_scheduler_wire_wire_proto_rawDescGZIP() []byte {
+	file_scheduler_wire_wire_proto_rawDescOnce.Do(func() {
+		file_scheduler_wire_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_scheduler_wire_wire_proto_rawDesc), len(file_scheduler_wire_wire_proto_rawDesc)))
 	})
-	return file_wire_proto_rawDescData
+	return file_scheduler_wire_wire_proto_rawDescData
 }
 
-var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
-var file_wire_proto_goTypes = []any{
+var file_scheduler_wire_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_scheduler_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_scheduler_wire_wire_proto_goTypes = []any{
 	(CheckpointKind)(0),    // 0: gochare.wire.CheckpointKind
 	(*Batch)(nil),          // 1: gochare.wire.Batch
 	(*TaskRuntime)(nil),    // 2: gochare.wire.TaskRuntime
@@ -1207,7 +1230,7 @@ var file_wire_proto_goTypes = []any{
 	(*Callback)(nil),       // 11: gochare.wire.Callback
 	(*Contribution)(nil),   // 12: gochare.wire.Contribution
 }
-var file_wire_proto_depIdxs = []int32{
+var file_scheduler_wire_wire_proto_depIdxs = []int32{
 	9,  // 0: gochare.wire.Batch.envelopes:type_name -> gochare.wire.Envelope
 	0,  // 1: gochare.wire.Batch.checkpoint_kind:type_name -> gochare.wire.CheckpointKind
 	4,  // 2: gochare.wire.TaskCheckpoint.received:type_name -> gochare.wire.MessageID
@@ -1228,27 +1251,27 @@ var file_wire_proto_depIdxs = []int32{
 	0,  // [0:13] is the sub-list for field type_name
 }
 
-func init() { file_wire_proto_init() }
-func file_wire_proto_init() {
-	if File_wire_proto != nil {
+func init() { file_scheduler_wire_wire_proto_init() }
+func file_scheduler_wire_wire_proto_init() {
+	if File_scheduler_wire_wire_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_scheduler_wire_wire_proto_rawDesc), len(file_scheduler_wire_wire_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_wire_proto_goTypes,
-		DependencyIndexes: file_wire_proto_depIdxs,
-		EnumInfos:         file_wire_proto_enumTypes,
-		MessageInfos:      file_wire_proto_msgTypes,
+		GoTypes:           file_scheduler_wire_wire_proto_goTypes,
+		DependencyIndexes: file_scheduler_wire_wire_proto_depIdxs,
+		EnumInfos:         file_scheduler_wire_wire_proto_enumTypes,
+		MessageInfos:      file_scheduler_wire_wire_proto_msgTypes,
 	}.Build()
-	File_wire_proto = out.File
-	file_wire_proto_goTypes = nil
-	file_wire_proto_depIdxs = nil
+	File_scheduler_wire_wire_proto = out.File
+	file_scheduler_wire_wire_proto_goTypes = nil
+	file_scheduler_wire_wire_proto_depIdxs = nil
 }

@@ -1,0 +1,160 @@
+package scheduler
+
+import (
+	"errors"
+	"math/bits"
+
+	"github.com/gochare/gochare/commutative"
+	"github.com/gochare/gochare/logging"
+)
+
+// The determinants an envelope piggybacks (or hands over in a recovery
+// envelope) travel in one bytes field, wire.Envelope's
+// packed_determinants, rather than as one nested Determinant message
+// each. Each determinant is, in order:
+//
+//	flags                   varint: packedPath (a commutative path follows), packedStamp (an event logger's stamp follows)
+//	receiver                zigzag varint of the difference with the previous determinant's
+//	rsn                     zigzag varint, likewise
+//	message sender          zigzag varint, likewise
+//	message srn             zigzag varint, likewise
+//	[path length, path]     if packedPath
+//	[creator, seq]          if packedStamp: zigzag varint, varint
+//
+// The first determinant's differences are from zero. A PE's determinants
+// ride in creation or arrival order, mostly receptions of the tasks of
+// one PE and messages of a few senders, so the differences take a byte
+// or two where the nested message spent a tag and eight bytes on each
+// task identity; and the encoder and decoder run one loop with no nested
+// sizes. Under FullDet every determinant rides about ten times between
+// four PEs (docs/benchmarks.md, "fd2 (2026-11-28)").
+const (
+	packedPath  = 1 << 0
+	packedStamp = 1 << 1
+)
+
+// errPacked reports a malformed packed_determinants field.
+var errPacked = errors.New("malformed packed determinants")
+
+func zigzag(d uint64) uint64 { return d<<1 ^ uint64(int64(d)>>63) }
+
+func unzigzag(v uint64) uint64 { return v>>1 ^ -(v & 1) }
+
+func varintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+func appendUvarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// sizePackedDeterminants is the length of ds packed.
+func sizePackedDeterminants(ds []logging.Determinant) int {
+	var prev logging.Determinant
+	n := 0
+	for i := range ds {
+		d := &ds[i]
+		n += 1 + varintLen(zigzag(uint64(d.Receiver-prev.Receiver))) + varintLen(zigzag(d.RSN-prev.RSN)) +
+			varintLen(zigzag(uint64(d.Message.Sender-prev.Message.Sender))) + varintLen(zigzag(d.Message.SRN-prev.Message.SRN))
+		if l := d.Message.CPI.Len(); l > 0 {
+			n += varintLen(uint64(l)) + l
+		}
+		if d.Creator != 0 || d.Seq != 0 {
+			n += varintLen(zigzag(uint64(int64(d.Creator)))) + varintLen(d.Seq)
+		}
+		prev = *d
+	}
+	return n
+}
+
+// appendPackedDeterminants appends ds packed.
+func appendPackedDeterminants(b []byte, ds []logging.Determinant) []byte {
+	var prev logging.Determinant
+	for i := range ds {
+		d := &ds[i]
+		var flags byte
+		l := d.Message.CPI.Len()
+		if l > 0 {
+			flags |= packedPath
+		}
+		stamped := d.Creator != 0 || d.Seq != 0
+		if stamped {
+			flags |= packedStamp
+		}
+		b = append(b, flags)
+		b = appendUvarint(b, zigzag(uint64(d.Receiver-prev.Receiver)))
+		b = appendUvarint(b, zigzag(d.RSN-prev.RSN))
+		b = appendUvarint(b, zigzag(uint64(d.Message.Sender-prev.Message.Sender)))
+		b = appendUvarint(b, zigzag(d.Message.SRN-prev.Message.SRN))
+		if l > 0 {
+			b = appendUvarint(b, uint64(l))
+			b = d.Message.CPI.AppendEncoded(b)
+		}
+		if stamped {
+			b = appendUvarint(b, zigzag(uint64(int64(d.Creator))))
+			b = appendUvarint(b, d.Seq)
+		}
+		prev = *d
+	}
+	return b
+}
+
+// unpackDeterminants appends the determinants packed in b to out, as
+// read (paths alias b); on an error out is returned as it was.
+func unpackDeterminants(out []rawDeterminant, b []byte) ([]rawDeterminant, error) {
+	start := len(out)
+	var prev rawDeterminant
+	for len(b) > 0 {
+		var det rawDeterminant
+		var v [4]uint64
+		flags, n, err := varint(b)
+		if err != nil || flags&^(packedPath|packedStamp) != 0 {
+			return out[:start], errPacked
+		}
+		b = b[n:]
+		for j := range v {
+			if v[j], n, err = varint(b); err != nil {
+				return out[:start], errPacked
+			}
+			b = b[n:]
+		}
+		det.receiver = prev.receiver + unzigzag(v[0])
+		det.rsn = prev.rsn + unzigzag(v[1])
+		det.message = rawID{sender: prev.message.sender + unzigzag(v[2]), srn: prev.message.srn + unzigzag(v[3]), set: true}
+		if flags&packedPath != 0 {
+			l, n, err := varint(b)
+			if err != nil || l == 0 || l > uint64(len(b)-n) {
+				return out[:start], errPacked
+			}
+			det.message.cpi = b[n : n+int(l) : n+int(l)]
+			b = b[n+int(l):]
+		}
+		if flags&packedStamp != 0 {
+			c, n, err := varint(b)
+			if err != nil {
+				return out[:start], errPacked
+			}
+			b = b[n:]
+			if det.seq, n, err = varint(b); err != nil {
+				return out[:start], errPacked
+			}
+			b = b[n:]
+			det.creator = unzigzag(c)
+		}
+		out = append(out, det)
+		prev = det
+	}
+	return out, nil
+}
+
+// determinantFromRaw converts a determinant as read.
+func determinantFromRaw(raw *rawDeterminant) (logging.Determinant, error) {
+	id, err := idFromRaw(&raw.message)
+	if err != nil {
+		return logging.Determinant{}, err
+	}
+	return logging.Determinant{Message: id, Receiver: commutative.TaskID(raw.receiver), RSN: raw.rsn,
+		Creator: logging.PEID(int32(raw.creator)), Seq: raw.seq}, nil
+}
