@@ -146,6 +146,14 @@ type Config struct {
 	// of them has acknowledged it (eventlog.go), and any number of PE
 	// failures is recovered. None ignores it.
 	EventLogger bool
+	// OrderFree, if set, reports whether a task can never receive an
+	// order-dependent message (every handler of its collection is ordered
+	// or commutative). PartialDet makes no progress record for the sends
+	// of such a task: a record only tells a restored task how far to
+	// replay before it may take an order-dependent message without a
+	// determinant, and such a task takes none. Delivering an
+	// order-dependent message to a task it names panics.
+	OrderFree func(TaskID) bool
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -290,6 +298,8 @@ type engine struct {
 	reuseRecords   bool
 	// values encodes a logged message's value (Config.Values).
 	values ValueEncoder
+	// orderFree is Config.OrderFree (nil: no task is).
+	orderFree func(TaskID) bool
 	// lastPayload is the logged copy of the payload of the last message
 	// of this Ready that Send logged (see sharePayload).
 	lastPayload []byte
@@ -523,6 +533,9 @@ type hostedTask struct {
 	// its first send since the checkpoint made or found it: records are
 	// never replaced, only forgotten all at once by Checkpoint.
 	progress *storedProgress
+	// orderFree: the task never receives an order-dependent message
+	// (Config.OrderFree), so its sends make no progress record.
+	orderFree bool
 }
 
 func newEngine(kind Kind, cfg Config) *engine {
@@ -540,6 +553,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		progress:     map[TaskID]*storedProgress{},
 		reuseRecords: cfg.ReuseRecords,
 		values:       cfg.Values,
+		orderFree:    cfg.OrderFree,
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
@@ -618,6 +632,7 @@ func (e *engine) place(task TaskID, t *hostedTask) {
 	if _, ok := e.tasks[task]; ok {
 		panic(fmt.Sprintf("logging: pe%d already hosts task %d", e.pe, task))
 	}
+	t.orderFree = e.orderFree != nil && e.orderFree(task)
 	e.tasks[task] = t
 	pending := e.unhosted[task]
 	delete(e.unhosted, task)
@@ -639,7 +654,9 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	msg.ID = sender.counters.NextSendID()
 	msg.Requires = nil
 	if e.kind == KindPartialDet {
-		e.noteOwnProgress(from, sender)
+		if !sender.orderFree {
+			e.noteOwnProgress(from, sender)
+		}
 		msg.Requires = slices.Clone(sender.requires)
 	}
 	e.stats.Sent++
@@ -1273,6 +1290,9 @@ func (t *hostedTask) addRequirement(d Dependency) {
 }
 
 func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
+	if t.orderFree && m.Annotation.NeedsDeterminant() {
+		panic(fmt.Sprintf("logging: pe%d: order-dependent message %v for task %d, which Config.OrderFree says takes none", e.pe, m.ID, task))
+	}
 	rsn := t.counters.BeginReception(m.ID, m.Annotation, m.RegionKey())
 	t.received.add(m.ID)
 	if e.kind == KindPartialDet {
