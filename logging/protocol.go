@@ -732,9 +732,9 @@ func (e *engine) piggybackFor(toPE PEID) ([]Determinant, []Progress) {
 	from, ok := e.carried[toPE]
 	e.carried[toPE] = carriedUpTo{determinants: len(e.madeUnstable), progress: len(e.updated)}
 	if !ok {
-		return e.piggyback(toPE), e.unstableProgress()
+		return e.piggyback(toPE), e.unstableProgress(toPE)
 	}
-	return e.determinantsSince(from.determinants, toPE), e.progressSince(from.progress)
+	return e.determinantsSince(from.determinants, toPE), e.progressSince(from.progress, toPE)
 }
 
 // forgetCarried makes the next envelope to each PE carry every unstable
@@ -883,14 +883,14 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 
 // progressSince returns the progress records made or weakened during this
 // Ready, from position from of e.updated, that are still the latest and
-// unstable.
-func (e *engine) progressSince(from int) []Progress {
+// unstable, and that toPE does not hold.
+func (e *engine) progressSince(from int, toPE PEID) []Progress {
 	r := &e.carriedRecords
 	start := len(r.progress)
 	for _, u := range e.updated[from:] {
 		// A task updated twice in one Ready is carried once, at its
 		// latest RSN (the one stored).
-		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && !e.progressStable(p) {
+		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && !e.progressStable(p) && progressCarriesTo(p, toPE) {
 			r.progress = append(r.progress, progressOf(u.Task, p))
 		}
 	}
@@ -902,8 +902,9 @@ func (e *engine) progressSince(from int) []Progress {
 }
 
 // unstableProgress returns every progress record this PE still has to
-// make stable, sorted by task, cut from e.carriedRecords as piggyback's.
-func (e *engine) unstableProgress() []Progress {
+// make stable that toPE does not hold (all of them with anyPE), sorted by
+// task, cut from e.carriedRecords as piggyback's.
+func (e *engine) unstableProgress(toPE PEID) []Progress {
 	r := &e.carriedRecords
 	start := len(r.progress)
 	e.maybeUnstable, e.mergeBuf = sortmerge.Into(e.maybeUnstable, e.maybeSorted, e.mergeBuf)
@@ -912,7 +913,9 @@ func (e *engine) unstableProgress() []Progress {
 		p, ok := e.progress[task]
 		if ok && !e.progressStable(p) {
 			kept = append(kept, task)
-			r.progress = append(r.progress, progressOf(task, p))
+			if progressCarriesTo(p, toPE) {
+				r.progress = append(r.progress, progressOf(task, p))
+			}
 		} else if ok {
 			p.maybe = false
 		}
@@ -947,6 +950,15 @@ func (e *engine) isStable(d *storedDeterminant) bool {
 		return e.el.stable(d.determinant.Creator, d.determinant.Seq)
 	}
 	return len(d.holders) > e.bound
+}
+
+// progressCarriesTo is carriesTo for a progress record: a PE among its
+// holders (it sent the record here, or acknowledged it) keeps it until
+// the next checkpoint or its failure; a newer record of the task starts
+// its holders over. A record received from another PE would otherwise
+// ride straight back to it.
+func progressCarriesTo(p *storedProgress, to PEID) bool {
+	return to == anyPE || !slices.Contains(p.holders, to)
 }
 
 // progressStable is isStable for a progress record.
@@ -1464,7 +1476,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	}
 	// The unstable records the first recovery envelope to each other PE
 	// carries (nothing below changes them).
-	unstableDets, unstableProg := e.piggyback(anyPE), e.unstableProgress()
+	unstableDets, unstableProg := e.piggyback(anyPE), e.unstableProgress(anyPE)
 	carriedTo := map[PEID]bool{}
 	for _, r := range e.relocated {
 		var batch []Determinant
