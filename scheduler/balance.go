@@ -169,11 +169,13 @@ func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 // message: every message to a task is for a handler of its collection
 // (a reducer's contributions are commutative), so none can when no
 // handler of the collection is order-dependent (logging.Config.OrderFree:
-// PartialDet then makes no progress record for its sends). The runtime's
-// own tasks and unknown ones are not.
+// PartialDet then makes no progress record for its sends). The
+// runtime's own task on each PE (systemCollection) receives nothing
+// (checkMessage refuses messages for it), so it is too; a task of no
+// collection is not.
 func (pe *PE) orderFree(id commutative.TaskID) bool {
 	coll, _ := splitTaskID(id)
-	return coll != systemCollection && coll < len(pe.colls) && pe.colls[coll].orderFree
+	return coll == systemCollection || (coll < len(pe.colls) && pe.colls[coll].orderFree)
 }
 
 // locate is the PE a task lives on, as far as this PE knows (-1 for a
