@@ -157,6 +157,14 @@ type Config struct {
 	// first envelope of every Ready to a PE until that PE acknowledges
 	// it. Not under an event logger.
 	Ordered bool
+	// OrderFree, if set, reports whether a task can never receive an
+	// order-dependent message (every handler of its collection is ordered
+	// or commutative). PartialDet makes no progress record for the sends
+	// of such a task: a record only tells a restored task how far to
+	// replay before it may take an order-dependent message without a
+	// determinant, and such a task takes none. Delivering an
+	// order-dependent message to a task it names panics.
+	OrderFree func(TaskID) bool
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -306,6 +314,8 @@ type engine struct {
 	ordered bool
 	// values encodes a logged message's value (Config.Values).
 	values ValueEncoder
+	// orderFree is Config.OrderFree (nil: no task is).
+	orderFree func(TaskID) bool
 	// lastPayload is the logged copy of the payload of the last message
 	// of this Ready that Send logged (see sharePayload).
 	lastPayload []byte
@@ -542,6 +552,9 @@ type hostedTask struct {
 	// its first send since the checkpoint made or found it: records are
 	// never replaced, only forgotten all at once by Checkpoint.
 	progress *storedProgress
+	// orderFree: the task never receives an order-dependent message
+	// (Config.OrderFree), so its sends make no progress record.
+	orderFree bool
 }
 
 func newEngine(kind Kind, cfg Config) *engine {
@@ -560,6 +573,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		reuseRecords: cfg.ReuseRecords,
 		values:       cfg.Values,
 		ordered:      cfg.Ordered && !cfg.EventLogger,
+		orderFree:    cfg.OrderFree,
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
@@ -638,6 +652,7 @@ func (e *engine) place(task TaskID, t *hostedTask) {
 	if _, ok := e.tasks[task]; ok {
 		panic(fmt.Sprintf("logging: pe%d already hosts task %d", e.pe, task))
 	}
+	t.orderFree = e.orderFree != nil && e.orderFree(task)
 	e.tasks[task] = t
 	pending := e.unhosted[task]
 	delete(e.unhosted, task)
@@ -659,7 +674,9 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	msg.ID = sender.counters.NextSendID()
 	msg.Requires = nil
 	if e.kind == KindPartialDet {
-		e.noteOwnProgress(from, sender)
+		if !sender.orderFree {
+			e.noteOwnProgress(from, sender)
+		}
 		msg.Requires = slices.Clone(sender.requires)
 	}
 	e.stats.Sent++
@@ -741,9 +758,9 @@ func (e *engine) piggybackFor(toPE PEID) ([]Determinant, []Progress) {
 	from, ok := e.carried[toPE]
 	e.carried[toPE] = carriedUpTo{determinants: len(e.madeUnstable), progress: len(e.updated)}
 	if !ok {
-		return e.piggyback(toPE), e.unstableProgress()
+		return e.piggyback(toPE), e.unstableProgress(toPE)
 	}
-	return e.determinantsSince(from.determinants, toPE), e.progressSince(from.progress)
+	return e.determinantsSince(from.determinants, toPE), e.progressSince(from.progress, toPE)
 }
 
 // forgetCarried makes the next envelope to each PE carry every unstable
@@ -915,14 +932,14 @@ func (e *engine) noteProgress(p Progress, from PEID) {
 
 // progressSince returns the progress records made or weakened during this
 // Ready, from position from of e.updated, that are still the latest and
-// unstable.
-func (e *engine) progressSince(from int) []Progress {
+// unstable, and that toPE does not hold.
+func (e *engine) progressSince(from int, toPE PEID) []Progress {
 	r := &e.carriedRecords
 	start := len(r.progress)
 	for _, u := range e.updated[from:] {
 		// A task updated twice in one Ready is carried once, at its
 		// latest RSN (the one stored).
-		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && !e.progressStable(p) {
+		if p, ok := e.progress[u.Task]; ok && p.rsn == u.RSN && !e.progressStable(p) && progressCarriesTo(p, toPE) {
 			r.progress = append(r.progress, progressOf(u.Task, p))
 		}
 	}
@@ -934,8 +951,9 @@ func (e *engine) progressSince(from int) []Progress {
 }
 
 // unstableProgress returns every progress record this PE still has to
-// make stable, sorted by task, cut from e.carriedRecords as piggyback's.
-func (e *engine) unstableProgress() []Progress {
+// make stable that toPE does not hold (all of them with anyPE), sorted by
+// task, cut from e.carriedRecords as piggyback's.
+func (e *engine) unstableProgress(toPE PEID) []Progress {
 	r := &e.carriedRecords
 	start := len(r.progress)
 	e.maybeUnstable, e.mergeBuf = sortmerge.Into(e.maybeUnstable, e.maybeSorted, e.mergeBuf)
@@ -944,7 +962,9 @@ func (e *engine) unstableProgress() []Progress {
 		p, ok := e.progress[task]
 		if ok && !e.progressStable(p) {
 			kept = append(kept, task)
-			r.progress = append(r.progress, progressOf(task, p))
+			if progressCarriesTo(p, toPE) {
+				r.progress = append(r.progress, progressOf(task, p))
+			}
 		} else if ok {
 			p.maybe = false
 		}
@@ -979,6 +999,15 @@ func (e *engine) isStable(d *storedDeterminant) bool {
 		return e.el.stable(d.determinant.Creator, d.determinant.Seq)
 	}
 	return len(d.holders) > e.bound
+}
+
+// progressCarriesTo is carriesTo for a progress record: a PE among its
+// holders (it sent the record here, or acknowledged it) keeps it until
+// the next checkpoint or its failure; a newer record of the task starts
+// its holders over. A record received from another PE would otherwise
+// ride straight back to it.
+func progressCarriesTo(p *storedProgress, to PEID) bool {
+	return to == anyPE || !slices.Contains(p.holders, to)
 }
 
 // progressStable is isStable for a progress record.
@@ -1330,6 +1359,9 @@ func (t *hostedTask) addRequirement(d Dependency) {
 }
 
 func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
+	if t.orderFree && m.Annotation.NeedsDeterminant() {
+		panic(fmt.Sprintf("logging: pe%d: order-dependent message %v for task %d, which Config.OrderFree says takes none", e.pe, m.ID, task))
+	}
 	rsn := t.counters.BeginReception(m.ID, m.Annotation, m.RegionKey())
 	t.received.add(m.ID)
 	if e.kind == KindPartialDet {
@@ -1511,7 +1543,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	// The unstable records the first recovery envelope to each other PE
 	// carries (nothing below changes them).
 	slots := len(e.unacked.slots)
-	unstableDets, unstableProg := e.piggyback(anyPE), e.unstableProgress()
+	unstableDets, unstableProg := e.piggyback(anyPE), e.unstableProgress(anyPE)
 	e.unacked.slots = e.unacked.slots[:slots] // not acknowledged
 	carriedTo := map[PEID]bool{}
 	for _, r := range e.relocated {

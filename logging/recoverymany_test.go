@@ -31,7 +31,7 @@ func TestRecoveryEnvelopesCarryUnstableRecordsOncePerPE(t *testing.T) {
 		where[tasks+i] = pe
 		relocated = append(relocated, Relocation{Task: tasks + i, PE: pe})
 	}
-	unstable := len(e.unstableProgress())
+	unstable := len(e.unstableProgress(anyPE))
 	require.Equal(t, tasks, unstable, "each sender's progress record is held by PE 0 alone")
 	e.FailureNotice([]PEID{2}, relocated)
 

@@ -165,7 +165,21 @@ func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 	// the Readies, and every envelope from a live PE is given to Arrive
 	// or Forward (one early for a recovery is kept until then).
 	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true, ReuseRecords: true, Ordered: true, Values: logValues{pe},
-		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase(), EventLogger: pe.cfg.EventLogger})
+		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase(), EventLogger: pe.cfg.EventLogger,
+		OrderFree: pe.orderFree})
+}
+
+// orderFree reports whether task id can never receive an order-dependent
+// message: every message to a task is for a handler of its collection
+// (a reducer's contributions are commutative), so none can when no
+// handler of the collection is order-dependent (logging.Config.OrderFree:
+// PartialDet then makes no progress record for its sends). The
+// runtime's own task on each PE (systemCollection) receives nothing
+// (checkMessage refuses messages for it), so it is too; a task of no
+// collection is not.
+func (pe *PE) orderFree(id commutative.TaskID) bool {
+	coll, _ := splitTaskID(id)
+	return coll == systemCollection || (coll < len(pe.colls) && pe.colls[coll].orderFree)
 }
 
 // locate is the PE a task lives on, as far as this PE knows (-1 for a

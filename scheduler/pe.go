@@ -428,6 +428,19 @@ type collectionState struct {
 	linsSorted int
 	mergeBuf   []int
 	homeOf     []int32
+	// orderFree: no handler of the collection is order-dependent (see
+	// PE.orderFree).
+	orderFree bool
+}
+
+// orderFree reports whether no handler of def is order-dependent.
+func orderFree(def *actor.CollectionDef) bool {
+	for _, h := range def.Handlers {
+		if annotationOf(h.Annotation).NeedsDeterminant() {
+			return false
+		}
+	}
+	return true
 }
 
 // sorted returns the local linear indices, ascending.
@@ -551,8 +564,11 @@ func New(cfg Config) (*PE, error) {
 		if len(def.Handlers) > 1<<16 {
 			return nil, fmt.Errorf("scheduler: collection %q has %d handlers, at most %d", def.Name, len(def.Handlers), 1<<16)
 		}
-		cs := &collectionState{def: def, n: def.Shape.Size(), local: make([]*element, def.Shape.Size())}
+		cs := &collectionState{def: def, n: def.Shape.Size(), local: make([]*element, def.Shape.Size()), orderFree: orderFree(def)}
 		cs.homeOf = make([]int32, cs.n)
+		// In pe.colls before its elements are hosted: the protocol asks
+		// pe.orderFree about each.
+		pe.colls = append(pe.colls, cs)
 		for lin := 0; lin < cs.n; lin++ {
 			home := def.Map(lin, cs.n, cfg.Size)
 			if home < 0 || home >= cfg.Size {
@@ -564,7 +580,6 @@ func New(cfg Config) (*PE, error) {
 				pe.addElement(cs, lin, def.New(idx))
 			}
 		}
-		pe.colls = append(pe.colls, cs)
 	}
 	if len(pe.colls) >= systemCollection {
 		return nil, fmt.Errorf("scheduler: %d collections, at most %d", len(pe.colls)-1, systemCollection-1)
@@ -716,6 +731,10 @@ func (pe *PE) checkMessage(m logging.Message) error {
 	}
 	if lin < 0 || lin >= int64(cs.n) || (cs.local[lin] == nil && !pe.expectRestore[m.To] && !pe.expectMigrate[m.To]) {
 		return fmt.Errorf("%w: %s[%d] for handler %s", ErrNoSuchElement, cs.def.Name, lin, cs.def.Handlers[h].Name)
+	}
+	if cs.orderFree && m.Annotation.NeedsDeterminant() {
+		// The protocol was told no task of cs takes one (PE.orderFree).
+		return fmt.Errorf("%w: order-dependent message for handler %s of %q, which has none", ErrMalformed, cs.def.Handlers[h].Name, cs.def.Name)
 	}
 	return nil
 }

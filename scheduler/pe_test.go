@@ -98,6 +98,8 @@ func testBadInput(t *testing.T, kind logging.Kind) {
 		{"no message", batch(42, func(e *wire.Envelope) { e.Message = nil }), "malformed batch"},
 		{"bad kind", batch(42, func(e *wire.Envelope) { e.Kind = 17 }), "malformed batch"},
 		{"bad order", batch(42, func(e *wire.Envelope) { e.Message.Order = 9 }), "malformed batch"},
+		// No worker handler is order-dependent (PE.orderFree).
+		{"order-dependent for an order-free collection", batch(42, func(e *wire.Envelope) { e.Message.Order = uint32(commutative.OrderDependent) }), "malformed batch"},
 		{"bad payload", batch(42, func(e *wire.Envelope) {
 			e.Message.Payload = []byte{0xff}
 			e.Message.Id.Srn = 2

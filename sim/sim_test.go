@@ -3,6 +3,7 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"github.com/gochare/gochare/logging"
 	"github.com/stretchr/testify/require"
 	"os"
 	"runtime"
@@ -305,7 +306,7 @@ func TestSimEventLogger(t *testing.T) {
 
 // Under EventLoggerScenario some runs recover three PEs killed at once
 // by replay (no two buddies: no rollback), with the failure-free results,
-// and the PEs' records go to the event loggers.
+// and under FullDet the PEs' records go to the event loggers.
 func TestSimEventLoggerThreeKills(t *testing.T) {
 	if *seedFlag != 0 || *eventLoggerFlag || *seedsFlag != 0 {
 		t.Skip("TestSim runs these flags (-event-logger for event loggers)")
@@ -329,7 +330,12 @@ func TestSimEventLoggerThreeKills(t *testing.T) {
 		if dead == 3 && !notesSay(res, "rolls back") && res.Recoveries > 0 {
 			replayed++
 		}
-		require.Positive(t, logged, "seed %d: records go to the event logger", seed)
+		if cfg.Protocol == logging.KindFullDet {
+			// Under PartialDet the mini-apps' PEs make no record: none
+			// of their handlers is order-dependent (logging.Config.
+			// OrderFree).
+			require.Positive(t, logged, "seed %d: records go to the event logger", seed)
+		}
 	}
 	require.GreaterOrEqual(t, replayed, 5, "runs recover three simultaneous kills by replay")
 }

@@ -29,6 +29,8 @@ type program struct {
 	// receivers[u][s] are the tasks u sends to at step s.
 	receivers      [][][]commutative.TaskID
 	orderDependent bool
+	// orderFree: side messages go to even tasks only (Config.OrderFree).
+	orderFree bool
 	// wrongAnnotation makes region handlers order-dependent while still
 	// declared commutative: the mistake the checker must catch.
 	wrongAnnotation bool
@@ -37,7 +39,7 @@ type program struct {
 func newProgram(cfg Config, rng *rand.Rand) *program {
 	p := &program{
 		tasks: cfg.Tasks, steps: cfg.Steps, barrier: cfg.Barrier,
-		orderDependent: cfg.OrderDependent, wrongAnnotation: cfg.WrongAnnotation,
+		orderDependent: cfg.OrderDependent, wrongAnnotation: cfg.WrongAnnotation, orderFree: cfg.OrderFree,
 	}
 	p.senders = make([][][]commutative.TaskID, cfg.Tasks)
 	p.receivers = make([][][]commutative.TaskID, cfg.Tasks)
@@ -136,6 +138,9 @@ func (p *program) sendStep(rt runtime, a *appTask) {
 }
 
 func (p *program) sendSide(rt runtime, a *appTask, to commutative.TaskID, value uint64, ttl uint8) {
+	if p.orderFree {
+		to &^= 1
+	}
 	rt.send(a.id, logging.Message{
 		To: to, Handler: handlerOrderDependent, Annotation: commutative.OrderDependentAnnotation(),
 		Payload: payload(value, ttl),

@@ -58,6 +58,11 @@ type Config struct {
 	// OrderDependent adds side messages whose effect depends on the order
 	// in which they are consumed.
 	OrderDependent bool
+	// OrderFree sends the order-dependent side messages to even tasks
+	// only and tells the protocols that the odd ones take none
+	// (logging.Config.OrderFree): PartialDet makes no progress record for
+	// their sends.
+	OrderFree bool
 	// WrongAnnotation declares an order-dependent region handler
 	// commutative.
 	WrongAnnotation bool
@@ -379,7 +384,17 @@ func (s *simulator) newProtocol(p logging.PEID) logging.Protocol {
 		ReuseRecords: true,
 		Ordered:      s.cfg.Ordered,
 		Locate:       func(task logging.TaskID) logging.PEID { return s.view[p][task] },
+		OrderFree:    s.orderFree(),
 	})
+}
+
+// orderFree is the protocols' Config.OrderFree: with Config.OrderFree,
+// the odd tasks (to which the program sends no order-dependent message).
+func (s *simulator) orderFree() func(logging.TaskID) bool {
+	if !s.cfg.OrderFree {
+		return nil
+	}
+	return func(task logging.TaskID) bool { return task%2 == 1 }
 }
 
 func (s *simulator) fail(format string, args ...any) {

@@ -144,6 +144,48 @@ func TestSimulatorSeeds(t *testing.T) {
 	}
 }
 
+// TestSimulatorOrderFreeSeeds sweeps seeds with the odd tasks order-free
+// (Config.OrderFree: no order-dependent message goes to them, and
+// PartialDet makes no progress record for their sends): every run ends
+// with the failure-free digests, and the order-free tasks' sends leave
+// fewer records to carry than the same seeds without.
+func TestSimulatorOrderFreeSeeds(t *testing.T) {
+	seeds := max(seedCount()/5, 60)
+	for _, kind := range kinds {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			failures, crashed := 0, 0
+			var records, recordsWithout int
+			for seed := range uint64(seeds) {
+				cfg := sweepConfig(kind, seed)
+				cfg.OrderFree = true
+				result, err := Run(cfg)
+				if err != nil {
+					failures++
+					if failures <= 5 {
+						t.Errorf("%v seed %d: %v", kind, seed, err)
+					}
+					continue
+				}
+				if result.Crashes > 0 {
+					crashed++
+				}
+				records += result.Stats.ProgressRecords
+				cfg.OrderFree = false
+				if without, err := Run(cfg); err == nil {
+					recordsWithout += without.Stats.ProgressRecords
+				}
+			}
+			t.Logf("%v: %d seeds, %d crashed, progress records carried %d (%d without OrderFree)", kind, seeds, crashed, records, recordsWithout)
+			require.Zero(t, failures, "failing seeds")
+			require.Greater(t, crashed, seeds/2, "most runs crash")
+			if kind == logging.KindPartialDet {
+				require.Less(t, records, recordsWithout*3/4, "order-free tasks make no progress record")
+			}
+		})
+	}
+}
+
 // runTraced runs cfg with every event logged to t.
 func runTraced(t *testing.T, cfg Config) (Result, error) {
 	cfg.Trace = t.Logf

@@ -42,6 +42,8 @@ type taskState struct {
 	limit uint64 // the last stage to reach
 }
 
+func orderFree(logging.TaskID) bool { return true }
+
 // NewEngine places the pattern's tasks on fresh protocols of kind.
 func NewEngine(pat Pattern, kind logging.Kind) *Engine {
 	n := pat.PEs()
@@ -49,7 +51,11 @@ func NewEngine(pat Pattern, kind logging.Kind) *Engine {
 		byPE: make([][]int, n), inbox: make([][]logging.Envelope, n), next: make([][]logging.Envelope, n),
 		payload: make([]int, n), failed: make([]bool, n)}
 	for pe := range n {
-		e.protos[pe] = logging.New(kind, logging.Config{PE: logging.PEID(pe), PEs: n})
+		// The patterns model the mini-apps, none of whose handlers is
+		// order-dependent: as the runtime does (PE.orderFree), every
+		// task is order-free (an order-dependent send would panic at
+		// its delivery).
+		e.protos[pe] = logging.New(kind, logging.Config{PE: logging.PEID(pe), PEs: n, OrderFree: orderFree})
 	}
 	for t := range e.tasks {
 		pe := pat.Home(t)

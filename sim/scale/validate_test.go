@@ -98,6 +98,14 @@ func TestModelAgreesWithSimulator(t *testing.T) {
 				if kind == logging.KindFullDet {
 					require.Positive(t, simD.dets)
 				}
+				if kind == logging.KindPartialDet {
+					// No determinant, and no progress record: no task
+					// of the mini-apps takes an order-dependent message
+					// (logging.Config.OrderFree).
+					require.Zero(t, simD.piggyback, "bytes piggybacked")
+					require.Zero(t, modD.piggyback, "bytes piggybacked by the model")
+					return
+				}
 				ratio := float64(modD.piggyback) / float64(simD.piggyback)
 				require.True(t, ratio > 0.5 && ratio < 2, "bytes piggybacked: model %d, simulator %d (ratio %.2f)", modD.piggyback, simD.piggyback, ratio)
 			})
