@@ -607,12 +607,11 @@ type dumpLink struct {
 	lastEpoch uint64
 	lastTo    int
 	unacked   atomic.Bool
-	// in holds what was read from a raw connection and not yet taken as
-	// frames (in[inAt:]), by the reader goroutine or the PE's polls,
-	// whichever holds rdMu.
-	rdMu sync.Mutex
-	in   []byte
-	inAt int
+	// inbox holds what was read from a raw connection and not yet taken
+	// as frames, by the reader goroutine or the PE's polls, whichever
+	// holds rdMu.
+	rdMu  sync.Mutex
+	inbox rawInbox
 }
 
 // dumpOut is a dump or (fetch set) a fetch to send, of which the first
@@ -903,27 +902,15 @@ func (c *dumpClient) readAcks(k *dumpLink, nc net.Conn) {
 // a frame. k.rdMu is held.
 func (c *dumpClient) readRaw(k *dumpLink, fd uintptr, notify bool) error {
 	for {
-		if k.inAt > 0 && k.inAt == len(k.in) {
-			k.in, k.inAt = k.in[:0], 0
-		}
-		if len(k.in) == cap(k.in) {
-			if k.inAt > 0 {
-				k.in = k.in[:copy(k.in, k.in[k.inAt:])]
-				k.inAt = 0
-			} else {
-				k.in = slices.Grow(k.in, max(4<<10, cap(k.in)))
-			}
-		}
-		n, err := readNow(fd, k.in[len(k.in):cap(k.in)])
+		n, err := k.inbox.fill(fd, 4<<10)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return nil // empty: wait
 		}
-		k.in = k.in[:len(k.in)+n]
 		for {
-			avail := k.in[k.inAt:]
+			avail := k.inbox.pending()
 			if len(avail) == 0 {
 				break
 			}
@@ -941,15 +928,13 @@ func (c *dumpClient) readRaw(k *dumpLink, fd uintptr, notify bool) error {
 					return fmt.Errorf("launcher: logger %d sent %d bytes of entries", k.logger, n)
 				}
 				if len(avail) < size+int(n) {
-					if need := size + int(n); need > cap(k.in)-k.inAt {
-						k.in = slices.Grow(k.in, need-(cap(k.in)-k.inAt))
-					}
+					k.inbox.await(size + int(n))
 					break
 				}
 				payload = append([]byte(nil), avail[size:size+int(n)]...)
 				size += int(n)
 			}
-			k.inAt += size
+			k.inbox.take(size)
 			if err := c.frame(k, avail[:min(size, dumpHeaderSize)], payload, notify); err != nil {
 				return err
 			}

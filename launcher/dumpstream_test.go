@@ -309,19 +309,27 @@ func TestFetchNeedEncoding(t *testing.T) {
 	require.Error(t, err)
 }
 
+// dumpPair starts a logger's dump server for 2 PEs and PE 1's client of
+// it, both closed at the end of the test; got records what the client
+// posts.
+func dumpPair(t *testing.T) (*dumpServer, *dumpClient, *posted) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := listenDumps(0, 2, "127.0.0.1", secret, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(srv.close)
+	got := &posted{}
+	c := newDumpClient(1, []string{srv.addr()}, secret, nil, got.post, log)
+	t.Cleanup(c.close)
+	return srv, c, got
+}
+
 // Dumps queued together go out in one vectored write, and the logger
 // acknowledges the last of them (an acknowledgement is cumulative);
 // every dump's buffer comes back, and a fetch is answered with the
 // acknowledgement before it.
 func TestDumpStreamBatched(t *testing.T) {
-	secret := []byte("0123456789abcdef0123456789abcdef")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := listenDumps(0, 2, "127.0.0.1", secret, nil, log)
-	require.NoError(t, err)
-	defer srv.close()
-	var got posted
-	c := newDumpClient(1, []string{srv.addr()}, secret, nil, got.post, log)
-	defer c.close()
+	srv, c, got := dumpPair(t)
 	all := dumpOf(t, 0, 3, 0, 40)
 	entries, err := logging.DecodeDumped(all.Payload)
 	require.NoError(t, err)
@@ -359,14 +367,7 @@ func TestDumpStreamBatched(t *testing.T) {
 // takes it; the writer sends the rest from where it stopped, and the PE
 // reads the acknowledgement itself (TakeDumpAcks) while one is due.
 func TestDumpWrittenByThePE(t *testing.T) {
-	secret := []byte("0123456789abcdef0123456789abcdef")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := listenDumps(0, 2, "127.0.0.1", secret, nil, log)
-	require.NoError(t, err)
-	defer srv.close()
-	var got posted
-	c := newDumpClient(1, []string{srv.addr()}, secret, nil, got.post, log)
-	defer c.close()
+	srv, c, got := dumpPair(t)
 	first := dumpOf(t, 0, 3, 0, 4)
 	c.Dump(first) // dials
 	k := c.links[0]

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -597,12 +596,11 @@ type elLink struct {
 	// acknowledgements came in: the PE then reads the socket itself
 	// between handlers (poll).
 	awaiting atomic.Bool
-	// in holds what was read from a raw connection and not yet taken as
-	// frames (in[inAt:]), by the reader goroutine or the PE's polls,
-	// whichever holds rdMu; ackScratch is a frame's acknowledgements.
+	// inbox holds what was read from a raw connection and not yet taken
+	// as frames, by the reader goroutine or the PE's polls, whichever
+	// holds rdMu; ackScratch is a frame's acknowledgements.
 	rdMu       sync.Mutex
-	in         []byte
-	inAt       int
+	inbox      rawInbox
 	ackScratch []logging.EventLogAck
 }
 
@@ -876,27 +874,15 @@ func (c *eventLogClient) read(k *elLink, nc net.Conn) {
 // a frame. k.rdMu is held.
 func (c *eventLogClient) readRaw(k *elLink, fd uintptr, notify bool) error {
 	for {
-		if k.inAt > 0 && k.inAt == len(k.in) {
-			k.in, k.inAt = k.in[:0], 0
-		}
-		if len(k.in) == cap(k.in) {
-			if k.inAt > 0 {
-				k.in = k.in[:copy(k.in, k.in[k.inAt:])]
-				k.inAt = 0
-			} else {
-				k.in = slices.Grow(k.in, max(16<<10, cap(k.in)))
-			}
-		}
-		n, err := readNow(fd, k.in[len(k.in):cap(k.in)])
+		n, err := k.inbox.fill(fd, 16<<10)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return nil // empty: wait
 		}
-		k.in = k.in[:len(k.in)+n]
 		for {
-			avail := k.in[k.inAt:]
+			avail := k.inbox.pending()
 			if len(avail) < elHeaderSize {
 				break
 			}
@@ -905,12 +891,10 @@ func (c *eventLogClient) readRaw(k *elLink, fd uintptr, notify bool) error {
 				return fmt.Errorf("%w: %d bytes", errEventLogFrame, size)
 			}
 			if uint64(len(avail)-elHeaderSize) < uint64(size) {
-				if need := elHeaderSize + int(size); need > cap(k.in)-k.inAt {
-					k.in = slices.Grow(k.in, need-(cap(k.in)-k.inAt))
-				}
+				k.inbox.await(elHeaderSize + int(size))
 				break
 			}
-			k.inAt += elHeaderSize + int(size)
+			k.inbox.take(elHeaderSize + int(size))
 			if err := c.frame(k, avail[0], avail[elHeaderSize:elHeaderSize+int(size)], notify); err != nil {
 				return err
 			}

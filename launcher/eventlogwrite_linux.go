@@ -32,16 +32,7 @@ func rawConnOf(nc net.Conn) syscall.RawConn {
 func writeNow(raw syscall.RawConn, b []byte) int {
 	n := 0
 	raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
-			if errno == syscall.EINTR {
-				continue
-			}
-			if errno != 0 || m == 0 {
-				break
-			}
-			n += int(m)
-		}
+		n, _ = writeSome(fd, b)
 		return true // never wait
 	})
 	return n
@@ -108,6 +99,9 @@ func writeSome(fd uintptr, b []byte) (int, error) {
 		m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
 		switch errno {
 		case 0:
+			if m == 0 {
+				return n, nil
+			}
 			n += int(m)
 		case syscall.EINTR:
 		case syscall.EAGAIN:
