@@ -32,6 +32,10 @@ func TestGomaxprocsEnv(t *testing.T) {
 // The PEs gochare run starts share the machine's CPUs: each runs at most
 // its share of threads of Go code; GOMAXPROCS in the user's environment
 // reaches them as it is.
+// goMaxProcsAtStart is GOMAXPROCS in the test process's environment as
+// it started (subtests unset it).
+var goMaxProcsAtStart = os.Getenv("GOMAXPROCS")
+
 func TestPEsShareTheCPUs(t *testing.T) {
 	re := regexp.MustCompile(`msg="PE stats" pe=(\d) .* gomaxprocs=(\d+)`)
 	run := func(t *testing.T, extra ...string) []int {
@@ -72,6 +76,19 @@ func TestPEsShareTheCPUs(t *testing.T) {
 				require.GreaterOrEqual(t, g, 1)
 				require.LessOrEqual(t, g, share)
 			}
+		}
+	})
+	t.Run("with loggers under TLS", func(t *testing.T) {
+		// The goroutines serve the PEs' streams to the loggers: Go's
+		// default, the CPUs a process of this machine may use, which is
+		// this test process's own when its environment set none.
+		if goMaxProcsAtStart != "" || testing.Short() {
+			t.Skip("GOMAXPROCS set for the test process, or -short: Go's default unknown")
+		}
+		t.Setenv("GOMAXPROCS", "")
+		require.NoError(t, os.Unsetenv("GOMAXPROCS"))
+		for _, g := range run(t, "--ft", "fulldet", "--event-logger", "--loggers", "1", "--tls") {
+			require.Equal(t, runtime.GOMAXPROCS(0), g)
 		}
 	})
 	t.Run("user's", func(t *testing.T) {
