@@ -111,6 +111,10 @@ const usageHead = `usage:
         --transport NAME        PE-to-PE transport, passed to the PEs
                                 (default tcp; the gochare command also has
                                 protoactor)
+        --tcp-only              PEs on one host connect over TCP on the
+                                loopback, as across hosts (default, on
+                                Linux: over Unix sockets, which cost the
+                                kernel less per message)
         --record DIR            each PE records what its tasks handle and
                                 send, per checkpoint period, in DIR (which
                                 must hold no record yet), for gochare replay
@@ -147,7 +151,7 @@ const usageHead = `usage:
                                 SIGKILL (a hung PE). A kill that can never
                                 fire is an error; one that did not fire is
                                 a warning at the end
-  gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE | --tls --secret-dir DIR] [--host H] [--transport NAME]
+  gochare pe --coordinator HOST:PORT [--rank R --size N] [--secret-file FILE | --tls --secret-dir DIR] [--host H] [--transport NAME] [--tcp-only]
       run one PE of a job; rank and size default to SLURM_PROCID and
       SLURM_NTASKS; the secret comes from the file or GOCHARE_JOB_SECRET,
       or, for a job run with --tls, the TLS files in DIR;
@@ -367,7 +371,9 @@ type runOptions struct {
 	spread        int
 	kills         []string
 	transport     string
-	loggers       int
+	// tcpOnly is --tcp-only, passed to the PEs.
+	tcpOnly bool
+	loggers int
 	// logQuota is --log-quota in bytes (0: none).
 	logQuota int
 	// eventLogger is --event-logger.
@@ -445,6 +451,8 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			o.tls = true
 		case "event-logger":
 			o.eventLogger = true
+		case "tcp-only":
+			o.tcpOnly = true
 		case "secret-dir":
 			v, err := valueOf(&i, "--secret-dir")
 			if err != nil {
@@ -762,8 +770,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))
+		peFlags := "--transport " + o.transport // in the commands printed below
+		if o.tcpOnly {
+			peFlags += " --tcp-only"
+		}
 		if o.tls {
-			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --tls --secret-dir %s --transport %s\n", o.pes, addr, o.pes, o.secretDir, o.transport)
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --tls --secret-dir %s %s\n", o.pes, addr, o.pes, o.secretDir, peFlags)
 			if o.loggers > 0 {
 				fmt.Fprintf(stderr, "gochare: and for %d loggers: start each with\n  gochare pe --logger --coordinator %s --rank L --size %d --tls --secret-dir %s\n", o.loggers, addr, o.pes, o.secretDir)
 			}
@@ -771,12 +783,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 			if err := os.WriteFile(o.secretFile, []byte(hex.EncodeToString(secret)+"\n"), 0o600); err != nil {
 				return 1, fmt.Errorf("launcher: %w", err)
 			}
-			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --secret-file %s --transport %s\n", o.pes, addr, o.pes, o.secretFile, o.transport)
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  gochare pe --coordinator %s --rank R --size %d --secret-file %s %s\n", o.pes, addr, o.pes, o.secretFile, peFlags)
 			if o.loggers > 0 {
 				fmt.Fprintf(stderr, "gochare: and for %d loggers: start each with\n  gochare pe --logger --coordinator %s --rank L --size %d --secret-file %s\n", o.loggers, addr, o.pes, o.secretFile)
 			}
 		} else {
-			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  %s=%s gochare pe --coordinator %s --rank R --size %d --transport %s\n", o.pes, secretEnv, hex.EncodeToString(secret), addr, o.pes, o.transport)
+			fmt.Fprintf(stderr, "gochare: waiting for %d PEs: start each with\n  %s=%s gochare pe --coordinator %s --rank R --size %d %s\n", o.pes, secretEnv, hex.EncodeToString(secret), addr, o.pes, peFlags)
 			if o.loggers > 0 {
 				fmt.Fprintf(stderr, "gochare: and for %d loggers: start each with\n  %s=%s gochare pe --logger --coordinator %s --rank L --size %d\n", o.loggers, secretEnv, hex.EncodeToString(secret), addr, o.pes)
 			}
@@ -788,7 +800,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		return 1, fmt.Errorf("launcher: %w", err)
 	}
 	co := newCoordinator(cfg, ln)
-	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, stdout: stdout, stderr: stderr}
+	sp := &spawner{exe: exe, secret: hex.EncodeToString(secret), transport: o.transport, tcpOnly: o.tcpOnly, stdout: stdout, stderr: stderr}
 	if o.loggers == 0 || !o.tls {
 		// With loggers too: a PE writes its dumps and event log batches
 		// and reads the loggers' replies itself between handlers
@@ -916,6 +928,7 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	logger := fs.Bool("logger", false, "run a logger of the job, number --rank, not a PE")
 	loggers := fs.Int("loggers", 0, "under srun: the last K tasks of the step are the job's loggers")
 	idlePoll := fs.Duration("idle-poll", transport.DefaultIdlePoll, "how long the PE keeps polling its connections for input before it sleeps (0: never; gochare run gives 0 when its processes outnumber the CPUs)")
+	tcpOnly := fs.Bool("tcp-only", false, "connect to PEs on this host over TCP, as to other hosts, not over Unix sockets (tcp transport, Linux)")
 	if err := fs.Parse(args); err != nil {
 		return 2, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -964,7 +977,7 @@ func cmdPE(ctx context.Context, args []string, stderr io.Writer, log *slog.Logge
 	}
 	return runPE(ctx, peOptions{
 		Coordinator: *coordinator, Rank: *rank, Size: *size, Secret: secret, TLS: creds, Host: *host, Transport: transports[*transportName], TransportName: *transportName,
-		IdlePoll: *idlePoll, Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
+		IdlePoll: *idlePoll, TCPOnly: *tcpOnly, Apps: apps, Stderr: stderr, Log: log.With("pe", *rank),
 		CPUProfileDir: os.Getenv(cpuProfileEnv), MemProfileDir: os.Getenv(memProfileEnv), ProtoActorLog: os.Getenv(debugProtoActorEnv) != "",
 	})
 }

@@ -94,6 +94,10 @@ type peOptions struct {
 	// before it sleeps (transport.Config.IdlePoll; 0: never, the pe
 	// command's --idle-poll).
 	IdlePoll time.Duration
+	// TCPOnly makes the transport connect to PEs on this host over TCP,
+	// not Unix sockets (transport.Config.TCPOnly, the pe command's
+	// --tcp-only).
+	TCPOnly bool
 }
 
 // Environment variables read by `gochare pe`, for investigations. Set for
@@ -259,7 +263,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	}
 	tcfg := transport.Config{
 		Rank: o.Rank, Size: o.Size, Host: o.Host, Secret: o.Secret, Logger: o.Log,
-		ProtoActorLog: o.ProtoActorLog, IdlePoll: o.IdlePoll,
+		ProtoActorLog: o.ProtoActorLog, IdlePoll: o.IdlePoll, TCPOnly: o.TCPOnly,
 	}
 	if o.IdlePoll <= 0 {
 		tcfg.IdlePoll = -1 // never (0 in a Config is the default)

@@ -71,6 +71,7 @@ type spawner struct {
 	exe       string
 	secret    string
 	transport string // --transport given to every PE
+	tcpOnly   bool   // --tcp-only given to every PE
 	// tlsDir, when not empty, is the --secret-dir of a job run with
 	// --tls: PEs get --tls --secret-dir and no secret in the environment.
 	tlsDir string
@@ -109,6 +110,9 @@ func (s *spawner) start(rank, size int, addr string, report func(processExited))
 	}
 	if s.transport != "" && !s.logger {
 		cmd.Args = append(cmd.Args, "--transport", s.transport)
+	}
+	if s.tcpOnly && !s.logger {
+		cmd.Args = append(cmd.Args, "--tcp-only")
 	}
 	if !s.logger {
 		cmd.Args = append(cmd.Args, s.idlePoll...)

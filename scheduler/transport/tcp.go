@@ -59,12 +59,16 @@ const DefaultTCPMaxFrame = 1<<20 + 16
 // goroutine, the loop, owns the protocol core and runs the Handler; each
 // connection has a reader and a writer goroutine.
 type TCP struct {
-	cfg   Config
-	log   *slog.Logger
-	ln    net.Listener
-	addr  string
-	stats counters
-	box   mailbox
+	cfg  Config
+	log  *slog.Logger
+	ln   net.Listener
+	addr string
+	// unixLn listens on the Unix socket named after addr (localPEAddr)
+	// for peers on this host; nil when there is none (Config.TCPOnly,
+	// other systems, or the name taken).
+	unixLn net.Listener
+	stats  counters
+	box    mailbox
 
 	// Owned by the loop: by the goroutine that runs it (see mailbox).
 	core       *core
@@ -153,6 +157,15 @@ func NewTCP(cfg Config) (*TCP, error) {
 		joined:   &recvPool{maxBytes: joinedPoolBytes, slack: 16},
 	}
 	e.mu.open = map[net.Conn]struct{}{}
+	if name := e.localAddr(e.addr); name != "" {
+		// The name is anyone's on this host to take: if another process
+		// holds it, peers here connect over TCP (and do not trust what
+		// answers there: dialOn).
+		if e.unixLn, err = net.Listen("unix", name); err != nil {
+			e.log.Warn("transport: cannot listen on the Unix socket; PEs on this host connect over TCP", "addr", name, "err", err)
+			e.unixLn = nil
+		}
+	}
 	// A reader polls only while neither the loop nor a writer has work:
 	// their goroutines need the thread the poll holds (a writer waits
 	// for its socket to take more of a large frame).
@@ -173,8 +186,22 @@ func NewTCP(cfg Config) (*TCP, error) {
 	}
 	go e.run()
 	e.wg.Add(1)
-	go e.acceptLoop()
+	go e.acceptLoop(e.ln)
+	if e.unixLn != nil {
+		e.wg.Add(1)
+		go e.acceptLoop(e.unixLn)
+	}
 	return e, nil
+}
+
+// localAddr is the Unix socket on which the endpoint listening on TCP
+// address addr listens too, "" when none may be used (Config.TCPOnly,
+// other systems).
+func (e *TCP) localAddr(addr string) string {
+	if e.cfg.TCPOnly {
+		return ""
+	}
+	return localPEAddr(addr)
 }
 
 // Rank returns this PE's rank.
@@ -328,6 +355,9 @@ func (e *TCP) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.ln.Close()
+	if e.unixLn != nil {
+		e.unixLn.Close()
+	}
 	done := make(chan struct{})
 	e.box.put(item{kind: itemClose, done: done})
 	select {
@@ -639,6 +669,11 @@ func (e *TCP) connUp(c *tcpConn) {
 		p.conn.close() // the peer dialed again: its old connection is dead
 	}
 	p.conn, p.upAt = c, time.Now()
+	if c.unix {
+		e.stats.unixConns.Add(1)
+	} else {
+		e.stats.tcpConns.Add(1)
+	}
 	e.log.Debug("transport: connected", "peer", c.rank, "addr", c.remote)
 	// Frames sent on the last connection may be lost: go back now.
 	e.core.peerLost(c.rank)
@@ -723,6 +758,7 @@ type tcpConn struct {
 	sock   net.Conn        // the socket, as tracked (see TCP.track)
 	raw    syscall.RawConn // for writes that must not block; nil: the writer writes all
 	tls    *tlsState       // nil without TLS (see tcp_tls.go)
+	unix   bool            // over a Unix socket (a peer on this host)
 	rank   int
 	remote string
 	err    error // why it closed, set before dead is closed
@@ -758,15 +794,19 @@ type tcpConn struct {
 }
 
 func (e *TCP) newConn(nc net.Conn, rank int) *tcpConn {
-	c := &tcpConn{e: e, nc: nc, sock: nc, rank: rank, remote: nc.RemoteAddr().String(),
+	c := &tcpConn{e: e, nc: nc, sock: nc, rank: rank,
 		wake: make(chan struct{}, 1), dead: make(chan struct{}), writerDone: make(chan struct{})}
 	if tc, ok := nc.(*tls.Conn); ok {
 		c.tls = newTLSState(tc)
 		c.sock = c.tls.sealed.Conn
 	}
+	c.remote = connName(c.sock)
 	if tc, ok := c.sock.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
-		if raw, err := tc.SyscallConn(); err == nil {
+	}
+	_, c.unix = c.sock.(*net.UnixConn)
+	if sc, ok := c.sock.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
 		}
 	}
@@ -900,6 +940,12 @@ func (c *tcpConn) drain() {
 // close closes the socket (once) and tells the loop.
 func (c *tcpConn) close() { c.fail(nil) }
 
+// fail closes the connection (once) for err and tells the loop. A write
+// that failed because the peer closed its end (EPIPE) leaves the socket's
+// read side to the reader, which closes the socket once it has read what
+// the peer sent before it closed (its last acknowledgements, sent as its
+// endpoint closed): on a Unix socket the write fails as soon as the peer
+// closed, before the reader may have read them.
 func (c *tcpConn) fail(err error) {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
@@ -909,7 +955,11 @@ func (c *tcpConn) fail(err error) {
 		c.mu.Unlock()
 		c.err = err
 		close(c.dead)
-		c.e.untrack(c.sock)
+		if cw, ok := c.sock.(interface{ CloseWrite() error }); ok && errors.Is(err, syscall.EPIPE) {
+			cw.CloseWrite()
+		} else {
+			c.e.untrack(c.sock)
+		}
 		c.e.box.put(item{kind: itemConnDown, conn: c})
 	})
 }
@@ -945,8 +995,8 @@ func (c *tcpConn) writeLoop() {
 				if draining {
 					// The socket's: with TLS, no close_notify (it would
 					// stay in the sealed buffer); the peer reads EOF.
-					if tc, ok := c.sock.(*net.TCPConn); ok {
-						tc.CloseWrite()
+					if cw, ok := c.sock.(interface{ CloseWrite() error }); ok {
+						cw.CloseWrite()
 					}
 					return
 				}
@@ -1074,6 +1124,7 @@ const (
 // readLoop reads frames and passes them to the loop.
 func (c *tcpConn) readLoop() {
 	defer c.e.wg.Done()
+	defer c.e.untrack(c.sock) // closed already, unless a write failed (fail)
 	var in io.Reader = c.nc
 	if c.tls == nil && c.raw != nil {
 		if r := newRawReader(c.raw, &c.e.spin); r != nil {
@@ -1205,10 +1256,12 @@ func ProofMAC(secret []byte, label string, dialerNonce, acceptorNonce []byte, di
 	return mac.Sum(nil)
 }
 
-func (e *TCP) acceptLoop() {
+// acceptLoop accepts the connections of ln (the TCP listener or the
+// Unix one), each authenticated by the same handshake.
+func (e *TCP) acceptLoop(ln net.Listener) {
 	defer e.wg.Done()
 	for {
-		nc, err := e.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if e.ctx.Err() != nil {
 				return
@@ -1229,10 +1282,11 @@ func (e *TCP) acceptLoop() {
 			defer e.wg.Done()
 			c, err := e.accept(nc)
 			if err != nil {
+				name := connName(nc) // while the socket is open
 				e.untrack(nc)
 				if e.ctx.Err() == nil {
 					// Logged, then counted: who sees the count finds the line.
-					e.log.Warn("transport: refused connection", "addr", nc.RemoteAddr().String(), "err", err)
+					e.log.Warn("transport: refused connection", "addr", name, "err", err)
 					e.stats.refused.Add(1)
 				}
 				return
@@ -1287,16 +1341,53 @@ func (e *TCP) accept(nc net.Conn) (*tcpConn, error) {
 	return e.newConn(nc, int(dialer)), nil
 }
 
-// dial runs the dialer's side of the handshake with PE rank at addr.
-func (e *TCP) dial(rank int, addr string) (*tcpConn, error) {
-	ctx, cancel := context.WithTimeout(e.ctx, handshakeTimeout)
+// dial connects to PE rank at TCP address addr and runs the dialer's
+// side of the handshake: over the peer's Unix socket (localAddr) while
+// *local, else, or when that fails, over TCP. A PE on another host (or
+// network namespace) is not found at the Unix socket; a connection there
+// that fails for any other reason (something else answers: the name is
+// anyone's on the host to take) sets *local to false, and this peer is
+// dialed over TCP from then on.
+func (e *TCP) dial(rank int, addr string, local *bool) (*tcpConn, error) {
+	if name := e.localAddr(addr); name != "" && *local {
+		c, err := e.dialOn(rank, "unix", name, handshakeTimeout/2)
+		if err == nil {
+			return c, nil
+		}
+		if e.ctx.Err() != nil {
+			return nil, err
+		}
+		var errno syscall.Errno
+		if !errors.As(err, &errno) || errno != syscall.ECONNREFUSED {
+			*local = false
+			e.log.Warn("transport: no PE at the Unix socket of a peer: connecting over TCP", "peer", rank, "addr", name, "err", err)
+		}
+	}
+	return e.dialOn(rank, "tcp", addr, handshakeTimeout)
+}
+
+// dialOn connects to PE rank at addr on network ("tcp", or "unix" for its
+// Unix socket) and runs the dialer's side of the handshake, within
+// timeout. On a Unix socket it first checks that the process listening
+// there runs as this one's user (unixPeerUser), so that the frames go to
+// no other user's process even if one took the name first and relays the
+// handshake to the PE.
+func (e *TCP) dialOn(rank int, network, addr string, timeout time.Duration) (*tcpConn, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
 	defer cancel()
-	nc, err := new(net.Dialer).DialContext(ctx, "tcp", addr)
+	nc, err := new(net.Dialer).DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
 	if !e.track(nc) {
 		return nil, ErrClosed
+	}
+	if network == "unix" {
+		if err := unixPeerUser(nc); err != nil {
+			e.untrack(nc)
+			e.stats.refused.Add(1)
+			return nil, fmt.Errorf("%w: %s: %w", ErrRefused, addr, err)
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	defer stop()
@@ -1305,7 +1396,7 @@ func (e *TCP) dial(rank int, addr string) (*tcpConn, error) {
 		tc := tlsClient(nc, e.cfg.TLS)
 		if err := tc.Handshake(); err != nil {
 			e.untrack(sock)
-			return nil, fmt.Errorf("%w: TLS with the PE at %s: %w", ErrRefused, sock.RemoteAddr(), err)
+			return nil, fmt.Errorf("%w: TLS with the PE at %s: %w", ErrRefused, connName(sock), err)
 		}
 		nc = tc
 	}
@@ -1359,8 +1450,9 @@ func (e *TCP) dialer(rank int, addr string, redial <-chan struct{}, gone <-chan 
 	defer e.wg.Done()
 	backoff := minRedial
 	failures := 0
+	local := true // try the peer's Unix socket first (see dial)
 	for {
-		c, err := e.dial(rank, addr)
+		c, err := e.dial(rank, addr, &local)
 		if err == nil {
 			up := time.Now()
 			c.start()
@@ -1398,6 +1490,22 @@ func (e *TCP) dialer(rank int, addr string, redial <-chan struct{}, gone <-chan 
 		}
 		backoff = min(2*backoff, maxRedial)
 	}
+}
+
+// connName names the other end of the socket nc in log lines and
+// errors: its address, or for a Unix socket the peer process (the other
+// end of a Unix socket has no address).
+func connName(nc net.Conn) string {
+	if _, ok := nc.(*net.UnixConn); ok {
+		if pid, uid, err := unixPeer(nc); err == nil {
+			return fmt.Sprintf("unix socket, pid %d uid %d", pid, uid)
+		}
+		return "unix socket"
+	}
+	if a := nc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return "?"
 }
 
 // SocketReader returns a reader of nc's socket that reads as the

@@ -1,12 +1,60 @@
 package transport
 
 import (
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 	"unsafe"
 )
+
+// localPEAddr is the Unix socket on which the endpoint listening on TCP
+// address addr listens too: a name in the abstract namespace (no file to
+// remove), which only the processes of the endpoint's network namespace
+// reach (so PEs in separate namespaces, as on separate hosts, connect over
+// TCP), and which no other endpoint has, since no other listens on addr
+// there.
+func localPEAddr(addr string) string { return "@gochare-pe " + addr }
+
+// unixPeer returns the process id and user id of the process at the
+// other end of the Unix socket nc (SO_PEERCRED: the process that made the
+// socket at the other end, as the kernel recorded it).
+func unixPeer(nc net.Conn) (pid, uid int, err error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return 0, 0, fmt.Errorf("not a socket")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, 0, err
+	}
+	if credErr != nil {
+		return 0, 0, credErr
+	}
+	return int(cred.Pid), int(cred.Uid), nil
+}
+
+// unixPeerUser checks that the process at the other end of the Unix
+// socket nc runs as this process's user.
+func unixPeerUser(nc net.Conn) error {
+	pid, uid, err := unixPeer(nc)
+	if err != nil {
+		return err
+	}
+	if uid != os.Getuid() {
+		return fmt.Errorf("the socket's process (pid %d) runs as user %d, this PE as %d", pid, uid, os.Getuid())
+	}
+	return nil
+}
 
 // The socket is non-blocking, so its reads and writes return at once:
 // the short ones are made with RawSyscall, which skips the runtime's bookkeeping

@@ -3,10 +3,20 @@
 package transport
 
 import (
+	"errors"
 	"io"
 	"net"
 	"syscall"
 )
+
+// localPEAddr is "" on this system: PEs on one host connect over TCP.
+func localPEAddr(string) string { return "" }
+
+var errNoUnixPeer = errors.New("transport: no Unix socket peers on this system")
+
+func unixPeer(net.Conn) (pid, uid int, err error) { return 0, 0, errNoUnixPeer }
+
+func unixPeerUser(net.Conn) error { return errNoUnixPeer }
 
 // directWriter writes nothing on the loop's goroutine on this system:
 // the connection's writer writes everything.

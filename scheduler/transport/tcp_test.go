@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,10 +154,15 @@ func rawDial(t *testing.T, addr string, dialer, acceptor int, secret string) (ne
 }
 
 // rawDialSecret is rawDial with the secret as bytes; checkProof checks
-// the acceptor's proof of it.
+// the acceptor's proof of it. An addr that starts with @ is a Unix
+// socket in the abstract namespace.
 func rawDialSecret(t *testing.T, addr string, dialer, acceptor int, secret []byte, checkProof bool) (net.Conn, bool) {
 	t.Helper()
-	nc, err := net.Dial("tcp", addr)
+	network := "tcp"
+	if strings.HasPrefix(addr, "@") { // an endpoint's Unix socket
+		network = "unix"
+	}
+	nc, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

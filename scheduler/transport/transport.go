@@ -95,6 +95,15 @@ type Config struct {
 	// it when each PE has a core of its own, not when PEs outnumber the
 	// cores (the launcher's choice, launcher.idlePollFlag).
 	IdlePoll time.Duration
+	// TCPOnly makes the TCP endpoint connect to PEs on its own host over
+	// TCP (the loopback), as to PEs on other hosts. Without it, on Linux,
+	// the endpoint also listens on a Unix socket named after its TCP
+	// address in the abstract namespace, and dials a peer there first: a
+	// peer in the same network namespace (the same host) answers there,
+	// and the connection, authenticated as over TCP, costs the kernel
+	// less per message than TCP on the loopback. With TCPOnly it neither
+	// listens nor dials there.
+	TCPOnly bool
 	// Logger receives the transport's log lines (default: discard).
 	Logger *slog.Logger
 	// ProtoActorLog passes protoactor's own log lines, at every level, to
@@ -191,6 +200,9 @@ type Stats struct {
 	// those of them that found input, and those that stopped polling
 	// because the loop had work.
 	IdlePolls, IdlePollHits, IdlePollsCut uint64
+	// Connections that came up (authenticated, either side) over a Unix
+	// socket (a peer on this host) and over TCP.
+	UnixConns, TCPConns uint64
 }
 
 // counters is Stats updated by the endpoint goroutine and read from anywhere.
@@ -205,6 +217,7 @@ type counters struct {
 	peakInFlight                    atomic.Uint64
 	idlePolls, idlePollHits         atomic.Uint64
 	idlePollsCut                    atomic.Uint64
+	unixConns, tcpConns             atomic.Uint64
 	backlog                         atomic.Int64
 }
 
@@ -228,5 +241,7 @@ func (c *counters) snapshot() Stats {
 		IdlePolls:         c.idlePolls.Load(),
 		IdlePollHits:      c.idlePollHits.Load(),
 		IdlePollsCut:      c.idlePollsCut.Load(),
+		UnixConns:         c.unixConns.Load(),
+		TCPConns:          c.tcpConns.Load(),
 	}
 }
