@@ -46,6 +46,11 @@ const (
 	loopCloseTimeout = 2 * time.Second
 )
 
+// unixWriteBuffer is the send buffer asked for on a Unix socket
+// connection: room for a few of the largest frames, like TCP's on the
+// loopback once grown (tcp_wmem's default maximum).
+const unixWriteBuffer = 4 << 20
+
 // DefaultTCPMaxFrame is the TCP endpoint's default frame size: with no
 // gRPC message limit to respect, payloads up to 1 MiB travel in one frame
 // and are delivered from the frame's own buffer, without being joined
@@ -804,7 +809,15 @@ func (e *TCP) newConn(nc net.Conn, rank int) *tcpConn {
 	if tc, ok := c.sock.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	_, c.unix = c.sock.(*net.UnixConn)
+	if uc, ok := c.sock.(*net.UnixConn); ok {
+		c.unix = true
+		// A Unix socket's send buffer bounds what is in flight to the
+		// reader (wmem_default, 208 KiB on Linux, unless raised): a
+		// large frame would go in pieces, each a wake-up of both
+		// sides. TCP's grows by itself up to tcp_wmem's maximum; this
+		// asks for as much (the kernel caps it at wmem_max).
+		uc.SetWriteBuffer(unixWriteBuffer)
+	}
 	if sc, ok := c.sock.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			c.raw = raw
