@@ -63,9 +63,16 @@
 //
 // # The TCP endpoint
 //
-// One TCP connection per pair of PEs, dialed by the PE of lower rank (so
+// One connection per pair of PEs, dialed by the PE of lower rank (so
 // two PEs never dial each other at once; an acceptor refuses a dial from a
-// higher rank). When it breaks, the dialer dials again, pausing from 10 ms
+// higher rank). On Linux it is a Unix stream socket between PEs of one
+// host (and network namespace): each endpoint also listens on a Unix
+// socket in the abstract namespace named after its TCP address, and a
+// dialer tries that first, after checking that the process listening
+// there runs as its user; a peer elsewhere is not found there and is
+// dialed over TCP, as is a peer whose name answers wrongly (from then
+// on). Config.TCPOnly uses TCP alone. Everything below holds for both
+// kinds of socket. When it breaks, the dialer dials again, pausing from 10 ms
 // doubling to 1 s after failures and after connections that lasted under
 // a second, until the peer is forgotten or the endpoint closes; a new
 // connection from a peer replaces its old one, and when one comes up the
@@ -109,7 +116,7 @@
 //
 // # Security
 //
-// TCP: before any frame, the dialer sends "GCT1", its rank, the rank it
+// TCP and Unix sockets alike: before any frame, the dialer sends "GCT1", its rank, the rank it
 // dials and a random nonce; the acceptor answers with its own nonce and
 // HMAC-SHA256(job secret, "acceptor", both nonces, both ranks); the dialer
 // checks it and answers with the same MAC for "dialer"; the acceptor
