@@ -100,7 +100,15 @@ func (e *benchEcho) Receive(from int, payload []byte) {
 	e.ep.Flush()
 }
 
-func newBenchPair(b *testing.B, withTLS bool) *benchPair {
+// benchNets are the sockets the benchmarks run over: the Unix socket
+// same-host endpoints use by default, and TCP on the loopback
+// (Config.TCPOnly).
+var benchNets = []struct {
+	name    string
+	tcpOnly bool
+}{{"unix", false}, {"tcp", true}}
+
+func newBenchPair(b *testing.B, withTLS, tcpOnly bool) *benchPair {
 	b.Helper()
 	p := &benchPair{done: make(chan struct{}, 1)}
 	var creds *jobtls.PE
@@ -112,7 +120,7 @@ func newBenchPair(b *testing.B, withTLS bool) *benchPair {
 		creds = job.PE()
 	}
 	for r := range 2 {
-		cfg := transport.Config{Rank: r, Size: 2, Secret: []byte("bench"), Logger: slog.New(slog.DiscardHandler)}
+		cfg := transport.Config{Rank: r, Size: 2, Secret: []byte("bench"), Logger: slog.New(slog.DiscardHandler), TCPOnly: tcpOnly}
 		if creds != nil {
 			cfg.Secret, cfg.TLS = creds.Secret(), creds.PeerConfig()
 		}
@@ -166,14 +174,16 @@ func BenchmarkTCPRoundTripTLS(b *testing.B) { benchRoundTrip(b, true) }
 
 func benchRoundTrip(b *testing.B, withTLS bool) {
 	for _, size := range benchSizes {
-		b.Run(sizeName(size), func(b *testing.B) {
-			p := newBenchPair(b, withTLS)
-			p.run(b, benchRun{ping: true, n: 100, size: size}) // warm up
-			b.ReportAllocs()
-			b.ResetTimer()
-			el := p.run(b, benchRun{ping: true, n: b.N, size: size})
-			b.ReportMetric(float64(el)/float64(time.Microsecond)/float64(b.N), "µs/rtt")
-		})
+		for _, net := range benchNets {
+			b.Run(sizeName(size)+"/net="+net.name, func(b *testing.B) {
+				p := newBenchPair(b, withTLS, net.tcpOnly)
+				p.run(b, benchRun{ping: true, n: 100, size: size}) // warm up
+				b.ReportAllocs()
+				b.ResetTimer()
+				el := p.run(b, benchRun{ping: true, n: b.N, size: size})
+				b.ReportMetric(float64(el)/float64(time.Microsecond)/float64(b.N), "µs/rtt")
+			})
+		}
 	}
 }
 
@@ -187,14 +197,16 @@ func BenchmarkTCPOneWayTLS(b *testing.B) { benchOneWay(b, true) }
 
 func benchOneWay(b *testing.B, withTLS bool) {
 	for _, size := range benchSizes {
-		b.Run(sizeName(size), func(b *testing.B) {
-			p := newBenchPair(b, withTLS)
-			p.run(b, benchRun{n: 100, size: size}) // warm up
-			b.ReportAllocs()
-			b.SetBytes(int64(size))
-			b.ResetTimer()
-			el := p.run(b, benchRun{n: b.N, size: size})
-			b.ReportMetric(float64(b.N)/el.Seconds(), "msg/s")
-		})
+		for _, net := range benchNets {
+			b.Run(sizeName(size)+"/net="+net.name, func(b *testing.B) {
+				p := newBenchPair(b, withTLS, net.tcpOnly)
+				p.run(b, benchRun{n: 100, size: size}) // warm up
+				b.ReportAllocs()
+				b.SetBytes(int64(size))
+				b.ResetTimer()
+				el := p.run(b, benchRun{n: b.N, size: size})
+				b.ReportMetric(float64(b.N)/el.Seconds(), "msg/s")
+			})
+		}
 	}
 }
