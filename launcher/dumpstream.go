@@ -56,7 +56,10 @@ const (
 	dumpKindData   = 4
 	// maxDump bounds one dump's entries (a Dumper's batch is a sixteenth
 	// of the quota; one entry may be larger).
-	maxDump            = 1 << 30
+	maxDump = 1 << 30
+	// dumpSocketBuffer is the send buffer a PE asks for on a Unix
+	// socket to its logger (the system may give less: net.core.wmem_max).
+	dumpSocketBuffer   = 4 << 20
 	dumpHandshakeLimit = 10 * time.Second
 )
 
@@ -364,6 +367,7 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 	// It goes before the logger waits on the connection or answers a
 	// fetch: the PE may be waiting for it.
 	ackDue := false
+	raw := rawConnOf(nc)
 	sendAck := func() error {
 		if !ackDue {
 			return nil
@@ -373,7 +377,7 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 		return err
 	}
 	for {
-		if r.Buffered() == 0 {
+		if ackDue && r.Buffered() == 0 && (raw == nil || !moreToRead(raw)) {
 			if err := sendAck(); err != nil {
 				return err
 			}
@@ -601,6 +605,10 @@ type dumpLink struct {
 	raw      syscall.RawConn
 	pollable atomic.Bool
 	writing  bool
+	// heads and iov are the headers and buffers of the PE's own
+	// vectored write (dumpTo, under mu).
+	heads []byte
+	iov   [][]byte
 	// lastEpoch and lastTo are the period and end of the last dump
 	// (under mu); unacked is set from then until an acknowledgement
 	// covers it.
@@ -653,43 +661,83 @@ func newDumpClient(rank int, addrs []string, secret []byte, tlsCfg *tls.Config, 
 
 // Dump queues b for its logger; it never blocks.
 func (c *dumpClient) Dump(b logging.DumpBatch) {
-	if b.Logger < 0 || b.Logger >= len(c.links) {
-		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: fmt.Errorf("launcher: no logger %d", b.Logger)})
+	one := [1]logging.DumpBatch{b}
+	c.DumpAll(one[:])
+}
+
+// DumpAll queues bs, in order, for their loggers
+// (scheduler.DumpBatcher); it never blocks. The dumps to one logger go
+// out together, in one vectored write where the socket takes them: the
+// logger then wakes once for them and acknowledges them once.
+func (c *dumpClient) DumpAll(bs []logging.DumpBatch) {
+	for len(bs) > 0 {
+		n := 1
+		for n < len(bs) && bs[n].Logger == bs[0].Logger {
+			n++
+		}
+		c.dumpTo(bs[:n])
+		bs = bs[n:]
+	}
+}
+
+// dumpTo queues bs, dumps to one logger.
+func (c *dumpClient) dumpTo(bs []logging.DumpBatch) {
+	l := bs[0].Logger
+	if l < 0 || l >= len(c.links) {
+		c.post(scheduler.LoggerLost{Logger: l, Why: fmt.Errorf("launcher: no logger %d", l)})
 		return
 	}
-	k := c.links[b.Logger]
+	k := c.links[l]
 	k.mu.Lock()
 	if k.gone != nil {
 		err := k.gone
 		k.mu.Unlock()
-		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: err})
+		c.post(scheduler.LoggerLost{Logger: l, Why: err})
 		return
 	}
-	k.lastEpoch, k.lastTo = b.Epoch, b.To
+	last := bs[len(bs)-1]
+	k.lastEpoch, k.lastTo = last.Epoch, last.To
 	k.unacked.Store(true)
-	sent := 0
+	written, partial := 0, 0 // dumps written whole, bytes of the next
 	if k.raw != nil && !k.writing && len(k.queue) == 0 {
 		// Write at once what the socket takes, which is all of it
 		// unless the logger is behind: the writer is not woken for
 		// each dump, and gets the rest, or the error, if any.
-		var h [dumpHeaderSize]byte
-		putDumpHeader(h[:], dumpKindDump, b)
-		sent = writevNow(k.raw, h[:], b.Payload)
-		if sent == len(h)+len(b.Payload) {
-			k.mu.Unlock()
-			if cap(b.Payload) > 0 {
-				c.post(scheduler.DumpSent{Payload: b.Payload})
-			}
-			return
+		k.heads = slices.Grow(k.heads[:0], dumpHeaderSize*len(bs))[:dumpHeaderSize*len(bs)]
+		k.iov = k.iov[:0]
+		for i, b := range bs {
+			h := k.heads[i*dumpHeaderSize : (i+1)*dumpHeaderSize]
+			putDumpHeader(h, dumpKindDump, b)
+			k.iov = append(k.iov, h, b.Payload)
+		}
+		n := writeBuffersNow(k.raw, k.iov)
+		clear(k.iov)
+		for written < len(bs) && n >= dumpHeaderSize+len(bs[written].Payload) {
+			n -= dumpHeaderSize + len(bs[written].Payload)
+			written++
+		}
+		partial = n
+	}
+	for _, b := range bs[written:] {
+		k.queue = append(k.queue, dumpOut{DumpBatch: b, sent: partial})
+		partial = 0
+	}
+	queued := written < len(bs)
+	if queued {
+		k.cond.Signal()
+	}
+	k.mu.Unlock()
+	for _, b := range bs[:written] {
+		if cap(b.Payload) > 0 {
+			c.post(scheduler.DumpSent{Payload: b.Payload})
 		}
 	}
-	k.queue = append(k.queue, dumpOut{DumpBatch: b, sent: sent})
-	k.cond.Signal()
-	k.mu.Unlock()
-	k.start.Do(func() {
-		c.wg.Add(1)
-		go c.run(k)
-	})
+	if queued {
+		k.start.Do(func() {
+			c.wg.Add(1)
+			go c.run(k)
+		})
+	}
 }
 
 // Fetch asks logger for entries [from, to) of period epoch and waits for
@@ -784,6 +832,13 @@ func (c *dumpClient) run(k *dumpLink) {
 		return
 	}
 	k.conn = nc
+	if uc, ok := nc.(*net.UnixConn); ok {
+		// Room in the socket for what may be on its way (the PE
+		// writes its dumps as far as the socket takes them): with the
+		// default, about 200 KiB, a PE's dumps taken together went
+		// out in pieces, and the logger woke for each.
+		uc.SetWriteBuffer(dumpSocketBuffer)
+	}
 	if k.raw = rawConnOf(nc); k.raw != nil {
 		k.pollable.Store(true) // after k.raw: TakeDumpAcks reads it then
 	}
