@@ -61,6 +61,14 @@ type DumpBatcher interface {
 	DumpAll(bs []logging.DumpBatch)
 }
 
+// DumpBufferer is a DumpSink that gives the memory a dump to logger is
+// encoded into (the launcher's: a ring shared with a logger on the same
+// host, which copies the dump out of it; nil where it has none): the
+// dump is then neither copied again nor written through a socket.
+type DumpBufferer interface {
+	DumpBuffer(logger, size int) []byte
+}
+
 // DumpAckSource is a DumpSink that keeps the acknowledgements it
 // receives for the PE to take between two slices of handlers
 // (TakeDumpAcks, called on the PE goroutine after each slice's transmit;
@@ -200,7 +208,12 @@ func (pe *PE) sendDumps() {
 	if q == nil {
 		return
 	}
-	bs := q.TakeDumps()
+	var bs []logging.DumpBatch
+	if m, ok := pe.cfg.Dumps.(DumpBufferer); ok {
+		bs = q.TakeDumpsIn(m.DumpBuffer)
+	} else {
+		bs = q.TakeDumps()
+	}
 	if len(bs) == 0 {
 		return
 	}
