@@ -121,7 +121,8 @@ func (r *dumpRing) position(b []byte) (uint64, bool) {
 }
 
 // take copies the len(dst) bytes before position end out of the ring
-// into dst, and marks them consumed (logger).
+// into dst, and marks them consumed (logger; the PE places its dumps in
+// the order it sends them, so the position only grows).
 func (r *dumpRing) take(dst []byte, end uint64) error {
 	d, n := uint64(len(r.data)), uint64(len(dst))
 	if n == 0 || end < n || (end-n)%d+n > d {
@@ -129,7 +130,9 @@ func (r *dumpRing) take(dst []byte, end uint64) error {
 	}
 	p := (end - n) % d
 	copy(dst, r.data[p:p+n])
-	atomic.StoreUint64(r.consumed(), end)
+	if end > atomic.LoadUint64(r.consumed()) {
+		atomic.StoreUint64(r.consumed(), end)
+	}
 	return nil
 }
 

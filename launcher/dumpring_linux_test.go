@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -136,9 +137,10 @@ func TestDumpRingRefused(t *testing.T) {
 }
 
 // A PE on its logger's host dumps through the ring: a dump encoded there
-// (DumpBuffer) and one copied there go as their headers alone, the
-// logger stores both and answers a fetch with them; only the copied
-// one's buffer comes back to the PE (the other is the ring's).
+// (DumpBuffer) and one copied there go as their headers alone, one
+// before an encoded one through the socket; the logger stores them all
+// and answers a fetch with them; only the buffers of the others come back
+// to the PE (the encoded one is the ring's).
 func TestDumpThroughSharedMemory(t *testing.T) {
 	srv, c, got := dumpPair(t)
 	first := dumpOf(t, 0, 3, 0, 4)
@@ -161,16 +163,19 @@ func TestDumpThroughSharedMemory(t *testing.T) {
 	require.Zero(t, len(buf))
 	encodedPayload := append(buf, encoded.Payload...)
 	require.Equal(t, &buf[:1][0], &encodedPayload[0], "encoded in place")
-	c.DumpAll([]logging.DumpBatch{copied, {Logger: 0, Epoch: 3, From: encoded.From, To: encoded.To, Payload: encodedPayload}})
-	waitFor(t, "both acknowledged", func() bool {
+	// The first goes through the socket (placed after the second, it
+	// would be consumed before it), the third is copied into the ring.
+	last := dumpOf(t, 0, 3, encoded.To, 20)
+	c.DumpAll([]logging.DumpBatch{copied, {Logger: 0, Epoch: 3, From: encoded.From, To: encoded.To, Payload: encodedPayload}, last})
+	waitFor(t, "all acknowledged", func() bool {
 		acks = c.TakeDumpAcks(acks)
-		return acks[len(acks)-1].To == encoded.To
+		return acks[len(acks)-1].To == last.To
 	})
-	require.Equal(t, len(first.Payload)+len(copied.Payload)+len(encoded.Payload), srv.store.held())
-	back, err := c.Fetch(0, 3, copied.From, encoded.To)
+	require.Equal(t, len(first.Payload)+len(copied.Payload)+len(encoded.Payload)+len(last.Payload), srv.store.held())
+	back, err := c.Fetch(0, 3, copied.From, last.To)
 	require.NoError(t, err)
-	require.Equal(t, append(append([]byte(nil), copied.Payload...), encoded.Payload...), back)
-	waitFor(t, "the buffers given back", func() bool { return len(got.sentBack()) == 2 })
+	require.Equal(t, slices.Concat(copied.Payload, encoded.Payload, last.Payload), back)
+	waitFor(t, "the buffers given back", func() bool { return len(got.sentBack()) == 3 })
 	for _, b := range got.sentBack() {
 		require.False(t, bytes.Equal(b, encodedPayload) && &b[0] == &encodedPayload[0], "the ring's memory given back")
 	}

@@ -39,7 +39,10 @@ import (
 // the last pair's entries) skip entries, take count. The logger answers
 // with the entries, one after the other (a dump header of kind 4, the
 // same epoch and range, and the entries; length 0 when it does not hold
-// them). All integers little-endian. A
+// them). A PE on the logger's host (the Unix socket) hands the logger a
+// ring of shared memory first and places its dumps there, sending their
+// headers alone (kinds 6 and 5, dumpring_linux.go). All integers
+// little-endian. A
 // connection that breaks the handshake, or sends a malformed dump, is
 // closed and logged by the logger; a PE that loses its connection to a
 // logger (or cannot open one) takes that logger for dead
@@ -762,14 +765,25 @@ func (c *dumpClient) dumpTo(bs []logging.DumpBatch) {
 	// Dumps in the ring go as their headers alone: those encoded there
 	// (DumpBuffer), and the others, copied there, whose buffers are then
 	// free at once.
+	// Positions must grow in the order the dumps go (the logger's
+	// consumed position follows them): none is copied into the ring
+	// before one encoded there.
 	outs := k.outs[:0]
-	for _, b := range bs {
+	copyFrom := 0
+	for i, b := range bs {
+		if _, ok := k.ring.position(b.Payload); ok {
+			copyFrom = i + 1
+		}
+	}
+	for i, b := range bs {
 		o := dumpOut{DumpBatch: b}
 		if end, ok := k.ring.position(b.Payload); ok {
 			o.Payload, o.ringLen, o.ringEnd = nil, len(b.Payload), end
-		} else if slot, end, ok := k.ring.alloc(len(b.Payload)); ok {
-			copy(slot, b.Payload)
-			o.Payload, o.ringLen, o.ringEnd = nil, len(b.Payload), end
+		} else if i >= copyFrom {
+			if slot, end, ok := k.ring.alloc(len(b.Payload)); ok {
+				copy(slot, b.Payload)
+				o.Payload, o.ringLen, o.ringEnd = nil, len(b.Payload), end
+			}
 		}
 		outs = append(outs, o)
 	}
