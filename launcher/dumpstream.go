@@ -1229,10 +1229,7 @@ func (c *dumpClient) close() {
 		}
 	}
 	c.wg.Wait()
-	for _, k := range c.links {
-		k.mu.Lock()
-		k.ring.unmap()
-		k.ring = nil
-		k.mu.Unlock()
-	}
+	// The rings stay mapped (1 MiB each, as long as the process): the
+	// PE goroutine may still be encoding a dump into one, which
+	// unmapping would fault.
 }
