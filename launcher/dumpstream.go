@@ -39,7 +39,10 @@ import (
 // the last pair's entries) skip entries, take count. The logger answers
 // with the entries, one after the other (a dump header of kind 4, the
 // same epoch and range, and the entries; length 0 when it does not hold
-// them). All integers little-endian. A
+// them). A PE on the logger's host (the Unix socket) hands the logger a
+// ring of shared memory first and places its dumps there, sending their
+// headers alone (kinds 6 and 5, dumpring_linux.go). All integers
+// little-endian. A
 // connection that breaks the handshake, or sends a malformed dump, is
 // closed and logged by the logger; a PE that loses its connection to a
 // logger (or cannot open one) takes that logger for dead
@@ -54,9 +57,20 @@ const (
 	dumpKindAck    = 2
 	dumpKindFetch  = 3
 	dumpKindData   = 4
+	// A PE on the logger's host hands it a ring of shared memory
+	// first (dumpring_linux.go: a header of kind 6, length the ring's
+	// size, and the memory's descriptor with it), and then sends dumps
+	// it placed there as a header of kind 5 followed by the position
+	// after the entries in the ring (u64) instead of the entries.
+	dumpKindRing       = 5
+	dumpKindRingOffer  = 6
+	dumpRingHeaderSize = dumpHeaderSize + 8
 	// maxDump bounds one dump's entries (a Dumper's batch is a sixteenth
 	// of the quota; one entry may be larger).
-	maxDump            = 1 << 30
+	maxDump = 1 << 30
+	// dumpSocketBuffer is the send buffer a PE asks for on a Unix
+	// socket to its logger (the system may give less: net.core.wmem_max).
+	dumpSocketBuffer   = 4 << 20
 	dumpHandshakeLimit = 10 * time.Second
 )
 
@@ -355,15 +369,26 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 	// A small buffer: the headers come through it, and a dump's
 	// entries, larger than it, mostly go straight from the socket into
 	// their buffer (bufio reads past an empty buffer).
-	r := bufio.NewReaderSize(nc, 16<<10)
-	var h [dumpHeaderSize]byte
+	var r *bufio.Reader
+	var rights *rightsReader // a PE's connection on this host
+	if uc, ok := nc.(*net.UnixConn); ok {
+		rights = newRightsReader(uc)
+		defer rights.close()
+		r = bufio.NewReaderSize(rights, 16<<10)
+	} else {
+		r = bufio.NewReaderSize(nc, 16<<10)
+	}
+	var ring *dumpRing // the PE's, once offered
+	defer func() { ring.unmap() }()
+	var h [dumpRingHeaderSize]byte
 	var ack [dumpAckSize]byte
 	// An acknowledgement is cumulative: while more of the stream is
-	// already here (the PE's writer sends the dumps it has queued in one
+	// already here (the PE sends the dumps it took together in one
 	// write), it waits for the next dump's, and one goes for them all.
 	// It goes before the logger waits on the connection or answers a
 	// fetch: the PE may be waiting for it.
 	ackDue := false
+	raw := rawConnOf(nc)
 	sendAck := func() error {
 		if !ackDue {
 			return nil
@@ -373,18 +398,32 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 		return err
 	}
 	for {
-		if r.Buffered() == 0 {
+		if ackDue && r.Buffered() == 0 && (raw == nil || !moreToRead(raw)) {
 			if err := sendAck(); err != nil {
 				return err
 			}
 		}
-		if _, err := io.ReadFull(r, h[:]); err != nil {
+		if _, err := io.ReadFull(r, h[:dumpHeaderSize]); err != nil {
 			return err
 		}
 		epoch := binary.LittleEndian.Uint64(h[1:])
 		from, to := binary.LittleEndian.Uint32(h[9:]), binary.LittleEndian.Uint32(h[13:])
 		n := binary.LittleEndian.Uint32(h[17:])
-		if (h[0] != dumpKindDump && h[0] != dumpKindFetch) || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 ||
+		if h[0] == dumpKindRingOffer && rights != nil && ring == nil {
+			var err error
+			if ring, err = acceptDumpRing(rights, int(n)); err != nil {
+				return fmt.Errorf("launcher: PE %d's dump ring: %w", pe, err)
+			}
+			continue
+		}
+		var ringEnd uint64
+		if h[0] == dumpKindRing && ring != nil {
+			if _, err := io.ReadFull(r, h[dumpHeaderSize:]); err != nil {
+				return err
+			}
+			ringEnd = binary.LittleEndian.Uint64(h[dumpHeaderSize:])
+		}
+		if (h[0] != dumpKindDump && h[0] != dumpKindFetch && (h[0] != dumpKindRing || ring == nil)) || to <= from || n > maxDump || from > 1<<31 || to > 1<<31 ||
 			(h[0] == dumpKindFetch && uint64(n) > maxNeedBytes*uint64(to-from)) {
 			return fmt.Errorf("launcher: malformed dump from PE %d: kind %d, entries [%d, %d), %d bytes", pe, h[0], from, to, n)
 		}
@@ -403,13 +442,17 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 					return fmt.Errorf("launcher: malformed fetch from PE %d: %w", pe, err)
 				}
 			}
-			if err := s.answerFetch(nc, &h, pe, epoch, int(from), int(to), need); err != nil {
+			if err := s.answerFetch(nc, (*[dumpHeaderSize]byte)(h[:dumpHeaderSize]), pe, epoch, int(from), int(to), need); err != nil {
 				return err
 			}
 			continue
 		}
 		payload := s.store.buffer(pe, epoch, int(n))
-		if _, err := io.ReadFull(r, payload); err != nil {
+		if h[0] == dumpKindRing {
+			if err := ring.take(payload, ringEnd); err != nil {
+				return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
+			}
+		} else if _, err := io.ReadFull(r, payload); err != nil {
 			return err
 		}
 		// The logger stores and returns bytes: it checks their framing
@@ -601,6 +644,14 @@ type dumpLink struct {
 	raw      syscall.RawConn
 	pollable atomic.Bool
 	writing  bool
+	// ring is the memory shared with a logger on this host (nil: none;
+	// set with raw, used under mu); heads, iov and outs are the
+	// headers, buffers and dumps of the PE's own vectored write
+	// (dumpTo, on the PE goroutine).
+	ring  *dumpRing
+	heads []byte
+	iov   [][]byte
+	outs  []dumpOut
 	// lastEpoch and lastTo are the period and end of the last dump
 	// (under mu); unacked is set from then until an acknowledgement
 	// covers it.
@@ -619,7 +670,28 @@ type dumpLink struct {
 type dumpOut struct {
 	logging.DumpBatch
 	fetch bool
-	sent  int
+	// ringLen > 0: the entries, ringLen bytes, are in the link's ring
+	// before position ringEnd (Payload is nil).
+	ringLen int
+	ringEnd uint64
+	sent    int
+}
+
+// header fills h (dumpRingHeaderSize bytes) with o's header and returns
+// it.
+func (o *dumpOut) header(h []byte) []byte {
+	switch {
+	case o.fetch:
+		putDumpHeader(h, dumpKindFetch, o.DumpBatch)
+	case o.ringLen > 0:
+		putDumpHeader(h, dumpKindRing, o.DumpBatch)
+		binary.LittleEndian.PutUint32(h[17:], uint32(o.ringLen))
+		binary.LittleEndian.PutUint64(h[dumpHeaderSize:], o.ringEnd)
+		return h[:dumpRingHeaderSize]
+	default:
+		putDumpHeader(h, dumpKindDump, o.DumpBatch)
+	}
+	return h[:dumpHeaderSize]
 }
 
 // putDumpHeader fills h, a dump stream header of kind for b.
@@ -653,43 +725,149 @@ func newDumpClient(rank int, addrs []string, secret []byte, tlsCfg *tls.Config, 
 
 // Dump queues b for its logger; it never blocks.
 func (c *dumpClient) Dump(b logging.DumpBatch) {
-	if b.Logger < 0 || b.Logger >= len(c.links) {
-		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: fmt.Errorf("launcher: no logger %d", b.Logger)})
+	one := [1]logging.DumpBatch{b}
+	c.DumpAll(one[:])
+}
+
+// DumpAll queues bs, in order, for their loggers
+// (scheduler.DumpBatcher); it never blocks. The dumps to one logger go
+// out together, in one vectored write where the socket takes them: the
+// logger then wakes once for them and acknowledges them once.
+func (c *dumpClient) DumpAll(bs []logging.DumpBatch) {
+	for len(bs) > 0 {
+		n := 1
+		for n < len(bs) && bs[n].Logger == bs[0].Logger {
+			n++
+		}
+		c.dumpTo(bs[:n])
+		bs = bs[n:]
+	}
+}
+
+// dumpTo queues bs, dumps to one logger.
+func (c *dumpClient) dumpTo(bs []logging.DumpBatch) {
+	l := bs[0].Logger
+	if l < 0 || l >= len(c.links) {
+		c.post(scheduler.LoggerLost{Logger: l, Why: fmt.Errorf("launcher: no logger %d", l)})
 		return
 	}
-	k := c.links[b.Logger]
+	k := c.links[l]
 	k.mu.Lock()
 	if k.gone != nil {
 		err := k.gone
 		k.mu.Unlock()
-		c.post(scheduler.LoggerLost{Logger: b.Logger, Why: err})
+		c.post(scheduler.LoggerLost{Logger: l, Why: err})
 		return
 	}
-	k.lastEpoch, k.lastTo = b.Epoch, b.To
+	last := bs[len(bs)-1]
+	k.lastEpoch, k.lastTo = last.Epoch, last.To
 	k.unacked.Store(true)
-	sent := 0
+	// Dumps in the ring go as their headers alone: those encoded there
+	// (DumpBuffer), and the others, copied there, whose buffers are then
+	// free at once.
+	// Positions must grow in the order the dumps go (the logger's
+	// consumed position follows them): none is copied into the ring
+	// before one encoded there.
+	outs := k.outs[:0]
+	copyFrom := 0
+	for i, b := range bs {
+		if _, ok := k.ring.position(b.Payload); ok {
+			copyFrom = i + 1
+		}
+	}
+	for i, b := range bs {
+		o := dumpOut{DumpBatch: b}
+		if end, ok := k.ring.position(b.Payload); ok {
+			o.Payload, o.ringLen, o.ringEnd = nil, len(b.Payload), end
+		} else if i >= copyFrom {
+			if slot, end, ok := k.ring.alloc(len(b.Payload)); ok {
+				copy(slot, b.Payload)
+				o.Payload, o.ringLen, o.ringEnd = nil, len(b.Payload), end
+			}
+		}
+		outs = append(outs, o)
+	}
+	written, partial := 0, 0 // dumps written whole, bytes of the next
 	if k.raw != nil && !k.writing && len(k.queue) == 0 {
 		// Write at once what the socket takes, which is all of it
 		// unless the logger is behind: the writer is not woken for
 		// each dump, and gets the rest, or the error, if any.
-		var h [dumpHeaderSize]byte
-		putDumpHeader(h[:], dumpKindDump, b)
-		sent = writevNow(k.raw, h[:], b.Payload)
-		if sent == len(h)+len(b.Payload) {
-			k.mu.Unlock()
-			if cap(b.Payload) > 0 {
-				c.post(scheduler.DumpSent{Payload: b.Payload})
+		k.heads = slices.Grow(k.heads[:0], dumpRingHeaderSize*len(outs))[:dumpRingHeaderSize*len(outs)]
+		k.iov = k.iov[:0]
+		for i := range outs {
+			h := outs[i].header(k.heads[i*dumpRingHeaderSize : (i+1)*dumpRingHeaderSize])
+			k.iov = append(k.iov, h)
+			if len(outs[i].Payload) > 0 {
+				k.iov = append(k.iov, outs[i].Payload)
 			}
-			return
+		}
+		n := writeBuffersNow(k.raw, k.iov)
+		clear(k.iov)
+		for written < len(outs) {
+			size := dumpHeaderSize + len(outs[written].Payload)
+			if outs[written].ringLen > 0 {
+				size = dumpRingHeaderSize
+			}
+			if n < size {
+				break
+			}
+			n -= size
+			written++
+		}
+		partial = n
+	}
+	for _, o := range outs[written:] {
+		o.sent = partial
+		k.queue = append(k.queue, o)
+		partial = 0
+	}
+	queued := written < len(outs)
+	if queued {
+		k.cond.Signal()
+	}
+	k.mu.Unlock()
+	for i, b := range bs {
+		if cap(b.Payload) > 0 && (i < written || outs[i].ringLen > 0) && !inRing(k, b.Payload) {
+			c.post(scheduler.DumpSent{Payload: b.Payload})
 		}
 	}
-	k.queue = append(k.queue, dumpOut{DumpBatch: b, sent: sent})
-	k.cond.Signal()
-	k.mu.Unlock()
-	k.start.Do(func() {
-		c.wg.Add(1)
-		go c.run(k)
-	})
+	clear(outs)
+	k.outs = outs[:0]
+	if queued {
+		k.start.Do(func() {
+			c.wg.Add(1)
+			go c.run(k)
+		})
+	}
+}
+
+// DumpBuffer returns memory in the ring shared with logger for a dump of
+// at most size bytes (scheduler.DumpBufferer): len 0, capacity size; nil
+// when there is no ring or no room in it.
+func (c *dumpClient) DumpBuffer(logger, size int) []byte {
+	if logger < 0 || logger >= len(c.links) {
+		return nil
+	}
+	k := c.links[logger]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ring == nil || k.gone != nil {
+		return nil
+	}
+	slot, _, ok := k.ring.alloc(size)
+	if !ok {
+		return nil
+	}
+	return slot[:0]
+}
+
+// inRing reports whether b lies in k's ring (the PE goroutine's view:
+// the ring is set once and unmapped only by close).
+func inRing(k *dumpLink, b []byte) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.ring.position(b)
+	return ok
 }
 
 // Fetch asks logger for entries [from, to) of period epoch and waits for
@@ -783,7 +961,22 @@ func (c *dumpClient) run(k *dumpLink) {
 		nc.Close()
 		return
 	}
+	var ring *dumpRing
+	if uc, ok := nc.(*net.UnixConn); ok {
+		// Room in the socket for what may be on its way (the PE
+		// writes its dumps as far as the socket takes them): with the
+		// default, about 200 KiB, a PE's dumps taken together went
+		// out in pieces, and the logger woke for each.
+		uc.SetWriteBuffer(dumpSocketBuffer)
+		// The entries go through shared memory (before anything
+		// else is written on the connection: k.raw is not set yet).
+		var err error
+		if ring, err = offerDumpRing(uc); err != nil {
+			c.log.Debug("dumps through the socket", "logger", k.logger, "why", err)
+		}
+	}
 	k.conn = nc
+	k.ring = ring
 	if k.raw = rawConnOf(nc); k.raw != nil {
 		k.pollable.Store(true) // after k.raw: TakeDumpAcks reads it then
 	}
@@ -809,15 +1002,11 @@ func (c *dumpClient) run(k *dumpLink) {
 		k.queue = nil
 		k.writing = true
 		k.mu.Unlock()
-		heads = slices.Grow(heads[:0], dumpHeaderSize*len(batch))[:dumpHeaderSize*len(batch)]
+		heads = slices.Grow(heads[:0], dumpRingHeaderSize*len(batch))[:dumpRingHeaderSize*len(batch)]
 		bufs = bufs[:0]
-		for i, b := range batch {
-			h := heads[i*dumpHeaderSize : (i+1)*dumpHeaderSize]
-			kind := byte(dumpKindDump)
-			if b.fetch {
-				kind = dumpKindFetch
-			}
-			putDumpHeader(h, kind, b.DumpBatch)
+		for i := range batch {
+			b := &batch[i]
+			h := b.header(heads[i*dumpRingHeaderSize : (i+1)*dumpRingHeaderSize])
 			// A dump the PE began to write goes on where it stopped.
 			if b.sent < len(h) {
 				bufs = append(bufs, h[b.sent:])
@@ -1040,4 +1229,7 @@ func (c *dumpClient) close() {
 		}
 	}
 	c.wg.Wait()
+	// The rings stay mapped (1 MiB each, as long as the process): the
+	// PE goroutine may still be encoding a dump into one, which
+	// unmapping would fault.
 }

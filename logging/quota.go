@@ -34,6 +34,12 @@ type LogQuota interface {
 	// TakeDumps returns, and forgets, the dumps the caller must send now,
 	// in order.
 	TakeDumps() []DumpBatch
+	// TakeDumpsIn is TakeDumps with each dump encoded into
+	// buffer(logger, size) (len 0, capacity at least size: memory the
+	// caller shares with the dump's logger) where it gives one, else
+	// into the log's own buffer: a dump then reaches its logger with no
+	// other copy on the PE.
+	TakeDumpsIn(buffer func(logger, size int) []byte) []DumpBatch
 	// DumpsPressing reports whether the dumps due should be taken and
 	// sent before the caller's next transmit (between two handlers of a
 	// slice, which transmits at its end): they hold a quarter of what
@@ -338,7 +344,9 @@ func (e *engine) AtSync(tasks int) {
 	e.applyDumpActions()
 }
 
-func (e *engine) TakeDumps() []DumpBatch {
+func (e *engine) TakeDumps() []DumpBatch { return e.TakeDumpsIn(nil) }
+
+func (e *engine) TakeDumpsIn(buffer func(logger, size int) []byte) []DumpBatch {
 	if e.quota == nil || len(e.dumpsDue) == 0 {
 		return nil
 	}
@@ -349,7 +357,16 @@ func (e *engine) TakeDumps() []DumpBatch {
 			en := e.log.entry(i)
 			size += 11*binary.MaxVarintLen64 + int(en.pathLen) + int(en.requiresLen) + int(en.payloadLen)
 		}
-		b := e.quota.dumpBuffer(size)
+		var b []byte
+		if buffer != nil {
+			if b = buffer(d.Logger, size); cap(b) < size {
+				b = nil
+			}
+		}
+		if b == nil {
+			b = e.quota.dumpBuffer(size)
+		}
+		b = b[:0]
 		for i := d.From; i < d.To; i++ {
 			b = e.log.appendEntry(b, i)
 		}

@@ -1,7 +1,9 @@
 package logging
 
 import (
+	"bytes"
 	"testing"
+	"unsafe"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/stretchr/testify/require"
@@ -365,4 +367,51 @@ func TestFetchOnlyNeededEntries(t *testing.T) {
 	require.ErrorIs(t, err, ErrBadDump)
 	_, _, err = PickDumped(nil, run[:len(run)-1], 0, []int{released - 1})
 	require.ErrorIs(t, err, ErrBadDump)
+}
+
+// TakeDumpsIn encodes each dump into the memory the caller gives for its
+// logger, large enough for it, and into the log's own buffer where it
+// gives none or too little; the bytes are TakeDumps' either way.
+func TestTakeDumpsIn(t *testing.T) {
+	run := func(buffer func(logger, size int) []byte) []DumpBatch {
+		p := NewFullDet(Config{PE: 0, PEs: 2, LogQuota: 16 << 10, Loggers: 1})
+		q := p.(LogQuota)
+		p.HostTask(1)
+		var out []DumpBatch
+		for i := range 200 {
+			p.Send(1, 1, Message{To: 2, Key: uint64(i), Payload: bytes.Repeat([]byte{byte(i)}, 300+i)})
+			p.Advance()
+			for _, d := range q.TakeDumpsIn(buffer) {
+				out = append(out, DumpBatch{Logger: d.Logger, Epoch: d.Epoch, From: d.From, To: d.To, Payload: d.Payload})
+				q.DumpAcked(d.Logger, d.Epoch, d.To)
+			}
+		}
+		return out
+	}
+	plain := run(nil)
+	require.NotEmpty(t, plain)
+	asked := 0
+	given := map[*byte]bool{}
+	shared := run(func(logger, size int) []byte {
+		require.Equal(t, 0, logger)
+		asked++
+		switch asked % 3 {
+		case 0:
+			return nil // no room
+		case 1:
+			return make([]byte, 0, size-1) // too small: not used
+		}
+		b := make([]byte, 0, size)
+		given[unsafe.SliceData(b)] = true
+		return b
+	})
+	require.Equal(t, plain, shared)
+	inGiven := 0
+	for _, d := range shared {
+		if given[unsafe.SliceData(d.Payload)] {
+			inGiven++
+		}
+	}
+	require.Equal(t, len(given), inGiven, "every dump given memory encoded there")
+	require.Less(t, inGiven, len(shared))
 }

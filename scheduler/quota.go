@@ -53,6 +53,22 @@ type DumpPicker interface {
 	FetchSome(logger int, epoch uint64, from, to int, need []int) ([]byte, error)
 }
 
+// DumpBatcher is a DumpSink that takes the dumps decided together at
+// once (the launcher's: in one vectored write per logger, so that the
+// logger wakes once for them and acknowledges them once, where a write
+// per dump woke it per dump).
+type DumpBatcher interface {
+	DumpAll(bs []logging.DumpBatch)
+}
+
+// DumpBufferer is a DumpSink that gives the memory a dump to logger is
+// encoded into (the launcher's: a ring shared with a logger on the same
+// host, which copies the dump out of it; nil where it has none): the
+// dump is then neither copied again nor written through a socket.
+type DumpBufferer interface {
+	DumpBuffer(logger, size int) []byte
+}
+
 // DumpAckSource is a DumpSink that keeps the acknowledgements it
 // receives for the PE to take between two slices of handlers
 // (TakeDumpAcks, called on the PE goroutine after each slice's transmit;
@@ -192,7 +208,20 @@ func (pe *PE) sendDumps() {
 	if q == nil {
 		return
 	}
-	for _, b := range q.TakeDumps() {
+	var bs []logging.DumpBatch
+	if m, ok := pe.cfg.Dumps.(DumpBufferer); ok {
+		bs = q.TakeDumpsIn(m.DumpBuffer)
+	} else {
+		bs = q.TakeDumps()
+	}
+	if len(bs) == 0 {
+		return
+	}
+	if all, ok := pe.cfg.Dumps.(DumpBatcher); ok {
+		all.DumpAll(bs)
+		return
+	}
+	for _, b := range bs {
 		pe.cfg.Dumps.Dump(b)
 	}
 }

@@ -1,0 +1,210 @@
+package launcher
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// dumpRing is memory a PE shares with a logger on its host for its dumps
+// (a sealed memfd the PE makes and hands over on the Unix socket, in a
+// frame of kind dumpKindRingOffer): the PE copies a dump's entries into
+// it and sends only the header (kind dumpKindRing, with the ring's
+// position after the entries), and the logger copies them out into its
+// store and marks them consumed. Through the socket the same bytes cost
+// a copy into the kernel on the PE and one out of it in the logger, each
+// with its socket buffers (LeanMD at a tenth of its peak: about 40 ms of
+// CPU a run on each side for 90 MB).
+//
+// The first page holds the count of bytes the logger has consumed
+// (written by the logger, read by the PE, atomically); the entries go in
+// the rest, one after the other, each contiguous (a dump that does not
+// fit before the end starts again at the beginning, the end skipped).
+// Positions count from the ring's start and only grow. A dump the ring
+// has no room for goes through the socket as before.
+type dumpRing struct {
+	mem  []byte
+	data []byte
+	// head is the PE's position after the last dump it placed.
+	head uint64
+}
+
+const (
+	// dumpRingSize is the size of a PE's ring (mapped by both): the
+	// logger copies each dump out as soon as it reads its header, so
+	// the ring holds little more than the dumps on their way.
+	dumpRingSize = dumpRingData + 1<<20
+	dumpRingData = 4096
+	// maxDumpRing bounds the ring a logger accepts.
+	maxDumpRing = 64 << 20
+)
+
+func (r *dumpRing) consumed() *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[0])) }
+
+// offerDumpRing makes a PE's ring and hands it to the logger on uc
+// (before anything else is written on it).
+func offerDumpRing(uc *net.UnixConn) (*dumpRing, error) {
+	fd, err := unix.MemfdCreate("gochare-dumps", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, dumpRingSize); err != nil {
+		return nil, err
+	}
+	// Sealed, so that the logger can trust its size: a file that
+	// shrank under its mapping would fault the logger.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		return nil, err
+	}
+	mem, err := unix.Mmap(fd, 0, dumpRingSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	var h [dumpHeaderSize]byte
+	h[0] = dumpKindRingOffer
+	binary.LittleEndian.PutUint32(h[17:], dumpRingSize)
+	if _, _, err := uc.WriteMsgUnix(h[:], unix.UnixRights(fd), nil); err != nil {
+		unix.Munmap(mem)
+		return nil, err
+	}
+	return &dumpRing{mem: mem, data: mem[dumpRingData:]}, nil
+}
+
+// alloc places n bytes in the ring: where, and the position after them;
+// false when the ring has not that much free (or r is nil).
+func (r *dumpRing) alloc(n int) ([]byte, uint64, bool) {
+	if r == nil {
+		return nil, 0, false
+	}
+	d := uint64(len(r.data))
+	if n <= 0 || uint64(n) >= d {
+		return nil, 0, false
+	}
+	head := r.head
+	p := head % d
+	if p+uint64(n) > d {
+		head += d - p
+		p = 0
+	}
+	if head+uint64(n)-atomic.LoadUint64(r.consumed()) > d {
+		return nil, 0, false
+	}
+	r.head = head + uint64(n)
+	return r.data[p : p+uint64(n)], r.head, true
+}
+
+// position returns the position after b, which alloc placed (possibly
+// longer, b's start its start) and no logger consumed yet; false if b
+// is not in the ring (or r is nil). Such a place starts less than the ring's size
+// before the head (what is placed and not consumed fits in the ring, and
+// nothing fills all of it), so its offset tells its position.
+func (r *dumpRing) position(b []byte) (uint64, bool) {
+	if r == nil || len(b) == 0 || len(r.data) == 0 {
+		return 0, false
+	}
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(r.data)))
+	d := uint64(len(r.data))
+	if off >= uintptr(d) || uint64(off)+uint64(len(b)) > d {
+		return 0, false
+	}
+	back := (r.head - uint64(off)) % d
+	if back == 0 {
+		back = d
+	}
+	return r.head - back + uint64(len(b)), true
+}
+
+// take copies the len(dst) bytes before position end out of the ring
+// into dst, and marks them consumed (logger; the PE places its dumps in
+// the order it sends them, so the position only grows).
+func (r *dumpRing) take(dst []byte, end uint64) error {
+	d, n := uint64(len(r.data)), uint64(len(dst))
+	if n == 0 || end < n || (end-n)%d+n > d {
+		return fmt.Errorf("%d bytes before ring position %d: not in a ring of %d", n, end, d)
+	}
+	p := (end - n) % d
+	copy(dst, r.data[p:p+n])
+	if end > atomic.LoadUint64(r.consumed()) {
+		atomic.StoreUint64(r.consumed(), end)
+	}
+	return nil
+}
+
+func (r *dumpRing) unmap() {
+	if r != nil && r.mem != nil {
+		unix.Munmap(r.mem)
+		r.mem, r.data = nil, nil
+	}
+}
+
+// acceptDumpRing maps the ring a PE offered (size bytes, its descriptor
+// the one rd received with the offer), after checking that the file is
+// sealed at that size.
+func acceptDumpRing(rd *rightsReader, size int) (*dumpRing, error) {
+	if len(rd.fds) == 0 {
+		return nil, errors.New("a ring offered without its memory")
+	}
+	fd := rd.fds[0]
+	rd.fds = rd.fds[1:]
+	defer unix.Close(fd)
+	if size <= dumpRingData || size > maxDumpRing {
+		return nil, fmt.Errorf("a ring of %d bytes", size)
+	}
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil || seals&(unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL) != unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL {
+		return nil, fmt.Errorf("a ring not sealed (seals %#x, %v)", seals, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Size != int64(size) {
+		return nil, fmt.Errorf("a ring of %d bytes announced as %d (%v)", st.Size, size, err)
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	return &dumpRing{mem: mem, data: mem[dumpRingData:]}, nil
+}
+
+// rightsReader reads a PE's Unix connection and keeps the descriptors
+// that come with its bytes (a ring offer's).
+type rightsReader struct {
+	uc  *net.UnixConn
+	oob []byte
+	fds []int
+}
+
+func newRightsReader(uc *net.UnixConn) *rightsReader {
+	return &rightsReader{uc: uc, oob: make([]byte, unix.CmsgSpace(4*4))}
+}
+
+func (r *rightsReader) Read(p []byte) (int, error) {
+	n, oobn, _, _, err := r.uc.ReadMsgUnix(p, r.oob)
+	n, oobn = max(n, 0), max(oobn, 0) // -1 with an error
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(r.oob[:oobn])
+		for i := range msgs {
+			if perr != nil {
+				break
+			}
+			fds, ferr := unix.ParseUnixRights(&msgs[i])
+			if ferr == nil {
+				r.fds = append(r.fds, fds...)
+			}
+		}
+	}
+	return n, err
+}
+
+// close closes the descriptors received and not taken.
+func (r *rightsReader) close() {
+	for _, fd := range r.fds {
+		unix.Close(fd)
+	}
+	r.fds = nil
+}

@@ -1,0 +1,186 @@
+package launcher
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/gochare/gochare/logging"
+	"github.com/gochare/gochare/scheduler"
+)
+
+// unixPair returns both ends of a Unix stream connection.
+func unixPair(t *testing.T) (pe, logger *net.UnixConn) {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(t.TempDir(), "s"), Net: "unix"})
+	require.NoError(t, err)
+	defer ln.Close()
+	pe, err = net.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
+	require.NoError(t, err)
+	logger, err = ln.AcceptUnix()
+	require.NoError(t, err)
+	t.Cleanup(func() { pe.Close(); logger.Close() })
+	return pe, logger
+}
+
+// acceptOffer reads a ring offer on the logger's end and maps the ring.
+func acceptOffer(t *testing.T, logger *net.UnixConn) (*dumpRing, error) {
+	t.Helper()
+	rd := newRightsReader(logger)
+	defer rd.close()
+	var h [dumpHeaderSize]byte
+	_, err := io.ReadFull(rd, h[:])
+	require.NoError(t, err)
+	require.Equal(t, byte(dumpKindRingOffer), h[0])
+	return acceptDumpRing(rd, int(uint32(h[17])|uint32(h[18])<<8|uint32(h[19])<<16|uint32(h[20])<<24))
+}
+
+// The ring against a naive model: a place is given while what is placed
+// and not consumed, with the end skipped at a wrap, fits in the ring;
+// the logger copies out exactly what the PE wrote, also when the PE used
+// only the start of its place; positions follow the places.
+func TestDumpRing(t *testing.T) {
+	peEnd, loggerEnd := unixPair(t)
+	pe, err := offerDumpRing(peEnd)
+	require.NoError(t, err)
+	defer pe.unmap()
+	logger, err := acceptOffer(t, loggerEnd)
+	require.NoError(t, err)
+	defer logger.unmap()
+	d := uint64(len(pe.data))
+	type placed struct {
+		want []byte
+		end  uint64
+	}
+	var pending []placed
+	var head, consumed uint64 // the model's
+	rng := rand.New(rand.NewPCG(1, 2))
+	noise := make([]byte, 2*d)
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	wraps := 0
+	for range 5000 {
+		if len(pending) == 0 || rng.IntN(3) > 0 {
+			n := 1 + rng.IntN(int(d)/3)
+			slot, end, ok := pe.alloc(n)
+			start := head
+			if start%d+uint64(n) > d {
+				start += d - start%d
+			}
+			if start+uint64(n)-consumed > d {
+				require.False(t, ok, "a place given in a full ring")
+				continue
+			}
+			require.True(t, ok, "no place in a ring with room")
+			if start != head {
+				wraps++
+			}
+			head = start + uint64(n)
+			require.Equal(t, head, end)
+			used := 1 + rng.IntN(n) // the start of its place
+			copy(slot, noise[rng.IntN(int(d)):][:used])
+			at, ok := pe.position(slot[:used])
+			require.True(t, ok)
+			require.Equal(t, start+uint64(used), at)
+			pending = append(pending, placed{want: append([]byte(nil), slot[:used]...), end: at})
+			continue
+		}
+		p := pending[0]
+		pending = pending[1:]
+		got := make([]byte, len(p.want))
+		require.NoError(t, logger.take(got, p.end))
+		require.Equal(t, p.want, got)
+		consumed = p.end
+	}
+	require.Positive(t, wraps)
+	_, ok := pe.position(make([]byte, 10))
+	require.False(t, ok, "memory outside the ring")
+	require.Error(t, logger.take(make([]byte, 10), 5), "bytes before the ring's start")
+	require.Error(t, logger.take(make([]byte, 10), d+5), "bytes across the ring's end")
+	_, _, ok = pe.alloc(int(d))
+	require.False(t, ok, "a place as large as the ring")
+}
+
+// A logger maps only a sealed ring of the size announced.
+func TestDumpRingRefused(t *testing.T) {
+	offer := func(t *testing.T, seal bool, size, announced int) error {
+		peEnd, loggerEnd := unixPair(t)
+		fd, err := unix.MemfdCreate("test", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+		require.NoError(t, err)
+		defer unix.Close(fd)
+		require.NoError(t, unix.Ftruncate(fd, int64(size)))
+		if seal {
+			_, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL)
+			require.NoError(t, err)
+		}
+		var h [dumpHeaderSize]byte
+		h[0] = dumpKindRingOffer
+		h[17], h[18], h[19] = byte(announced), byte(announced>>8), byte(announced>>16)
+		_, _, err = peEnd.WriteMsgUnix(h[:], unix.UnixRights(fd), nil)
+		require.NoError(t, err)
+		r, err := acceptOffer(t, loggerEnd)
+		r.unmap()
+		return err
+	}
+	require.NoError(t, offer(t, true, dumpRingSize, dumpRingSize))
+	require.ErrorContains(t, offer(t, false, dumpRingSize, dumpRingSize), "not sealed")
+	require.ErrorContains(t, offer(t, true, dumpRingSize, dumpRingSize+4096), "announced")
+	require.ErrorContains(t, offer(t, true, 4096, 4096), "a ring of")
+}
+
+// A PE on its logger's host dumps through the ring: a dump encoded there
+// (DumpBuffer) and one copied there go as their headers alone, one
+// before an encoded one through the socket; the logger stores them all
+// and answers a fetch with them; only the buffers of the others come back
+// to the PE (the encoded one is the ring's).
+func TestDumpThroughSharedMemory(t *testing.T) {
+	srv, c, got := dumpPair(t)
+	first := dumpOf(t, 0, 3, 0, 4)
+	c.Dump(first) // dials
+	k := c.links[0]
+	waitFor(t, "the link up", k.pollable.Load)
+	k.mu.Lock()
+	hasRing := k.ring != nil
+	k.mu.Unlock()
+	require.True(t, hasRing, "a ring on the logger's host")
+	var acks []scheduler.DumpAcked
+	waitFor(t, "the first acknowledged", func() bool {
+		acks = c.TakeDumpAcks(acks)
+		return len(acks) > 0 && acks[len(acks)-1].To == first.To
+	})
+	copied := dumpOf(t, 0, 3, first.To, 30)
+	encoded := dumpOf(t, 0, 3, copied.To, 50)
+	buf := c.DumpBuffer(0, len(encoded.Payload)+100)
+	require.NotNil(t, buf)
+	require.Zero(t, len(buf))
+	encodedPayload := append(buf, encoded.Payload...)
+	require.Equal(t, &buf[:1][0], &encodedPayload[0], "encoded in place")
+	// The first goes through the socket (placed after the second, it
+	// would be consumed before it), the third is copied into the ring.
+	last := dumpOf(t, 0, 3, encoded.To, 20)
+	c.DumpAll([]logging.DumpBatch{copied, {Logger: 0, Epoch: 3, From: encoded.From, To: encoded.To, Payload: encodedPayload}, last})
+	waitFor(t, "all acknowledged", func() bool {
+		acks = c.TakeDumpAcks(acks)
+		return acks[len(acks)-1].To == last.To
+	})
+	require.Equal(t, len(first.Payload)+len(copied.Payload)+len(encoded.Payload)+len(last.Payload), srv.store.held())
+	back, err := c.Fetch(0, 3, copied.From, last.To)
+	require.NoError(t, err)
+	require.Equal(t, slices.Concat(copied.Payload, encoded.Payload, last.Payload), back)
+	waitFor(t, "the buffers given back", func() bool { return len(got.sentBack()) == 3 })
+	for _, b := range got.sentBack() {
+		require.False(t, bytes.Equal(b, encodedPayload) && &b[0] == &encodedPayload[0], "the ring's memory given back")
+	}
+	k.mu.Lock()
+	consumed := *k.ring.consumed()
+	k.mu.Unlock()
+	require.Positive(t, consumed, "the logger copied out of the ring")
+}

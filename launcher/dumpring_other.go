@@ -1,0 +1,40 @@
+//go:build !linux
+
+package launcher
+
+import (
+	"errors"
+	"net"
+)
+
+// dumpRing is Linux's (dumpring_linux.go): elsewhere the dumps go
+// through the socket.
+type dumpRing struct{}
+
+func offerDumpRing(*net.UnixConn) (*dumpRing, error) {
+	return nil, errors.New("no shared dump memory on this system")
+}
+
+func (r *dumpRing) alloc(int) ([]byte, uint64, bool) { return nil, 0, false }
+
+func (r *dumpRing) position([]byte) (uint64, bool) { return 0, false }
+
+func (r *dumpRing) take([]byte, uint64) error {
+	return errors.New("no shared dump memory on this system")
+}
+
+func (r *dumpRing) unmap() {}
+
+type rightsReader struct{}
+
+func newRightsReader(*net.UnixConn) *rightsReader { return nil }
+
+func (r *rightsReader) Read([]byte) (int, error) {
+	return 0, errors.New("no shared dump memory on this system")
+}
+
+func (r *rightsReader) close() {}
+
+func acceptDumpRing(*rightsReader, int) (*dumpRing, error) {
+	return nil, errors.New("no shared dump memory on this system")
+}
