@@ -20,12 +20,14 @@ import (
 // pointer, so the collector does not scan them.
 type determinantStore struct {
 	tasks map[TaskID]*taskDeterminants
-	// last is the entry of tasks looked up last: consecutive look-ups
-	// are often for the same receiver (an envelope's determinants are
-	// runs of one task's receptions).
-	lastTask TaskID
-	last     *taskDeterminants
-	count    int
+	// cache holds entries of tasks looked up, at a slot by a hash of the
+	// task (a direct-mapped cache): an envelope's determinants are runs of
+	// the receptions of the sending PE's tasks, a few hundred of them
+	// interleaved, and a map look-up for each run was a tenth of the
+	// store's instructions under FullDet on LeanMD (docs/benchmarks.md,
+	// "fd3 (2026-11-28)"). Cleared by reset, the only removal from tasks.
+	cache *[detCacheSize]detCacheEntry
+	count int
 	// slab holds the records themselves.
 	slab detSlab
 	// spare are the arrays of tasks forgotten by reset, for reuse.
@@ -46,18 +48,31 @@ type determinantEntry struct {
 	slot uint32 // index in the slab
 }
 
+type detCacheEntry struct {
+	task TaskID
+	t    *taskDeterminants
+}
+
+const detCacheSize = 256
+
+// detCacheSlot is task's slot in determinantStore.cache.
+func detCacheSlot(task TaskID) int {
+	return int((uint64(task) * 0x9e3779b97f4a7c15) >> (64 - 8))
+}
+
 func newDeterminantStore() determinantStore {
-	return determinantStore{tasks: map[TaskID]*taskDeterminants{}}
+	return determinantStore{tasks: map[TaskID]*taskDeterminants{}, cache: new([detCacheSize]detCacheEntry)}
 }
 
 // of returns receiver's determinants, or nil.
 func (s *determinantStore) of(receiver TaskID) *taskDeterminants {
-	if s.last != nil && s.lastTask == receiver {
-		return s.last
+	c := &s.cache[detCacheSlot(receiver)]
+	if c.t != nil && c.task == receiver {
+		return c.t
 	}
 	t := s.tasks[receiver]
 	if t != nil {
-		s.lastTask, s.last = receiver, t
+		c.task, c.t = receiver, t
 	}
 	return t
 }
@@ -114,7 +129,7 @@ func (s *determinantStore) add(d Determinant, createdHere bool, holders ...PEID)
 			t = &taskDeterminants{}
 		}
 		s.tasks[d.Receiver] = t
-		s.lastTask, s.last = d.Receiver, t
+		s.cache[detCacheSlot(d.Receiver)] = detCacheEntry{d.Receiver, t}
 	}
 	stored, slot := s.slab.get(d, createdHere, holders...)
 	entry := determinantEntry{rsn: d.RSN, slot: slot}
@@ -184,7 +199,7 @@ func (s *determinantStore) reset() {
 		s.spare = append(s.spare, t)
 		delete(s.tasks, task)
 	}
-	s.last = nil
+	clear(s.cache[:])
 	s.count = 0
 	s.slab.reset()
 }

@@ -43,10 +43,10 @@ type Protocol interface {
 	// Checkpoint.
 	Logged(from TaskID, toPE PEID, to TaskID) bool
 	// Arrive takes an envelope from the network. It may keep a message or
-	// recovery envelope's slices (the message and its payload, which it
-	// never writes, Requires, Determinants, Progress); of an EnvelopeAck
-	// it keeps nothing, so the caller may reuse its slices once Arrive
-	// returns.
+	// recovery envelope's message, payload (which it never writes),
+	// Requires and Progress; it keeps no envelope's Determinants, nor
+	// anything of an EnvelopeAck, so the caller may reuse those slices
+	// once Arrive returns.
 	Arrive(env Envelope)
 	// Forward takes a message envelope that reached this PE for a task that
 	// is not here but on PE to (it moved, and its sender did not know yet):
@@ -1071,6 +1071,8 @@ func (e *engine) Arrive(env Envelope) {
 	e.takeRecords(env)
 	t, ok := e.tasks[env.Message.To]
 	if !ok {
+		// The caller reuses the determinants' array (see Arrive).
+		env.Determinants = slices.Clone(env.Determinants)
 		e.unhosted[env.Message.To] = append(e.unhosted[env.Message.To], env)
 		return
 	}
@@ -1372,8 +1374,13 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 			t.addRequirement(Dependency{Task: m.ID.Sender, Trigger: trigger})
 		}
 	}
-	k := determinantKey{task, rsn}
-	if stored, ok := e.determinants.get(k); ok {
+	// Past the replay end the store holds nothing at rsn (replayEnd is
+	// at least the last RSN stored for the task): no look-up.
+	var stored *storedDeterminant
+	if rsn <= t.replayEnd {
+		stored, _ = e.determinants.get(determinantKey{task, rsn})
+	}
+	if stored != nil {
 		if stored.determinant.Message != m.ID {
 			panic(fmt.Sprintf("logging: pe%d: replay of task %d diverged at RSN %d: recorded %v, delivering %v",
 				e.pe, task, rsn, stored.determinant.Message, m.ID))

@@ -30,13 +30,15 @@ import (
 //
 // The decoding state is a batchDecoder the PE keeps and reuses, so that
 // a batch of plain messages and acknowledgements costs no allocation. The
-// Requires, Determinants and Progress slices of message and recovery
-// envelopes are the exception: the protocol keeps them (a buffered
-// message, the acknowledgement of the records a message piggybacks, an
-// envelope for a task not placed yet), so each batch that has any gets
-// one new array of each, shared by its envelopes. An acknowledgement's
+// Requires and Progress slices of message and recovery envelopes are the
+// exception: the protocol keeps them (a buffered message, the
+// acknowledgement of the records a message piggybacks, an envelope for a
+// task not placed yet), so each batch that has any gets one new array of
+// each, shared by its envelopes. Determinants, and an acknowledgement's
 // records, which Protocol.Arrive reads and does not keep, are in arrays
-// the decoder reuses.
+// the decoder reuses (under FullDet a PE receives every determinant of
+// the job, most of them more than once: a new array per batch was a
+// tenth of a LeanMD PE's allocations).
 
 // Field numbers of scheduler/wire/wire.proto the encoder does not write
 // (the others are in encode.go).
@@ -81,9 +83,13 @@ type rawEnvelope struct {
 	determinants, progress span
 	// packed is the packed_determinants field, read into determinants
 	// after the others once the envelope is read; packedErr says it was
-	// malformed (an error of the envelope, as envelopeFromWire's).
+	// malformed (an error of the envelope, as envelopeFromWire's). When
+	// the envelope has no other determinant (a piggyback), they are read
+	// converted, into converted of packedDeterminants (unpackInto).
 	packed    []byte
 	packedErr error
+	direct    bool
+	converted span
 
 	hasMessage                 bool
 	id                         rawID
@@ -104,12 +110,15 @@ type batchDecoder struct {
 	determinants    []rawDeterminant
 	progress        []rawProgress
 	// The arrays handed out to this batch's envelopes (see envelope).
-	outRequires     []logging.Dependency
-	outDeterminants []logging.Determinant
-	outProgress     []logging.Progress
-	// The reused arrays of the acknowledgements' records.
-	ackDeterminants []logging.Determinant
-	ackProgress     []logging.Progress
+	outRequires []logging.Dependency
+	outProgress []logging.Progress
+	// The reused arrays of the envelopes' determinants (packedDeterminants
+	// those read converted: rawEnvelope.converted) and of the
+	// acknowledgements' progress records.
+	packedDeterminants []logging.Determinant
+	outDeterminants    []logging.Determinant
+	ackDeterminants    []logging.Determinant
+	ackProgress        []logging.Progress
 }
 
 // reset forgets the last batch (and the references into its buffer).
@@ -118,7 +127,10 @@ func (d *batchDecoder) reset() {
 	clear(d.dependencies)
 	clear(d.determinants)
 	d.envelopes, d.dependencies, d.determinants, d.progress = d.envelopes[:0], d.dependencies[:0], d.determinants[:0], d.progress[:0]
-	d.outRequires, d.outDeterminants, d.outProgress = nil, nil, nil
+	d.outRequires, d.outProgress = nil, nil
+	clear(d.outDeterminants)
+	clear(d.packedDeterminants)
+	d.outDeterminants, d.packedDeterminants = d.outDeterminants[:0], d.packedDeterminants[:0]
 	clear(d.ackDeterminants)
 	d.ackDeterminants, d.ackProgress = d.ackDeterminants[:0], d.ackProgress[:0]
 	d.job, d.generation = 0, 0
@@ -303,7 +315,11 @@ func (d *batchDecoder) readEnvelope(b []byte) error {
 		}
 		b = b[n:]
 	}
-	if len(e.packed) > 0 {
+	if len(e.packed) > 0 && e.determinants.from == e.determinants.to {
+		from := len(d.packedDeterminants)
+		d.packedDeterminants, e.packedErr = unpackInto(d.packedDeterminants, e.packed)
+		e.direct, e.converted = true, span{int32(from), int32(len(d.packedDeterminants))}
+	} else if len(e.packed) > 0 {
 		d.determinants, e.packedErr = unpackDeterminants(d.determinants, e.packed)
 		e.determinants.to = int32(len(d.determinants))
 	}
@@ -608,6 +624,16 @@ func (d *batchDecoder) envelope(i, from, self, size int) (logging.Envelope, erro
 	if e.Kind == logging.EnvelopeAck {
 		dets, progress = &d.ackDeterminants, &d.ackProgress
 	}
+	if w.direct {
+		if w.packedErr != nil {
+			return e, fmt.Errorf("%w: %v", ErrMalformed, w.packedErr)
+		}
+		c := w.converted
+		if c.from < c.to {
+			e.Determinants = d.packedDeterminants[c.from:c.to:c.to]
+		}
+		return d.progressOf(e, w, progress), nil
+	}
 	raw := d.determinants[w.determinants.from:w.determinants.to]
 	e.Determinants = take(dets, len(raw), len(d.determinants))
 	for j := range raw {
@@ -629,10 +655,15 @@ func (d *batchDecoder) envelope(i, from, self, size int) (logging.Envelope, erro
 		e.Determinants = nil
 		return e, fmt.Errorf("%w: %v", ErrMalformed, w.packedErr)
 	}
+	return d.progressOf(e, w, progress), nil
+}
+
+// progressOf sets e's progress records, w's as read, in *progress.
+func (d *batchDecoder) progressOf(e logging.Envelope, w *rawEnvelope, progress *[]logging.Progress) logging.Envelope {
 	records := d.progress[w.progress.from:w.progress.to]
 	e.Progress = take(progress, len(records), len(d.progress))
 	for j, p := range records {
 		e.Progress[j] = logging.Progress{Task: commutative.TaskID(p.task), RSN: p.rsn, Creator: logging.PEID(int32(p.creator)), Seq: p.seq}
 	}
-	return e, nil
+	return e
 }

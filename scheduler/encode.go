@@ -304,9 +304,29 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 	b = protofield.AppendVarint(b, envEpoch, uint64(e.Epoch))
 	b = protofield.AppendVarint(b, envCarry, e.Carry)
 	if !ack && len(e.Determinants) > 0 {
-		b = appendNestedHeader(b, envPacked, sizePackedDeterminants(e.Determinants))
-		b = appendPackedDeterminants(b, e.Determinants)
+		b = appendPackedField(b, e.Determinants)
 	}
+	return b
+}
+
+// appendPackedField appends ds as the packed_determinants field, packed
+// once: the length is written after the bytes, which move up when it
+// takes more than the one byte left for it (a piggyback of more than a
+// few determinants), instead of a pass over ds to size them first
+// (sizeEnvelope's pass gave the envelope's length already).
+func appendPackedField(b []byte, ds []logging.Determinant) []byte {
+	b = append(b, byte(envPacked<<3)|byte(protowire.BytesType), 0)
+	mark := len(b)
+	b = appendPackedDeterminants(b, ds)
+	n := len(b) - mark
+	if n < 0x80 {
+		b[mark-1] = byte(n)
+		return b
+	}
+	k := varintLen(uint64(n))
+	b = append(b, make([]byte, k-1)...)
+	copy(b[mark-1+k:], b[mark:mark+n])
+	protowire.AppendVarint(b[:mark-1], uint64(n))
 	return b
 }
 

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"errors"
 	"math/bits"
 
@@ -157,4 +158,76 @@ func determinantFromRaw(raw *rawDeterminant) (logging.Determinant, error) {
 	}
 	return logging.Determinant{Message: id, Receiver: commutative.TaskID(raw.receiver), RSN: raw.rsn,
 		Creator: logging.PEID(int32(raw.creator)), Seq: raw.seq}, nil
+}
+
+// unpackInto appends the determinants packed in b to out, converted (a
+// message's path parsed and copied), in one pass: the decoder's path for
+// an envelope whose determinants are all packed, as a piggyback's are.
+// A path equal to the last one parsed is that one's (a run of
+// receptions of one region's messages), not parsed and copied again. On
+// an error out is returned as it was.
+func unpackInto(out []logging.Determinant, b []byte) ([]logging.Determinant, error) {
+	start := len(out)
+	var prev logging.Determinant
+	var lastPath []byte // the last path parsed, lastCPI
+	var lastCPI commutative.Path
+	for len(b) > 0 {
+		flags, n, err := varint(b)
+		if err != nil || flags&^(packedPath|packedStamp) != 0 {
+			return out[:start], errPacked
+		}
+		b = b[n:]
+		var v [4]uint64
+		for j := range v {
+			if len(b) > 0 && b[0] < 0x80 {
+				v[j], b = uint64(b[0]), b[1:]
+				continue
+			}
+			x, n, err := varint(b)
+			if err != nil {
+				return out[:start], errPacked
+			}
+			v[j], b = x, b[n:]
+		}
+		d := logging.Determinant{
+			Receiver: prev.Receiver + commutative.TaskID(unzigzag(v[0])),
+			RSN:      prev.RSN + unzigzag(v[1]),
+			Message: logging.MessageID{
+				Sender: prev.Message.Sender + commutative.TaskID(unzigzag(v[2])),
+				SRN:    prev.Message.SRN + unzigzag(v[3]),
+			},
+		}
+		if flags&packedPath != 0 {
+			l, n, err := varint(b)
+			if err != nil || l == 0 || l > uint64(len(b)-n) {
+				return out[:start], errPacked
+			}
+			cpi := b[n : n+int(l)]
+			b = b[n+int(l):]
+			if lastPath == nil || !bytes.Equal(cpi, lastPath) {
+				path, err := commutative.ParsePath(cpi)
+				if err != nil {
+					return out[:start], errPacked
+				}
+				lastPath, lastCPI = cpi, path
+			}
+			d.Message.CPI = lastCPI
+		}
+		if flags&packedStamp != 0 {
+			c, n, err := varint(b)
+			if err != nil {
+				return out[:start], errPacked
+			}
+			b = b[n:]
+			seq, n, err := varint(b)
+			if err != nil {
+				return out[:start], errPacked
+			}
+			b = b[n:]
+			d.Creator, d.Seq = logging.PEID(int32(unzigzag(c))), seq
+		}
+		out = append(out, d)
+		prev = d
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,6 +36,61 @@ func TestPackedDeterminantsRoundTrip(t *testing.T) {
 			// A truncated field is an error or fewer determinants, never
 			// a panic.
 			_, _ = unpackDeterminants(nil, b[:cut])
+		}
+	}
+}
+
+// unpackInto, the decoder's one-pass conversion, gives what
+// unpackDeterminants and determinantFromRaw give, on runs of one path
+// (which it parses once) and on paths that come back after others, and
+// fails where they fail.
+func TestUnpackIntoAgreesWithRaw(t *testing.T) {
+	for seed := range uint64(500) {
+		r := rand.New(rand.NewPCG(seed, 23))
+		var ds []logging.Determinant
+		var paths []logging.MessageID
+		for range r.IntN(30) {
+			id := randomID(r, 0)
+			if len(paths) > 0 && r.IntN(2) == 0 {
+				// Another message of a region already seen.
+				id.CPI = paths[r.IntN(len(paths))].CPI
+			}
+			paths = append(paths, id)
+			creator, seq := randomStamp(r)
+			ds = append(ds, logging.Determinant{Message: id,
+				Receiver: logging.TaskID(r.Uint64() >> r.IntN(64)), RSN: r.Uint64() >> r.IntN(64), Creator: creator, Seq: seq})
+		}
+		b := appendPackedDeterminants(nil, ds)
+		prefix := []logging.Determinant{{RSN: 7}}
+		got, err := unpackInto(prefix, b)
+		require.NoError(t, err, "seed %d", seed)
+		require.Equal(t, append(prefix[:1:1], ds...), got, "seed %d", seed)
+		for cut := range len(b) {
+			// A truncated or altered field fails as the raw reading does
+			// (or reads the same determinants), never panics, and leaves
+			// out as it was on an error.
+			bad := slices.Clone(b[:cut])
+			if cut > 0 && r.IntN(2) == 0 {
+				bad[r.IntN(cut)] ^= byte(1 + r.IntN(255))
+			}
+			raw, rawErr := unpackDeterminants(nil, bad)
+			var want []logging.Determinant
+			for i := range raw {
+				d, err := determinantFromRaw(&raw[i])
+				if err != nil {
+					rawErr = err
+					break
+				}
+				want = append(want, d)
+			}
+			got, err := unpackInto(prefix[:1:1], bad)
+			if rawErr != nil {
+				require.Error(t, err, "seed %d, cut %d", seed, cut)
+				require.Equal(t, prefix[:1], got)
+				continue
+			}
+			require.NoError(t, err, "seed %d, cut %d", seed, cut)
+			require.Equal(t, append(prefix[:1:1], want...), got, "seed %d, cut %d", seed, cut)
 		}
 	}
 }
