@@ -105,9 +105,10 @@ func acceptLoggerConn(nc net.Conn, tlsCfg *tls.Config, secret []byte, logger, pe
 }
 
 // dialLoggerConn opens and authenticates a connection of kind from PE
-// rank to logger at addr, within dumpHandshakeLimit. An event log stream
+// rank to logger at addr, within dumpHandshakeLimit. The stream
 // goes through the logger's Unix socket when the PE can reach it (on the
-// logger's host; localLoggerAddr) and through TCP otherwise.
+// logger's host; localLoggerAddr) and a process of the PE's user holds it,
+// and through TCP otherwise.
 func dialLoggerConn(ctx context.Context, kind loggerStream, addr string, rank, logger int, secret []byte, tlsCfg *tls.Config) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dumpHandshakeLimit)
 	defer cancel()
@@ -130,6 +131,14 @@ func dialLoggerConnOn(ctx context.Context, network, addr string, kind loggerStre
 	nc, err := new(net.Dialer).DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("launcher: logger %d at %s: %w", logger, addr, err)
+	}
+	if network == "unix" {
+		// Anyone on the host may have taken the name first: send
+		// nothing to another user's process.
+		if err := transport.UnixPeerUser(nc); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("%w: logger %d at %s: %w", errDumpRefused, logger, addr, err)
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	defer stop()

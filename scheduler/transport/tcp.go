@@ -1382,7 +1382,7 @@ func (e *TCP) dial(rank int, addr string, local *bool) (*tcpConn, error) {
 // dialOn connects to PE rank at addr on network ("tcp", or "unix" for its
 // Unix socket) and runs the dialer's side of the handshake, within
 // timeout. On a Unix socket it first checks that the process listening
-// there runs as this one's user (unixPeerUser), so that the frames go to
+// there runs as this one's user (UnixPeerUser), so that the frames go to
 // no other user's process even if one took the name first and relays the
 // handshake to the PE.
 func (e *TCP) dialOn(rank int, network, addr string, timeout time.Duration) (*tcpConn, error) {
@@ -1396,7 +1396,7 @@ func (e *TCP) dialOn(rank int, network, addr string, timeout time.Duration) (*tc
 		return nil, ErrClosed
 	}
 	if network == "unix" {
-		if err := unixPeerUser(nc); err != nil {
+		if err := UnixPeerUser(nc); err != nil {
 			e.untrack(nc)
 			e.stats.refused.Add(1)
 			return nil, fmt.Errorf("%w: %s: %w", ErrRefused, addr, err)

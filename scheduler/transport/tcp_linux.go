@@ -43,9 +43,12 @@ func unixPeer(nc net.Conn) (pid, uid int, err error) {
 	return int(cred.Pid), int(cred.Uid), nil
 }
 
-// unixPeerUser checks that the process at the other end of the Unix
-// socket nc runs as this process's user.
-func unixPeerUser(nc net.Conn) error {
+// UnixPeerUser checks that the process at the other end of the Unix
+// socket nc runs as this process's user. A dialer calls it before it
+// sends anything on a socket named in the abstract namespace, which any
+// process of the host may have taken first (and could relay a handshake
+// through, to read what follows).
+func UnixPeerUser(nc net.Conn) error {
 	pid, uid, err := unixPeer(nc)
 	if err != nil {
 		return err

@@ -16,7 +16,8 @@ var errNoUnixPeer = errors.New("transport: no Unix socket peers on this system")
 
 func unixPeer(net.Conn) (pid, uid int, err error) { return 0, 0, errNoUnixPeer }
 
-func unixPeerUser(net.Conn) error { return errNoUnixPeer }
+// UnixPeerUser fails on this system, which has no Unix socket between PEs.
+func UnixPeerUser(net.Conn) error { return errNoUnixPeer }
 
 // directWriter writes nothing on the loop's goroutine on this system:
 // the connection's writer writes everything.

@@ -1,15 +1,12 @@
 package transport_test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -197,79 +194,15 @@ func TestTCPUnixSocketTakenByAnother(t *testing.T) {
 	}
 }
 
-// squatEnv, in the environment of this test binary, makes it a process
-// that takes the Unix socket name it holds as another user (see
-// TestTCPUnixSocketOfAnotherUser).
-const squatEnv = "TRANSPORT_TEST_SQUAT"
-
-func init() {
-	if name := os.Getenv(squatEnv); name != "" {
-		os.Exit(squat(name))
-	}
-}
-
-// squat, run as root, becomes user nobody (65534), listens on the Unix
-// socket name, says "ready", and for each connection prints how many
-// bytes it read before the dialer hung up; it ends with its stdin.
-func squat(name string) int {
-	if err := syscall.Setgid(65534); err != nil {
-		fmt.Println("setgid:", err)
-		return 1
-	}
-	if err := syscall.Setuid(65534); err != nil {
-		fmt.Println("setuid:", err)
-		return 1
-	}
-	ln, err := net.Listen("unix", name)
-	if err != nil {
-		fmt.Println("listen:", err)
-		return 1
-	}
-	fmt.Println("ready")
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				b, _ := io.ReadAll(nc)
-				fmt.Printf("read %d\n", len(b))
-			}()
-		}
-	}()
-	io.Copy(io.Discard, os.Stdin)
-	return 0
-}
+func init() { transporttest.Squat() }
 
 // A PE does not talk to a process of another user at its peer's Unix
 // socket name, not even the hello (such a process could relay the
 // handshake to the real PE and read the frames): it hangs up and
 // connects over TCP. Run as root (it starts a process as nobody).
 func TestTCPUnixSocketOfAnotherUser(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root, to start a process of another user")
-	}
 	addr := freeTCPAddr(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), squatEnv+"="+unixName(addr.String()))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || lines.Text() != "ready" {
-		t.Fatalf("the squatter did not start: %q", lines.Text())
-	}
+	squatter := transporttest.StartSquatter(t, unixName(addr.String()))
 	j := newTCPJobWith(t, 2, func(r int, cfg *transport.Config) {
 		if r == 1 {
 			cfg.Port = addr.Port
@@ -281,10 +214,7 @@ func TestTCPUnixSocketOfAnotherUser(t *testing.T) {
 	if j.log.Find("no PE at the Unix socket of a peer", "runs as user 65534") == "" {
 		t.Error("PE 0 did not say it found another user's process at PE 1's Unix socket")
 	}
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "read ") {
-		t.Fatalf("the squatter said %q", lines.Text())
-	}
-	if lines.Text() != "read 0" {
-		t.Errorf("the squatter got something from the PE: %s bytes", lines.Text())
+	if n := squatter.Read(t); n != 0 {
+		t.Errorf("the squatter got %d bytes from the PE", n)
 	}
 }
