@@ -543,12 +543,25 @@ func (e *engine) fetchFor(restored []TaskID, epoch uint32) {
 // EventLogger is the logger process's side: it stores the records the PEs
 // send (Store), acknowledges them, and answers a restored task's fetch
 // (Fetch). A pure state machine, like the protocols.
+//
+// Store appends a batch's determinants to the period's log as they come
+// (one copy of the batch, no work per record but its stamp's look); the
+// index by task that Fetch and HoldsDeterminant read is made from the log
+// when they are called (index), for what came since the last call. A
+// logger is asked for its records only after a failure, and stores some
+// ten thousand batches a second.
 type EventLogger struct {
 	id    int
 	epoch uint64
-	dets  map[TaskID]*loggedDeterminants
-	prog  map[TaskID]Progress
-	acked map[PEID]uint64
+	// log is the period's determinants in the order they came; dets
+	// indexes log[:indexed].
+	log     []Determinant
+	indexed int
+	dets    map[TaskID]*loggedDeterminants
+	prog    map[TaskID]Progress
+	// acked is the acknowledgement of each creator (by PEID) in the
+	// period.
+	acked []uint64
 	dead  map[PEID]bool
 	stats EventLoggerStats
 }
@@ -614,7 +627,7 @@ type EventLoggerStats struct {
 // NewEventLogger returns logger id's state.
 func NewEventLogger(id int) *EventLogger {
 	return &EventLogger{id: id, dets: map[TaskID]*loggedDeterminants{}, prog: map[TaskID]Progress{},
-		acked: map[PEID]uint64{}, dead: map[PEID]bool{}}
+		dead: map[PEID]bool{}}
 }
 
 // Store keeps a batch and returns the acknowledgement to send to every
@@ -635,14 +648,54 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 		for _, byTask := range l.dets {
 			byTask.reset()
 		}
+		clear(l.log) // their paths
+		l.log, l.indexed = l.log[:0], 0
 		clear(l.prog)
 		clear(l.acked)
 		l.stats.Held = 0
 	}
+	if b.Creator < 0 {
+		panic(fmt.Sprintf("logging: logger %d: a batch of creator %d", l.id, b.Creator))
+	}
+	if int(b.Creator) >= len(l.acked) {
+		l.acked = append(l.acked, make([]uint64, int(b.Creator)+1-len(l.acked))...)
+	}
 	l.stats.Batches++
 	upTo := l.acked[b.Creator]
+	bytes := 0
+	for i := range b.Determinants {
+		d := &b.Determinants[i]
+		bytes += d.EncodedSize()
+		// RSNs count from 1: a determinant at 0 names no reception
+		// and is not kept (index).
+		if d.Creator == b.Creator && d.RSN != 0 {
+			upTo = max(upTo, d.Seq)
+		}
+	}
+	l.log = append(l.log, b.Determinants...)
+	for _, p := range b.Progress {
+		bytes += p.EncodedSize()
+		if cur, ok := l.prog[p.Task]; !ok || cur.RSN < p.RSN {
+			if !ok {
+				l.stats.Held++
+			}
+			l.prog[p.Task] = p
+		}
+		if p.Creator == b.Creator {
+			upTo = max(upTo, p.Seq)
+		}
+	}
+	l.stats.Records += len(b.Determinants) + len(b.Progress)
+	l.stats.Bytes += bytes
+	l.acked[b.Creator] = upTo
+	return EventLogAck{Logger: l.id, Epoch: l.epoch, Creator: b.Creator, UpTo: upTo}, true
+}
+
+// index indexes by task the determinants stored since the last call:
+// the first held at a task's RSN is kept, as it came first.
+func (l *EventLogger) index() {
 	var byTask *loggedDeterminants
-	for _, d := range b.Determinants {
+	for _, d := range l.log[l.indexed:] {
 		// RSNs count from 1: a determinant at 0 names no reception.
 		if d.RSN == 0 {
 			continue
@@ -658,25 +711,8 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 		if byTask.add(d) {
 			l.stats.Held++
 		}
-		if d.Creator == b.Creator {
-			upTo = max(upTo, d.Seq)
-		}
 	}
-	for _, p := range b.Progress {
-		if cur, ok := l.prog[p.Task]; !ok || cur.RSN < p.RSN {
-			if !ok {
-				l.stats.Held++
-			}
-			l.prog[p.Task] = p
-		}
-		if p.Creator == b.Creator {
-			upTo = max(upTo, p.Seq)
-		}
-	}
-	l.stats.Records += len(b.Determinants) + len(b.Progress)
-	l.stats.Bytes += b.Bytes()
-	l.acked[b.Creator] = upTo
-	return EventLogAck{Logger: l.id, Epoch: l.epoch, Creator: b.Creator, UpTo: upTo}, true
+	l.indexed = len(l.log)
 }
 
 // PEsFailed closes the streams of failed PEs: their later batches are
@@ -692,6 +728,7 @@ func (l *EventLogger) PEsFailed(pes []PEID) {
 // determinants (by RSN) and progress record of f's period (none if this
 // logger holds another period: nothing of f's was stored here).
 func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
+	l.index()
 	out := make([]Envelope, 0, len(f.Tasks))
 	for _, task := range f.Tasks {
 		env := Envelope{Kind: EnvelopeRecovery, From: LoggerPE(l.id), To: f.PE, Task: task, Epoch: f.Recovery}
@@ -715,6 +752,7 @@ func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
 // HoldsDeterminant reports whether the logger stores the determinant of
 // receiver's reception at rsn (of its latest period).
 func (l *EventLogger) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
+	l.index()
 	_, ok := l.dets[receiver].at(rsn)
 	return ok
 }
@@ -723,7 +761,10 @@ func (l *EventLogger) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
 func (l *EventLogger) Epoch() uint64 { return l.epoch }
 
 // Stats returns the logger's counters.
-func (l *EventLogger) Stats() EventLoggerStats { return l.stats }
+func (l *EventLogger) Stats() EventLoggerStats {
+	l.index()
+	return l.stats
+}
 
 // ErrEventLogLost reports a PE failure after an event logger failure in
 // one checkpoint period (a PE may depend on a record only the dead logger
