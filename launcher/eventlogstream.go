@@ -266,8 +266,10 @@ type eventLogServer struct {
 	acks  []logging.EventLogAck
 	peers map[int]*elPeer
 	// board shares acks with the PEs of this host (ackboard.go; nil:
-	// none).
-	board *ackBoard
+	// none); socketPeers counts the PEs that do not read it, to whom
+	// relayTo may have to relay.
+	board       *ackBoard
+	socketPeers atomic.Int32
 }
 
 // elPeer is the logger's side of one PE's connection: the
@@ -320,6 +322,10 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 			return
 		}
 		p.board = s.board != nil
+	}
+	if !p.board {
+		s.socketPeers.Add(1)
+		defer s.socketPeers.Add(-1)
 	}
 	s.mu.Lock()
 	if old := s.peers[pe]; old != nil {
@@ -546,8 +552,11 @@ func (s *eventLogServer) store(p *elPeer, b logging.EventLogBatch) bool {
 // relayTo wakes the relay of every PE but from that sent no batch here:
 // it gets the acknowledgements it has not had, as a reply would give
 // them. With one logger every PE sends its batches to it, and this costs
-// a look at each PE.
+// a look at each PE; none when every PE reads the board.
 func (s *eventLogServer) relayTo(from *elPeer) {
+	if s.socketPeers.Load() == 0 {
+		return // every PE reads the board
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, q := range s.peers {

@@ -3,6 +3,7 @@ package logging
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 )
 
@@ -554,8 +555,8 @@ type EventLogger struct {
 	id    int
 	epoch uint64
 	// log is the period's determinants in the order they came; dets
-	// indexes log[:indexed].
-	log     []Determinant
+	// indexes the first indexed.
+	log     detLog
 	indexed int
 	dets    map[TaskID]*loggedDeterminants
 	prog    map[TaskID]Progress
@@ -620,8 +621,6 @@ type EventLoggerStats struct {
 	Batches, Records, Bytes int
 	// Stale counts batches of an earlier period or a failed PE, dropped.
 	Stale int
-	// Held is the number of records held now.
-	Held int
 }
 
 // NewEventLogger returns logger id's state.
@@ -648,11 +647,10 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 		for _, byTask := range l.dets {
 			byTask.reset()
 		}
-		clear(l.log) // their paths
-		l.log, l.indexed = l.log[:0], 0
+		l.log.reset()
+		l.indexed = 0
 		clear(l.prog)
 		clear(l.acked)
-		l.stats.Held = 0
 	}
 	if b.Creator < 0 {
 		panic(fmt.Sprintf("logging: logger %d: a batch of creator %d", l.id, b.Creator))
@@ -672,13 +670,10 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 			upTo = max(upTo, d.Seq)
 		}
 	}
-	l.log = append(l.log, b.Determinants...)
+	l.log.append(b.Determinants)
 	for _, p := range b.Progress {
 		bytes += p.EncodedSize()
 		if cur, ok := l.prog[p.Task]; !ok || cur.RSN < p.RSN {
-			if !ok {
-				l.stats.Held++
-			}
 			l.prog[p.Task] = p
 		}
 		if p.Creator == b.Creator {
@@ -692,10 +687,11 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 }
 
 // index indexes by task the determinants stored since the last call:
-// the first held at a task's RSN is kept, as it came first.
+// the first held at a task's RSN is kept, as it came first (a record of
+// another creator may come from several PEs).
 func (l *EventLogger) index() {
 	var byTask *loggedDeterminants
-	for _, d := range l.log[l.indexed:] {
+	for d := range l.log.from(l.indexed) {
 		// RSNs count from 1: a determinant at 0 names no reception.
 		if d.RSN == 0 {
 			continue
@@ -708,11 +704,64 @@ func (l *EventLogger) index() {
 				l.dets[d.Receiver] = byTask
 			}
 		}
-		if byTask.add(d) {
-			l.stats.Held++
+		byTask.add(d)
+	}
+	l.indexed = l.log.n
+}
+
+// detLog is an append-only log of determinants in chunks of
+// detLogChunk: appending never moves what is held, and a new period
+// reuses the chunks.
+type detLog struct {
+	chunks [][]Determinant
+	// n is the number held: the chunks before the last full, the
+	// last's length the rest.
+	n    int
+	used int // chunks in use
+}
+
+const detLogChunk = 4096
+
+func (g *detLog) append(ds []Determinant) {
+	for len(ds) > 0 {
+		if g.used == 0 || len(g.chunks[g.used-1]) == detLogChunk {
+			if g.used == len(g.chunks) {
+				g.chunks = append(g.chunks, make([]Determinant, 0, detLogChunk))
+			}
+			g.used++
+		}
+		last := &g.chunks[g.used-1]
+		k := min(len(ds), detLogChunk-len(*last))
+		*last = append(*last, ds[:k]...)
+		ds = ds[k:]
+		g.n += k
+	}
+}
+
+// from yields the determinants from the i-th on.
+func (g *detLog) from(i int) iter.Seq[Determinant] {
+	return func(yield func(Determinant) bool) {
+		for c := i / detLogChunk; c < g.used; c++ {
+			start := 0
+			if c == i/detLogChunk {
+				start = i % detLogChunk
+			}
+			for _, d := range g.chunks[c][start:] {
+				if !yield(d) {
+					return
+				}
+			}
 		}
 	}
-	l.indexed = len(l.log)
+}
+
+// reset empties g, keeping its chunks.
+func (g *detLog) reset() {
+	for c := range g.used {
+		clear(g.chunks[c]) // their paths
+		g.chunks[c] = g.chunks[c][:0]
+	}
+	g.n, g.used = 0, 0
 }
 
 // PEsFailed closes the streams of failed PEs: their later batches are
@@ -761,10 +810,7 @@ func (l *EventLogger) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
 func (l *EventLogger) Epoch() uint64 { return l.epoch }
 
 // Stats returns the logger's counters.
-func (l *EventLogger) Stats() EventLoggerStats {
-	l.index()
-	return l.stats
-}
+func (l *EventLogger) Stats() EventLoggerStats { return l.stats }
 
 // ErrEventLogLost reports a PE failure after an event logger failure in
 // one checkpoint period (a PE may depend on a record only the dead logger
