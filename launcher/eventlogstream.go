@@ -37,6 +37,7 @@ import (
 //	acks    (logger -> PE, kind 2): count u32, count x (epoch u64, creator u32, up to u64)
 //	fetch   (PE -> logger, kind 3): epoch u64, recovery u32, failed u32, failed x PE u32, tasks u32, tasks x task u64
 //	answer  (logger -> PE, kind 4): recovery u32, count u32, count x (task u64, determinants u32, progress u32, the records)
+//	board   (logger -> PE, kind 5, first on a Unix connection): creators u32, with the board's memory file (ackboard.go)
 //
 // A determinant is sender u64, srn u64, path length u32, path, receiver
 // u64, rsn u64, creator u32, seq u64; a progress record task u64, rsn
@@ -47,7 +48,9 @@ import (
 // learns of the others' records when it sends its own (eventLogServer.read
 // says why that is soon enough), in one frame per reply. A logger sends
 // a PE that connects the acknowledgements it already made in the current
-// period.
+// period. A PE on the logger's host (a Unix connection without TLS) reads
+// them instead on the logger's acknowledgement board, memory both map
+// (ackboard.go), at every TakeAcks, and gets no reply frames.
 //
 // A PE that loses its connection to a logger (or cannot open one) posts
 // scheduler.LoggerLost, and answers its fetches still due there as empty
