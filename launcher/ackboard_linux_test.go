@@ -2,6 +2,8 @@ package launcher
 
 import (
 	"crypto/rand"
+	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -101,4 +103,50 @@ func unixPair() (*net.UnixConn, *net.UnixConn, error) {
 		return nil, nil, net.ErrClosed
 	}
 	return b, a, nil
+}
+
+// A logger that stops between the handshake and its board frame: the
+// PE's stream waits for the frame, and the logger's loss (declared by
+// the launcher) and the PE's close end the wait.
+func TestAckBoardNeverSent(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer tcp.Close()
+	local, err := net.Listen("unix", localLoggerAddr(tcp.Addr().String()))
+	require.NoError(t, err)
+	defer local.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, err := local.Accept()
+		if err != nil {
+			return
+		}
+		c, _, _, err := acceptLoggerConn(nc, nil, secret, 0, 2, eventLogStream)
+		if err != nil {
+			nc.Close()
+			return
+		}
+		accepted <- c // and never a board frame
+	}()
+	var got posted
+	c := newEventLogClient(1, []string{tcp.Addr().String()}, secret, nil, got.post, slog.New(slog.DiscardHandler))
+	fake := <-accepted
+	defer fake.Close()
+	c.Log(logging.EventLogBatch{Logger: 0, Epoch: 1, Creator: 1, Determinants: []logging.Determinant{{Receiver: 3, RSN: 1, Creator: 1, Seq: 1}}})
+	k := c.links[0]
+	waitFor(t, "the stream open, waiting for the board", func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return k.conn != nil
+	})
+	c.loseLogger(0, errors.New("declared dead"))
+	waitFor(t, "the loss of the logger", func() bool { return len(lostOf(&got)) > 0 })
+	closed := make(chan struct{})
+	go func() {
+		c.close()
+		close(closed)
+	}()
+	<-closed
+	require.Nil(t, c.links[0].board.Load())
 }

@@ -879,10 +879,19 @@ func (c *eventLogClient) run(k *elLink) {
 		c.lose(k, err)
 		return
 	}
+	k.mu.Lock()
+	if k.gone != nil {
+		k.mu.Unlock()
+		nc.Close()
+		return
+	}
+	k.conn = nc // closed by lose and close from now on
+	k.mu.Unlock()
 	var board *ackView
 	if uc, ok := nc.(*net.UnixConn); ok {
+		// The logger sends its board first; one that stops before
+		// that is lost as at any other time (its connection closed).
 		if board, err = takeAckBoard(uc); err != nil {
-			nc.Close()
 			c.lose(k, fmt.Errorf("launcher: event logger %d: %w", k.logger, err))
 			return
 		}
@@ -890,13 +899,11 @@ func (c *eventLogClient) run(k *elLink) {
 	k.mu.Lock()
 	if k.gone != nil {
 		k.mu.Unlock()
-		nc.Close()
 		return
 	}
 	if board != nil {
 		k.board.Store(board) // before k.raw: queue reads it then
 	}
-	k.conn = nc
 	k.raw = rawConnOf(nc)
 	k.mu.Unlock()
 	c.wg.Add(1)
