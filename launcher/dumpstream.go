@@ -281,7 +281,7 @@ func listenDumps(l, pes int, host string, secret []byte, tlsCfg *tls.Config, log
 	if err != nil {
 		return nil, fmt.Errorf("launcher: logger %d: dump listener: %w", l, err)
 	}
-	s := &dumpServer{logger: l, pes: pes, secret: secret, tls: tlsCfg, log: log, ln: ln, open: map[net.Conn]struct{}{}, events: newEventLogServer(l, log)}
+	s := &dumpServer{logger: l, pes: pes, secret: secret, tls: tlsCfg, log: log, ln: ln, open: map[net.Conn]struct{}{}, events: newEventLogServer(l, pes, log)}
 	s.store.mem = logging.NewDumpMemory()
 	if name := localLoggerAddr(s.addr()); name != "" {
 		if s.local, err = net.Listen("unix", name); err != nil {

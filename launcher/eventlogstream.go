@@ -17,7 +17,6 @@ import (
 	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/logging"
 	"github.com/gochare/gochare/scheduler"
-	"github.com/gochare/gochare/scheduler/transport"
 )
 
 // The event logger's record stream: with --event-logger every PE opens a
@@ -38,6 +37,7 @@ import (
 //	acks    (logger -> PE, kind 2): count u32, count x (epoch u64, creator u32, up to u64)
 //	fetch   (PE -> logger, kind 3): epoch u64, recovery u32, failed u32, failed x PE u32, tasks u32, tasks x task u64
 //	answer  (logger -> PE, kind 4): recovery u32, count u32, count x (task u64, determinants u32, progress u32, the records)
+//	board   (logger -> PE, kind 5, first on a Unix connection): creators u32, with the board's memory file (ackboard.go)
 //
 // A determinant is sender u64, srn u64, path length u32, path, receiver
 // u64, rsn u64, creator u32, seq u64; a progress record task u64, rsn
@@ -48,7 +48,9 @@ import (
 // learns of the others' records when it sends its own (eventLogServer.read
 // says why that is soon enough), in one frame per reply. A logger sends
 // a PE that connects the acknowledgements it already made in the current
-// period.
+// period. A PE on the logger's host (a Unix connection without TLS) reads
+// them instead on the logger's acknowledgement board, memory both map
+// (ackboard.go), at every TakeAcks, and gets no reply frames.
 //
 // A PE that loses its connection to a logger (or cannot open one) posts
 // scheduler.LoggerLost, and answers its fetches still due there as empty
@@ -266,6 +268,11 @@ type eventLogServer struct {
 	// compares with what that PE was sent; peers the PEs' connections.
 	acks  []logging.EventLogAck
 	peers map[int]*elPeer
+	// board shares acks with the PEs of this host (ackboard.go; nil:
+	// none); socketPeers counts the PEs that do not read it, to whom
+	// relayTo may have to relay.
+	board       *ackBoard
+	socketPeers atomic.Int32
 }
 
 // elPeer is the logger's side of one PE's connection: the
@@ -279,6 +286,9 @@ type elPeer struct {
 	// client the acknowledgements it has not had.
 	client bool
 	relay  chan struct{}
+	// board is set when the PE reads the acknowledgements on the board:
+	// no reply frames then.
+	board bool
 	// wmu serializes the writes to the PE (the reading goroutine's
 	// replies and answers, the relay goroutine's frames) and guards
 	// sent and out.
@@ -288,8 +298,17 @@ type elPeer struct {
 	out elWriter
 }
 
-func newEventLogServer(l int, log *slog.Logger) *eventLogServer {
-	return &eventLogServer{logger: l, log: log, state: logging.NewEventLogger(l), peers: map[int]*elPeer{}}
+// newEventLogServer makes logger l's server for a job of pes PEs.
+func newEventLogServer(l, pes int, log *slog.Logger) *eventLogServer {
+	s := &eventLogServer{logger: l, log: log, state: logging.NewEventLogger(l), peers: map[int]*elPeer{}}
+	if pes > 0 {
+		b, err := newAckBoard(pes)
+		if err != nil {
+			log.Warn("event logger: no acknowledgement board, replies on the sockets", "logger", l, "err", err)
+		}
+		s.board = b
+	}
+	return s
 }
 
 // serve runs PE pe's connection until it ends. Everything the logger
@@ -299,6 +318,18 @@ func newEventLogServer(l int, log *slog.Logger) *eventLogServer {
 // fetches.
 func (s *eventLogServer) serve(nc net.Conn, pe int) {
 	p := &elPeer{pe: pe, nc: nc, raw: rawConnOf(nc), relay: make(chan struct{}, 1)}
+	if uc, ok := nc.(*net.UnixConn); ok {
+		if err := s.board.offer(uc); err != nil {
+			s.log.Warn("event log connection dropped", "pe", pe, "err", err)
+			nc.Close()
+			return
+		}
+		p.board = s.board != nil
+	}
+	if !p.board {
+		s.socketPeers.Add(1)
+		defer s.socketPeers.Add(-1)
+	}
 	s.mu.Lock()
 	if old := s.peers[pe]; old != nil {
 		old.nc.Close()
@@ -346,66 +377,144 @@ func (s *eventLogServer) serve(nc net.Conn, pe int) {
 // batch here (with several loggers, those of the others) gets the
 // acknowledgements at each reply to another (relayTo).
 func (s *eventLogServer) read(nc net.Conn, p *elPeer) error {
-	r := bufio.NewReaderSize(transport.SocketReader(nc), 64<<10)
-	var buf []byte
-	stored := false
-	// The batches' records are read into the same arrays each time:
-	// EventLogger.Store copies what it keeps.
-	var dets []logging.Determinant
-	var prog []logging.Progress
+	var in elIncoming
+	if p.raw != nil {
+		return s.readRaw(p, &in)
+	}
+	r := bufio.NewReaderSize(nc, 64<<10)
 	for {
-		if stored && !frameBuffered(r) {
-			if err := s.reply(p); err != nil {
+		if in.stored && !frameBuffered(r) {
+			if err := s.replied(p, &in); err != nil {
 				return err
 			}
-			s.relayTo(p)
-			stored = false
 		}
-		kind, body, err := readEventLogFrame(r, buf)
+		kind, body, err := readEventLogFrame(r, in.buf)
 		if err != nil {
 			return err
 		}
-		buf = body
-		fr := elReader{b: body}
-		switch kind {
-		case elKindRecords:
-			b := logging.EventLogBatch{Logger: s.logger, Creator: logging.PEID(p.pe)}
-			b.Epoch = fr.u64()
-			dets, prog = fr.recordsInto(dets, prog)
-			b.Determinants, b.Progress = dets, prog
-			if err := fr.done(); err != nil {
-				return fmt.Errorf("records from PE %d: %w", p.pe, err)
-			}
-			if s.store(p, b) {
-				stored = true
-			}
-		case elKindFetch:
-			if stored {
-				if err := s.reply(p); err != nil {
-					return err
-				}
-				s.relayTo(p)
-				stored = false
-			}
-			f := logging.EventLogFetch{Logger: s.logger, PE: logging.PEID(p.pe)}
-			f.Epoch = fr.u64()
-			f.Recovery = fr.u32()
-			for range fr.count(4) {
-				f.Failed = append(f.Failed, logging.PEID(int32(fr.u32())))
-			}
-			for range fr.count(8) {
-				f.Tasks = append(f.Tasks, logging.TaskID(fr.u64()))
-			}
-			if err := fr.done(); err != nil {
-				return fmt.Errorf("fetch from PE %d: %w", p.pe, err)
-			}
-			if err := s.fetch(p, f); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%w: kind %d from PE %d", errEventLogFrame, kind, p.pe)
+		in.buf = body
+		if err := s.frame(p, &in, kind, body); err != nil {
+			return err
 		}
 	}
+}
+
+// readRaw is read on a plain socket: each time the socket is readable
+// it reads what it holds (one read, unless that filled the buffer),
+// takes the whole frames and replies, then waits in the netpoller for
+// more. A read that did not fill the buffer emptied the socket, so no
+// read that finds nothing follows it: data that comes after it makes
+// the socket readable again.
+func (s *eventLogServer) readRaw(p *elPeer, in *elIncoming) error {
+	var inbox rawInbox
+	var err error
+	rerr := p.raw.Read(func(fd uintptr) bool {
+		for {
+			n, ferr := inbox.fill(fd, 64<<10)
+			if ferr != nil {
+				err = ferr
+				return true
+			}
+			if n == 0 {
+				break
+			}
+			full := len(inbox.in) == cap(inbox.in)
+			for {
+				avail := inbox.pending()
+				if len(avail) < elHeaderSize {
+					break
+				}
+				size := binary.LittleEndian.Uint32(avail[1:])
+				if size > maxEventLogFrame {
+					err = fmt.Errorf("%w: %d bytes", errEventLogFrame, size)
+					return true
+				}
+				if uint64(len(avail)-elHeaderSize) < uint64(size) {
+					inbox.await(elHeaderSize + int(size))
+					break
+				}
+				inbox.take(elHeaderSize + int(size))
+				if err = s.frame(p, in, avail[0], avail[elHeaderSize:elHeaderSize+int(size)]); err != nil {
+					return true
+				}
+			}
+			if !full {
+				break
+			}
+		}
+		if in.stored {
+			if err = s.replied(p, in); err != nil {
+				return true
+			}
+		}
+		return false // wait until the socket is readable
+	})
+	if err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// elIncoming is what a connection's reading keeps between frames: the
+// frame buffer (bufio path), whether a batch was stored since the last
+// reply, and the arrays the batches' records are read into
+// (EventLogger.Store copies what it keeps).
+type elIncoming struct {
+	buf    []byte
+	stored bool
+	dets   []logging.Determinant
+	prog   []logging.Progress
+}
+
+// replied replies to p's batches stored since the last reply, and
+// relays to the PEs that send no batch here.
+func (s *eventLogServer) replied(p *elPeer, in *elIncoming) error {
+	if err := s.reply(p); err != nil {
+		return err
+	}
+	s.relayTo(p)
+	in.stored = false
+	return nil
+}
+
+// frame takes one frame of PE p's.
+func (s *eventLogServer) frame(p *elPeer, in *elIncoming, kind byte, body []byte) error {
+	fr := elReader{b: body}
+	switch kind {
+	case elKindRecords:
+		b := logging.EventLogBatch{Logger: s.logger, Creator: logging.PEID(p.pe)}
+		b.Epoch = fr.u64()
+		in.dets, in.prog = fr.recordsInto(in.dets, in.prog)
+		b.Determinants, b.Progress = in.dets, in.prog
+		if err := fr.done(); err != nil {
+			return fmt.Errorf("records from PE %d: %w", p.pe, err)
+		}
+		if s.store(p, b) {
+			in.stored = true
+		}
+	case elKindFetch:
+		if in.stored {
+			if err := s.replied(p, in); err != nil {
+				return err
+			}
+		}
+		f := logging.EventLogFetch{Logger: s.logger, PE: logging.PEID(p.pe)}
+		f.Epoch = fr.u64()
+		f.Recovery = fr.u32()
+		for range fr.count(4) {
+			f.Failed = append(f.Failed, logging.PEID(int32(fr.u32())))
+		}
+		for range fr.count(8) {
+			f.Tasks = append(f.Tasks, logging.TaskID(fr.u64()))
+		}
+		if err := fr.done(); err != nil {
+			return fmt.Errorf("fetch from PE %d: %w", p.pe, err)
+		}
+		return s.fetch(p, f)
+	default:
+		return fmt.Errorf("%w: kind %d from PE %d", errEventLogFrame, kind, p.pe)
+	}
+	return nil
 }
 
 // frameBuffered reports whether r holds a whole frame already read in.
@@ -439,18 +548,22 @@ func (s *eventLogServer) store(p *elPeer, b logging.EventLogBatch) bool {
 		s.acks = append(s.acks, make([]logging.EventLogAck, int(ack.Creator)+1-len(s.acks))...)
 	}
 	s.acks[ack.Creator] = ack
+	s.board.publish(ack)
 	return true
 }
 
 // relayTo wakes the relay of every PE but from that sent no batch here:
 // it gets the acknowledgements it has not had, as a reply would give
 // them. With one logger every PE sends its batches to it, and this costs
-// a look at each PE.
+// a look at each PE; none when every PE reads the board.
 func (s *eventLogServer) relayTo(from *elPeer) {
+	if s.socketPeers.Load() == 0 {
+		return // every PE reads the board
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, q := range s.peers {
-		if q == from || q.client {
+		if q == from || q.client || q.board {
 			continue
 		}
 		select {
@@ -460,8 +573,12 @@ func (s *eventLogServer) relayTo(from *elPeer) {
 	}
 }
 
-// reply sends p the acknowledgements it has not had, if any.
+// reply sends p the acknowledgements it has not had, if any (none to a
+// PE that reads the board).
 func (s *eventLogServer) reply(p *elPeer) error {
+	if p.board {
+		return nil
+	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	w := &p.out
@@ -594,8 +711,12 @@ type elLink struct {
 	fetches int
 	// awaiting is set when a batch was written since the last frame of
 	// acknowledgements came in: the PE then reads the socket itself
-	// between handlers (poll).
+	// between handlers (poll). Not with a board.
 	awaiting atomic.Bool
+	// board is the logger's acknowledgement board (ackboard.go), which
+	// the PE reads at every TakeAcks instead of reply frames; nil: none
+	// (over TCP or TLS, or once the logger is lost).
+	board atomic.Pointer[ackView]
 	// inbox holds what was read from a raw connection and not yet taken
 	// as frames, by the reader goroutine or the PE's polls, whichever
 	// holds rdMu; ackScratch is a frame's acknowledgements.
@@ -637,7 +758,7 @@ func (c *eventLogClient) queue(l int, fill func(w *elWriter), fetch bool) error 
 	k.out = w.b
 	if fetch {
 		k.fetches++
-	} else if k.raw != nil {
+	} else if k.raw != nil && k.board.Load() == nil {
 		k.awaiting.Store(true) // after k.raw: TakeAcks reads it then
 	}
 	if k.raw != nil {
@@ -721,6 +842,7 @@ func (c *eventLogClient) lose(k *elLink, err error) {
 	due := 0
 	if first {
 		k.gone = err
+		k.board.Store(nil)
 		k.out = nil
 		due, k.fetches = k.fetches, 0
 		k.cond.Broadcast()
@@ -763,7 +885,25 @@ func (c *eventLogClient) run(k *elLink) {
 		nc.Close()
 		return
 	}
-	k.conn = nc
+	k.conn = nc // closed by lose and close from now on
+	k.mu.Unlock()
+	var board *ackView
+	if uc, ok := nc.(*net.UnixConn); ok {
+		// The logger sends its board first; one that stops before
+		// that is lost as at any other time (its connection closed).
+		if board, err = takeAckBoard(uc); err != nil {
+			c.lose(k, fmt.Errorf("launcher: event logger %d: %w", k.logger, err))
+			return
+		}
+	}
+	k.mu.Lock()
+	if k.gone != nil {
+		k.mu.Unlock()
+		return
+	}
+	if board != nil {
+		k.board.Store(board) // before k.raw: queue reads it then
+	}
 	k.raw = rawConnOf(nc)
 	k.mu.Unlock()
 	c.wg.Add(1)
@@ -982,9 +1122,15 @@ func (c *eventLogClient) keepAcks(acks []logging.EventLogAck, notify bool) {
 }
 
 // TakeAcks appends the acknowledgements received since the last call to
-// into (scheduler.EventLogAckSource). Every elPollEvery calls it reads
+// into (scheduler.EventLogAckSource): those on the loggers' boards that
+// changed, then those of reply frames. Every elPollEvery calls it reads
 // the sockets of the loggers that owe this PE a reply first.
 func (c *eventLogClient) TakeAcks(into []logging.EventLogAck) []logging.EventLogAck {
+	for _, k := range c.links {
+		if b := k.board.Load(); b != nil {
+			into = b.take(k.logger, into)
+		}
+	}
 	if c.takes++; c.takes >= elPollEvery {
 		c.takes = 0
 		for _, k := range c.links {

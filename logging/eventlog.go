@@ -3,6 +3,7 @@ package logging
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 )
 
@@ -543,12 +544,25 @@ func (e *engine) fetchFor(restored []TaskID, epoch uint32) {
 // EventLogger is the logger process's side: it stores the records the PEs
 // send (Store), acknowledges them, and answers a restored task's fetch
 // (Fetch). A pure state machine, like the protocols.
+//
+// Store appends a batch's determinants to the period's log as they come
+// (one copy of the batch, no work per record but its stamp's look); the
+// index by task that Fetch and HoldsDeterminant read is made from the log
+// when they are called (index), for what came since the last call. A
+// logger is asked for its records only after a failure, and stores some
+// ten thousand batches a second.
 type EventLogger struct {
 	id    int
 	epoch uint64
-	dets  map[TaskID]*loggedDeterminants
-	prog  map[TaskID]Progress
-	acked map[PEID]uint64
+	// log is the period's determinants in the order they came; dets
+	// indexes the first indexed.
+	log     detLog
+	indexed int
+	dets    map[TaskID]*loggedDeterminants
+	prog    map[TaskID]Progress
+	// acked is the acknowledgement of each creator (by PEID) in the
+	// period.
+	acked []uint64
 	dead  map[PEID]bool
 	stats EventLoggerStats
 }
@@ -607,14 +621,12 @@ type EventLoggerStats struct {
 	Batches, Records, Bytes int
 	// Stale counts batches of an earlier period or a failed PE, dropped.
 	Stale int
-	// Held is the number of records held now.
-	Held int
 }
 
 // NewEventLogger returns logger id's state.
 func NewEventLogger(id int) *EventLogger {
 	return &EventLogger{id: id, dets: map[TaskID]*loggedDeterminants{}, prog: map[TaskID]Progress{},
-		acked: map[PEID]uint64{}, dead: map[PEID]bool{}}
+		dead: map[PEID]bool{}}
 }
 
 // Store keeps a batch and returns the acknowledgement to send to every
@@ -635,14 +647,51 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 		for _, byTask := range l.dets {
 			byTask.reset()
 		}
+		l.log.reset()
+		l.indexed = 0
 		clear(l.prog)
 		clear(l.acked)
-		l.stats.Held = 0
+	}
+	if b.Creator < 0 {
+		panic(fmt.Sprintf("logging: logger %d: a batch of creator %d", l.id, b.Creator))
+	}
+	if int(b.Creator) >= len(l.acked) {
+		l.acked = append(l.acked, make([]uint64, int(b.Creator)+1-len(l.acked))...)
 	}
 	l.stats.Batches++
 	upTo := l.acked[b.Creator]
+	bytes := 0
+	for i := range b.Determinants {
+		d := &b.Determinants[i]
+		bytes += d.EncodedSize()
+		// RSNs count from 1: a determinant at 0 names no reception
+		// and is not kept (index).
+		if d.Creator == b.Creator && d.RSN != 0 {
+			upTo = max(upTo, d.Seq)
+		}
+	}
+	l.log.append(b.Determinants)
+	for _, p := range b.Progress {
+		bytes += p.EncodedSize()
+		if cur, ok := l.prog[p.Task]; !ok || cur.RSN < p.RSN {
+			l.prog[p.Task] = p
+		}
+		if p.Creator == b.Creator {
+			upTo = max(upTo, p.Seq)
+		}
+	}
+	l.stats.Records += len(b.Determinants) + len(b.Progress)
+	l.stats.Bytes += bytes
+	l.acked[b.Creator] = upTo
+	return EventLogAck{Logger: l.id, Epoch: l.epoch, Creator: b.Creator, UpTo: upTo}, true
+}
+
+// index indexes by task the determinants stored since the last call:
+// the first held at a task's RSN is kept, as it came first (a record of
+// another creator may come from several PEs).
+func (l *EventLogger) index() {
 	var byTask *loggedDeterminants
-	for _, d := range b.Determinants {
+	for d := range l.log.from(l.indexed) {
 		// RSNs count from 1: a determinant at 0 names no reception.
 		if d.RSN == 0 {
 			continue
@@ -655,28 +704,64 @@ func (l *EventLogger) Store(b EventLogBatch) (EventLogAck, bool) {
 				l.dets[d.Receiver] = byTask
 			}
 		}
-		if byTask.add(d) {
-			l.stats.Held++
-		}
-		if d.Creator == b.Creator {
-			upTo = max(upTo, d.Seq)
-		}
+		byTask.add(d)
 	}
-	for _, p := range b.Progress {
-		if cur, ok := l.prog[p.Task]; !ok || cur.RSN < p.RSN {
-			if !ok {
-				l.stats.Held++
+	l.indexed = l.log.n
+}
+
+// detLog is an append-only log of determinants in chunks of
+// detLogChunk: appending never moves what is held, and a new period
+// reuses the chunks.
+type detLog struct {
+	chunks [][]Determinant
+	// n is the number held: the chunks before the last full, the
+	// last's length the rest.
+	n    int
+	used int // chunks in use
+}
+
+const detLogChunk = 4096
+
+func (g *detLog) append(ds []Determinant) {
+	for len(ds) > 0 {
+		if g.used == 0 || len(g.chunks[g.used-1]) == detLogChunk {
+			if g.used == len(g.chunks) {
+				g.chunks = append(g.chunks, make([]Determinant, 0, detLogChunk))
 			}
-			l.prog[p.Task] = p
+			g.used++
 		}
-		if p.Creator == b.Creator {
-			upTo = max(upTo, p.Seq)
+		last := &g.chunks[g.used-1]
+		k := min(len(ds), detLogChunk-len(*last))
+		*last = append(*last, ds[:k]...)
+		ds = ds[k:]
+		g.n += k
+	}
+}
+
+// from yields the determinants from the i-th on.
+func (g *detLog) from(i int) iter.Seq[Determinant] {
+	return func(yield func(Determinant) bool) {
+		for c := i / detLogChunk; c < g.used; c++ {
+			start := 0
+			if c == i/detLogChunk {
+				start = i % detLogChunk
+			}
+			for _, d := range g.chunks[c][start:] {
+				if !yield(d) {
+					return
+				}
+			}
 		}
 	}
-	l.stats.Records += len(b.Determinants) + len(b.Progress)
-	l.stats.Bytes += b.Bytes()
-	l.acked[b.Creator] = upTo
-	return EventLogAck{Logger: l.id, Epoch: l.epoch, Creator: b.Creator, UpTo: upTo}, true
+}
+
+// reset empties g, keeping its chunks.
+func (g *detLog) reset() {
+	for c := range g.used {
+		clear(g.chunks[c]) // their paths
+		g.chunks[c] = g.chunks[c][:0]
+	}
+	g.n, g.used = 0, 0
 }
 
 // PEsFailed closes the streams of failed PEs: their later batches are
@@ -692,6 +777,7 @@ func (l *EventLogger) PEsFailed(pes []PEID) {
 // determinants (by RSN) and progress record of f's period (none if this
 // logger holds another period: nothing of f's was stored here).
 func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
+	l.index()
 	out := make([]Envelope, 0, len(f.Tasks))
 	for _, task := range f.Tasks {
 		env := Envelope{Kind: EnvelopeRecovery, From: LoggerPE(l.id), To: f.PE, Task: task, Epoch: f.Recovery}
@@ -715,6 +801,7 @@ func (l *EventLogger) Fetch(f EventLogFetch) []Envelope {
 // HoldsDeterminant reports whether the logger stores the determinant of
 // receiver's reception at rsn (of its latest period).
 func (l *EventLogger) HoldsDeterminant(receiver TaskID, rsn uint64) bool {
+	l.index()
 	_, ok := l.dets[receiver].at(rsn)
 	return ok
 }

@@ -1,6 +1,7 @@
 package logging
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/gochare/gochare/commutative"
@@ -197,4 +198,74 @@ func TestEventLoggerTakeAndStrip(t *testing.T) {
 	require.Len(t, r.Envelopes[0].Determinants, 1)
 	require.Equal(t, uint64(2), r.Envelopes[0].Determinants[0].Seq)
 	require.Equal(t, r.Envelopes[0].PiggybackBytes(), p.Stats().PiggybackedBytes)
+}
+
+// TestEventLoggerLogMatchesAMap checks the logger's append-only log and
+// its index, made when asked, against a map of the first determinant
+// stored at each task and RSN: batches of several creators crossing
+// chunks, records of others forwarded again, RSN 0, questions between
+// batches and a new period.
+func TestEventLoggerLogMatchesAMap(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		l := NewEventLogger(0)
+		type key struct {
+			task TaskID
+			rsn  uint64
+		}
+		want := map[key]Determinant{}
+		upTo := map[PEID]uint64{}
+		seq := map[PEID]uint64{}
+		epoch := uint64(1)
+		var seen []Determinant
+		for range 300 {
+			if rng.IntN(250) == 0 { // most periods fill a few chunks
+				epoch++
+				clear(want)
+				clear(upTo)
+				clear(seq)
+				seen = seen[:0]
+			}
+			creator := PEID(rng.IntN(3))
+			var batch []Determinant
+			for range rng.IntN(80) {
+				if len(seen) > 0 && rng.IntN(4) == 0 {
+					batch = append(batch, seen[rng.IntN(len(seen))]) // another's, again
+					continue
+				}
+				seq[creator]++
+				d := det(TaskID(rng.IntN(20)), uint64(rng.IntN(200)), creator, seq[creator])
+				batch = append(batch, d)
+				seen = append(seen, d)
+			}
+			ack, ok := l.Store(EventLogBatch{Logger: 0, Epoch: epoch, Creator: creator, Determinants: batch})
+			require.True(t, ok)
+			for _, d := range batch {
+				if d.RSN == 0 {
+					continue
+				}
+				if d.Creator == creator {
+					upTo[creator] = max(upTo[creator], d.Seq)
+				}
+				if _, held := want[key{d.Receiver, d.RSN}]; !held {
+					want[key{d.Receiver, d.RSN}] = d
+				}
+			}
+			require.Equal(t, EventLogAck{Logger: 0, Epoch: epoch, Creator: creator, UpTo: upTo[creator]}, ack, "seed %d", seed)
+			if rng.IntN(10) != 0 {
+				continue
+			}
+			task := TaskID(rng.IntN(20))
+			var wantDets []Determinant
+			for rsn := range uint64(200) {
+				d, held := want[key{task, rsn}]
+				require.Equal(t, held, l.HoldsDeterminant(task, rsn), "seed %d task %d rsn %d", seed, task, rsn)
+				if held {
+					wantDets = append(wantDets, d)
+				}
+			}
+			got := l.Fetch(EventLogFetch{Logger: 0, PE: 1, Epoch: epoch, Tasks: []TaskID{task}})
+			require.Equal(t, wantDets, got[0].Determinants, "seed %d task %d", seed, task)
+		}
+	}
 }
