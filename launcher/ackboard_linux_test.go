@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"crypto/rand"
 	"errors"
 	"log/slog"
 	"net"
@@ -20,12 +19,9 @@ func TestAckBoard(t *testing.T) {
 	const creators = 5
 	board, err := newAckBoard(creators)
 	require.NoError(t, err)
-	a, b, err := unixPair()
-	require.NoError(t, err)
-	defer a.Close()
-	defer b.Close()
-	require.NoError(t, board.offer(a))
-	view, err := takeAckBoard(b)
+	pe, logger := unixPair(t)
+	require.NoError(t, board.offer(logger))
+	view, err := takeAckBoard(pe)
 	require.NoError(t, err)
 	require.NotNil(t, view)
 	require.Empty(t, view.take(3, nil), "nothing published yet")
@@ -71,38 +67,10 @@ func TestAckBoard(t *testing.T) {
 	require.Empty(t, view.take(3, nil), "taken once")
 
 	// A logger without a board says so: the PE reads reply frames.
-	require.NoError(t, (*ackBoard)(nil).offer(a))
-	none, err := takeAckBoard(b)
+	require.NoError(t, (*ackBoard)(nil).offer(logger))
+	none, err := takeAckBoard(pe)
 	require.NoError(t, err)
 	require.Nil(t, none)
-}
-
-// unixPair returns the two ends of a Unix stream connection.
-func unixPair() (*net.UnixConn, *net.UnixConn, error) {
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: "@gochare-ackboard-test-" + rand.Text(), Net: "unix"})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer ln.Close()
-	accepted := make(chan *net.UnixConn, 1)
-	go func() {
-		c, err := ln.AcceptUnix()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	a, err := net.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
-	if err != nil {
-		return nil, nil, err
-	}
-	b, ok := <-accepted
-	if !ok {
-		a.Close()
-		return nil, nil, net.ErrClosed
-	}
-	return b, a, nil
 }
 
 // A logger that stops between the handshake and its board frame: the
