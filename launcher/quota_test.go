@@ -52,7 +52,8 @@ func unboundedPeak(t *testing.T, args []string) (int, string) {
 // unbounded high-water mark: every PE's log stays under the quota, the
 // oldest entries go to the logger over the dump stream, and the result
 // is the unbounded run's; a logger SIGKILLed mid-run (of two) changes
-// neither.
+// neither. The only logger SIGKILLed ends the job with the reason once a
+// log fills again.
 func TestLogQuotaOnRealPEs(t *testing.T) {
 	peak, want := unboundedPeak(t, quotaArgs)
 	quota := peak / 10
@@ -62,11 +63,13 @@ func TestLogQuotaOnRealPEs(t *testing.T) {
 		loggers string
 		kill    bool
 		extra   []string
+		stops   string // the error the job ends with, if it does
 	}{
-		{"one logger", "1", false, nil},
-		{"one logger under TLS", "1", false, []string{"--tls"}},
-		{"a logger killed", "2", true, nil},
-		{"a PE killed", "1", false, []string{"--kill", "pe=1,at=step:18"}},
+		{"one logger", "1", false, nil, ""},
+		{"one logger under TLS", "1", false, []string{"--tls"}, ""},
+		{"a logger killed", "2", true, nil, ""},
+		{"a PE killed", "1", false, []string{"--kill", "pe=1,at=step:18"}, ""},
+		{"the only logger killed", "1", true, nil, "the sender log reached its quota and no logger is left to dump to"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(append(append([]string(nil), quotaArgs...), "--loggers", tc.loggers, "--log-quota", strconv.Itoa(quota)), tc.extra...)
@@ -76,6 +79,11 @@ func TestLogQuotaOnRealPEs(t *testing.T) {
 				j.waitLine(t, regexp.MustCompile(`job begins`), time.Minute)
 				require.NoError(t, syscall.Kill(loggers[0], syscall.SIGKILL))
 				j.waitLine(t, regexp.MustCompile(fmt.Sprintf(`logger failed; the job goes on" detail="logger 0 \(pid %d on \S+\) was killed by signal 9`, loggers[0])), 30*time.Second)
+			}
+			if tc.stops != "" {
+				require.NotEqual(t, 0, j.wait(t, 3*time.Minute), j.output())
+				j.waitLine(t, regexp.MustCompile(regexp.QuoteMeta(tc.stops)), time.Second)
+				return
 			}
 			require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
 			require.Equal(t, want, j.waitLine(t, leanmdDigest, time.Second)[1])
