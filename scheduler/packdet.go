@@ -165,9 +165,12 @@ func determinantFromRaw(raw *rawDeterminant) (logging.Determinant, error) {
 // an envelope whose determinants are all packed, as a piggyback's are.
 // A path equal to the last one parsed is that one's (a run of
 // receptions of one region's messages), not parsed and copied again. On
-// an error out is returned as it was.
+// an error out is returned as it was. The error is unpackDeterminants's,
+// or else the first path's that determinantFromRaw refuses, as the two
+// steps of the envelope's decoding report it.
 func unpackInto(out []logging.Determinant, b []byte) ([]logging.Determinant, error) {
 	start := len(out)
+	var pathErr error // the first malformed path
 	var prev logging.Determinant
 	var lastPath []byte // the last path parsed, lastCPI
 	var lastCPI commutative.Path
@@ -206,8 +209,8 @@ func unpackInto(out []logging.Determinant, b []byte) ([]logging.Determinant, err
 			b = b[n+int(l):]
 			if lastPath == nil || !bytes.Equal(cpi, lastPath) {
 				path, err := commutative.ParsePath(cpi)
-				if err != nil {
-					return out[:start], errPacked
+				if err != nil && pathErr == nil {
+					pathErr = err
 				}
 				lastPath, lastCPI = cpi, path
 			}
@@ -228,6 +231,9 @@ func unpackInto(out []logging.Determinant, b []byte) ([]logging.Determinant, err
 		}
 		out = append(out, d)
 		prev = d
+	}
+	if pathErr != nil {
+		return out[:start], pathErr
 	}
 	return out, nil
 }
