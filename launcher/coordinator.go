@@ -179,6 +179,10 @@ type peer struct {
 	out    *outbox
 	hello  *controlpb.Hello
 	ready  bool
+	// doomed: a kill fired at it before the job began; its Ready, sent
+	// before the kill took effect, does not count, so that the job
+	// begins without it once its end is noticed.
+	doomed bool
 	// gone: declared dead, for good; ignored: its late messages were
 	// logged once; exited: its process ended (spawned PEs).
 	gone, ignored, exited bool
@@ -604,7 +608,7 @@ func (c *coordinator) receive(ev evMessage) {
 				ErrHandlersDiffer, ev.rank, p.hello.GetPid(), p.hello.GetHost(), c.cfg.App, c.cfg.Args, got, c.cfg.HandlerDigest)
 			return
 		}
-		if !p.ready {
+		if !p.ready && !p.doomed {
 			p.ready = true
 			c.ready++
 		}

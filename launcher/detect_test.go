@@ -348,6 +348,18 @@ func TestPEFailingBeforeTheJobBeganIsReplaced(t *testing.T) {
 		j.waitLine(t, regexp.MustCompile(`PE failed before the job began; its tasks will be created on the other PEs.*PE `+pe+` `), time.Second)
 		require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
 	}
+	t.Run("PEs started by hand", func(t *testing.T) {
+		// Such a PE signals itself when the launcher asks, which it reads
+		// only after it said it is ready: its Ready must not begin the
+		// job.
+		j := startJob(t, append(append([]string(nil), stencilArgs...), "--external", "--kill", "pe=2,at=setup")...)
+		for r := range 4 {
+			startPE(t, j, r, 4)
+		}
+		require.Equal(t, 0, j.wait(t, 2*time.Minute), j.output())
+		j.waitLine(t, regexp.MustCompile(`PE failed before the job began; its tasks will be created on the other PEs.*PE 2 `), time.Second)
+		require.Equal(t, want, j.waitLine(t, digestLine, time.Second)[1])
+	})
 }
 
 // A PE killed as soon as the launcher started it, before the PEs have

@@ -262,6 +262,9 @@ func (c *coordinator) fire(k *kill, began time.Time) {
 		c.cfg.Log.Warn("injected failure not fired", "kill", k.String(), "reason", k.missed)
 		return
 	}
+	if c.core == nil {
+		p.doomed = true
+	}
 	attrs := []any{"pe", k.Rank, "kill", k.String(), "signal", "SIG" + signalName(k.Signal)}
 	if !began.IsZero() {
 		attrs = append(attrs, "after_begin_ms", time.Since(began).Milliseconds())
