@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gochare/gochare/internal/child"
 )
 
 // jobSpec is one job: `Exe Args...`, with the failures the campaign
@@ -106,7 +108,7 @@ func runJob(ctx context.Context, spec jobSpec) (jobResult, error) {
 	cmd.Stdout, cmd.Stderr = outW, errW
 	// Its own process group, so that a terminal's ^C reaches the campaign
 	// only (which stops the job itself); and it dies with the campaign.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = child.Attr()
 	start := time.Now()
 	err = cmd.Start()
 	outW.Close()

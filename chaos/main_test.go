@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gochare/gochare/internal/child"
 	"github.com/gochare/gochare/internal/testbin"
 )
 
@@ -72,7 +73,7 @@ func fakeLauncher(scenario string) int {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), roleEnv+"=pe")
 		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = child.Attr()
 		ready, err := cmd.StdoutPipe()
 		if err == nil {
 			err = cmd.Start()

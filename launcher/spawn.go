@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gochare/gochare/internal/child"
 )
 
 // exitHow says how a process ended, in words.
@@ -124,7 +126,7 @@ func (s *spawner) start(rank, size int, addr string, report func(processExited))
 		cmd.Env = append(cmd.Env, secretEnv+"="+s.secret)
 	}
 	// The PE dies with the launcher, so a killed launcher leaves no orphans.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = child.Attr()
 	outPipe, err := cmd.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("launcher: PE %d stdout: %w", rank, err)

@@ -3,6 +3,7 @@ package logging
 import (
 	"runtime"
 	"sync"
+	"unsafe"
 )
 
 // Where the sender log's chunks live. By default they are ordinary Go
@@ -146,3 +147,6 @@ func (ms *mappings) unmapAll() {
 		delete(ms.regions, k)
 	}
 }
+
+// addrOf is the address of b's first byte.
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }

@@ -4,7 +4,6 @@ package logging
 
 import (
 	"syscall"
-	"unsafe"
 )
 
 const canMap = true
@@ -51,5 +50,3 @@ func unmap(region []byte) {
 		panic("logging: sender log: munmap: " + err.Error())
 	}
 }
-
-func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
