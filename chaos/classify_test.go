@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -117,4 +118,30 @@ func TestLogLines(t *testing.T) {
 
 	require.True(t, IsJobBegin(`level=INFO msg="all PEs ready; job begins" pes=3 ft=partialdet`))
 	require.False(t, IsJobBegin(`[pe 0] level=INFO msg="all PEs ready; job begins"`))
+}
+
+// A kill whose PE the launcher had already reaped counts as missed
+// because the job ended first when the launcher exited soon after and
+// announced no failure; otherwise it says the process was gone.
+func TestReapedPEBeforeTheKill(t *testing.T) {
+	exited := time.Now()
+	f := Failure{PE: 2, Signal: SigKill, Fraction: 0.84}
+	for _, tc := range []struct {
+		name    string
+		before  time.Duration
+		notices int
+		want    string
+	}{
+		{"at the end", 50 * time.Millisecond, 0, "the job ended first (its PE had exited, and the launcher 50ms after)"},
+		{"long before the end", 3 * endGrace, 0, "the PE's process is gone (reaped)"},
+		{"with a failure announced", 50 * time.Millisecond, 1, "the PE's process is gone (reaped)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &jobRun{res: &jobResult{}}
+			j.res.FailureNotices = tc.notices
+			j.gone = []signalled{{f, exited.Add(-tc.before)}}
+			j.endedFirst(exited)
+			require.Equal(t, []string{f.String() + ": " + tc.want}, j.res.Missed)
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"slices"
@@ -207,7 +208,15 @@ const endGrace = time.Second
 // a stall or a wrong result, not as a quiet right end.
 func (j *jobRun) endedFirst(exited time.Time) {
 	res := j.res
-	if res.FailureNotices+res.EarlyFailureNotices > 0 {
+	quiet := res.FailureNotices+res.EarlyFailureNotices == 0
+	for _, g := range j.gone {
+		if quiet && exited.Sub(g.at) < endGrace {
+			res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first (its PE had exited, and the launcher %v after)", g.f, exited.Sub(g.at).Round(time.Millisecond)))
+		} else {
+			res.Missed = append(res.Missed, fmt.Sprintf("%s: the PE's process is gone (reaped)", g.f))
+		}
+	}
+	if !quiet {
 		return
 	}
 	for _, s := range j.signalled {
@@ -231,7 +240,11 @@ type jobRun struct {
 	planned []Failure
 	// signalled are the failures the campaign carried out, with when.
 	signalled []signalled
-	stopping  bool
+	// gone are the failures not carried out because the PE's process had
+	// ended and been reaped, with when: the job was ending, unless the
+	// launcher went on well after (endedFirst).
+	gone     []signalled
+	stopping bool
 }
 
 func (j *jobRun) schedule(at time.Time, what string, do func()) {
@@ -330,6 +343,10 @@ func (j *jobRun) scheduleFailure(at time.Time, f Failure) {
 			sig = syscall.SIGSTOP
 		}
 		if err := j.signalPE(f.PE, sig); err != nil {
+			if errors.Is(err, errReaped) {
+				j.gone = append(j.gone, signalled{f, time.Now()})
+				return
+			}
 			j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: %v", f, err))
 			return
 		}
@@ -349,8 +366,12 @@ func (j *jobRun) scheduleFailure(at time.Time, f Failure) {
 }
 
 // errNotOurs is returned for a PE process that is no longer the
-// launcher's child (it ended, and its pid may be another process's).
-var errNotOurs = errors.New("chaos: the PE's process is gone")
+// launcher's child (it ended, and its pid may be another process's);
+// errReaped for one the launcher has reaped (no such process now).
+var (
+	errNotOurs = errors.New("chaos: the PE's process is gone")
+	errReaped  = fmt.Errorf("%w: the launcher reaped it", errNotOurs)
+)
 
 // signalPE sends sig to PE rank, after checking that its pid is still a
 // child of this job's launcher (the launcher has not reaped it, so the pid
@@ -361,6 +382,9 @@ func (j *jobRun) signalPE(rank int, sig syscall.Signal) error {
 	}
 	pid := j.res.PIDs[rank]
 	state, ppid, err := procStat(pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: pid %d", errReaped, pid)
+	}
 	if err != nil || ppid != j.cmd.Process.Pid {
 		return fmt.Errorf("%w: pid %d", errNotOurs, pid)
 	}
