@@ -12,38 +12,9 @@ import (
 // writeNow): a PE's dumps taken together go out in one system call, so
 // that the logger wakes once for them.
 func writeBuffersNow(raw syscall.RawConn, bufs [][]byte) int {
-	total := 0
-	for _, b := range bufs {
-		total += len(b)
-	}
 	n := 0
 	raw.Write(func(fd uintptr) bool {
-		var iov [64]syscall.Iovec
-		for n < total {
-			// The iovecs of what is left, from byte n on.
-			k, skip := 0, n
-			for _, b := range bufs {
-				if skip >= len(b) {
-					skip -= len(b)
-					continue
-				}
-				if k == len(iov) {
-					break
-				}
-				iov[k] = syscall.Iovec{Base: &b[skip]}
-				iov[k].SetLen(len(b) - skip)
-				skip = 0
-				k++
-			}
-			m, _, errno := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
-			if errno == syscall.EINTR {
-				continue
-			}
-			if errno != 0 || m == 0 {
-				break
-			}
-			n += int(m)
-		}
+		n = writevAll(fd, bufs)
 		return true // never wait
 	})
 	return n

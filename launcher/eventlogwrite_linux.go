@@ -64,30 +64,48 @@ func readNow(fd uintptr, p []byte) (int, error) {
 func writevNow(raw syscall.RawConn, a, b []byte) int {
 	n := 0
 	raw.Write(func(fd uintptr) bool {
-		for n < len(a)+len(b) {
-			var iov [2]syscall.Iovec
-			k := 0
-			if n < len(a) {
-				iov[k] = syscall.Iovec{Base: &a[n]}
-				iov[k].SetLen(len(a) - n)
-				k++
-			}
-			if at := max(n-len(a), 0); at < len(b) {
-				iov[k] = syscall.Iovec{Base: &b[at]}
-				iov[k].SetLen(len(b) - at)
-				k++
-			}
-			m, _, errno := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
-			if errno == syscall.EINTR {
-				continue
-			}
-			if errno != 0 || m == 0 {
-				break
-			}
-			n += int(m)
-		}
+		bufs := [2][]byte{a, b}
+		n = writevAll(fd, bufs[:])
 		return true // never wait
 	})
+	return n
+}
+
+// writevAll writes as much of bufs, in order, to socket fd as it takes
+// without waiting, in vectored writes of up to 64 buffers, and returns
+// how much that was.
+func writevAll(fd uintptr, bufs [][]byte) int {
+	total := 0
+	for _, b := range bufs {
+		total += len(b)
+	}
+	n := 0
+	var iov [64]syscall.Iovec
+	for n < total {
+		// The iovecs of what is left, from byte n on.
+		k, skip := 0, n
+		for _, b := range bufs {
+			if skip >= len(b) {
+				skip -= len(b)
+				continue
+			}
+			if k == len(iov) {
+				break
+			}
+			iov[k] = syscall.Iovec{Base: &b[skip]}
+			iov[k].SetLen(len(b) - skip)
+			skip = 0
+			k++
+		}
+		m, _, errno := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 || m == 0 {
+			break
+		}
+		n += int(m)
+	}
 	return n
 }
 
