@@ -78,19 +78,14 @@ func TestSameHostPEsConnectOverUnix(t *testing.T) {
 			}
 			// PE 1 listens on its name and accepted PE 0's connection
 			// there (the accepted socket carries the listener's name).
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			waitFor(t, fmt.Sprintf("PE 1 (pid %d) listening on its Unix socket with PE 0 connected there", pids[1]), func() bool {
 				var connected, listening bool
 				for _, s := range peUnixSockets(t, pids[1]) {
 					connected = connected || strings.HasPrefix(s, "connected ")
 					listening = listening || strings.HasPrefix(s, "listening ")
 				}
-				if connected && listening {
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "PE 1 (pid %d) has no connection on its Unix socket: %q", pids[1], peUnixSockets(t, pids[1]))
-				time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-			}
+				return connected && listening
+			})
 		})
 	}
 }
