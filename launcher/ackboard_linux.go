@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"sync/atomic"
@@ -63,29 +64,15 @@ func (b *ackBoard) offer(uc *net.UnixConn) error {
 // takeAckBoard reads the board frame a logger sends first on a Unix
 // connection, and maps the board it carries read-only (nil: none).
 func takeAckBoard(uc *net.UnixConn) (*ackView, error) {
+	rd := newRightsReader(uc)
+	defer rd.close() // the board stays mapped
 	var frame [elHeaderSize + 4]byte
-	oob := make([]byte, unix.CmsgSpace(4))
-	got, fd := 0, -1
-	for got < len(frame) {
-		n, oobn, _, _, err := uc.ReadMsgUnix(frame[got:], oob)
-		if err != nil {
-			return nil, err
-		}
-		if oobn > 0 && fd < 0 {
-			msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-			if err == nil && len(msgs) > 0 {
-				if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) > 0 {
-					fd = fds[0]
-					for _, extra := range fds[1:] {
-						unix.Close(extra)
-					}
-				}
-			}
-		}
-		got += n
+	if _, err := io.ReadFull(rd, frame[:]); err != nil {
+		return nil, err
 	}
-	if fd >= 0 {
-		defer unix.Close(fd)
+	fd := -1
+	if len(rd.fds) > 0 {
+		fd = rd.fds[0]
 	}
 	fr := elReader{b: frame[elHeaderSize:]}
 	creators := int(fr.u32())

@@ -172,7 +172,8 @@ func acceptDumpRing(rd *rightsReader, size int) (*dumpRing, error) {
 }
 
 // rightsReader reads a PE's Unix connection and keeps the descriptors
-// that come with its bytes (a ring offer's).
+// that come with its bytes (a dump ring offered by a PE, the event
+// logger's acknowledgement board).
 type rightsReader struct {
 	uc  *net.UnixConn
 	oob []byte
