@@ -171,7 +171,7 @@ func acceptDumpRing(rd *rightsReader, size int) (*dumpRing, error) {
 	return &dumpRing{mem: mem, data: mem[dumpRingData:]}, nil
 }
 
-// rightsReader reads a PE's Unix connection and keeps the descriptors
+// rightsReader reads a Unix connection and keeps the descriptors
 // that come with its bytes (a dump ring offered by a PE, the event
 // logger's acknowledgement board).
 type rightsReader struct {
