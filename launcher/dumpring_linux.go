@@ -22,7 +22,8 @@ import (
 // CPU a run on each side for 90 MB).
 //
 // The first page holds the count of bytes the logger has consumed
-// (written by the logger, read by the PE, atomically); the entries go in
+// (written by the logger, read by the PE, atomically) and the logger's
+// acknowledgements (publishAck, ack, askWake below); the entries go in
 // the rest, one after the other, each contiguous (a dump that does not
 // fit before the end starts again at the beginning, the end skipped).
 // Positions count from the ring's start and only grow. A dump the ring
@@ -44,7 +45,79 @@ const (
 	maxDumpRing = 64 << 20
 )
 
-func (r *dumpRing) consumed() *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[0])) }
+// The words of the ring's first page (offsets in bytes).
+const (
+	ringConsumed = 0
+	// The latest acknowledgement, under a sequence count (a seqlock
+	// with one writer, the logger): odd while the logger writes it,
+	// zero before the first.
+	ringAckSeq   = 8
+	ringAckEpoch = 16
+	ringAckTo    = 24
+	// ringWake is set by a PE that waits for an acknowledgement and
+	// cleared by the logger, which then writes one on the socket too.
+	ringWake = 32
+	// ringAckTries bounds a PE's reads of an acknowledgement the logger
+	// is writing (a logger that died meanwhile leaves it half written;
+	// the socket's end tells the PE).
+	ringAckTries = 64
+)
+
+func (r *dumpRing) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
+
+func (r *dumpRing) consumed() *uint64 { return r.word(ringConsumed) }
+
+// publishAck makes the acknowledgement (epoch, to) the latest in the
+// ring's first page (logger) and reports whether the PE asked to be
+// woken (askWake): the logger then writes an acknowledgement on the
+// socket too, which the PE's reader goroutine, parked in the netpoller,
+// waits for. A PE that works between slices reads the page instead
+// (ack: an atomic load, where a read of the socket was a system call),
+// and the logger writes to the socket only for a PE that waits.
+//
+// The PE stores its wake flag before it reads the acknowledgement, the
+// logger stores the acknowledgement before it takes the flag (both
+// sequentially consistent): either the PE sees the acknowledgement or
+// the logger sees the flag.
+func (r *dumpRing) publishAck(epoch uint64, to int) (wake bool) {
+	seq := atomic.LoadUint64(r.word(ringAckSeq))
+	atomic.StoreUint64(r.word(ringAckSeq), seq+1)
+	atomic.StoreUint64(r.word(ringAckEpoch), epoch)
+	atomic.StoreUint64(r.word(ringAckTo), uint64(to))
+	atomic.StoreUint64(r.word(ringAckSeq), seq+2)
+	return atomic.SwapUint64(r.word(ringWake), 0) != 0
+}
+
+// ack returns the latest acknowledgement the logger published and its
+// sequence count (PE); false if there is none, or none could be read
+// whole.
+func (r *dumpRing) ack() (seq, epoch uint64, to int, ok bool) {
+	if r == nil {
+		return 0, 0, 0, false
+	}
+	for range ringAckTries {
+		seq = atomic.LoadUint64(r.word(ringAckSeq))
+		if seq == 0 {
+			return 0, 0, 0, false
+		}
+		if seq%2 != 0 {
+			continue
+		}
+		epoch = atomic.LoadUint64(r.word(ringAckEpoch))
+		to64 := atomic.LoadUint64(r.word(ringAckTo))
+		if atomic.LoadUint64(r.word(ringAckSeq)) == seq {
+			if to64 > 1<<31 {
+				return 0, 0, 0, false // not a logger's
+			}
+			return seq, epoch, int(to64), true
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// askWake asks the logger to write its next acknowledgement on the
+// socket too (PE, before it waits there).
+func (r *dumpRing) askWake() { atomic.StoreUint64(r.word(ringWake), 1) }
 
 // offerDumpRing makes a PE's ring and hands it to the logger on uc
 // (before anything else is written on it).

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -109,6 +110,108 @@ func TestDumpRing(t *testing.T) {
 	require.False(t, ok, "a place as large as the ring")
 }
 
+// The acknowledgements in the ring's first page against a naive model
+// (the latest published, and whether the PE asked for a wake-up since):
+// the PE reads the latest, once per publication by its sequence count,
+// and the logger learns of a wake-up asked once.
+func TestDumpRingAcks(t *testing.T) {
+	peEnd, loggerEnd := unixPair(t)
+	pe, err := offerDumpRing(peEnd)
+	require.NoError(t, err)
+	defer pe.unmap()
+	logger, err := acceptOffer(t, loggerEnd)
+	require.NoError(t, err)
+	defer logger.unmap()
+	_, _, _, ok := pe.ack()
+	require.False(t, ok, "an acknowledgement before any")
+	var model struct {
+		published bool
+		epoch     uint64
+		to        int
+		wake      bool
+	}
+	var lastSeq uint64
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		switch rng.IntN(3) {
+		case 0:
+			if rng.IntN(5) == 0 {
+				model.epoch++
+				model.to = 0
+			}
+			model.to += rng.IntN(100)
+			model.published = true
+			require.Equal(t, model.wake, logger.publishAck(model.epoch, model.to))
+			model.wake = false
+		case 1:
+			pe.askWake()
+			model.wake = true
+		case 2:
+			seq, epoch, to, ok := pe.ack()
+			require.Equal(t, model.published, ok)
+			if ok {
+				require.Equal(t, model.epoch, epoch)
+				require.Equal(t, model.to, to)
+				require.GreaterOrEqual(t, seq, lastSeq)
+				require.Zero(t, seq%2)
+				lastSeq = seq
+			}
+		}
+	}
+}
+
+// Concurrently, a PE never reads an acknowledgement half written, and
+// one that asks for a wake-up before it reads the page either sees the
+// logger's latest acknowledgement or is woken (the logger sees the
+// request): it never waits for one already published.
+func TestDumpRingAcksConcurrent(t *testing.T) {
+	peEnd, loggerEnd := unixPair(t)
+	pe, err := offerDumpRing(peEnd)
+	require.NoError(t, err)
+	defer pe.unmap()
+	logger, err := acceptOffer(t, loggerEnd)
+	require.NoError(t, err)
+	defer logger.unmap()
+	const n = 20000
+	next := make(chan int)         // the PE lets the logger publish i
+	wake := make(chan struct{}, 1) // the socket's acknowledgement
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range next {
+			// to follows epoch, so that a torn read shows.
+			if logger.publishAck(uint64(i), 3*i+1) {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	timeout := time.After(time.Minute)
+	for i := 1; i <= n; i++ {
+		next <- i
+		for {
+			pe.askWake()
+			_, epoch, to, ok := pe.ack()
+			if ok {
+				require.Equal(t, 3*int(epoch)+1, to, "a torn acknowledgement")
+				require.LessOrEqual(t, epoch, uint64(i))
+				if epoch == uint64(i) {
+					break
+				}
+			}
+			select {
+			case <-wake:
+			case <-timeout:
+				t.Fatalf("acknowledgement %d published, the PE neither saw it nor was woken", i)
+			}
+		}
+	}
+	close(next)
+	<-done
+}
+
 // A logger maps only a sealed ring of the size announced.
 func TestDumpRingRefused(t *testing.T) {
 	offer := func(t *testing.T, seal bool, size, announced int) error {
@@ -183,4 +286,36 @@ func TestDumpThroughSharedMemory(t *testing.T) {
 	consumed := *k.ring.consumed()
 	k.mu.Unlock()
 	require.Positive(t, consumed, "the logger copied out of the ring")
+}
+
+// On the logger's host the PE reads its acknowledgements in the ring's
+// page; the logger writes one on the socket only when the PE's reader
+// goroutine asked for it before it waited, and that wakes the reader,
+// which tells the PE (a PE idle or blocked for room).
+func TestDumpRingWakesAWaitingPE(t *testing.T) {
+	srv, c, got := dumpPair(t)
+	first := dumpOf(t, 0, 3, 0, 4)
+	c.Dump(first) // dials
+	k := c.links[0]
+	waitFor(t, "the link up", k.ringAcks.Load)
+	var acks []scheduler.DumpAcked
+	waitFor(t, "the first acknowledged", func() bool {
+		acks = c.TakeDumpAcks(acks)
+		return len(acks) > 0 && acks[len(acks)-1].To == first.To
+	})
+	at := first.To
+	for i := range 5 {
+		// The PE does not read the page: only the socket's wake-up
+		// can tell it.
+		before := len(got.all())
+		d := dumpOf(t, 0, 3, at, 3+i)
+		at = d.To
+		c.Dump(d)
+		waitFor(t, "told of the acknowledgement", func() bool { return len(got.all()) > before })
+		require.IsType(t, scheduler.DumpAcksPending{}, got.all()[before])
+		acks = c.TakeDumpAcks(acks[:0])
+		require.Equal(t, scheduler.DumpAcked{Logger: 0, Epoch: 3, To: d.To}, acks[len(acks)-1])
+		require.False(t, k.unacked.Load())
+	}
+	require.Positive(t, srv.store.held())
 }

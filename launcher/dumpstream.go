@@ -465,6 +465,11 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			return fmt.Errorf("launcher: dump from PE %d: %d entries for [%d, %d)", pe, count, from, to)
 		}
 		end := s.store.store(pe, epoch, int(from), int(to), payload)
+		if ring != nil && !ring.publishAck(epoch, end) && !ackDue {
+			// The PE reads the acknowledgement in the ring's first
+			// page; it asked for none on the socket.
+			continue
+		}
 		if ackDue && binary.LittleEndian.Uint64(ack[1:]) != epoch {
 			// An acknowledgement covers one period.
 			if err := sendAck(); err != nil {
@@ -658,6 +663,12 @@ type dumpLink struct {
 	lastEpoch uint64
 	lastTo    int
 	unacked   atomic.Bool
+	// ringAcks is set once ring is: the acknowledgements are read in
+	// the ring's first page (dumpRing.ack), an acknowledgement on the
+	// socket only wakes the reader goroutine; ringAckSeq is the
+	// sequence count of the last one taken there (under mu).
+	ringAcks   atomic.Bool
+	ringAckSeq uint64
 	// inbox holds what was read from a raw connection and not yet taken
 	// as frames, by the reader goroutine or the PE's polls, whichever
 	// holds rdMu.
@@ -977,6 +988,7 @@ func (c *dumpClient) run(k *dumpLink) {
 	}
 	k.conn = nc
 	k.ring = ring
+	k.ringAcks.Store(ring != nil)
 	if k.raw = rawConnOf(nc); k.raw != nil {
 		k.pollable.Store(true) // after k.raw: TakeDumpAcks reads it then
 	}
@@ -1041,6 +1053,13 @@ func (c *dumpClient) readAcks(k *dumpLink, nc net.Conn) {
 			k.rdMu.Lock()
 			err = c.readRaw(k, fd, true)
 			k.rdMu.Unlock()
+			if err == nil && k.ringAcks.Load() {
+				// About to wait: the logger's next acknowledgement
+				// comes on the socket too (asked before the page is
+				// read, so that none is missed).
+				k.ring.askWake()
+				c.ringAck(k, true)
+			}
 			return err != nil // else wait until the socket is readable
 		})
 		if err == nil {
@@ -1136,16 +1155,15 @@ func (c *dumpClient) readRaw(k *dumpLink, fd uintptr, notify bool) error {
 func (c *dumpClient) frame(k *dumpLink, h []byte, payload []byte, notify bool) error {
 	switch h[0] {
 	case dumpKindAck:
+		if k.ringAcks.Load() {
+			// A wake-up: the acknowledgement is the ring's.
+			c.ringAck(k, notify)
+			return nil
+		}
 		a := scheduler.DumpAcked{Logger: k.logger, Epoch: binary.LittleEndian.Uint64(h[1:]), To: int(binary.LittleEndian.Uint32(h[9:]))}
 		k.mu.Lock()
-		if a.Epoch == k.lastEpoch && a.To >= k.lastTo {
-			k.unacked.Store(false)
-		}
+		first := c.ackedLocked(k, a)
 		k.mu.Unlock()
-		c.ackMu.Lock()
-		c.acks[k.logger] = a
-		first := !c.pending.Swap(true)
-		c.ackMu.Unlock()
 		if first && notify {
 			c.post(scheduler.DumpAcksPending{})
 		}
@@ -1165,12 +1183,48 @@ func (c *dumpClient) frame(k *dumpLink, h []byte, payload []byte, notify bool) e
 	return nil
 }
 
+// ackedLocked keeps a, k's logger's acknowledgement, for the PE and
+// reports whether it is the first kept since the PE last took them. k.mu
+// is held.
+func (c *dumpClient) ackedLocked(k *dumpLink, a scheduler.DumpAcked) (first bool) {
+	if a.Epoch == k.lastEpoch && a.To >= k.lastTo {
+		k.unacked.Store(false)
+	}
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
+	c.acks[k.logger] = a
+	return !c.pending.Swap(true)
+}
+
+// ringAck takes the acknowledgement in k's ring if it is new; notify:
+// post DumpAcksPending (as frame).
+func (c *dumpClient) ringAck(k *dumpLink, notify bool) {
+	k.mu.Lock()
+	seq, epoch, to, ok := k.ring.ack()
+	if !ok || seq == k.ringAckSeq {
+		k.mu.Unlock()
+		return
+	}
+	k.ringAckSeq = seq
+	first := c.ackedLocked(k, scheduler.DumpAcked{Logger: k.logger, Epoch: epoch, To: to})
+	k.mu.Unlock()
+	if first && notify {
+		c.post(scheduler.DumpAcksPending{})
+	}
+}
+
 // TakeDumpAcks appends the acknowledgements received since the last
-// call to into (scheduler.DumpAckSource), the sockets of the loggers
-// that owe this PE one read first.
+// call to into (scheduler.DumpAckSource), those of the loggers that owe
+// this PE one read first: in the ring's first page on the logger's
+// host, else on the socket.
 func (c *dumpClient) TakeDumpAcks(into []scheduler.DumpAcked) []scheduler.DumpAcked {
 	for _, k := range c.links {
-		if k.unacked.Load() && k.pollable.Load() {
+		if !k.unacked.Load() {
+			continue
+		}
+		if k.ringAcks.Load() {
+			c.ringAck(k, false)
+		} else if k.pollable.Load() {
 			c.poll(k)
 		}
 	}
