@@ -369,15 +369,15 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 	// A small buffer: the headers come through it, and a dump's
 	// entries, larger than it, mostly go straight from the socket into
 	// their buffer (bufio reads past an empty buffer).
-	var r *bufio.Reader
+	raw := rawConnOf(nc)
+	stream := &streamReader{conn: nc, raw: raw}
 	var rights *rightsReader // a PE's connection on this host
 	if uc, ok := nc.(*net.UnixConn); ok {
 		rights = newRightsReader(uc)
 		defer rights.close()
-		r = bufio.NewReaderSize(rights, 16<<10)
-	} else {
-		r = bufio.NewReaderSize(nc, 16<<10)
+		stream.conn = rights
 	}
+	r := bufio.NewReaderSize(stream, 16<<10)
 	var ring *dumpRing // the PE's, once offered
 	defer func() { ring.unmap() }()
 	var h [dumpRingHeaderSize]byte
@@ -388,13 +388,19 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 	// It goes before the logger waits on the connection or answers a
 	// fetch: the PE may be waiting for it.
 	ackDue := false
-	raw := rawConnOf(nc)
 	sendAck := func() error {
 		if !ackDue {
 			return nil
 		}
 		ackDue = false
-		_, err := nc.Write(ack[:])
+		n := 0
+		if raw != nil {
+			n = writeNow(raw, ack[:])
+		}
+		if n == len(ack) {
+			return nil
+		}
+		_, err := nc.Write(ack[n:]) // the socket full, or its error
 		return err
 	}
 	for {
@@ -406,6 +412,9 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 		if _, err := io.ReadFull(r, h[:dumpHeaderSize]); err != nil {
 			return err
 		}
+		// The ring offer's descriptor, if any, came with the first
+		// bytes.
+		stream.plain = true
 		epoch := binary.LittleEndian.Uint64(h[1:])
 		from, to := binary.LittleEndian.Uint32(h[9:]), binary.LittleEndian.Uint32(h[13:])
 		n := binary.LittleEndian.Uint32(h[17:])
@@ -481,6 +490,35 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 		binary.LittleEndian.PutUint32(ack[9:], uint32(end))
 		ackDue = true
 	}
+}
+
+// streamReader reads a logger's end of a dump connection: through conn
+// until the first frame is read (a ring offer's descriptor comes with the
+// first bytes: rightsReader), then, on a plain socket, with reads that
+// cannot block (readNow, RawSyscall) and a wait in the netpoller when it
+// is empty: without the runtime's bookkeeping for a call that may
+// block, whose every entry woke the logger's sysmon thread while the
+// logger was idle between two dumps.
+type streamReader struct {
+	conn  io.Reader
+	raw   syscall.RawConn
+	plain bool
+}
+
+func (r *streamReader) Read(p []byte) (int, error) {
+	if !r.plain || r.raw == nil || len(p) == 0 {
+		return r.conn.Read(p)
+	}
+	var n int
+	var err error
+	rerr := r.raw.Read(func(fd uintptr) bool {
+		n, err = readNow(fd, p)
+		return n > 0 || err != nil // else wait until readable
+	})
+	if err == nil && n == 0 {
+		err = rerr
+	}
+	return n, err
 }
 
 // answerFetch answers PE pe's fetch of entries [from, to) of period
