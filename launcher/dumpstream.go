@@ -41,7 +41,9 @@ import (
 // same epoch and range, and the entries; length 0 when it does not hold
 // them). A PE on the logger's host (the Unix socket) hands the logger a
 // ring of shared memory first and places its dumps there, sending their
-// headers alone (kinds 6 and 5, dumpring_linux.go). All integers
+// headers alone (kinds 6 and 5, dumpring_linux.go); the logger then
+// publishes its acknowledgements in the ring and writes one on the
+// socket only when the PE asked to be woken. All integers
 // little-endian. A
 // connection that breaks the handshake, or sends a malformed dump, is
 // closed and logged by the logger; a PE that loses its connection to a
