@@ -394,3 +394,50 @@ func TestDumpWrittenByThePE(t *testing.T) {
 	require.Equal(t, big.Payload, back)
 	waitFor(t, "both buffers given back", func() bool { return len(got.sentBack()) == 2 })
 }
+
+// A PE whose logger is on another host dumps over TCP: the entries and
+// the acknowledgements go through the socket (no ring), the logger reads
+// it without blocking calls once the first frame is in, and the runs come
+// back on a fetch.
+func TestDumpStreamOverTCP(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := listenDumps(0, 2, "127.0.0.1", secret, nil, log)
+	require.NoError(t, err)
+	t.Cleanup(srv.close)
+	// Another name for the logger's address: no socket on this host
+	// answers to it, so the PE dials TCP.
+	_, port, err := net.SplitHostPort(srv.addr())
+	require.NoError(t, err)
+	var got posted
+	c := newDumpClient(1, []string{net.JoinHostPort("localhost", port)}, secret, nil, got.post, log)
+	t.Cleanup(c.close)
+	first := dumpOf(t, 0, 3, 0, 4)
+	c.Dump(first) // dials
+	k := c.links[0]
+	waitFor(t, "the link up", k.pollable.Load)
+	k.mu.Lock()
+	_, isTCP := k.conn.(*net.TCPConn)
+	hasRing := k.ring != nil
+	k.mu.Unlock()
+	require.True(t, isTCP, "a TCP connection")
+	require.False(t, hasRing)
+	require.False(t, k.ringAcks.Load())
+	var acks []scheduler.DumpAcked
+	at, total := first.To, len(first.Payload)
+	for i := range 4 {
+		d := dumpOf(t, 0, 3, at, 5+i)
+		at, total = d.To, total+len(d.Payload)
+		c.Dump(d)
+		waitFor(t, "acknowledged", func() bool {
+			acks = c.TakeDumpAcks(acks)
+			return len(acks) > 0 && acks[len(acks)-1].To == d.To
+		})
+	}
+	require.Equal(t, total, srv.store.held())
+	back, err := c.Fetch(0, 3, first.To, at)
+	require.NoError(t, err)
+	entries, err := logging.CountDumped(back)
+	require.NoError(t, err)
+	require.Equal(t, at-first.To, entries)
+}
