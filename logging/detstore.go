@@ -286,7 +286,12 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 	stored.sender, stored.srn, stored.path = d.Message.Sender, d.Message.SRN, s.internPath(d.Message.CPI)
 	stored.creator, stored.seq = d.Creator, d.Seq
 	for _, pe := range holders {
-		s.addHolder(stored, pe)
+		if bit := uint64(1) << (uint32(pe) & 63); uint32(pe) < 64 && stored.holders&bit == 0 {
+			stored.holders |= bit
+			stored.holderCount++
+		} else if uint32(pe) >= 64 {
+			s.addMoreHolder(stored, pe)
+		}
 	}
 	entry := determinantEntry{rsn: d.RSN, slot: slot}
 	if n := len(t.entries); n == 0 || t.entries[n-1].rsn < d.RSN {

@@ -930,11 +930,13 @@ func (e *engine) piggyback(toPE PEID) []Determinant {
 		}
 		e.unstable, e.unstableSeq = e.unstable[:kept], e.unstableSeq[:kept]
 	} else {
+		// cursor: toPE is below 64 (carriesTo, noteSent by its bit).
+		bit := uint64(1) << uint32(toPE)
 		for _, slot := range e.unstable[from:] {
-			if d := s.slab.at(slot); !e.isStable(d) && s.carriesTo(d, toPE) {
+			if d := s.slab.at(slot); (d.holders|d.carried)&bit == 0 && !e.isStable(d) {
 				r.determinants = append(r.determinants, s.determinant(d))
 				e.unacked.slots = append(e.unacked.slots, slot)
-				e.noteSent(d, toPE)
+				d.carried |= bit
 			}
 		}
 	}
@@ -1103,8 +1105,11 @@ func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
 	case EnvelopeAck:
 		if env.Carry != 0 && !slices.Contains(e.failed, env.From) {
+			s := &e.determinants
 			for _, slot := range e.unacked.take(env.Carry) {
-				e.determinants.addHolder(e.determinants.slab.at(slot), env.From)
+				if d := s.slab.at(slot); uint32(env.From) >= 64 || d.holders&(1<<uint32(env.From)) == 0 {
+					s.addHolder(d, env.From)
+				}
 			}
 			e.unacked.advance()
 		}
@@ -1280,7 +1285,7 @@ func (e *engine) storeReceived(ds []Determinant, from PEID) {
 				if !s.names(stored, d.Message) {
 					panic(fmt.Sprintf("logging: pe%d holds %v and receives %v for the same position", e.pe, s.determinant(stored), *d))
 				}
-				if from != e.pe {
+				if from != e.pe && (uint32(from) >= 64 || stored.holders&(1<<uint32(from)) == 0) {
 					s.addHolder(stored, from)
 				}
 				continue

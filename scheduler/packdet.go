@@ -54,23 +54,34 @@ func appendUvarint(b []byte, v uint64) []byte {
 
 // appendPackedDeterminants appends ds packed.
 func appendPackedDeterminants(b []byte, ds []logging.Determinant) []byte {
-	var prev logging.Determinant
+	// The previous determinant's fields, which the differences are from.
+	var receiver, rsn, sender, srn uint64
 	for i := range ds {
 		d := &ds[i]
-		var flags byte
+		v0 := zigzag(uint64(d.Receiver) - receiver)
+		v1 := zigzag(d.RSN - rsn)
+		v2 := zigzag(uint64(d.Message.Sender) - sender)
+		v3 := zigzag(d.Message.SRN - srn)
+		receiver, rsn, sender, srn = uint64(d.Receiver), d.RSN, uint64(d.Message.Sender), d.Message.SRN
 		l := d.Message.CPI.Len()
+		stamped := d.Creator != 0 || d.Seq != 0
+		if l == 0 && !stamped && (v0|v1|v2|v3) < 0x80 {
+			// No flag, four differences of one byte each.
+			b = append(b, 0, byte(v0), byte(v1), byte(v2), byte(v3))
+			continue
+		}
+		var flags byte
 		if l > 0 {
 			flags |= packedPath
 		}
-		stamped := d.Creator != 0 || d.Seq != 0
 		if stamped {
 			flags |= packedStamp
 		}
 		b = append(b, flags)
-		b = appendUvarint(b, zigzag(uint64(d.Receiver-prev.Receiver)))
-		b = appendUvarint(b, zigzag(d.RSN-prev.RSN))
-		b = appendUvarint(b, zigzag(uint64(d.Message.Sender-prev.Message.Sender)))
-		b = appendUvarint(b, zigzag(d.Message.SRN-prev.Message.SRN))
+		b = appendUvarint(b, v0)
+		b = appendUvarint(b, v1)
+		b = appendUvarint(b, v2)
+		b = appendUvarint(b, v3)
 		if l > 0 {
 			b = appendUvarint(b, uint64(l))
 			b = d.Message.CPI.AppendEncoded(b)
@@ -79,7 +90,6 @@ func appendPackedDeterminants(b []byte, ds []logging.Determinant) []byte {
 			b = appendUvarint(b, zigzag(uint64(int64(d.Creator))))
 			b = appendUvarint(b, d.Seq)
 		}
-		prev = *d
 	}
 	return b
 }
