@@ -24,10 +24,10 @@ type determinantStore struct {
 	// tasks finds a task's determinants: an open-addressing table with
 	// linear probing, at most half full, of len(tasks) a power of two,
 	// a task at the slot of a multiplicative hash of its identity (the
-	// top bits, from taskShift). A Go map, with a direct-mapped cache of
-	// 256 tasks in front, took twice the instructions on LeanMD at 4 PEs
-	// (docs/benchmarks.md, "fd4 (2026-11-28)"). Entries leave only all
-	// at once (reset).
+	// top bits, from taskShift). The Go map it replaces, behind a
+	// direct-mapped cache of 256 tasks, missed the cache often on
+	// LeanMD's few hundred receivers (docs/benchmarks.md, "fd4
+	// (2026-11-28)"). Entries leave only all at once (reset).
 	tasks     []taskSlot
 	taskShift uint
 	taskCount int
