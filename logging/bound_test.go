@@ -67,7 +67,7 @@ func TestResentRecordCountsItsSenderAsHolder(t *testing.T) {
 	pes[0].EndHandler(0)
 	arriveAll(pes, 0)
 	k := determinantKey{0, 1}
-	require.Len(t, pes[2].determinants.record(k).holders, 2)
+	require.Len(t, pes[2].determinants.holderList(pes[2].determinants.record(k)), 2)
 	// PE 1 carries it on (not stable there with f=2): PE 2 learns that a
 	// third PE holds it.
 	_, ok = pes[1].NextDelivery(1, func(Message) bool { return true })
@@ -75,7 +75,7 @@ func TestResentRecordCountsItsSenderAsHolder(t *testing.T) {
 	pes[1].Send(1, 2, Message{To: 2, Annotation: ordered})
 	pes[1].EndHandler(1)
 	arriveAll(pes, 1)
-	require.ElementsMatch(t, []PEID{0, 1, 2}, pes[2].determinants.record(k).holders)
+	require.Equal(t, []PEID{0, 1, 2}, pes[2].determinants.holderList(pes[2].determinants.record(k)))
 	require.True(t, pes[2].isStable(pes[2].determinants.record(k)))
 }
 

@@ -17,7 +17,7 @@ func (e *engine) Describe(task TaskID) string {
 	next := t.counters.RSN + 1
 	fmt.Fprintf(&b, "t%d rsn %d replayEnd %d awaiting %v region %+v", task, t.counters.RSN, t.replayEnd, t.awaited(), t.counters.Region)
 	if d, ok := e.determinants.get(determinantKey{task, next}); ok {
-		fmt.Fprintf(&b, " next recorded %v", d.determinant.Message)
+		fmt.Fprintf(&b, " next recorded %v", e.determinants.message(d))
 	}
 	for _, m := range t.buffer {
 		fmt.Fprintf(&b, "\n    waiting %v key %d handler %x", m.ID, m.Key, m.Handler)

@@ -1,55 +1,120 @@
 package logging
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/gochare/gochare/commutative"
 	"github.com/stretchr/testify/require"
 )
 
-// The determinant slab gives distinct records across chunks, keeps each
-// record's holders apart from its neighbours' even when they spill past
-// the inline ones, and after a reset hands out zeroed records again
-// without allocating.
+// The determinant slab gives distinct records across chunks, and after a
+// reset hands out zeroed records again without allocating.
 func TestDetSlabRecords(t *testing.T) {
 	var s detSlab
 	n := 2*detSlabChunk + 3
 	recs := make([]*storedDeterminant, n)
 	for i := range n {
-		d := Determinant{Receiver: TaskID(i), RSN: uint64(i)}
-		recs[i], _ = s.get(d, i%2 == 0, PEID(i), PEID(i+1))
+		r, slot := s.get()
+		require.Equal(t, uint32(i), slot)
+		r.receiver, r.holders = TaskID(i), uint64(i)
+		recs[i] = r
 	}
 	for i, r := range recs {
-		// Spill every third record past its inline holders.
-		if i%3 == 0 {
-			for h := range 5 {
-				r.holders = append(r.holders, PEID(100+h))
-			}
-		}
-	}
-	for i, r := range recs {
-		require.Equal(t, TaskID(i), r.determinant.Receiver)
-		require.Equal(t, i%2 == 0, r.createdHere)
-		want := []PEID{PEID(i), PEID(i + 1)}
-		if i%3 == 0 {
-			want = append(want, 100, 101, 102, 103, 104)
-		}
-		require.Equal(t, want, r.holders, "record %d", i)
+		require.Equal(t, TaskID(i), r.receiver)
+		require.Equal(t, uint64(i), r.holders)
+		require.Same(t, r, s.at(uint32(i)))
 	}
 	s.reset()
 	allocs := testing.AllocsPerRun(1, func() {
 		for i := range n {
-			r, _ := s.get(Determinant{RSN: uint64(i)}, false, 7)
-			if r.createdHere || len(r.holders) != 1 || r.holders[0] != 7 || cap(r.holders) != len(r.inline) {
+			r, slot := s.get()
+			if *r != (storedDeterminant{slot: slot}) || slot != uint32(i) {
 				t.Fatalf("record %d after reset: %+v", i, r)
 			}
+			r.holders, r.carried, r.flags = 7, 7, detLogged
 		}
 		s.reset()
 	})
 	require.Zero(t, allocs, "a reset slab allocates nothing for as many records as it held")
 }
 
-// record returns the record at k, nil if none.
-func (s *determinantStore) record(k determinantKey) *storedDeterminant {
-	d, _ := s.get(k)
-	return d
+// The determinant store's holder sets (a bit per PE below 64, the others
+// in a side table) agree with a plain list of holders, for PEs on both
+// sides of 64 and logger PEs, through additions, failures and resets; and
+// a record gives back the determinant stored, its path from the table.
+func TestDeterminantHoldersAgreeWithList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pick := func() PEID {
+		switch rng.IntN(4) {
+		case 0:
+			return LoggerPE(rng.IntN(3))
+		case 1:
+			return PEID(60 + rng.IntN(10)) // both sides of 64
+		}
+		return PEID(rng.IntN(8))
+	}
+	paths := []commutative.Path{{}, commutative.Child(MessageID{Sender: 3, SRN: 4}, 1), commutative.Child(MessageID{Sender: 3, SRN: 5}, 0)}
+	s := newDeterminantStore()
+	naive := map[uint32][]PEID{}
+	dets := map[uint32]Determinant{}
+	var slots []uint32
+	for step := range 20000 {
+		switch op := rng.IntN(20); {
+		case op < 4 || len(slots) == 0:
+			d := Determinant{
+				Message:  MessageID{Sender: TaskID(rng.IntN(5)), SRN: uint64(step), CPI: paths[rng.IntN(len(paths))]},
+				Receiver: TaskID(rng.IntN(5)), RSN: uint64(step + 1),
+				Creator: PEID(rng.IntN(3)), Seq: uint64(rng.IntN(2) * step),
+			}
+			holders := []PEID{pick(), pick()}
+			r, slot := s.add(s.of(d.Receiver), d, holders...)
+			require.Equal(t, slot, r.slot)
+			slots = append(slots, slot)
+			slices.Sort(holders)
+			naive[slot] = slices.Compact(holders)
+			dets[slot] = d
+		case op < 14:
+			slot := slots[rng.IntN(len(slots))]
+			pe := pick()
+			s.addHolder(s.slab.at(slot), pe)
+			if !slices.Contains(naive[slot], pe) {
+				naive[slot] = append(naive[slot], pe)
+				slices.Sort(naive[slot])
+			}
+		case op < 19:
+			failed := []PEID{pick(), pick()}
+			isFailed := func(p PEID) bool { return slices.Contains(failed, p) }
+			var bits uint64
+			for _, p := range failed {
+				if uint32(p) < 64 {
+					bits |= 1 << uint32(p)
+				}
+			}
+			slot := slots[rng.IntN(len(slots))]
+			s.dropHolders(s.slab.at(slot), bits, isFailed)
+			naive[slot] = slices.DeleteFunc(naive[slot], isFailed)
+		default:
+			s.reset()
+			clear(naive)
+			clear(dets)
+			slots = slots[:0]
+		}
+		for _, slot := range slots {
+			r := s.slab.at(slot)
+			want := naive[slot]
+			require.Equal(t, len(want), int(r.holderCount), "step %d slot %d", step, slot)
+			if len(want) == 0 {
+				require.Empty(t, s.holderList(r))
+			} else {
+				require.Equal(t, want, s.holderList(r), "step %d slot %d", step, slot)
+			}
+			for _, pe := range []PEID{0, 5, 63, 64, 69, LoggerPE(0), LoggerPE(2)} {
+				require.Equal(t, slices.Contains(want, pe), s.holds(r, pe), "step %d slot %d pe %d", step, slot, pe)
+			}
+			require.Equal(t, dets[slot], s.determinant(r))
+			require.True(t, s.names(r, dets[slot].Message))
+		}
+	}
 }

@@ -2,8 +2,10 @@ package logging
 
 import (
 	"iter"
-	"maps"
+	"math/bits"
 	"slices"
+
+	"github.com/gochare/gochare/commutative"
 )
 
 // determinantStore holds the determinants a PE stores, by receiver: each
@@ -12,26 +14,42 @@ import (
 // (one per reception), so an arrival appends, and a look-up finds its
 // entry at the offset of its RSN from the first one's without searching;
 // PartialDet's, with gaps, fall back to a binary search. A look-up costs
-// a map access by task identity (a few hundred keys, not one per
+// a probe of a table by task identity (a few hundred keys, not one per
 // determinant held) and an array index: the map keyed by (receiver, RSN)
 // this replaces took a quarter of a FullDet PE's CPU on LeanMD at 4 PEs,
 // most of it cache misses in a table of every determinant held
-// (docs/benchmarks.md, "fulldet (2026-11-28)"). The entries hold no
-// pointer, so the collector does not scan them.
+// (docs/benchmarks.md, "fulldet (2026-11-28)"). Neither the entries nor
+// the records hold a pointer, so the collector does not scan them.
 type determinantStore struct {
-	tasks map[TaskID]*taskDeterminants
-	// cache holds entries of tasks looked up, at a slot by a hash of the
-	// task (a direct-mapped cache): an envelope's determinants are runs of
-	// the receptions of the sending PE's tasks, a few hundred of them
-	// interleaved, and a map look-up for each run was a tenth of the
-	// store's instructions under FullDet on LeanMD (docs/benchmarks.md,
-	// "fd3 (2026-11-28)"). Cleared by reset, the only removal from tasks.
-	cache *[detCacheSize]detCacheEntry
-	count int
+	// tasks finds a task's determinants: an open-addressing table with
+	// linear probing, at most half full, of len(tasks) a power of two,
+	// a task at the slot of a multiplicative hash of its identity (the
+	// top bits, from taskShift). The Go map it replaces, behind a
+	// direct-mapped cache of 256 tasks, missed the cache often on
+	// LeanMD's few hundred receivers (docs/benchmarks.md, "fd4
+	// (2026-11-28)"). Entries leave only all at once (reset).
+	tasks     []taskSlot
+	taskShift uint
+	taskCount int
+	count     int
 	// slab holds the records themselves.
 	slab detSlab
+	// paths are the records' message paths (storedDeterminant.path): a
+	// record keeps an index, so that the slab holds no pointer. paths[0]
+	// is the empty path, which most messages have; a path equal to the
+	// last one added (a run of one region's messages) takes its index.
+	paths []commutative.Path
+	// moreHolders lists, by slot, the holders of a record that its bit
+	// set cannot hold: PEs from 64 on, and logger PEs (a recovery
+	// envelope's sender).
+	moreHolders map[uint32][]PEID
 	// spare are the arrays of tasks forgotten by reset, for reuse.
 	spare []*taskDeterminants
+}
+
+type taskSlot struct {
+	task TaskID
+	t    *taskDeterminants // nil: a free slot
 }
 
 type taskDeterminants struct {
@@ -41,6 +59,10 @@ type taskDeterminants struct {
 	// written, are in the cache).
 	first   uint64
 	entries []determinantEntry
+	// host is the task when this PE hosts it (engine.hostedTask sets
+	// it, nil otherwise): a determinant stored for it may extend its
+	// replay (storeReceived), which costs no look-up in engine.tasks.
+	host *hostedTask
 }
 
 type determinantEntry struct {
@@ -48,51 +70,90 @@ type determinantEntry struct {
 	slot uint32 // index in the slab
 }
 
-type detCacheEntry struct {
-	task TaskID
-	t    *taskDeterminants
-}
-
-const detCacheSize = 256
-
-// detCacheSlot is task's slot in determinantStore.cache.
-func detCacheSlot(task TaskID) int {
-	return int((uint64(task) * 0x9e3779b97f4a7c15) >> (64 - 8))
-}
+// detTasksMin is the smallest size of determinantStore.tasks.
+const detTasksMin = 64
 
 func newDeterminantStore() determinantStore {
-	return determinantStore{tasks: map[TaskID]*taskDeterminants{}, cache: new([detCacheSize]detCacheEntry)}
+	return determinantStore{
+		tasks:     make([]taskSlot, detTasksMin),
+		taskShift: 64 - uint(bits.TrailingZeros(detTasksMin)),
+		paths:     []commutative.Path{{}},
+	}
+}
+
+// taskHome is task's first slot in s.tasks.
+func (s *determinantStore) taskHome(task TaskID) uint64 {
+	return (uint64(task) * 0x9e3779b97f4a7c15) >> s.taskShift
 }
 
 // of returns receiver's determinants, or nil.
 func (s *determinantStore) of(receiver TaskID) *taskDeterminants {
-	c := &s.cache[detCacheSlot(receiver)]
-	if c.t != nil && c.task == receiver {
-		return c.t
+	mask := uint64(len(s.tasks) - 1)
+	for i := s.taskHome(receiver); ; i = (i + 1) & mask {
+		slot := &s.tasks[i]
+		if slot.t == nil || slot.task == receiver {
+			return slot.t
+		}
 	}
-	t := s.tasks[receiver]
-	if t != nil {
-		c.task, c.t = receiver, t
+}
+
+// newTask adds receiver, which the store has no determinant of, and
+// returns its (empty) determinants.
+func (s *determinantStore) newTask(receiver TaskID) *taskDeterminants {
+	if 2*(s.taskCount+1) > len(s.tasks) {
+		s.growTasks()
 	}
+	var t *taskDeterminants
+	if n := len(s.spare); n > 0 {
+		t, s.spare = s.spare[n-1], s.spare[:n-1]
+	} else {
+		t = &taskDeterminants{}
+	}
+	s.insertTask(receiver, t)
+	s.taskCount++
 	return t
+}
+
+func (s *determinantStore) insertTask(task TaskID, t *taskDeterminants) {
+	mask := uint64(len(s.tasks) - 1)
+	i := s.taskHome(task)
+	for s.tasks[i].t != nil {
+		i = (i + 1) & mask
+	}
+	s.tasks[i] = taskSlot{task, t}
+}
+
+// growTasks doubles s.tasks.
+func (s *determinantStore) growTasks() {
+	old := s.tasks
+	s.tasks = make([]taskSlot, 2*len(old))
+	s.taskShift--
+	for _, slot := range old {
+		if slot.t != nil {
+			s.insertTask(slot.task, slot.t)
+		}
+	}
 }
 
 // find returns the position of rsn in t's entries, or where it would go.
 func (t *taskDeterminants) find(rsn uint64) (int, bool) {
+	if off := rsn - t.first; off < uint64(len(t.entries)) && t.entries[off].rsn == rsn {
+		return int(off), true
+	}
+	return t.search(rsn)
+}
+
+// search is find's way when rsn is not at its offset from the first
+// entry's (gaps, or not stored).
+func (t *taskDeterminants) search(rsn uint64) (int, bool) {
 	n := len(t.entries)
 	if n == 0 {
 		return 0, false
 	}
-	first := t.first
-	if rsn >= first {
-		if off := rsn - first; off < uint64(n) && t.entries[off].rsn == rsn {
-			return int(off), true
-		}
-		if last := t.entries[n-1].rsn; rsn > last {
-			return n, false
-		} else if rsn == last {
-			return n - 1, true
-		}
+	if last := t.entries[n-1].rsn; rsn > last {
+		return n, false
+	} else if rsn == last {
+		return n - 1, true
 	}
 	return slices.BinarySearchFunc(t.entries, rsn, func(e determinantEntry, rsn uint64) int {
 		switch {
@@ -118,20 +179,120 @@ func (s *determinantStore) get(k determinantKey) (*storedDeterminant, bool) {
 	return s.slab.at(t.entries[i].slot), true
 }
 
-// add stores a new record for d, which the store does not hold, with
-// holders as its holders, and returns it and its slot.
-func (s *determinantStore) add(d Determinant, createdHere bool, holders ...PEID) (*storedDeterminant, uint32) {
-	t := s.of(d.Receiver)
-	if t == nil {
-		if n := len(s.spare); n > 0 {
-			t, s.spare = s.spare[n-1], s.spare[:n-1]
-		} else {
-			t = &taskDeterminants{}
-		}
-		s.tasks[d.Receiver] = t
-		s.cache[detCacheSlot(d.Receiver)] = detCacheEntry{d.Receiver, t}
+// determinant returns the determinant d records.
+func (s *determinantStore) determinant(d *storedDeterminant) Determinant {
+	return Determinant{
+		Message:  MessageID{Sender: d.sender, SRN: d.srn, CPI: s.paths[d.path]},
+		Receiver: d.receiver,
+		RSN:      d.rsn,
+		Creator:  d.creator,
+		Seq:      d.seq,
 	}
-	stored, slot := s.slab.get(d, createdHere, holders...)
+}
+
+// message returns the message d records the reception of.
+func (s *determinantStore) message(d *storedDeterminant) MessageID {
+	return MessageID{Sender: d.sender, SRN: d.srn, CPI: s.paths[d.path]}
+}
+
+// names reports whether d records the reception of message id.
+func (s *determinantStore) names(d *storedDeterminant, id MessageID) bool {
+	return d.sender == id.Sender && d.srn == id.SRN && s.paths[d.path] == id.CPI
+}
+
+// internPath returns p's index in s.paths, adding it unless it is empty
+// or the last one added.
+func (s *determinantStore) internPath(p commutative.Path) uint32 {
+	if p.IsEmpty() {
+		return 0
+	}
+	if n := len(s.paths) - 1; n > 0 && s.paths[n] == p {
+		return uint32(n)
+	}
+	s.paths = append(s.paths, p)
+	return uint32(len(s.paths) - 1)
+}
+
+// holds reports whether pe is among d's holders.
+func (s *determinantStore) holds(d *storedDeterminant, pe PEID) bool {
+	if uint32(pe) < 64 {
+		return d.holders&(1<<uint32(pe)) != 0
+	}
+	return d.flags&detMoreHolders != 0 && slices.Contains(s.moreHolders[d.slot], pe)
+}
+
+// addHolder adds pe to d's holders (if it is not among them).
+func (s *determinantStore) addHolder(d *storedDeterminant, pe PEID) {
+	if uint32(pe) >= 64 {
+		s.addMoreHolder(d, pe)
+		return
+	}
+	if bit := uint64(1) << uint32(pe); d.holders&bit == 0 {
+		d.holders |= bit
+		if d.holderCount < maxHolderCount {
+			d.holderCount++
+		}
+	}
+}
+
+// addMoreHolder is addHolder for a PE outside the bit set.
+func (s *determinantStore) addMoreHolder(d *storedDeterminant, pe PEID) {
+	if s.moreHolders == nil {
+		s.moreHolders = map[uint32][]PEID{}
+	}
+	if more := s.moreHolders[d.slot]; !slices.Contains(more, pe) {
+		s.moreHolders[d.slot] = append(more, pe)
+		d.flags |= detMoreHolders
+		if d.holderCount < maxHolderCount {
+			d.holderCount++
+		}
+	}
+}
+
+// dropHolders takes the PEs failed reports failed out of d's holders:
+// bits are the failed ones below 64.
+func (s *determinantStore) dropHolders(d *storedDeterminant, failedBits uint64, failed func(PEID) bool) {
+	d.holders &^= failedBits
+	n := bits.OnesCount64(d.holders)
+	if d.flags&detMoreHolders != 0 {
+		s.moreHolders[d.slot] = slices.DeleteFunc(s.moreHolders[d.slot], failed)
+		n += len(s.moreHolders[d.slot])
+	}
+	d.holderCount = uint16(min(n, maxHolderCount))
+}
+
+// holderList returns d's holders, sorted.
+func (s *determinantStore) holderList(d *storedDeterminant) []PEID {
+	var out []PEID
+	for b := d.holders; b != 0; b &= b - 1 {
+		out = append(out, PEID(bits.TrailingZeros64(b)))
+	}
+	if d.flags&detMoreHolders != 0 {
+		out = append(out, s.moreHolders[d.slot]...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// add stores a new record for d, which the store does not hold, with
+// holders as its holders, and returns it and its slot; t is d.Receiver's
+// determinants (s.of), nil if the store has none.
+func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PEID) (*storedDeterminant, uint32) {
+	if t == nil {
+		t = s.newTask(d.Receiver)
+	}
+	stored, slot := s.slab.get()
+	stored.receiver, stored.rsn = d.Receiver, d.RSN
+	stored.sender, stored.srn, stored.path = d.Message.Sender, d.Message.SRN, s.internPath(d.Message.CPI)
+	stored.creator, stored.seq = d.Creator, d.Seq
+	for _, pe := range holders {
+		if bit := uint64(1) << (uint32(pe) & 63); uint32(pe) < 64 && stored.holders&bit == 0 {
+			stored.holders |= bit
+			stored.holderCount++
+		} else if uint32(pe) >= 64 {
+			s.addMoreHolder(stored, pe)
+		}
+	}
 	entry := determinantEntry{rsn: d.RSN, slot: slot}
 	if n := len(t.entries); n == 0 || t.entries[n-1].rsn < d.RSN {
 		t.entries = append(t.entries, entry)
@@ -161,7 +322,14 @@ func (s *determinantStore) len() int { return s.count }
 
 // receivers returns the tasks the store holds determinants of, sorted.
 func (s *determinantStore) receivers() []TaskID {
-	return slices.Sorted(maps.Keys(s.tasks))
+	out := make([]TaskID, 0, s.taskCount)
+	for _, slot := range s.tasks {
+		if slot.t != nil {
+			out = append(out, slot.task)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ofTask yields receiver's records in RSN order.
@@ -194,12 +362,17 @@ func (s *determinantStore) all() iter.Seq[*storedDeterminant] {
 
 // reset forgets every record (at a checkpoint), keeping the arrays.
 func (s *determinantStore) reset() {
-	for task, t := range s.tasks {
-		t.entries = t.entries[:0]
-		s.spare = append(s.spare, t)
-		delete(s.tasks, task)
+	for i, slot := range s.tasks {
+		if t := slot.t; t != nil {
+			t.entries, t.host = t.entries[:0], nil
+			s.spare = append(s.spare, t)
+			s.tasks[i] = taskSlot{}
+		}
 	}
-	clear(s.cache[:])
+	s.taskCount = 0
 	s.count = 0
 	s.slab.reset()
+	clear(s.paths[1:])
+	s.paths = s.paths[:1]
+	clear(s.moreHolders)
 }

@@ -11,15 +11,22 @@ import (
 // The determinant store agrees with a map keyed by (receiver, RSN) under
 // additions in order, with gaps and out of order, and across resets: the
 // same records found, the same highest RSN per task, the same records
-// listed in (receiver, RSN) order.
+// listed in (receiver, RSN) order. Odd seeds spread over enough tasks
+// (identities as the scheduler makes them, a collection in the top bits)
+// for the table of tasks to grow.
 func TestDeterminantStoreAgreesWithMap(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		s := newDeterminantStore()
 		naive := map[determinantKey]Determinant{}
 		next := map[TaskID]uint64{}
+		tasks := 6
+		if seed%2 == 1 {
+			tasks = 400
+		}
+		taskOf := func(i int) TaskID { return TaskID(uint64(i%3)<<48 | uint64(i)) }
 		for step := range 3000 {
-			task := TaskID(rng.IntN(6))
+			task := taskOf(rng.IntN(tasks))
 			var rsn uint64
 			switch op := rng.IntN(10); {
 			case op < 6: // the next reception
@@ -35,16 +42,16 @@ func TestDeterminantStoreAgreesWithMap(t *testing.T) {
 			if _, ok := naive[k]; !ok {
 				d := Determinant{Message: MessageID{Sender: task + 100, SRN: uint64(step)}, Receiver: task, RSN: rsn}
 				naive[k] = d
-				r, _ := s.add(d, step%2 == 0, 1)
-				require.Equal(t, d, r.determinant)
+				r, _ := s.add(s.of(d.Receiver), d, 1)
+				require.Equal(t, d, s.determinant(r))
 				next[task] = max(next[task], rsn)
 			}
-			probe := determinantKey{TaskID(rng.IntN(7)), uint64(rng.IntN(int(next[task]) + 4))}
+			probe := determinantKey{taskOf(rng.IntN(tasks + 1)), uint64(rng.IntN(int(next[task]) + 4))}
 			want, wok := naive[probe]
 			got, gok := s.get(probe)
 			require.Equal(t, wok, gok, "seed %d step %d %v", seed, step, probe)
 			if wok {
-				require.Equal(t, want, got.determinant)
+				require.Equal(t, want, s.determinant(got))
 			}
 			if step%500 == 499 {
 				var keys []determinantKey
@@ -61,12 +68,12 @@ func TestDeterminantStoreAgreesWithMap(t *testing.T) {
 				})
 				var listed []determinantKey
 				for d := range s.all() {
-					listed = append(listed, d.determinant.key())
+					listed = append(listed, determinantKey{d.receiver, d.rsn})
 				}
 				require.Equal(t, keys, listed)
 				require.Equal(t, len(naive), s.len())
-				for task := range TaskID(7) {
-					require.Equal(t, last[task], s.lastRSN(task))
+				for i := range tasks + 1 {
+					require.Equal(t, last[taskOf(i)], s.lastRSN(taskOf(i)))
 				}
 			}
 			if step%1000 == 999 {
@@ -76,4 +83,10 @@ func TestDeterminantStoreAgreesWithMap(t *testing.T) {
 			}
 		}
 	}
+}
+
+// record returns the record at k, nil if none.
+func (s *determinantStore) record(k determinantKey) *storedDeterminant {
+	d, _ := s.get(k)
+	return d
 }

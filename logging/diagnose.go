@@ -54,7 +54,7 @@ func (e *engine) Waiting(task TaskID) (TaskWait, bool) {
 	}
 	if t.counters.RSN < t.replayEnd {
 		if d, ok := e.determinants.get(determinantKey{task, t.counters.RSN + 1}); ok {
-			w.NextRecorded, w.Recorded = d.determinant.Message, true
+			w.NextRecorded, w.Recorded = e.determinants.message(d), true
 		}
 	}
 	return w, true

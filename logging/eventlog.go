@@ -176,7 +176,9 @@ type eventLog struct {
 	// unstable here (created, received or made unstable again) since the
 	// last fillEventLog, in that order: the candidates for the logger,
 	// so that a batch costs O(its records), not O(unstable records).
-	pendingDeterminants []determinantKey
+	// The determinants are their slots in the store (a checkpoint
+	// empties both).
+	pendingDeterminants []uint32
 	pendingProgress     []TaskID
 	// diedInPeriod are the loggers known to have died since the last
 	// checkpoint (EventLogLost).
@@ -214,9 +216,10 @@ func (l *eventLog) stable(creator PEID, seq uint64) bool {
 	return seq != 0 && seq <= a.upTo && !l.dead[a.logger]
 }
 
-// noteUnstable queues determinant k for the logger (fillEventLog).
-func (l *eventLog) noteUnstable(k determinantKey) {
-	l.pendingDeterminants = append(l.pendingDeterminants, k)
+// noteUnstable queues the determinant at slot for the logger
+// (fillEventLog).
+func (l *eventLog) noteUnstable(slot uint32) {
+	l.pendingDeterminants = append(l.pendingDeterminants, slot)
 }
 
 // noteProgress queues task's progress record for the logger: it was made
@@ -307,18 +310,19 @@ func (e *engine) fillEventLog() {
 		return
 	}
 	var b *EventLogBatch
-	for _, k := range l.pendingDeterminants {
-		d, ok := e.determinants.get(k)
-		if !ok || d.logged || e.isStable(d) {
+	for _, slot := range l.pendingDeterminants {
+		d := e.determinants.slab.at(slot)
+		if d.flags&detLogged != 0 || e.isStable(d) {
 			continue
 		}
 		if b == nil {
 			b = e.batch()
 		}
-		d.logged = true
-		b.Determinants = append(b.Determinants, d.determinant)
+		d.flags |= detLogged
+		det := e.determinants.determinant(d)
+		b.Determinants = append(b.Determinants, det)
 		e.stats.EventLogRecords++
-		e.stats.EventLogBytes += d.determinant.EncodedSize()
+		e.stats.EventLogBytes += det.EncodedSize()
 	}
 	l.pendingDeterminants = l.pendingDeterminants[:0]
 	for _, task := range l.pendingProgress {
@@ -452,7 +456,7 @@ func (e *engine) EventLoggerFailed(dead int) {
 	// acknowledgement means what it says.
 	l.target = l.nextLive(dead + 1)
 	for d := range e.determinants.all() {
-		d.logged = false
+		d.flags &^= detLogged
 	}
 	for _, p := range e.progress {
 		p.logged = false
@@ -492,12 +496,9 @@ func (e *engine) awaitsLogger(l int) (TaskID, bool) {
 // requeueUnstable queues for piggybacking every determinant that is not
 // stable and not queued.
 func (e *engine) requeueUnstable() {
-	queued := make(map[determinantKey]bool, len(e.unstable))
-	for _, k := range e.unstable {
-		queued[k] = true
-	}
-	for _, k := range e.sortedDeterminantKeys() {
-		if d, _ := e.determinants.get(k); !queued[k] && !e.isStable(d) {
+	queued := e.queuedUnstable()
+	for d := range e.determinants.all() {
+		if !queued[d.slot] && !e.isStable(d) {
 			e.markUnstable(d)
 		}
 	}

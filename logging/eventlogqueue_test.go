@@ -52,8 +52,8 @@ func runEventLogQueue(t *testing.T, kind Kind, seed uint64) {
 			return nil, nil
 		}
 		for d := range e.determinants.all() {
-			if !d.logged && !e.isStable(d) {
-				dets = append(dets, d.determinant.key())
+			if d.flags&detLogged == 0 && !e.isStable(d) {
+				dets = append(dets, determinantKey{d.receiver, d.rsn})
 			}
 		}
 		for task, p := range e.progress {

@@ -15,6 +15,9 @@ func (e *engine) ExportTask(task TaskID) TaskCheckpoint {
 	}
 	cp := TaskCheckpoint{Counters: t.counters, Requires: append([]Dependency(nil), t.requires...), Received: t.received.list()}
 	delete(e.tasks, task)
+	if stored := e.determinants.of(task); stored != nil {
+		stored.host = nil
+	}
 	return cp
 }
 

@@ -269,11 +269,25 @@ type engine struct {
 	// keyed by a whole message identity.
 	recordedAt map[receivedMessage]uint64
 	toIndex    []uint32
-	// unstable lists determinants this PE still piggybacks, in creation or
-	// arrival order, and unstableSlots their records' slots (piggyback
-	// reads the records without looking them up).
-	unstable      []determinantKey
-	unstableSlots []uint32
+	// unstable lists the slots of the determinants this PE still
+	// piggybacks, in creation or arrival order (piggyback reads the
+	// records without looking them up), and some that have become stable
+	// since: a walk over the whole list drops those, one from walked
+	// does not (the list then holds at most every determinant stored
+	// since the checkpoint, 12 bytes each). unstableSeq numbers the
+	// entries in order (from unstableNext), so that walked names a
+	// place in the list that dropping entries does not move.
+	unstable     []uint32
+	unstableSeq  []uint64
+	unstableNext uint64
+	// walked holds, for each PE p below 64 under Config.Ordered, the
+	// number of the first entry of unstable that piggyback has not
+	// looked at for p since the last failure notice (0: none looked at).
+	// Every entry before it was then stable, held by p or carried to p,
+	// and stays so until a failure notice (holders and carried bits only
+	// grow, the bound only falls, until then): piggyback starts there
+	// (docs/design.md, "Piggybacking and stability").
+	walked [64]uint64
 	// progress is the highest known Progress of each task (PartialDet).
 	progress map[TaskID]*storedProgress
 	// progressTasks are the keys of progress, sorted up to
@@ -375,29 +389,59 @@ type receivedMessage struct {
 	message  MessageID
 }
 
+// storedDeterminant is a determinant this PE stores and what the protocol
+// knows of it. It holds no pointer, so that the collector does not scan
+// the slab (with the path string and a holders slice in each record, the
+// marking of the slab cost ~0.1 G instructions in a LeanMD job at 4 PEs:
+// docs/benchmarks.md, "fd3 (2026-11-28)"): the message's path is an index
+// in the store's table of paths (determinantStore.paths), and the holders
+// a bit set of the PEs below 64 with any other in a side table
+// (determinantStore.moreHolders). determinantStore.determinant gives the
+// Determinant back.
 type storedDeterminant struct {
-	determinant Determinant
-	createdHere bool
-	// holders are the PEs known to store it, this one included. They
-	// start in inline, which holds as many as a determinant needs to be
-	// stable while at most len(inline)-1 PEs fail at once; more spill to
-	// the heap.
-	holders []PEID
-	inline  [4]PEID
-	// slot is the record's place in the slab (detSlab.at).
-	slot uint32
+	receiver TaskID
+	rsn      uint64
+	sender   TaskID
+	srn      uint64
+	// seq and creator are the event logger's stamp (Determinant.Seq,
+	// Creator).
+	seq uint64
+	// holders has bit p set for each PE p below 64 known to store the
+	// determinant, this one included; the others are in the store's
+	// moreHolders (flag detMoreHolders). A holder stays until the next
+	// checkpoint or its failure.
+	holders uint64
 	// carried has bit p set once the determinant rode to PE p (p < 64;
 	// Config.Ordered only; see carriesTo).
 	carried uint64
-	// logged: sent to this PE's event logger (fillEventLog).
-	logged bool
+	creator PEID
+	// path is the message's path: an index in determinantStore.paths,
+	// 0 for the empty path.
+	path uint32
+	// slot is the record's place in the slab (detSlab.at).
+	slot uint32
+	// holderCount is the number of holders (at most maxHolderCount:
+	// isStable compares it with the bound, which is far below).
+	holderCount uint16
+	flags       uint8
 }
+
+// maxHolderCount caps storedDeterminant.holderCount.
+const maxHolderCount = math.MaxUint16
+
+const (
+	// detLogged: sent to this PE's event logger (fillEventLog).
+	detLogged = 1 << iota
+	// detMoreHolders: the store's moreHolders lists holders of the
+	// determinant besides the bits of holders.
+	detMoreHolders
+)
 
 // detSlab hands out storedDeterminants from chunks of detSlabChunk, so
 // that storing a determinant allocates nothing in steady state: the
-// records, and their holders, are reused once a checkpoint has forgotten
-// them all (reset). Only the determinant store refers to the records, by
-// slot.
+// records are reused once a checkpoint has forgotten them all (reset).
+// Only the determinant store refers to the records, by slot. The chunks
+// hold no pointer: the collector does not scan them.
 type detSlab struct {
 	chunks [][]storedDeterminant
 	chunk  int // the chunk next hands out from
@@ -406,9 +450,8 @@ type detSlab struct {
 
 const detSlabChunk = 1024
 
-// get returns a zeroed record holding d, with holders as its holders,
-// and its slot (at returns it from there).
-func (s *detSlab) get(d Determinant, createdHere bool, holders ...PEID) (*storedDeterminant, uint32) {
+// get returns a zeroed record and its slot (at returns it from there).
+func (s *detSlab) get() (*storedDeterminant, uint32) {
 	if s.chunk < len(s.chunks) && s.next == detSlabChunk {
 		s.chunk, s.next = s.chunk+1, 0
 	}
@@ -418,8 +461,7 @@ func (s *detSlab) get(d Determinant, createdHere bool, holders ...PEID) (*stored
 	slot := uint32(s.chunk*detSlabChunk + s.next)
 	r := &s.chunks[s.chunk][s.next]
 	s.next++
-	r.determinant, r.createdHere, r.slot = d, createdHere, slot
-	r.holders = append(r.inline[:0], holders...)
+	*r = storedDeterminant{slot: slot}
 	return r, slot
 }
 
@@ -429,14 +471,8 @@ func (s *detSlab) at(slot uint32) *storedDeterminant {
 }
 
 // reset takes back every record handed out; the caller has forgotten
-// them. Used records are zeroed so that no spilled holders stay reachable.
+// them (get zeroes a record as it hands it out again).
 func (s *detSlab) reset() {
-	for i := 0; i < s.chunk && i < len(s.chunks); i++ {
-		clear(s.chunks[i])
-	}
-	if s.chunk < len(s.chunks) {
-		clear(s.chunks[s.chunk][:s.next])
-	}
 	s.chunk, s.next = 0, 0
 }
 
@@ -654,6 +690,16 @@ func (e *engine) place(task TaskID, t *hostedTask) {
 	}
 	t.orderFree = e.orderFree != nil && e.orderFree(task)
 	e.tasks[task] = t
+	if stored := e.determinants.of(task); stored != nil {
+		stored.host = t
+		if e.determinants.lastRSN(task) > t.replayEnd {
+			// Determinants of the task stored before it came here (a
+			// migration during its replay): storeReceived keeps a
+			// hosted task's replay end at least the last RSN stored
+			// for it.
+			e.refreshReplayEnd(task)
+		}
+	}
 	pending := e.unhosted[task]
 	delete(e.unhosted, task)
 	for _, env := range pending {
@@ -775,15 +821,21 @@ func (e *engine) forgetCarried() {
 // on the first envelope of every Ready to each PE until it is stable, and
 // on the next envelope of this Ready to each PE that already had one.
 func (e *engine) markUnstable(d *storedDeterminant) {
-	k := d.determinant.key()
-	e.unstable = append(e.unstable, k)
-	e.unstableSlots = append(e.unstableSlots, d.slot)
+	e.unstableNext++
+	e.unstable = append(e.unstable, d.slot)
+	e.unstableSeq = append(e.unstableSeq, e.unstableNext)
 	if e.el != nil {
-		e.el.noteUnstable(k)
+		e.el.noteUnstable(d.slot)
 	}
 	if len(e.carried) > 0 {
 		e.madeUnstable = append(e.madeUnstable, d.slot)
 	}
+}
+
+// forgetWalked makes piggyback look at every entry of e.unstable again,
+// for every PE: a failure took holders out and cleared carried bits.
+func (e *engine) forgetWalked() {
+	clear(e.walked[:])
 }
 
 // anyPE, given to piggyback as the destination, leaves in the
@@ -798,8 +850,11 @@ const anyPE = PEID(math.MinInt32)
 // received a determinant from its creator would otherwise carry it back
 // there on its next envelope, and a determinant acknowledged by a PE
 // would ride to it again.
-func carriesTo(d *storedDeterminant, to PEID) bool {
-	return to == anyPE || !d.sentTo(to) && !slices.Contains(d.holders, to)
+func (s *determinantStore) carriesTo(d *storedDeterminant, to PEID) bool {
+	if uint32(to) < 64 {
+		return (d.holders|d.carried)&(1<<uint32(to)) == 0
+	}
+	return to == anyPE || !s.holds(d, to)
 }
 
 // sentTo reports whether d rode to PE to since it was stored (under
@@ -825,8 +880,8 @@ func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 	r := &e.carriedRecords
 	start := len(r.determinants)
 	for _, slot := range e.madeUnstable[from:] {
-		if d := e.determinants.slab.at(slot); !e.isStable(d) && carriesTo(d, toPE) {
-			r.determinants = append(r.determinants, d.determinant)
+		if d := e.determinants.slab.at(slot); !e.isStable(d) && e.determinants.carriesTo(d, toPE) {
+			r.determinants = append(r.determinants, e.determinants.determinant(d))
 			e.unacked.slots = append(e.unacked.slots, slot)
 			e.noteSent(d, toPE)
 		}
@@ -836,9 +891,11 @@ func (e *engine) determinantsSince(from int, toPE PEID) []Determinant {
 
 // piggyback returns every determinant this PE still has to make stable
 // that toPE does not hold (all of them with anyPE), in creation or
-// arrival order, and forgets the ones that have become stable. It
-// appends their slots to e.unacked.slots: emitMessage numbers the
-// envelope that carries them (or takes the slots back).
+// arrival order. Under Config.Ordered it looks, for a PE below 64, only
+// at the entries of e.unstable added since its last walk for that PE
+// (e.walked); a walk over the whole list drops the entries that have
+// become stable. It appends their slots to e.unacked.slots: emitMessage
+// numbers the envelope that carries them (or takes the slots back).
 //
 // The slice returned is cut from e.carriedRecords: valid until the second
 // Advance from now, as the Ready's.
@@ -846,25 +903,46 @@ func (e *engine) piggyback(toPE PEID) []Determinant {
 	if len(e.unstable) == 0 {
 		return nil
 	}
+	s := &e.determinants
 	r := &e.carriedRecords
 	start := len(r.determinants)
-	kept := 0
-	for i, slot := range e.unstableSlots {
-		d := e.determinants.slab.at(slot)
-		if e.isStable(d) {
-			continue
+	cursor := e.ordered && uint32(toPE) < 64
+	from := 0
+	if cursor && e.walked[toPE] != 0 {
+		from, _ = slices.BinarySearch(e.unstableSeq, e.walked[toPE])
+	}
+	if from == 0 {
+		kept := 0
+		for i, slot := range e.unstable {
+			d := s.slab.at(slot)
+			if e.isStable(d) {
+				continue
+			}
+			e.unstable[kept], e.unstableSeq[kept] = slot, e.unstableSeq[i]
+			kept++
+			if s.carriesTo(d, toPE) {
+				r.determinants = append(r.determinants, s.determinant(d))
+				e.unacked.slots = append(e.unacked.slots, slot)
+				if toPE != anyPE {
+					e.noteSent(d, toPE)
+				}
+			}
 		}
-		e.unstable[kept], e.unstableSlots[kept] = e.unstable[i], slot
-		kept++
-		if carriesTo(d, toPE) {
-			r.determinants = append(r.determinants, d.determinant)
-			e.unacked.slots = append(e.unacked.slots, slot)
-			if toPE != anyPE {
-				e.noteSent(d, toPE)
+		e.unstable, e.unstableSeq = e.unstable[:kept], e.unstableSeq[:kept]
+	} else {
+		// cursor: toPE is below 64 (carriesTo, noteSent by its bit).
+		bit := uint64(1) << uint32(toPE)
+		for _, slot := range e.unstable[from:] {
+			if d := s.slab.at(slot); (d.holders|d.carried)&bit == 0 && !e.isStable(d) {
+				r.determinants = append(r.determinants, s.determinant(d))
+				e.unacked.slots = append(e.unacked.slots, slot)
+				d.carried |= bit
 			}
 		}
 	}
-	e.unstable, e.unstableSlots = e.unstable[:kept], e.unstableSlots[:kept]
+	if cursor {
+		e.walked[toPE] = e.unstableNext + 1
+	}
 	return r.determinantsFrom(start)
 }
 
@@ -996,9 +1074,9 @@ func (e *engine) sortedProgressTasks() []TaskID {
 // Under an event logger: a live logger acknowledged it.
 func (e *engine) isStable(d *storedDeterminant) bool {
 	if e.el != nil {
-		return e.el.stable(d.determinant.Creator, d.determinant.Seq)
+		return e.el.stable(d.creator, d.seq)
 	}
-	return len(d.holders) > e.bound
+	return int(d.holderCount) > e.bound
 }
 
 // progressCarriesTo is carriesTo for a progress record: a PE among its
@@ -1027,16 +1105,17 @@ func (e *engine) Arrive(env Envelope) {
 	switch env.Kind {
 	case EnvelopeAck:
 		if env.Carry != 0 && !slices.Contains(e.failed, env.From) {
+			s := &e.determinants
 			for _, slot := range e.unacked.take(env.Carry) {
-				if d := e.determinants.slab.at(slot); !slices.Contains(d.holders, env.From) {
-					d.holders = append(d.holders, env.From)
+				if d := s.slab.at(slot); uint32(env.From) >= 64 || d.holders&(1<<uint32(env.From)) == 0 {
+					s.addHolder(d, env.From)
 				}
 			}
 			e.unacked.advance()
 		}
 		for _, d := range env.Determinants {
-			if stored, ok := e.determinants.get(d.key()); ok && !slices.Contains(stored.holders, env.From) {
-				stored.holders = append(stored.holders, env.From)
+			if stored, ok := e.determinants.get(d.key()); ok {
+				e.determinants.addHolder(stored, env.From)
 			}
 		}
 		for _, p := range env.Progress {
@@ -1054,7 +1133,6 @@ func (e *engine) Arrive(env Envelope) {
 		for _, p := range env.Progress {
 			e.noteProgress(p, env.From)
 		}
-		e.refreshReplayEnds(env.Determinants)
 		t, ok := e.tasks[env.Task]
 		if !ok {
 			env.Determinants, env.Progress = nil, nil
@@ -1179,7 +1257,6 @@ func (e *engine) takeRecords(env Envelope) {
 				Kind: EnvelopeAck, From: e.pe, To: env.From, Carry: env.Carry, Progress: env.Progress,
 			})
 		}
-		e.refreshReplayEnds(env.Determinants)
 	}
 }
 
@@ -1194,35 +1271,59 @@ func (e *engine) Forward(env Envelope, to PEID) {
 
 // storeReceived keeps determinants that came from PE from, which holds
 // them too: a determinant received is stored on (at least) two PEs. One
-// already stored gains from as a holder.
+// already stored gains from as a holder. A new one of a task hosted here
+// may extend its replay (refreshReplayEnd); one already stored cannot
+// (a hosted task's replayEnd is at least the last RSN stored for it).
 func (e *engine) storeReceived(ds []Determinant, from PEID) {
-	for _, d := range ds {
-		k := d.key()
-		stored, ok := e.determinants.get(k)
-		if ok {
-			if stored.determinant.Message != d.Message {
-				panic(fmt.Sprintf("logging: pe%d holds %v and receives %v for the same position", e.pe, stored.determinant, d))
+	s := &e.determinants
+	for i := range ds {
+		d := &ds[i]
+		t := s.of(d.Receiver)
+		if t != nil {
+			if j, ok := t.find(d.RSN); ok {
+				stored := s.slab.at(t.entries[j].slot)
+				if !s.names(stored, d.Message) {
+					panic(fmt.Sprintf("logging: pe%d holds %v and receives %v for the same position", e.pe, s.determinant(stored), *d))
+				}
+				if from != e.pe && (uint32(from) >= 64 || stored.holders&(1<<uint32(from)) == 0) {
+					s.addHolder(stored, from)
+				}
+				continue
 			}
-			if from != e.pe && !slices.Contains(stored.holders, from) {
-				stored.holders = append(stored.holders, from)
-			}
-			continue
-		}
-		if from == e.pe {
-			stored = e.store(d, false, e.pe)
 		} else {
-			stored = e.store(d, false, from, e.pe)
+			t = e.storedFor(d.Receiver)
+		}
+		var stored *storedDeterminant
+		if from == e.pe {
+			stored = e.store(t, *d, e.pe)
+		} else {
+			stored = e.store(t, *d, from, e.pe)
 		}
 		if !e.isStable(stored) {
 			e.markUnstable(stored)
 		}
+		if h := t.host; h != nil && d.RSN > h.replayEnd {
+			e.refreshReplayEnd(d.Receiver)
+		}
 	}
 }
 
+// storedFor returns receiver's determinants in the store, adding the
+// task, with its host if this PE hosts it, when the store has none.
+func (e *engine) storedFor(receiver TaskID) *taskDeterminants {
+	if t := e.determinants.of(receiver); t != nil {
+		return t
+	}
+	t := e.determinants.newTask(receiver)
+	t.host = e.tasks[receiver]
+	return t
+}
+
 // store keeps a determinant the PE does not hold yet, with holders as
-// its holders, and indexes it.
-func (e *engine) store(d Determinant, createdHere bool, holders ...PEID) *storedDeterminant {
-	stored, slot := e.determinants.add(d, createdHere, holders...)
+// its holders, and indexes it; t is its receiver's determinants
+// (storedFor).
+func (e *engine) store(t *taskDeterminants, d Determinant, holders ...PEID) *storedDeterminant {
+	stored, slot := e.determinants.add(t, d, holders...)
 	e.toIndex = append(e.toIndex, slot)
 	return stored
 }
@@ -1231,21 +1332,11 @@ func (e *engine) store(d Determinant, createdHere bool, holders ...PEID) *stored
 // stored since it was last called.
 func (e *engine) indexRecorded() {
 	for _, slot := range e.toIndex {
-		d := e.determinants.slab.at(slot).determinant
-		received := receivedMessage{d.Receiver, d.Message}
-		e.recordedAt[received] = max(e.recordedAt[received], d.RSN)
+		d := e.determinants.slab.at(slot)
+		received := receivedMessage{d.receiver, e.determinants.message(d)}
+		e.recordedAt[received] = max(e.recordedAt[received], d.rsn)
 	}
 	e.toIndex = e.toIndex[:0]
-}
-
-// refreshReplayEnds extends the replay of the hosted tasks that ds record
-// receptions for past their replay end.
-func (e *engine) refreshReplayEnds(ds []Determinant) {
-	for _, d := range ds {
-		if t, ok := e.tasks[d.Receiver]; ok && d.RSN > t.replayEnd {
-			e.refreshReplayEnd(d.Receiver)
-		}
-	}
 }
 
 // refreshReplayEnd recomputes the last recorded reception position of a
@@ -1278,7 +1369,7 @@ func (e *engine) NextDelivery(task TaskID, admits func(Message) bool) (Delivery,
 			continue
 		}
 		if recorded != nil {
-			if m.ID != recorded.determinant.Message {
+			if !e.determinants.names(recorded, m.ID) {
 				continue
 			}
 		} else if replaying && (e.isPinned(task, position, m.ID) ||
@@ -1381,14 +1472,14 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 		stored, _ = e.determinants.get(determinantKey{task, rsn})
 	}
 	if stored != nil {
-		if stored.determinant.Message != m.ID {
+		if !e.determinants.names(stored, m.ID) {
 			panic(fmt.Sprintf("logging: pe%d: replay of task %d diverged at RSN %d: recorded %v, delivering %v",
-				e.pe, task, rsn, stored.determinant.Message, m.ID))
+				e.pe, task, rsn, e.determinants.message(stored), m.ID))
 		}
 	} else if e.needsDeterminant(m.Annotation) {
 		d := Determinant{Message: m.ID, Receiver: task, RSN: rsn}
 		e.logDeterminant(&d)
-		e.markUnstable(e.store(d, true, e.pe))
+		e.markUnstable(e.store(e.storedFor(task), d, e.pe))
 		e.stats.Determinants++
 		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
 	}
@@ -1425,7 +1516,8 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	clear(e.progress)
 	e.progressTasks, e.progressSorted = e.progressTasks[:0], 0
 	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
-	e.unstable, e.unstableSlots = nil, nil
+	e.unstable, e.unstableSeq = e.unstable[:0], e.unstableSeq[:0]
+	e.forgetWalked()
 	e.unacked.reset()
 	e.relocated = nil
 	e.eventLogCheckpoint()
@@ -1459,22 +1551,18 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	}
 	e.updateBound()
 	e.unacked.dropTo(isFailed)
-	keys := e.sortedDeterminantKeys()
-	queued := make(map[determinantKey]bool, len(e.unstable))
-	for _, k := range e.unstable {
-		queued[k] = true
-	}
+	e.forgetWalked()
+	queued := e.queuedUnstable()
 	var failedBits uint64
 	for _, p := range failed {
 		if uint32(p) < 64 {
 			failedBits |= 1 << uint32(p)
 		}
 	}
-	for _, k := range keys {
-		d, _ := e.determinants.get(k)
-		d.holders = slices.DeleteFunc(d.holders, isFailed)
+	for d := range e.determinants.all() {
+		e.determinants.dropHolders(d, failedBits, isFailed)
 		d.carried &^= failedBits
-		if !e.isStable(d) && !queued[k] {
+		if !e.isStable(d) && !queued[d.slot] {
 			e.markUnstable(d)
 		}
 	}
@@ -1556,7 +1644,7 @@ func (e *engine) FailureNotice(failed []PEID, relocated []Relocation) {
 	for _, r := range e.relocated {
 		var batch []Determinant
 		for d := range e.determinants.ofTask(r.Task) {
-			batch = append(batch, d.determinant)
+			batch = append(batch, e.determinants.determinant(d))
 		}
 		recovery := Envelope{Kind: EnvelopeRecovery, From: e.pe, To: r.PE, Task: r.Task, Epoch: epoch}
 		if p, ok := e.progress[r.Task]; ok {
@@ -1626,12 +1714,13 @@ func (e *engine) resendForwards(failed []PEID, restored func(TaskID) bool) {
 	}
 }
 
-func (e *engine) sortedDeterminantKeys() []determinantKey {
-	keys := make([]determinantKey, 0, e.determinants.len())
-	for d := range e.determinants.all() {
-		keys = append(keys, d.determinant.key())
+// queuedUnstable returns the slots in e.unstable, as a set.
+func (e *engine) queuedUnstable() map[uint32]bool {
+	queued := make(map[uint32]bool, len(e.unstable))
+	for _, slot := range e.unstable {
+		queued[slot] = true
 	}
-	return keys
+	return queued
 }
 
 func (e *engine) HoldsDeterminant(receiver TaskID, rsn uint64) bool {

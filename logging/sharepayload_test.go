@@ -78,6 +78,6 @@ func TestDeterminantDoesNotRideBackToItsSender(t *testing.T) {
 		}
 	}
 	k := determinantKey{0, 1}
-	require.Contains(t, toTwo, pes[1].determinants.record(k).determinant, "carried on to a PE that lacks it")
-	require.NotContains(t, toZero, pes[1].determinants.record(k).determinant, "not carried back to its creator")
+	require.Contains(t, toTwo, pes[1].determinants.determinant(pes[1].determinants.record(k)), "carried on to a PE that lacks it")
+	require.NotContains(t, toZero, pes[1].determinants.determinant(pes[1].determinants.record(k)), "not carried back to its creator")
 }

@@ -280,7 +280,7 @@ func (h *traceHarness) explain(task TaskID) {
 			h.printf("  %v waits for its recorded position", m.ID)
 		default:
 			if d, ok := e.determinants.get(determinantKey{task, position}); ok {
-				h.printf("  %v waits: RSN %d is recorded for %v", m.ID, position, d.determinant.Message)
+				h.printf("  %v waits: RSN %d is recorded for %v", m.ID, position, e.determinants.message(d))
 			} else {
 				h.printf("  %v waits for the end of replay (RSN %d)", m.ID, t.replayEnd)
 			}
@@ -483,8 +483,8 @@ func (h *traceHarness) dets() {
 		}
 		e := engineOf(pe)
 		var held []string
-		for _, k := range e.sortedDeterminantKeys() {
-			held = append(held, e.determinants.record(k).determinant.String())
+		for d := range e.determinants.all() {
+			held = append(held, e.determinants.determinant(d).String())
 		}
 		if len(held) == 0 {
 			held = []string{"none"}

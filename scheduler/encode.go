@@ -247,7 +247,13 @@ func sizeEnvelope(e *logging.Envelope, from uint32) int {
 }
 
 // sizeEnvelopeLen is sizeEnvelope for a payload of plen bytes, whatever
-// e.Message.Payload holds.
+// e.Message.Payload holds. The packed determinants of a message or
+// recovery envelope count as packedGuess says, not as they pack:
+// appendEnvelope writes the envelope's length after its bytes
+// (endNested), so that the determinants are gone over once, as they are
+// packed, where sizing them took a pass of its own (a tenth of FullDet's
+// encoding and decoding instructions on LeanMD at 4 PEs:
+// docs/benchmarks.md, "fd4 (2026-11-28)").
 func sizeEnvelopeLen(e *logging.Envelope, from uint32, plen int) int {
 	n := protofield.VarintSize(envKind, uint64(e.Kind)) +
 		protofield.VarintSize(envFrom, int32Varint(int32(e.From))) +
@@ -263,7 +269,7 @@ func sizeEnvelopeLen(e *logging.Envelope, from uint32, plen int) int {
 			n += sizeNested(envDeterminants, sizeDeterminant(d, true))
 		}
 	} else if len(e.Determinants) > 0 {
-		n += sizeNested(envPacked, sizePackedDeterminants(e.Determinants))
+		n += sizeNested(envPacked, packedGuess(len(e.Determinants)))
 	}
 	for _, p := range e.Progress {
 		n += 2 + sizeProgress(p) // see sizeProgress
@@ -276,14 +282,51 @@ func sizeEnvelopeLen(e *logging.Envelope, from uint32, plen int) int {
 // from, when not 0, is the earlier envelope of the batch whose payload e's
 // message shares (1-based), sent instead of the payload.
 func appendEnvelope(b []byte, e *logging.Envelope, from uint32) []byte {
-	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelope(e, from))
+	b, mark, room := beginNested(b, batchEnvelopes, sizeEnvelope(e, from))
 	b = protofield.AppendVarint(b, envKind, uint64(e.Kind))
 	b = protofield.AppendVarint(b, envFrom, int32Varint(int32(e.From)))
 	b = protofield.AppendVarint(b, envTo, int32Varint(int32(e.To)))
 	if e.Kind == logging.EnvelopeMessage {
 		b = appendMessage(b, &e.Message, from)
 	}
-	return appendEnvelopeRest(b, e)
+	return endNested(appendEnvelopeRest(b, e), mark, room, 0)
+}
+
+// packedGuess is the length sizeEnvelopeLen counts for n packed
+// determinants (most take five to seven bytes): the room left for the
+// length of the envelope they ride in is then right on most envelopes.
+func packedGuess(n int) int { return 6 * n }
+
+// beginNested appends the tag of nested field num and room for the
+// varint of a length of size; endNested writes the real length there.
+// The body starts at mark.
+func beginNested(b []byte, num protowire.Number, size int) (_ []byte, mark, room int) {
+	room = varintLen(uint64(size))
+	if num < 16 {
+		b = append(b, byte(num<<3)|byte(protowire.BytesType))
+	} else {
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+	}
+	b = append(b, make([]byte, room)...)
+	return b, len(b), room
+}
+
+// endNested writes the length of the nested field beginNested started:
+// the bytes appended since mark, and extra more that the caller appends
+// next. When the length takes more or fewer bytes than room, the body
+// written so far moves.
+func endNested(b []byte, mark, room, extra int) []byte {
+	start, body := mark-room, len(b)-mark
+	n := uint64(body + extra)
+	if k := varintLen(n); k != room {
+		if k > room {
+			b = append(b, make([]byte, k-room)...)
+		}
+		copy(b[start+k:], b[mark:mark+body])
+		b = b[:start+k+body]
+	}
+	protowire.AppendVarint(b[:start], n)
+	return b
 }
 
 func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
@@ -310,24 +353,12 @@ func appendEnvelopeRest(b []byte, e *logging.Envelope) []byte {
 }
 
 // appendPackedField appends ds as the packed_determinants field, packed
-// once: the length is written after the bytes, which move up when it
-// takes more than the one byte left for it (a piggyback of more than a
-// few determinants), instead of a pass over ds to size them first
-// (sizeEnvelope's pass gave the envelope's length already).
+// once: the length is written after the bytes (endNested), which move
+// when it takes more or fewer bytes than the guess left room for,
+// instead of a pass over ds to size them first.
 func appendPackedField(b []byte, ds []logging.Determinant) []byte {
-	b = append(b, byte(envPacked<<3)|byte(protowire.BytesType), 0)
-	mark := len(b)
-	b = appendPackedDeterminants(b, ds)
-	n := len(b) - mark
-	if n < 0x80 {
-		b[mark-1] = byte(n)
-		return b
-	}
-	k := varintLen(uint64(n))
-	b = append(b, make([]byte, k-1)...)
-	copy(b[mark-1+k:], b[mark:mark+n])
-	protowire.AppendVarint(b[:mark-1], uint64(n))
-	return b
+	b, mark, room := beginNested(b, envPacked, packedGuess(len(ds)))
+	return endNested(appendPackedDeterminants(b, ds), mark, room, 0)
 }
 
 // appendEnvelopeLast appends message envelope e like appendEnvelope,
@@ -342,7 +373,7 @@ func appendEnvelopeLast(b []byte, e *logging.Envelope) []byte {
 // appendEnvelopeLastLen is appendEnvelopeLast for a payload of plen
 // bytes (more than 0), whatever e.Message.Payload holds.
 func appendEnvelopeLastLen(b []byte, e *logging.Envelope, plen int) []byte {
-	b = appendNestedHeader(b, batchEnvelopes, sizeEnvelopeLen(e, 0, plen))
+	b, mark, room := beginNested(b, batchEnvelopes, sizeEnvelopeLen(e, 0, plen))
 	b = protofield.AppendVarint(b, envKind, uint64(e.Kind))
 	b = protofield.AppendVarint(b, envFrom, int32Varint(int32(e.From)))
 	b = protofield.AppendVarint(b, envTo, int32Varint(int32(e.To)))
@@ -350,7 +381,7 @@ func appendEnvelopeLastLen(b []byte, e *logging.Envelope, plen int) []byte {
 	b = appendMessageHeadLen(b, &e.Message, 0, plen)
 	b = appendMessageRest(b, &e.Message, 0)
 	b = protowire.AppendTag(b, msgPayload, protowire.BytesType)
-	return protowire.AppendVarint(b, uint64(plen))
+	return endNested(protowire.AppendVarint(b, uint64(plen)), mark, room, plen)
 }
 
 // maxBatchHeader bounds batchHeader's length.

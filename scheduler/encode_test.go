@@ -285,3 +285,27 @@ func TestOutBatchBytes(t *testing.T) {
 		ob.reset()
 	}
 }
+
+// A nested field begun with a wrong guess of its length ends as if its
+// length had been known: the body moves when the length's varint takes
+// more or fewer bytes than the room left for it, and bytes the caller
+// appends after it (extra) count.
+func TestEndNestedMatchesKnownLength(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 129, 16383, 16384, 20000} {
+		for _, guess := range []int{0, 5, 127, 128, 16383, 16384, 1 << 21} {
+			for _, extra := range []int{0, 1, 200} {
+				if extra > n {
+					continue
+				}
+				body := make([]byte, n-extra)
+				for i := range body {
+					body[i] = byte(i * 7)
+				}
+				want := append(appendNestedHeader([]byte("pre"), batchEnvelopes, n), body...)
+				b, mark, room := beginNested([]byte("pre"), batchEnvelopes, guess)
+				got := endNested(append(b, body...), mark, room, extra)
+				require.Equal(t, want, got, "length %d, guess %d, extra %d", n, guess, extra)
+			}
+		}
+	}
+}

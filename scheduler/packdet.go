@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/bits"
+	"slices"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/gochare/gochare/logging"
@@ -51,44 +52,36 @@ func appendUvarint(b []byte, v uint64) []byte {
 	return append(b, byte(v))
 }
 
-// sizePackedDeterminants is the length of ds packed.
-func sizePackedDeterminants(ds []logging.Determinant) int {
-	var prev logging.Determinant
-	n := 0
-	for i := range ds {
-		d := &ds[i]
-		n += 1 + varintLen(zigzag(uint64(d.Receiver-prev.Receiver))) + varintLen(zigzag(d.RSN-prev.RSN)) +
-			varintLen(zigzag(uint64(d.Message.Sender-prev.Message.Sender))) + varintLen(zigzag(d.Message.SRN-prev.Message.SRN))
-		if l := d.Message.CPI.Len(); l > 0 {
-			n += varintLen(uint64(l)) + l
-		}
-		if d.Creator != 0 || d.Seq != 0 {
-			n += varintLen(zigzag(uint64(int64(d.Creator)))) + varintLen(d.Seq)
-		}
-		prev = *d
-	}
-	return n
-}
-
 // appendPackedDeterminants appends ds packed.
 func appendPackedDeterminants(b []byte, ds []logging.Determinant) []byte {
-	var prev logging.Determinant
+	// The previous determinant's fields, which the differences are from.
+	var receiver, rsn, sender, srn uint64
 	for i := range ds {
 		d := &ds[i]
-		var flags byte
+		v0 := zigzag(uint64(d.Receiver) - receiver)
+		v1 := zigzag(d.RSN - rsn)
+		v2 := zigzag(uint64(d.Message.Sender) - sender)
+		v3 := zigzag(d.Message.SRN - srn)
+		receiver, rsn, sender, srn = uint64(d.Receiver), d.RSN, uint64(d.Message.Sender), d.Message.SRN
 		l := d.Message.CPI.Len()
+		stamped := d.Creator != 0 || d.Seq != 0
+		if l == 0 && !stamped && (v0|v1|v2|v3) < 0x80 {
+			// No flag, four differences of one byte each.
+			b = append(b, 0, byte(v0), byte(v1), byte(v2), byte(v3))
+			continue
+		}
+		var flags byte
 		if l > 0 {
 			flags |= packedPath
 		}
-		stamped := d.Creator != 0 || d.Seq != 0
 		if stamped {
 			flags |= packedStamp
 		}
 		b = append(b, flags)
-		b = appendUvarint(b, zigzag(uint64(d.Receiver-prev.Receiver)))
-		b = appendUvarint(b, zigzag(d.RSN-prev.RSN))
-		b = appendUvarint(b, zigzag(uint64(d.Message.Sender-prev.Message.Sender)))
-		b = appendUvarint(b, zigzag(d.Message.SRN-prev.Message.SRN))
+		b = appendUvarint(b, v0)
+		b = appendUvarint(b, v1)
+		b = appendUvarint(b, v2)
+		b = appendUvarint(b, v3)
 		if l > 0 {
 			b = appendUvarint(b, uint64(l))
 			b = d.Message.CPI.AppendEncoded(b)
@@ -97,7 +90,6 @@ func appendPackedDeterminants(b []byte, ds []logging.Determinant) []byte {
 			b = appendUvarint(b, zigzag(uint64(int64(d.Creator))))
 			b = appendUvarint(b, d.Seq)
 		}
-		prev = *d
 	}
 	return b
 }
@@ -171,34 +163,39 @@ func determinantFromRaw(raw *rawDeterminant) (logging.Determinant, error) {
 func unpackInto(out []logging.Determinant, b []byte) ([]logging.Determinant, error) {
 	start := len(out)
 	var pathErr error // the first malformed path
-	var prev logging.Determinant
+	// The previous determinant's fields, which the differences are from.
+	var receiver, rsn, sender, srn uint64
 	var lastPath []byte // the last path parsed, lastCPI
 	var lastCPI commutative.Path
 	for len(b) > 0 {
-		flags, n, err := varint(b)
-		if err != nil || flags&^(packedPath|packedStamp) != 0 {
+		var flags, v0, v1, v2, v3 uint64
+		if len(b) >= 5 && (b[0]|b[1]|b[2]|b[3]|b[4])&0x80 == 0 {
+			// Flags and four differences of one byte each: two of three
+			// determinants of a LeanMD piggyback.
+			flags, v0, v1, v2, v3 = uint64(b[0]), uint64(b[1]), uint64(b[2]), uint64(b[3]), uint64(b[4])
+			b = b[5:]
+		} else {
+			var err error
+			if flags, v0, v1, v2, v3, b, err = unpackHead(b); err != nil {
+				return out[:start], err
+			}
+		}
+		if flags&^(packedPath|packedStamp) != 0 {
 			return out[:start], errPacked
 		}
-		b = b[n:]
-		var v [4]uint64
-		for j := range v {
-			if len(b) > 0 && b[0] < 0x80 {
-				v[j], b = uint64(b[0]), b[1:]
-				continue
-			}
-			x, n, err := varint(b)
-			if err != nil {
-				return out[:start], errPacked
-			}
-			v[j], b = x, b[n:]
+		receiver += unzigzag(v0)
+		rsn += unzigzag(v1)
+		sender += unzigzag(v2)
+		srn += unzigzag(v3)
+		if len(out) == cap(out) {
+			out = slices.Grow(out, 1)
 		}
-		d := logging.Determinant{
-			Receiver: prev.Receiver + commutative.TaskID(unzigzag(v[0])),
-			RSN:      prev.RSN + unzigzag(v[1]),
-			Message: logging.MessageID{
-				Sender: prev.Message.Sender + commutative.TaskID(unzigzag(v[2])),
-				SRN:    prev.Message.SRN + unzigzag(v[3]),
-			},
+		out = out[:len(out)+1]
+		d := &out[len(out)-1]
+		*d = logging.Determinant{
+			Receiver: commutative.TaskID(receiver),
+			RSN:      rsn,
+			Message:  logging.MessageID{Sender: commutative.TaskID(sender), SRN: srn},
 		}
 		if flags&packedPath != 0 {
 			l, n, err := varint(b)
@@ -229,11 +226,27 @@ func unpackInto(out []logging.Determinant, b []byte) ([]logging.Determinant, err
 			b = b[n:]
 			d.Creator, d.Seq = logging.PEID(int32(unzigzag(c))), seq
 		}
-		out = append(out, d)
-		prev = d
 	}
 	if pathErr != nil {
 		return out[:start], pathErr
 	}
 	return out, nil
+}
+
+// unpackHead reads a packed determinant's flags and four differences,
+// of any length, and returns the rest of b.
+func unpackHead(b []byte) (flags, v0, v1, v2, v3 uint64, rest []byte, err error) {
+	var v [5]uint64
+	for j := range v {
+		if len(b) > 0 && b[0] < 0x80 {
+			v[j], b = uint64(b[0]), b[1:]
+			continue
+		}
+		x, n, err := varint(b)
+		if err != nil {
+			return 0, 0, 0, 0, 0, b, errPacked
+		}
+		v[j], b = x, b[n:]
+	}
+	return v[0], v[1], v[2], v[3], v[4], b, nil
 }
