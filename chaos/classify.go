@@ -179,7 +179,21 @@ var (
 	// the job goes on; lateLoggerRE one after the job's end was decided.
 	loggerFailedRE = regexp.MustCompile(`^level=ERROR msg="logger failed; the job goes on"`)
 	lateLoggerRE   = regexp.MustCompile(`^level=WARN msg="logger failed after the job's end`)
+	// endKilledLoggerRE: a logger that had not ended when the job did
+	// (stopped, and not yet caught by the heartbeats) was killed.
+	endKilledLoggerRE = regexp.MustCompile(`^level=WARN msg="logger did not end after the job's end; killed" logger=(\d+)`)
 )
+
+// LoggerKilledAtEnd returns the number of a logger the launcher killed
+// because it had not ended when the job did.
+func LoggerKilledAtEnd(line string) (int, bool) {
+	m := endKilledLoggerRE.FindStringSubmatch(line)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
 
 // LoggerPIDs returns the logger process ids, by number, of the
 // launcher's "started loggers" line.

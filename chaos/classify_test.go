@@ -201,3 +201,12 @@ func TestDesignedError(t *testing.T) {
 		require.Equal(t, c.want, DesignedError(c.detail, c.run), c.detail)
 	}
 }
+
+func TestLoggerKilledAtEnd(t *testing.T) {
+	n, ok := LoggerKilledAtEnd(`level=WARN msg="logger did not end after the job's end; killed" logger=1`)
+	require.True(t, ok)
+	require.Equal(t, 1, n)
+	_, ok = LoggerKilledAtEnd(`[pe 0] level=WARN msg="logger did not end after the job's end; killed" logger=1`)
+	require.False(t, ok)
+	require.False(t, IsLateLoggerFailure(`level=WARN msg="logger did not end after the job's end; killed" logger=1`))
+}

@@ -14,11 +14,35 @@
 // seed, i and the configuration's filters, so a run is replayed alone with
 // `--only i`.
 //
+// Loggers are a dimension of their own (Config.Loggers, LoggerSetup): no
+// logger, plain loggers (--loggers K, K 1 or 2), the event logger
+// (--event-logger), a log quota (--log-quota Q) or both, the event logger
+// and the quota only under fulldet and partialdet. Q is a fraction (10 to
+// 100 %) of the largest sender log's high-water mark of the same
+// configuration without the quota (Run.Unbounded): the campaign runs that
+// failure-free job first and reads largest_log_peak_bytes from its job
+// stats line (so a replay measures it again; the record's command has the
+// bytes). Kinds for loggers: a logger SIGKILLed at a random moment, alone
+// or followed by a PE (at once or up to a second after the launcher
+// announced the logger's failure), a logger SIGSTOPped for good, and two
+// or three PEs killed at once (with the event logger where the protocol
+// has one; no two of them buddies unless the run writes its checkpoints
+// to disk). The loggers' pids come from the launcher's "started loggers"
+// line. The logger setup and the loggers' failures are drawn from a
+// stream of their own, so the dimension leaves every other choice of a
+// run as it was; the full and ci presets have no logger.
+//
 // Each run is classified (Classify) against the digest of the same
 // configuration without a failure, which the campaign computes once and
 // caches: right digest, wrong digest, error (non-zero exit or no digest)
 // or hang (no end before a deadline derived from the failure-free time;
-// the job's processes are then asked for goroutine dumps and killed).
+// the job's processes are then asked for goroutine dumps and killed). An
+// error is a designed one (DesignedError, Record.Designed) when it is a
+// case README documents the runtime cannot handle and the run's failures
+// can lead to it: both copies of a checkpoint lost without a disk
+// checkpoint, a full log with no logger left, log entries or event log
+// records lost with a logger before a PE failure, a message larger than
+// the quota. The tables count the errors that are not.
 // Failures the launcher can trigger itself are passed to it as --kill
 // flags (LauncherKills says which); the others are injected by the
 // campaign, which watches the launcher's log lines for the PEs' process

@@ -324,6 +324,14 @@ func (j *jobRun) line(l outputLine) {
 		}
 		return
 	}
+	if n, ok := LoggerKilledAtEnd(l.text); ok && !j.stopping {
+		for _, f := range j.spec.Failures {
+			if f.Logger && f.PE == n && f.Signal == SigStop && f.ResumeMS == 0 && !slices.Contains(j.planned, f) {
+				j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: the job ended first (the launcher killed the stopped logger at the job's end)", f))
+			}
+		}
+		return
+	}
 	if IsLateLoggerFailure(l.text) && !j.stopping {
 		for _, f := range j.spec.Failures {
 			if f.Logger && !slices.Contains(j.planned, f) && !slices.ContainsFunc(j.res.Missed, func(m string) bool { return strings.HasPrefix(m, f.String()+":") }) {

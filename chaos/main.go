@@ -23,7 +23,7 @@ const Usage = `usage: gochare chaos [flags]
                           full (default): stencil3d, leanmd, lulesh jobs of a
                           few seconds on 3-5 PEs, every kind of PE failure,
                           100 runs; ci: the smallest jobs on 3 PEs, 9 runs,
-                          no SIGSTOP; loggers: full's jobs with loggers (every
+                          some with loggers, one logger killed; loggers: full's jobs with loggers (every
                           setup), loggers killed or stopped, 2-3 PEs killed
                           at once, PEs killed, 24 runs
   --runs N                number of runs (default: the preset's)
@@ -40,7 +40,7 @@ const Usage = `usage: gochare chaos [flags]
                           (--loggers K), event (--event-logger), quota
                           (--log-quota, 10-100 % of the unbounded run's
                           log_peak_bytes), both (default: the preset's;
-                          none in full and ci)
+                          none in full)
   --out DIR               write runs.jsonl, baselines.jsonl, summary.md,
                           campaign.json and logs/ there as the campaign goes
                           (default chaos-results; "" for none)

@@ -314,8 +314,8 @@ var Presets = []string{"full", "ci", "loggers"}
 
 // Preset returns the named campaign: full (jobs of a few seconds, 3-5 PEs,
 // every kind of PE failure, no logger), ci (the smallest jobs on 3 PEs,
-// one run per application × protocol, no SIGSTOP: short enough for `go
-// test -race`) or loggers (full's jobs, every logger setup, loggers
+// one run per application × protocol, a PE stopped, a logger killed, some
+// runs with loggers: short enough for `go test -race`) or loggers (full's jobs, every logger setup, loggers
 // killed or stopped, several PEs killed at once, PEs killed).
 func Preset(name string) (Config, error) {
 	c := Config{Preset: name, Seed: 1, Protocols: slices.Clone(Protocols), TimeoutFactor: 10, TimeoutSlack: 30 * time.Second, BaselineTimeout: 3 * time.Minute,
@@ -338,6 +338,9 @@ func Preset(name string) (Config, error) {
 		c.Kinds = []Kind{KindLogger, KindLoggerPE, KindLoggerStop, KindMany, KindStep, KindRecovery, KindExternal}
 		// Every run has loggers: the runs without are the full preset's.
 		c.Loggers = []LoggerSetup{LoggersPlain, LoggersEvent, LoggersQuota, LoggersBoth}
+		// A logger stopped before it joined holds the job's start for
+		// the launcher's 30 s join timeout.
+		c.TimeoutSlack = 60 * time.Second
 		c.Apps = []App{
 			stencil3d("64,64,64", "16,16,16", 60, 7, 20),
 			leanmd("3,3,3", "", 40, 30, 4, 10),
@@ -346,7 +349,10 @@ func Preset(name string) (Config, error) {
 	case "ci":
 		c.Runs = 9
 		c.PEs = []int{3}
-		c.Kinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal, KindStop}
+		c.Kinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal, KindStop, KindLogger}
+		// Loggers in some runs, at the cost of a few logger processes
+		// (and, with a quota, one more failure-free run to measure it).
+		c.Loggers = []LoggerSetup{LoggersNone, LoggersEvent, LoggersQuota, LoggersBoth}
 		c.TimeoutSlack = 60 * time.Second
 		c.Apps = []App{
 			stencil3d("32,32,32", "8,8,8", 16, 4),

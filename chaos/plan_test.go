@@ -301,6 +301,8 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ci.Validate())
 	require.Contains(t, ci.Kinds, KindStop, "the CI preset has a hung PE, which the heartbeats must catch")
+	require.Contains(t, ci.Kinds, KindLogger, "the CI preset kills a logger")
+	require.Contains(t, ci.Loggers, LoggersEvent)
 	require.True(t, ci.LauncherKills.Recovery, "kills as a recovery begins go to the launcher by default")
 }
 
