@@ -332,7 +332,10 @@ func (j *jobRun) line(l outputLine) {
 		}
 		return
 	}
-	if IsLateLoggerFailure(l.text) && !j.stopping {
+	// A logger's failure after the job's end, when none was announced
+	// before (the launcher may also report so the exit of a logger it
+	// declared dead and killed just before the end).
+	if IsLateLoggerFailure(l.text) && !j.stopping && j.res.LoggerFailureNotices == 0 {
 		for _, f := range j.spec.Failures {
 			if f.Logger && !slices.Contains(j.planned, f) && !slices.ContainsFunc(j.res.Missed, func(m string) bool { return strings.HasPrefix(m, f.String()+":") }) {
 				j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: the job ended first (the launcher says the logger failed after the job's end was decided)", f))

@@ -64,7 +64,8 @@ func fakePE(scenario string) {
 // line and exits 0. In the "hang" scenario the PEs never end. In the
 // "logger" scenario it also starts one fake logger after the PEs, prints
 // the "started loggers" line (one pid, unquoted, as the launcher logs
-// it) and a "logger failed; the job goes on" line when it ends.
+// it), a "logger failed; the job goes on" line when it ends and a
+// "logger failed after the job's end" line for it at the end.
 func fakeLauncher(scenario string) int {
 	n, _ := strconv.Atoi(os.Getenv(pesEnv))
 	var cmds []*exec.Cmd
@@ -118,6 +119,11 @@ func fakeLauncher(scenario string) int {
 	for range cmds {
 		r := <-ended
 		fmt.Fprintf(os.Stderr, "level=ERROR msg=\"PE failed\" detail=\"PE %d ended\"\n", r)
+	}
+	if logger != nil {
+		// As the launcher may say of a logger it declared dead and
+		// killed just before the end, whose exit it reaps after.
+		fmt.Fprintf(os.Stderr, "level=WARN msg=\"logger failed after the job's end\" logger=0 detail=\"was killed by signal 9 (killed)\"\n")
 	}
 	fmt.Println(`{"app":"fake","digest":"feed"}`)
 	return 0

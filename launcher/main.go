@@ -854,6 +854,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		defer reportMu.Unlock()
 		if runOver.Load() {
 			switch {
+			case slices.Contains(co.deadLoggers, ev.rank):
+				// Declared dead (and killed) during the job, and
+				// said then; its exit came after the end.
 			case lsp.killedByStop(ev.pid):
 				// A hung logger (stopped, say) that the heartbeats
 				// had not caught yet holds the job's end for the
