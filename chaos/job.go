@@ -446,7 +446,8 @@ func (j *jobRun) signalProcess(logger bool, rank int, sig syscall.Signal) (int, 
 	}
 	pid := pids[rank]
 	state, ppid, err := procStat(pid)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		// ESRCH: read while the process was being reaped.
 		return pid, fmt.Errorf("%w: pid %d", errReaped, pid)
 	}
 	if err != nil || ppid != j.cmd.Process.Pid {
