@@ -445,7 +445,11 @@ type Run struct {
 	Loggers       int         `json:"loggers,omitempty"`
 	QuotaFraction float64     `json:"quota_fraction,omitempty"`
 	LogQuota      int64       `json:"log_quota,omitempty"`
-	Kind          Kind        `json:"kind"`
+	// HeartbeatTimeout, if set, is the run's --heartbeat-timeout (a
+	// tuned flag of some logger-stop runs, so that the stopped logger is
+	// caught while the job runs); the failure-free run keeps the default.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	Kind             Kind          `json:"kind"`
 	Failures      []Failure   `json:"failures"`
 }
 
@@ -484,7 +488,11 @@ func (r Run) String() string {
 	if r.Disk {
 		every += " (and on disk)"
 	}
-	return fmt.Sprintf("#%d %s %s %d PEs %s%s, %s", r.Index, r.App, r.Protocol, r.PEs, every, r.loggerString(), r.Kind)
+	tuned := ""
+	if r.HeartbeatTimeout > 0 {
+		tuned = ", heartbeat timeout " + r.HeartbeatTimeout.String()
+	}
+	return fmt.Sprintf("#%d %s %s %d PEs %s%s%s, %s", r.Index, r.App, r.Protocol, r.PEs, every, r.loggerString(), tuned, r.Kind)
 }
 
 // loggerString describes the run's logger flags ("" for none).
@@ -620,6 +628,12 @@ func (c Config) Plan(i int) Run {
 	case KindLoggerStop:
 		logger.Signal = SigStop
 		run.Failures = []Failure{logger}
+		// The default bound (5 s) catches a logger stopped in a job of
+		// a second or two only if its PEs wait for it (a quota); half
+		// the runs tune it down so that it is caught while the job runs.
+		if rl.IntN(2) == 0 {
+			run.HeartbeatTimeout = time.Second
+		}
 	}
 	return run
 }
@@ -740,6 +754,9 @@ func (c Config) Args(r Run) (args []string, campaign []Failure) {
 	app, _ := c.appByName(r.App)
 	args = c.BaselineArgs(r)
 	args = args[:len(args)-len(app.Args)]
+	if r.HeartbeatTimeout > 0 {
+		args = append(args, "--heartbeat-timeout", r.HeartbeatTimeout.String())
+	}
 	for _, f := range r.Failures {
 		if spec, ok := c.LauncherKills.Spec(f); ok {
 			args = append(args, "--kill", spec)

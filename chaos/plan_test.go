@@ -325,7 +325,7 @@ func TestLoggerPlan(t *testing.T) {
 	c := loggersPreset(t, 17)
 	setups := map[LoggerSetup]int{}
 	kinds := map[Kind]int{}
-	var two, logger1, fractionLow, fractionHigh, manyThree, manyTogether, manyAtRecovery, manyDisk, pe0AfterLogger, delayed int
+	var tunedHeartbeats, two, logger1, fractionLow, fractionHigh, manyThree, manyTogether, manyAtRecovery, manyDisk, pe0AfterLogger, delayed int
 	for i := range 3000 {
 		r := c.Plan(i)
 		kinds[r.Kind]++
@@ -365,6 +365,13 @@ func TestLoggerPlan(t *testing.T) {
 			require.True(t, r.Failures[0].Logger)
 			require.Equal(t, map[Kind]Signal{KindLogger: SigKill, KindLoggerStop: SigStop}[r.Kind], r.Failures[0].Signal)
 			require.Zero(t, r.Failures[0].ResumeMS)
+			if r.HeartbeatTimeout > 0 {
+				require.Equal(t, KindLoggerStop, r.Kind)
+				args, _ := c.Args(r)
+				require.Equal(t, "1s", argAfter(args, "--heartbeat-timeout"))
+				require.NotContains(t, c.BaselineArgs(r), "--heartbeat-timeout", "the failure-free run keeps the default")
+				tunedHeartbeats++
+			}
 		case KindLoggerPE:
 			require.Len(t, r.Failures, 2)
 			require.True(t, r.Failures[0].Logger)
@@ -423,7 +430,7 @@ func TestLoggerPlan(t *testing.T) {
 	require.Len(t, setups, len(c.Loggers))
 	for name, n := range map[string]int{"two loggers": two, "logger 1 failing": logger1, "quota 10 %": fractionLow, "quota 100 %": fractionHigh,
 		"three PEs at once": manyThree, "PEs at one step": manyTogether, "PEs as the recovery starts": manyAtRecovery, "several PEs with disk": manyDisk,
-		"PE 0 after a logger": pe0AfterLogger, "a PE a while after a logger": delayed} {
+		"PE 0 after a logger": pe0AfterLogger, "a PE a while after a logger": delayed, "tuned heartbeats": tunedHeartbeats} {
 		require.Positive(t, n, name)
 	}
 }
