@@ -450,7 +450,7 @@ type Run struct {
 	// caught while the job runs); the failure-free run keeps the default.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	Kind             Kind          `json:"kind"`
-	Failures      []Failure   `json:"failures"`
+	Failures         []Failure     `json:"failures"`
 }
 
 // Key names the run's failure-free configuration, whose digest it must
