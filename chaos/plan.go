@@ -315,8 +315,9 @@ var Presets = []string{"full", "ci", "loggers"}
 // Preset returns the named campaign: full (jobs of a few seconds, 3-5 PEs,
 // every kind of PE failure, no logger), ci (the smallest jobs on 3 PEs,
 // one run per application × protocol, a PE stopped, a logger killed, some
-// runs with loggers: short enough for `go test -race`) or loggers (full's jobs, every logger setup, loggers
-// killed or stopped, several PEs killed at once, PEs killed).
+// runs with loggers: short enough for `go test -race`) or loggers (full's
+// jobs made longer, every logger setup, loggers killed or stopped, several
+// PEs killed at once, PEs killed).
 func Preset(name string) (Config, error) {
 	c := Config{Preset: name, Seed: 1, Protocols: slices.Clone(Protocols), TimeoutFactor: 10, TimeoutSlack: 30 * time.Second, BaselineTimeout: 3 * time.Minute,
 		// A kill as a recovery begins goes to the launcher, which fires it
@@ -341,10 +342,13 @@ func Preset(name string) (Config, error) {
 		// A logger stopped before it joined holds the job's start for
 		// the launcher's 30 s join timeout.
 		c.TimeoutSlack = 60 * time.Second
+		// Full's jobs, longer (1.5-3 s on a 2-core VM), so that a
+		// logger stopped in the first half of a job with a tuned
+		// heartbeat bound (1 s) is caught while it runs.
 		c.Apps = []App{
-			stencil3d("64,64,64", "16,16,16", 60, 7, 20),
-			leanmd("3,3,3", "", 40, 30, 4, 10),
-			lulesh(12, "6,6,6", 60, 7, 20),
+			stencil3d("64,64,64", "16,16,16", 200, 20, 50),
+			leanmd("3,3,3", "", 40, 40, 10, 20),
+			lulesh(12, "6,6,6", 200, 20, 50),
 		}
 	case "ci":
 		c.Runs = 9
