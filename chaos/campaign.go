@@ -297,7 +297,10 @@ func (c *campaign) do(ctx context.Context, run Run) (Record, bool) {
 		}
 	}
 	r.Note = note(run, r, jr)
-	if r.Class != Right {
+	// A failure that never happened because a line the campaign waits
+	// for never came is kept with its whole output too.
+	unseen := slices.ContainsFunc(r.Missed, func(m string) bool { return strings.Contains(m, "line never came") })
+	if r.Class != Right || unseen {
 		r.Log = c.rec.log(fmt.Sprintf("run-%05d", run.Index), r.Command, r.Injected, jr.Output)
 	}
 	return r, true

@@ -190,7 +190,14 @@ func runJob(ctx context.Context, spec jobSpec) (jobResult, error) {
 	errR.Close()
 	res.ExitCode = state.ExitCode()
 	for _, f := range j.pendingFailures() {
-		res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first", f))
+		why := "the job ended first"
+		switch {
+		case j.started.IsZero():
+			why += " (the launcher's started PEs line never came)"
+		case f.Trigger == AtTime && j.spec.Loggers > 0 && j.res.LoggerPIDs == nil:
+			why += " (the launcher's started loggers line never came)"
+		}
+		res.Missed = append(res.Missed, fmt.Sprintf("%s: %s", f, why))
 	}
 	if res.Wall > 0 {
 		j.endedFirst(start.Add(res.Wall))
