@@ -1,7 +1,8 @@
 // Package chaos is `gochare chaos`: a seeded reliability campaign that runs
 // real jobs (the gochare executable itself, `gochare run APP ...`, one job
-// at a time) and kills, stops or pauses their PEs at chosen moments, then
-// checks that every job still ends with the digest of its failure-free run.
+// at a time) and kills, stops or pauses their PEs (and loggers) at chosen
+// moments, then checks that every job still ends with the digest of its
+// failure-free run, or with an error the runtime documents.
 //
 // A campaign is a list of runs drawn from a seed (Config.Plan): an
 // application (stencil3d, leanmd, lulesh) × a protocol (--ft none, fulldet,
@@ -24,13 +25,17 @@
 // stats line (so a replay measures it again; the record's command has the
 // bytes). Kinds for loggers: a logger SIGKILLed at a random moment, alone
 // or followed by a PE (at once or up to a second after the launcher
-// announced the logger's failure), a logger SIGSTOPped for good, and two
+// announced the logger's failure), a logger SIGSTOPped for good (half of
+// these runs with --heartbeat-timeout 1s, a tuned flag, so that the stop
+// is caught while the job runs: Run.HeartbeatTimeout), and two
 // or three PEs killed at once (with the event logger where the protocol
 // has one; no two of them buddies unless the run writes its checkpoints
 // to disk). The loggers' pids come from the launcher's "started loggers"
 // line. The logger setup and the loggers' failures are drawn from a
 // stream of their own, so the dimension leaves every other choice of a
-// run as it was; the full and ci presets have no logger.
+// run as it was; the full preset has no logger, the ci preset loggers in
+// some runs and one logger killed, the loggers preset (full's jobs made
+// longer) loggers in every run.
 //
 // Each run is classified (Classify) against the digest of the same
 // configuration without a failure, which the campaign computes once and
