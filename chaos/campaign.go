@@ -288,7 +288,7 @@ func (c *campaign) do(ctx context.Context, run Run) (Record, bool) {
 	r.Injected, r.Missed = jr.Injected, jr.Missed
 	r.Class, r.Digest, r.Detail = Classify(jr.Outcome, base.Digest)
 	if r.Class == Error {
-		r.Designed = DesignedError(r.Detail, run)
+		r.Designed = DesignedError(r.Detail, run, r.FailureNotices, r.LoggerFailureNotices)
 	}
 	// The launcher's own kills at a step: did each PE reach its step?
 	for _, f := range run.Failures {

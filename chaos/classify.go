@@ -275,24 +275,24 @@ func SelfKill(line string) (int, bool) {
 // stops with an error that says so, which is not a wrong result.
 type designedError struct {
 	// name says the case; text is in the error; when says whether the
-	// run's planned failures can lead to it.
+	// run's failures (pes of PEs, loggers of loggers) can lead to it.
 	name, text string
-	when       func(Run) bool
+	when       func(r Run, pes, loggers int) bool
 }
 
 var designedErrors = []designedError{
 	{"both copies of a checkpoint lost, no disk checkpoint", "migrate: unrecoverable from memory",
-		func(r Run) bool { return r.failed(false) >= 2 }},
+		func(r Run, pes, _ int) bool { return pes >= 2 }},
 	{"a full log and no logger left", "the sender log reached its quota and no logger is left to dump to",
-		func(r Run) bool { return r.Setup.Quota() && r.failed(true) >= r.Loggers }},
+		func(r Run, _, loggers int) bool { return r.Setup.Quota() && loggers >= r.Loggers }},
 	{"dumped log entries lost with a logger", "logged messages dumped to a failed logger may be needed",
-		func(r Run) bool { return r.Setup.Quota() && r.failed(true) > 0 && r.failed(false) > 0 }},
+		func(r Run, pes, loggers int) bool { return r.Setup.Quota() && loggers > 0 && pes > 0 }},
 	{"dumped log entries lost with a logger", "log entries needed by a recovery were held by a failed logger",
-		func(r Run) bool { return r.Setup.Quota() && r.failed(true) > 0 && r.failed(false) > 0 }},
+		func(r Run, pes, loggers int) bool { return r.Setup.Quota() && loggers > 0 && pes > 0 }},
 	{"event log lost with a logger", "a PE and an event logger failed in the same checkpoint period",
-		func(r Run) bool { return r.Setup.EventLogger() && r.failed(true) > 0 && r.failed(false) > 0 }},
+		func(r Run, pes, loggers int) bool { return r.Setup.EventLogger() && loggers > 0 && pes > 0 }},
 	{"a message larger than the quota", "a message is larger than the sender log's quota",
-		func(r Run) bool { return r.Setup.Quota() }},
+		func(r Run, _, _ int) bool { return r.Setup.Quota() }},
 }
 
 // failed counts the run's planned failures of loggers (or of PEs).
@@ -308,10 +308,13 @@ func (r Run) failed(loggers bool) int {
 
 // DesignedError returns the designed case (README) that the error of a
 // run, as detail says it, is; "" when it is none, or when the run's
-// failures cannot lead to it.
-func DesignedError(detail string, run Run) string {
+// failures cannot lead to it. Its failures are the planned ones, or as
+// many as the launcher announced (PEs and loggers it declared dead by
+// itself, a tuned heartbeat bound under load, count too).
+func DesignedError(detail string, run Run, announcedPEs, announcedLoggers int) string {
+	pes, loggers := max(run.failed(false), announcedPEs), max(run.failed(true), announcedLoggers)
 	for _, d := range designedErrors {
-		if strings.Contains(detail, d.text) && d.when(run) {
+		if strings.Contains(detail, d.text) && d.when(run, pes, loggers) {
 			return d.name
 		}
 	}

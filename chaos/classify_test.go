@@ -198,8 +198,15 @@ func TestDesignedError(t *testing.T) {
 		{"exit status 1: gochare: logging: a message is larger than the sender log's quota", Run{Setup: LoggersEvent, Loggers: 1}, ""},
 		{"exit status 1: gochare: launcher: the job made no progress for 60s", withFailures(quota, logger, pe(1)), ""},
 	} {
-		require.Equal(t, c.want, DesignedError(c.detail, c.run), c.detail)
+		require.Equal(t, c.want, DesignedError(c.detail, c.run, 0, 0), c.detail)
 	}
+	// Failures the launcher announced count as well as planned ones: two
+	// PEs declared dead by their heartbeats (a tuned bound, under load).
+	unrecoverable := "exit status 1: gochare: launcher: a PE failed: PE 4 (pid 6234 on vm) missed heartbeats: silent for 1.008s (bound 1s); killed with SIGKILL: migrate: unrecoverable from memory: PE 4 failed while it gave PE 0 the checkpoint of task c1[40], whose other copy was on failed PE 3"
+	stopped := withFailures(Run{Setup: LoggersEvent, Loggers: 1, HeartbeatTimeout: time.Second}, Failure{PE: 0, Logger: true, Signal: SigStop, Trigger: AtTime})
+	require.Empty(t, DesignedError(unrecoverable, stopped, 0, 1))
+	require.Equal(t, "both copies of a checkpoint lost, no disk checkpoint", DesignedError(unrecoverable, stopped, 2, 1))
+	require.Equal(t, "a full log and no logger left", DesignedError("logging: the sender log reached its quota and no logger is left to dump to", Run{Setup: LoggersQuota, Loggers: 2}, 0, 2))
 }
 
 func TestLoggerKilledAtEnd(t *testing.T) {

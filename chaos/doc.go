@@ -44,7 +44,8 @@
 // the job's processes are then asked for goroutine dumps and killed). An
 // error is a designed one (DesignedError, Record.Designed) when it is a
 // case README documents the runtime cannot handle and the run's failures
-// can lead to it: both copies of a checkpoint lost without a disk
+// (planned, or announced by the launcher) can lead to it: both copies of
+// a checkpoint lost without a disk
 // checkpoint, a full log with no logger left, log entries or event log
 // records lost with a logger before a PE failure, a message larger than
 // the quota. The tables count the errors that are not.
