@@ -45,10 +45,11 @@
 // error is a designed one (DesignedError, Record.Designed) when it is a
 // case README documents the runtime cannot handle and the run's failures
 // (planned, or announced by the launcher) can lead to it: both copies of
-// a checkpoint lost without a disk
-// checkpoint, a full log with no logger left, log entries or event log
-// records lost with a logger before a PE failure, a message larger than
-// the quota. The tables count the errors that are not.
+// a checkpoint lost without a disk checkpoint, a full log with no logger
+// left, log entries or event log records lost with a logger before a PE
+// failure, a message larger than the quota. The tables count the errors
+// that are not.
+//
 // Failures the launcher can trigger itself are passed to it as --kill
 // flags (LauncherKills says which); the others are injected by the
 // campaign, which watches the launcher's log lines for the PEs' process
