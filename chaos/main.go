@@ -58,7 +58,7 @@ const Usage = `usage: gochare chaos [flags]
 `
 
 // Summary is the part of gochare's usage text about `gochare chaos`.
-const Summary = `  gochare chaos [--preset full|ci] [--runs N] [--seed S] [--out DIR] [--only I] ...
+const Summary = `  gochare chaos [--preset full|ci|loggers] [--runs N] [--seed S] [--out DIR] [--only I] ...
       a seeded reliability campaign: real jobs with PEs or loggers killed,
       stopped or paused at chosen moments; each must end with its
       failure-free digest or a designed error
