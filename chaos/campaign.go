@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -21,7 +22,10 @@ type Baseline struct {
 	// RunSeconds is the time from the start of its PEs to its end, on
 	// which failures at a moment are placed.
 	RunSeconds float64 `json:"run_seconds"`
-	Log        string  `json:"log,omitempty"`
+	// LogPeakBytes is the largest PE's sender log high-water mark (the
+	// job stats' largest_log_peak_bytes), of which a quota is a fraction.
+	LogPeakBytes int64  `json:"log_peak_bytes,omitempty"`
+	Log          string `json:"log,omitempty"`
 }
 
 // Record is the outcome of one run.
@@ -31,9 +35,12 @@ type Record struct {
 	// Injected were done by the campaign on top of it.
 	Command string `json:"command"`
 	// Replay is the gochare chaos command that runs this run alone.
-	Replay   string  `json:"replay"`
-	Class    Class   `json:"class"`
-	Detail   string  `json:"detail,omitempty"`
+	Replay string `json:"replay"`
+	Class  Class  `json:"class"`
+	Detail string `json:"detail,omitempty"`
+	// Designed names the documented case an Error is (DesignedError): the
+	// job stopped saying why; "" for an error that is none.
+	Designed string  `json:"designed,omitempty"`
 	Seconds  float64 `json:"seconds"`
 	Digest   string  `json:"digest"`
 	Expected string  `json:"expected"`
@@ -49,6 +56,9 @@ type Record struct {
 	// EarlyFailureNotices counts the launcher's notices of PEs that
 	// failed before the job began (started again, or left out).
 	EarlyFailureNotices int `json:"early_failure_notices,omitempty"`
+	// LoggerFailureNotices counts the launcher's notices of a logger's
+	// failure (the job goes on).
+	LoggerFailureNotices int `json:"logger_failure_notices,omitempty"`
 	// Note is an observation that explains a non-success.
 	Note string `json:"note,omitempty"`
 	// Log is the file with the job's whole output (non-successes, with
@@ -196,7 +206,7 @@ func (c *campaign) baseline(ctx context.Context, run Run) (*Baseline, bool) {
 	}
 	args := c.cfg.BaselineArgs(run)
 	b := &Baseline{Key: key, Command: shellJoin(c.opts.Program, args)}
-	jr, err := runJob(ctx, jobSpec{Exe: c.opts.Exe, Args: args, Deadline: c.cfg.BaselineTimeout, Dump: c.opts.Dump})
+	jr, err := runJob(ctx, jobSpec{Exe: c.opts.Exe, Args: args, Deadline: c.cfg.BaselineTimeout, Dump: c.opts.Dump, Loggers: run.Loggers})
 	if err != nil {
 		b.Class, b.Detail = Error, err.Error()
 	} else {
@@ -204,6 +214,7 @@ func (c *campaign) baseline(ctx context.Context, run Run) (*Baseline, bool) {
 			return nil, false
 		}
 		b.Seconds, b.RunSeconds = jr.Wall.Seconds(), jr.RunTime.Seconds()
+		b.LogPeakBytes, _ = LogPeakBytes(jr.Stderr)
 		digest, derr := Digest(jr.Stdout)
 		b.Digest = digest
 		switch {
@@ -229,8 +240,23 @@ func (c *campaign) baseline(ctx context.Context, run Run) (*Baseline, bool) {
 
 // do runs one planned run. ok is false when ctx ended it.
 func (c *campaign) do(ctx context.Context, run Run) (Record, bool) {
+	r := Record{Run: run, Replay: shellJoin(c.opts.Program, c.cfg.ReplayArgs(run.Index))}
+	if run.Setup.Quota() {
+		// The quota is a fraction of the unbounded run's high-water mark.
+		unbounded, ok := c.baseline(ctx, run.Unbounded())
+		if !ok {
+			return r, false
+		}
+		if unbounded.Class != Right || unbounded.LogPeakBytes <= 0 {
+			r.Command = shellJoin(c.opts.Program, c.cfg.BaselineArgs(run))
+			r.Class, r.Detail = Error, fmt.Sprintf("not run: the failure-free run of %s measured no log high-water mark for the quota (%s %s)", unbounded.Key, unbounded.Class, unbounded.Detail)
+			return r, true
+		}
+		run.LogQuota = max(1, int64(math.Ceil(run.QuotaFraction*float64(unbounded.LogPeakBytes))))
+		r.Run = run
+	}
 	args, injected := c.cfg.Args(run)
-	r := Record{Run: run, Command: shellJoin(c.opts.Program, args), Replay: shellJoin(c.opts.Program, c.cfg.ReplayArgs(run.Index))}
+	r.Command = shellJoin(c.opts.Program, args)
 	base, ok := c.baseline(ctx, run)
 	if !ok {
 		return r, false
@@ -248,7 +274,7 @@ func (c *campaign) do(ctx context.Context, run Run) (Record, bool) {
 	}
 	jr, err := runJob(ctx, jobSpec{
 		Exe: c.opts.Exe, Args: args, Deadline: deadline, Failures: injected,
-		RunTime: time.Duration(base.RunSeconds * float64(time.Second)), Dump: c.opts.Dump,
+		RunTime: time.Duration(base.RunSeconds * float64(time.Second)), Dump: c.opts.Dump, Loggers: run.Loggers,
 	})
 	if err != nil {
 		r.Class, r.Detail = Error, err.Error()
@@ -258,8 +284,12 @@ func (c *campaign) do(ctx context.Context, run Run) (Record, bool) {
 		return r, false
 	}
 	r.Seconds, r.ExitCode, r.FailureNotices, r.EarlyFailureNotices = jr.Wall.Seconds(), jr.ExitCode, jr.FailureNotices, jr.EarlyFailureNotices
+	r.LoggerFailureNotices = jr.LoggerFailureNotices
 	r.Injected, r.Missed = jr.Injected, jr.Missed
 	r.Class, r.Digest, r.Detail = Classify(jr.Outcome, base.Digest)
+	if r.Class == Error {
+		r.Designed = DesignedError(r.Detail, run, r.FailureNotices, r.LoggerFailureNotices)
+	}
 	// The launcher's own kills at a step: did each PE reach its step?
 	for _, f := range run.Failures {
 		if _, byLauncher := c.cfg.LauncherKills.Spec(f); byLauncher && f.Trigger == AtStep && !slices.Contains(jr.SelfKills, f.PE) {
@@ -267,7 +297,10 @@ func (c *campaign) do(ctx context.Context, run Run) (Record, bool) {
 		}
 	}
 	r.Note = note(run, r, jr)
-	if r.Class != Right {
+	// A failure that never happened because a line the campaign waits
+	// for never came is kept with its whole output too.
+	unseen := slices.ContainsFunc(r.Missed, func(m string) bool { return strings.Contains(m, "line never came") })
+	if r.Class != Right || unseen {
 		r.Log = c.rec.log(fmt.Sprintf("run-%05d", run.Index), r.Command, r.Injected, jr.Output)
 	}
 	return r, true
@@ -284,7 +317,13 @@ func note(run Run, r Record, jr jobResult) string {
 		return ""
 	}
 	for _, f := range run.Failures {
-		if f.Signal == SigStop && f.ResumeMS == 0 && jr.FailureNotices == 0 && slices.ContainsFunc(r.Injected, func(s string) bool { return strings.Contains(s, "SIGSTOP") }) {
+		if f.Signal != SigStop || f.ResumeMS != 0 || !slices.ContainsFunc(r.Injected, func(s string) bool { return strings.Contains(s, f.String()) }) {
+			continue
+		}
+		if f.Logger && jr.LoggerFailureNotices == 0 {
+			return fmt.Sprintf("logger %d was stopped and never declared failed", f.PE)
+		}
+		if !f.Logger && jr.FailureNotices == 0 {
 			return fmt.Sprintf("PE %d was stopped and never declared failed (the launcher detects no stopped spawned PE)", f.PE)
 		}
 	}

@@ -27,8 +27,9 @@ func ciSeed() string {
 }
 
 // TestCIPreset runs `gochare chaos --preset ci` as the command line does:
-// real jobs of every application under every protocol, each with PEs
-// killed. It fails on any wrong digest or hang.
+// real jobs of every application under every protocol, each with PEs (or
+// a logger) killed, some with loggers. It fails on any wrong digest or
+// hang, and on an error of a run with loggers that is not a designed one.
 func TestCIPreset(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about 20 real jobs")
@@ -51,8 +52,20 @@ func TestCIPreset(t *testing.T) {
 	require.Len(t, res.Records, cfg.Runs)
 	require.False(t, res.Interrupted)
 	pairs := map[string]bool{}
+	var withLoggers, loggerKills int
 	for _, r := range res.Records {
 		pairs[r.App+"/"+r.Protocol] = true
+		withLoggers += min(r.Loggers, 1)
+		if r.Kind == KindLogger {
+			loggerKills++
+		}
+		if r.Class == Error && r.Designed == "" {
+			// A run with loggers must end right or with one of the
+			// errors README documents for loggers; the others' errors
+			// are logged, as before loggers were in this preset.
+			require.Zero(t, r.Loggers, "%s: an error that is not a designed one: %s\nreplay: %s", r.Run, r.Detail, r.Replay)
+			t.Logf("%s: an error that is not a designed one: %s", r.Run, r.Detail)
+		}
 		require.NotEqual(t, Wrong, r.Class, "%s: %s\nreplay: %s", r.Run, r.Detail, r.Replay)
 		require.NotEqual(t, Hang, r.Class, "%s: %s\nreplay: %s", r.Run, r.Detail, r.Replay)
 		require.NotEmpty(t, r.Expected, r.Run.String())
@@ -66,7 +79,8 @@ func TestCIPreset(t *testing.T) {
 			if len(r.Missed) < len(r.Failures) {
 				// A PE failing before the job began is started
 				// again or left out, and announced as such.
-				if r.Run.Kind == KindExternal && r.FailureNotices+r.EarlyFailureNotices == 0 {
+				notices := r.FailureNotices + r.EarlyFailureNotices + r.LoggerFailureNotices
+				if r.Run.Kind == KindExternal && notices == 0 {
 					// Twice in CI on 2026-11-24 (a quiet machine, jobs
 					// of under a second) a kill by the campaign got no
 					// notice while the job ended right. One cause was
@@ -77,7 +91,7 @@ func TestCIPreset(t *testing.T) {
 					t.Logf("%s: a kill with no failure announced (injected %v)", r.Run, r.Injected)
 					continue
 				}
-				require.Positive(t, r.FailureNotices+r.EarlyFailureNotices, "%s: no failure was announced", r.Run)
+				require.Positive(t, notices, "%s: no failure was announced", r.Run)
 			}
 		} else {
 			require.NotEmpty(t, r.Detail)
@@ -86,6 +100,8 @@ func TestCIPreset(t *testing.T) {
 		}
 	}
 	require.Len(t, pairs, len(cfg.Apps)*len(cfg.Protocols), "every application under every protocol")
+	require.Positive(t, withLoggers, "runs with loggers")
+	require.Positive(t, loggerKills, "a logger killed")
 	// Every configuration's failure-free run is done once and ends well.
 	keys := map[string]bool{}
 	for _, bl := range res.Baselines {

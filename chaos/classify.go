@@ -143,6 +143,22 @@ func lastLine(lines []string) string {
 	return lines[len(lines)-1]
 }
 
+// jobStatsPeakRE is the launcher's job stats line's largest sender log
+// high-water mark.
+var jobStatsPeakRE = regexp.MustCompile(`msg="job stats" .*largest_log_peak_bytes=(\d+)`)
+
+// LogPeakBytes returns the largest PE's sender log high-water mark of a
+// job's standard error (its job stats line).
+func LogPeakBytes(stderr []string) (int64, bool) {
+	for i := len(stderr) - 1; i >= 0; i-- {
+		if m := jobStatsPeakRE.FindStringSubmatch(stderr[i]); m != nil {
+			n, err := strconv.ParseInt(m[1], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // The launcher's log lines the campaign watches.
 var (
 	pidsRE = regexp.MustCompile(`msg="started PEs" .*pids="\[([0-9 ]*)\]"`)
@@ -157,7 +173,45 @@ var (
 	lateRE     = regexp.MustCompile(`^level=WARN msg="PE failed after the job's exit was requested; the job ends as decided" pe=(\d+)`)
 	selfKillRE = regexp.MustCompile(`^\[pe (\d+)\] .*msg="failure injection: killing this PE"`)
 	beginRE    = regexp.MustCompile(`^level=INFO msg="all PEs ready; job begins"`)
+	// loggerPidsRE: one pid is logged without quotes.
+	loggerPidsRE = regexp.MustCompile(`^level=INFO msg="started loggers" .*pids="?\[([0-9 ]*)\]`)
+	// loggerFailedRE is the launcher's notice of a logger's failure while
+	// the job goes on; lateLoggerRE one after the job's end was decided.
+	loggerFailedRE = regexp.MustCompile(`^level=ERROR msg="logger failed; the job goes on"`)
+	lateLoggerRE   = regexp.MustCompile(`^level=WARN msg="logger failed after the job's end`)
+	// endKilledLoggerRE: a logger that had not ended when the job did
+	// (stopped, and not yet caught by the heartbeats) was killed.
+	endKilledLoggerRE = regexp.MustCompile(`^level=WARN msg="logger did not end after the job's end; killed" logger=(\d+)`)
 )
+
+// LoggerKilledAtEnd returns the number of a logger the launcher killed
+// because it had not ended when the job did.
+func LoggerKilledAtEnd(line string) (int, bool) {
+	m := endKilledLoggerRE.FindStringSubmatch(line)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
+
+// LoggerPIDs returns the logger process ids, by number, of the
+// launcher's "started loggers" line.
+func LoggerPIDs(line string) ([]int, bool) {
+	m := loggerPidsRE.FindStringSubmatch(line)
+	if m == nil {
+		return nil, false
+	}
+	return parsePIDs(m[1])
+}
+
+// IsLoggerFailureNotice reports the launcher's line announcing a
+// logger's failure, after which the job goes on.
+func IsLoggerFailureNotice(line string) bool { return loggerFailedRE.MatchString(line) }
+
+// IsLateLoggerFailure reports the launcher's line for a logger that
+// failed after the job's end was decided.
+func IsLateLoggerFailure(line string) bool { return lateLoggerRE.MatchString(line) }
 
 // IsJobBegin reports the launcher's line announcing that every PE is
 // ready (the initial checkpoint is committed) and the job begins.
@@ -170,8 +224,12 @@ func StartedPIDs(line string) ([]int, bool) {
 	if m == nil {
 		return nil, false
 	}
+	return parsePIDs(m[1])
+}
+
+func parsePIDs(list string) ([]int, bool) {
 	var pids []int
-	for _, f := range strings.Fields(m[1]) {
+	for _, f := range strings.Fields(list) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n <= 0 {
 			return nil, false
@@ -210,4 +268,55 @@ func SelfKill(line string) (int, bool) {
 	}
 	n, err := strconv.Atoi(m[1])
 	return n, err == nil
+}
+
+// designedError is a case the runtime documents it cannot handle (README,
+// "Loggers", "Log quota", "Event logger", the buddy checkpoints): the job
+// stops with an error that says so, which is not a wrong result.
+type designedError struct {
+	// name says the case; text is in the error; when says whether the
+	// run's failures (pes of PEs, loggers of loggers) can lead to it.
+	name, text string
+	when       func(r Run, pes, loggers int) bool
+}
+
+var designedErrors = []designedError{
+	{"both copies of a checkpoint lost, no disk checkpoint", "migrate: unrecoverable from memory",
+		func(r Run, pes, _ int) bool { return pes >= 2 }},
+	{"a full log and no logger left", "the sender log reached its quota and no logger is left to dump to",
+		func(r Run, _, loggers int) bool { return r.Setup.Quota() && loggers >= r.Loggers }},
+	{"dumped log entries lost with a logger", "logged messages dumped to a failed logger may be needed",
+		func(r Run, pes, loggers int) bool { return r.Setup.Quota() && loggers > 0 && pes > 0 }},
+	{"dumped log entries lost with a logger", "log entries needed by a recovery were held by a failed logger",
+		func(r Run, pes, loggers int) bool { return r.Setup.Quota() && loggers > 0 && pes > 0 }},
+	{"event log lost with a logger", "a PE and an event logger failed in the same checkpoint period",
+		func(r Run, pes, loggers int) bool { return r.Setup.EventLogger() && loggers > 0 && pes > 0 }},
+	{"a message larger than the quota", "a message is larger than the sender log's quota",
+		func(r Run, _, _ int) bool { return r.Setup.Quota() }},
+}
+
+// failed counts the run's planned failures of loggers (or of PEs).
+func (r Run) failed(loggers bool) int {
+	n := 0
+	for _, f := range r.Failures {
+		if f.Logger == loggers {
+			n++
+		}
+	}
+	return n
+}
+
+// DesignedError returns the designed case (README) that the error of a
+// run, as detail says it, is; "" when it is none, or when the run's
+// failures cannot lead to it. Its failures are the planned ones, or as
+// many as the launcher announced (PEs and loggers it declared dead by
+// itself, a tuned heartbeat bound under load, count too).
+func DesignedError(detail string, run Run, announcedPEs, announcedLoggers int) string {
+	pes, loggers := max(run.failed(false), announcedPEs), max(run.failed(true), announcedLoggers)
+	for _, d := range designedErrors {
+		if strings.Contains(detail, d.text) && d.when(run, pes, loggers) {
+			return d.name
+		}
+	}
+	return ""
 }

@@ -133,8 +133,8 @@ func TestReapedPEBeforeTheKill(t *testing.T) {
 		want    string
 	}{
 		{"at the end", 50 * time.Millisecond, 0, "the job ended first (its PE had exited, and the launcher 50ms after)"},
-		{"long before the end", 3 * endGrace, 0, "the PE's process is gone (reaped)"},
-		{"with a failure announced", 50 * time.Millisecond, 1, "the PE's process is gone (reaped)"},
+		{"long before the end", 3 * endGrace, 0, "the process is gone (reaped)"},
+		{"with a failure announced", 50 * time.Millisecond, 1, "the process is gone (reaped)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := &jobRun{res: &jobResult{}}
@@ -144,4 +144,76 @@ func TestReapedPEBeforeTheKill(t *testing.T) {
 			require.Equal(t, []string{f.String() + ": " + tc.want}, j.res.Missed)
 		})
 	}
+}
+
+func TestLoggerLines(t *testing.T) {
+	pids, ok := LoggerPIDs(`level=INFO msg="started loggers" loggers=1 pids=[28249]`)
+	require.True(t, ok)
+	require.Equal(t, []int{28249}, pids)
+	pids, ok = LoggerPIDs(`level=INFO msg="started loggers" loggers=2 pids="[28249 28250]"`)
+	require.True(t, ok)
+	require.Equal(t, []int{28249, 28250}, pids)
+	_, ok = LoggerPIDs(`[pe 0] level=INFO msg="started loggers" loggers=1 pids=[1]`)
+	require.False(t, ok, "only the launcher's own line")
+	_, ok = StartedPIDs(`level=INFO msg="started loggers" loggers=1 pids=[28249]`)
+	require.False(t, ok, "a logger is not a PE")
+
+	require.True(t, IsLoggerFailureNotice(`level=ERROR msg="logger failed; the job goes on" detail="logger 1 (pid 7 on vm) was killed by signal 9 (killed)" loggers_left=1`))
+	require.False(t, IsFailureNotice(`level=ERROR msg="logger failed; the job goes on" detail="logger 1"`))
+	require.True(t, IsLateLoggerFailure(`level=WARN msg="logger failed after the job's end was decided" detail="logger 0"`))
+	require.True(t, IsLateLoggerFailure(`level=WARN msg="logger failed after the job's end" logger=0 detail="x"`))
+	require.False(t, IsLoggerFailureNotice(`level=WARN msg="logger failed after the job's end was decided" detail="logger 0"`))
+
+	peak, ok := LogPeakBytes([]string{
+		`level=INFO msg="PE stats" pe=0 log_peak_bytes=256986`,
+		`level=INFO msg="job stats" ft=fulldet stats_from_pes=3 handled=11776 log_bytes=2080296 largest_log_peak_bytes=267714 restored_tasks=0`,
+	})
+	require.True(t, ok)
+	require.Equal(t, int64(267714), peak)
+	_, ok = LogPeakBytes([]string{`level=INFO msg="PE stats" pe=0 log_peak_bytes=256986`})
+	require.False(t, ok)
+}
+
+// TestDesignedError: the errors README documents are designed errors when
+// the run's failures can lead to them, and only then.
+func TestDesignedError(t *testing.T) {
+	logger := Failure{PE: 0, Logger: true, Signal: SigKill, Trigger: AtTime}
+	pe := func(p int) Failure { return Failure{PE: p, Signal: SigKill, Trigger: AtStep, Step: 3} }
+	quota := Run{Setup: LoggersQuota, Loggers: 1, QuotaFraction: 0.5}
+	withFailures := func(r Run, fs ...Failure) Run { r.Failures = fs; return r }
+	for _, c := range []struct {
+		detail string
+		run    Run
+		want   string
+	}{
+		{"exit status 1: gochare: launcher: migrate: unrecoverable from memory: PE 0 and its buddy PE 1 both failed", withFailures(Run{}, pe(0), pe(1)), "both copies of a checkpoint lost, no disk checkpoint"},
+		{"exit status 1: gochare: launcher: migrate: unrecoverable from memory: PE 0 and its buddy PE 1 both failed", withFailures(Run{}, pe(0)), ""},
+		{"exit status 1: gochare: PE 2: logging: the sender log reached its quota and no logger is left to dump to: PE 2 holds 9 bytes of 8", withFailures(quota, logger), "a full log and no logger left"},
+		{"exit status 1: gochare: PE 2: logging: the sender log reached its quota and no logger is left to dump to", withFailures(Run{Setup: LoggersQuota, Loggers: 2}, logger), ""},
+		{"exit status 1: gochare: job: logged messages dumped to a failed logger may be needed: PE 1 failed after logger(s) [0] failed", withFailures(quota, logger, pe(1)), "dumped log entries lost with a logger"},
+		{"exit status 1: gochare: logging: log entries needed by a recovery were held by a failed logger: entry 4", withFailures(quota, logger, pe(1)), "dumped log entries lost with a logger"},
+		{"exit status 1: gochare: job: logged messages dumped to a failed logger may be needed", withFailures(quota, logger), ""},
+		{"exit status 1: gochare: logging: a PE and an event logger failed in the same checkpoint period", withFailures(Run{Setup: LoggersEvent, Loggers: 1}, logger, pe(2)), "event log lost with a logger"},
+		{"exit status 1: gochare: logging: a message is larger than the sender log's quota: 900 bytes, quota 800", quota, "a message larger than the quota"},
+		{"exit status 1: gochare: logging: a message is larger than the sender log's quota", Run{Setup: LoggersEvent, Loggers: 1}, ""},
+		{"exit status 1: gochare: launcher: the job made no progress for 60s", withFailures(quota, logger, pe(1)), ""},
+	} {
+		require.Equal(t, c.want, DesignedError(c.detail, c.run, 0, 0), c.detail)
+	}
+	// Failures the launcher announced count as well as planned ones: two
+	// PEs declared dead by their heartbeats (a tuned bound, under load).
+	unrecoverable := "exit status 1: gochare: launcher: a PE failed: PE 4 (pid 6234 on vm) missed heartbeats: silent for 1.008s (bound 1s); killed with SIGKILL: migrate: unrecoverable from memory: PE 4 failed while it gave PE 0 the checkpoint of task c1[40], whose other copy was on failed PE 3"
+	stopped := withFailures(Run{Setup: LoggersEvent, Loggers: 1, HeartbeatTimeout: time.Second}, Failure{PE: 0, Logger: true, Signal: SigStop, Trigger: AtTime})
+	require.Empty(t, DesignedError(unrecoverable, stopped, 0, 1))
+	require.Equal(t, "both copies of a checkpoint lost, no disk checkpoint", DesignedError(unrecoverable, stopped, 2, 1))
+	require.Equal(t, "a full log and no logger left", DesignedError("logging: the sender log reached its quota and no logger is left to dump to", Run{Setup: LoggersQuota, Loggers: 2}, 0, 2))
+}
+
+func TestLoggerKilledAtEnd(t *testing.T) {
+	n, ok := LoggerKilledAtEnd(`level=WARN msg="logger did not end after the job's end; killed" logger=1`)
+	require.True(t, ok)
+	require.Equal(t, 1, n)
+	_, ok = LoggerKilledAtEnd(`[pe 0] level=WARN msg="logger did not end after the job's end; killed" logger=1`)
+	require.False(t, ok)
+	require.False(t, IsLateLoggerFailure(`level=WARN msg="logger did not end after the job's end; killed" logger=1`))
 }

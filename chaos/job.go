@@ -30,6 +30,9 @@ type jobSpec struct {
 	// its PEs to its end.
 	Failures []Failure
 	RunTime  time.Duration
+	// Loggers is the number of loggers the job starts: failures at a
+	// moment are placed once their process ids are known too.
+	Loggers int
 	// Dump: on a hang, ask the PEs and the launcher for goroutine dumps
 	// (SIGQUIT) before killing them.
 	Dump bool
@@ -41,8 +44,9 @@ type jobResult struct {
 	Wall time.Duration
 	// RunTime is the time from the launcher's "started PEs" line to the
 	// end (0 when the line never came).
-	RunTime time.Duration
-	PIDs    []int
+	RunTime    time.Duration
+	PIDs       []int
+	LoggerPIDs []int
 	// Injected lists what the campaign did to the job, with times since
 	// its start; Missed the campaign's failures that did not happen, and
 	// why.
@@ -55,6 +59,9 @@ type jobResult struct {
 	// campaign began to stop the job (past its deadline, the PEs it ends
 	// are announced too).
 	FailureNotices int
+	// LoggerFailureNotices counts the launcher's "logger failed; the job
+	// goes on" lines, as FailureNotices.
+	LoggerFailureNotices int
 	// EarlyFailureNotices counts the launcher's lines for PEs that failed
 	// before the job began (started again or left out).
 	EarlyFailureNotices int
@@ -183,7 +190,14 @@ func runJob(ctx context.Context, spec jobSpec) (jobResult, error) {
 	errR.Close()
 	res.ExitCode = state.ExitCode()
 	for _, f := range j.pendingFailures() {
-		res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first", f))
+		why := "the job ended first"
+		switch {
+		case j.started.IsZero():
+			why += " (the launcher's started PEs line never came)"
+		case f.Trigger == AtTime && j.spec.Loggers > 0 && j.res.LoggerPIDs == nil:
+			why += " (the launcher's started loggers line never came)"
+		}
+		res.Missed = append(res.Missed, fmt.Sprintf("%s: %s", f, why))
 	}
 	if res.Wall > 0 {
 		j.endedFirst(start.Add(res.Wall))
@@ -208,19 +222,22 @@ const endGrace = time.Second
 // a stall or a wrong result, not as a quiet right end.
 func (j *jobRun) endedFirst(exited time.Time) {
 	res := j.res
-	quiet := res.FailureNotices+res.EarlyFailureNotices == 0
+	// quiet: the launcher announced no failure of f's kind of process.
+	quiet := func(f Failure) bool {
+		if f.Logger {
+			return res.LoggerFailureNotices == 0
+		}
+		return res.FailureNotices+res.EarlyFailureNotices == 0
+	}
 	for _, g := range j.gone {
-		if quiet && exited.Sub(g.at) < endGrace {
+		if quiet(g.f) && exited.Sub(g.at) < endGrace {
 			res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first (its PE had exited, and the launcher %v after)", g.f, exited.Sub(g.at).Round(time.Millisecond)))
 		} else {
-			res.Missed = append(res.Missed, fmt.Sprintf("%s: the PE's process is gone (reaped)", g.f))
+			res.Missed = append(res.Missed, fmt.Sprintf("%s: the process is gone (reaped)", g.f))
 		}
 	}
-	if !quiet {
-		return
-	}
 	for _, s := range j.signalled {
-		if exited.Sub(s.at) >= endGrace || slices.ContainsFunc(res.Missed, func(m string) bool { return strings.HasPrefix(m, s.f.String()+":") }) {
+		if !quiet(s.f) || exited.Sub(s.at) >= endGrace || slices.ContainsFunc(res.Missed, func(m string) bool { return strings.HasPrefix(m, s.f.String()+":") }) {
 			continue
 		}
 		res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first (the launcher exited %v after the kill and announced no failure)", s.f, exited.Sub(s.at).Round(time.Millisecond)))
@@ -293,10 +310,43 @@ func (j *jobRun) line(l outputLine) {
 		j.started = time.Now()
 		j.res.PIDs = pids
 		j.planned = slices.Clone(j.spec.Failures)
+		if j.spec.Loggers == 0 {
+			j.scheduleTimed()
+		}
+		return
+	}
+	if pids, ok := LoggerPIDs(l.text); ok && j.res.LoggerPIDs == nil {
+		j.res.LoggerPIDs = pids
+		if !j.started.IsZero() {
+			j.scheduleTimed()
+		}
+		return
+	}
+	if IsLoggerFailureNotice(l.text) && !j.stopping {
+		j.res.LoggerFailureNotices++
 		for _, f := range j.spec.Failures {
-			if f.Trigger == AtTime {
-				at := j.started.Add(time.Duration(f.Fraction * float64(j.spec.RunTime)))
-				j.scheduleFailure(at, f)
+			if f.Trigger == AtLoggerFailure && j.res.LoggerFailureNotices == 1 {
+				j.scheduleFailure(time.Now().Add(time.Duration(f.DelayMS)*time.Millisecond), f)
+			}
+		}
+		return
+	}
+	if n, ok := LoggerKilledAtEnd(l.text); ok && !j.stopping {
+		for _, f := range j.spec.Failures {
+			if f.Logger && f.PE == n && f.Signal == SigStop && f.ResumeMS == 0 && !slices.Contains(j.planned, f) {
+				j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: the job ended first (the launcher killed the stopped logger at the job's end)", f))
+			}
+		}
+		return
+	}
+	// A logger's failure after the job's end, when none was announced
+	// before (the launcher may also report so the exit of a logger it
+	// declared dead and killed just before the end).
+	if IsLateLoggerFailure(l.text) && !j.stopping && j.res.LoggerFailureNotices == 0 {
+		for _, f := range j.spec.Failures {
+			if f.Logger && !slices.Contains(j.planned, f) && !slices.ContainsFunc(j.res.Missed, func(m string) bool { return strings.HasPrefix(m, f.String()+":") }) {
+				j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: the job ended first (the launcher says the logger failed after the job's end was decided)", f))
+				break
 			}
 		}
 		return
@@ -311,7 +361,7 @@ func (j *jobRun) line(l outputLine) {
 	}
 	if rank, ok := LateFailure(l.text); ok && !j.stopping {
 		for _, f := range j.spec.Failures {
-			if f.PE == rank && !slices.Contains(j.planned, f) && !slices.ContainsFunc(j.res.Missed, func(m string) bool { return strings.HasPrefix(m, f.String()+":") }) {
+			if f.PE == rank && !f.Logger && !slices.Contains(j.planned, f) && !slices.ContainsFunc(j.res.Missed, func(m string) bool { return strings.HasPrefix(m, f.String()+":") }) {
 				j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: the job ended first (PE %d died after a task asked the job to exit)", f, rank))
 				break
 			}
@@ -332,6 +382,18 @@ func (j *jobRun) line(l outputLine) {
 	}
 }
 
+// scheduleTimed schedules the failures at a moment of the run, once the
+// PEs' (and loggers') process ids are known, on the time the PEs were
+// started.
+func (j *jobRun) scheduleTimed() {
+	for _, f := range j.spec.Failures {
+		if f.Trigger == AtTime {
+			at := j.started.Add(time.Duration(f.Fraction * float64(j.spec.RunTime)))
+			j.scheduleFailure(at, f)
+		}
+	}
+}
+
 func (j *jobRun) scheduleFailure(at time.Time, f Failure) {
 	j.schedule(at, f.String(), func() {
 		if j.stopping {
@@ -342,7 +404,8 @@ func (j *jobRun) scheduleFailure(at time.Time, f Failure) {
 		if f.Signal == SigStop {
 			sig = syscall.SIGSTOP
 		}
-		if err := j.signalPE(f.PE, sig); err != nil {
+		pid, err := j.signalProcess(f.Logger, f.PE, sig)
+		if err != nil {
 			if errors.Is(err, errReaped) {
 				j.gone = append(j.gone, signalled{f, time.Now()})
 				return
@@ -350,50 +413,59 @@ func (j *jobRun) scheduleFailure(at time.Time, f Failure) {
 			j.res.Missed = append(j.res.Missed, fmt.Sprintf("%s: %v", f, err))
 			return
 		}
-		j.note("%s (pid %d)", f, j.res.PIDs[f.PE])
+		j.note("%s (pid %d)", f, pid)
 		j.signalled = append(j.signalled, signalled{f, time.Now()})
 		if !j.began {
 			j.res.EarlyInjection = true
 		}
 		if f.Signal == SigStop && f.ResumeMS > 0 {
 			j.schedule(time.Now().Add(time.Duration(f.ResumeMS)*time.Millisecond), "resume", func() {
-				if err := j.signalPE(f.PE, syscall.SIGCONT); err == nil {
-					j.note("SIGCONT pe %d", f.PE)
+				if _, err := j.signalProcess(f.Logger, f.PE, syscall.SIGCONT); err == nil {
+					what := "pe"
+					if f.Logger {
+						what = "logger"
+					}
+					j.note("SIGCONT %s %d", what, f.PE)
 				}
 			})
 		}
 	})
 }
 
-// errNotOurs is returned for a PE process that is no longer the
+// errNotOurs is returned for a PE or logger process that is no longer the
 // launcher's child (it ended, and its pid may be another process's);
 // errReaped for one the launcher has reaped (no such process now).
 var (
-	errNotOurs = errors.New("chaos: the PE's process is gone")
+	errNotOurs = errors.New("chaos: the process is gone")
 	errReaped  = fmt.Errorf("%w: the launcher reaped it", errNotOurs)
 )
 
-// signalPE sends sig to PE rank, after checking that its pid is still a
-// child of this job's launcher (the launcher has not reaped it, so the pid
-// names the PE).
-func (j *jobRun) signalPE(rank int, sig syscall.Signal) error {
-	if rank < 0 || rank >= len(j.res.PIDs) {
-		return fmt.Errorf("chaos: no PE %d (the launcher listed %d)", rank, len(j.res.PIDs))
+// signalProcess sends sig to PE rank (or logger rank), after checking
+// that its pid is still a child of this job's launcher (the launcher has
+// not reaped it, so the pid names the process), and returns the pid.
+func (j *jobRun) signalProcess(logger bool, rank int, sig syscall.Signal) (int, error) {
+	pids, what := j.res.PIDs, "PE"
+	if logger {
+		pids, what = j.res.LoggerPIDs, "logger"
 	}
-	pid := j.res.PIDs[rank]
+	if rank < 0 || rank >= len(pids) {
+		return 0, fmt.Errorf("chaos: no %s %d (the launcher listed %d)", what, rank, len(pids))
+	}
+	pid := pids[rank]
 	state, ppid, err := procStat(pid)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: pid %d", errReaped, pid)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		// ESRCH: read while the process was being reaped.
+		return pid, fmt.Errorf("%w: pid %d", errReaped, pid)
 	}
 	if err != nil || ppid != j.cmd.Process.Pid {
-		return fmt.Errorf("%w: pid %d", errNotOurs, pid)
+		return pid, fmt.Errorf("%w: pid %d", errNotOurs, pid)
 	}
 	if state == "Z" || state == "X" {
 		// Ended by itself and not yet reaped: a signal would succeed and
 		// change nothing, and the launcher announces no failure.
-		return fmt.Errorf("%w: pid %d had exited: the job ended first", errNotOurs, pid)
+		return pid, fmt.Errorf("%w: pid %d had exited: the job ended first", errNotOurs, pid)
 	}
-	return syscall.Kill(pid, sig)
+	return pid, syscall.Kill(pid, sig)
 }
 
 // procStat reads the state and the parent of process pid from /proc.
@@ -462,8 +534,12 @@ func (j *jobRun) interrupt() {
 	})
 }
 
+// signalAll signals the PEs and the loggers.
 func (j *jobRun) signalAll(sig syscall.Signal) {
 	for r := range j.res.PIDs {
-		j.signalPE(r, sig)
+		j.signalProcess(false, r, sig)
+	}
+	for l := range j.res.LoggerPIDs {
+		j.signalProcess(true, l, sig)
 	}
 }

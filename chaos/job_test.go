@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -55,6 +56,32 @@ func TestJobRecoveryKill(t *testing.T) {
 	d, err := Digest(res.Stdout)
 	require.NoError(t, err)
 	require.Equal(t, "feed", d)
+}
+
+// TestJobLoggerThenPE: the campaign finds the logger's pid in the
+// launcher's "started loggers" line, kills it at a moment, and kills a PE
+// once the launcher announces the logger's failure; the job then ends.
+func TestJobLoggerThenPE(t *testing.T) {
+	spec := fakeJob(t, "logger", 2)
+	spec.Loggers = 1
+	spec.Failures = []Failure{
+		{PE: 0, Logger: true, Signal: SigKill, Trigger: AtTime, Fraction: 0},
+		{PE: 1, Signal: SigKill, Trigger: AtLoggerFailure, DelayMS: 10},
+		{PE: 0, Signal: SigKill, Trigger: AtRecovery, Recovery: 1},
+	}
+	res, err := runJob(context.Background(), spec)
+	require.NoError(t, err)
+	require.False(t, res.TimedOut, "%q", res.Output)
+	require.Zero(t, res.ExitCode)
+	require.Empty(t, res.Missed)
+	require.Len(t, res.LoggerPIDs, 1)
+	require.Equal(t, 1, res.LoggerFailureNotices)
+	require.Equal(t, 2, res.FailureNotices, "the logger's failure is not a PE's")
+	require.Len(t, res.Injected, 3, "%q", res.Injected)
+	require.Contains(t, res.Injected[0], fmt.Sprintf("SIGKILL logger 0 at 0%% of the failure-free run time (pid %d)", res.LoggerPIDs[0]))
+	require.Contains(t, res.Injected[1], fmt.Sprintf("SIGKILL pe 1 10 ms after a logger's failure is announced (pid %d)", res.PIDs[1]))
+	require.Contains(t, res.Injected[2], "SIGKILL pe 0 0 ms after failure 1")
+	require.True(t, gone(res.LoggerPIDs[0]))
 }
 
 // TestJobHang: a job past its deadline is a hang; its PEs are asked for
@@ -119,7 +146,7 @@ func TestJobSignalsOnlyTheLaunchersChildren(t *testing.T) {
 	require.False(t, res.TimedOut)
 	require.Len(t, res.Missed, 1, "%q", res.Missed)
 	require.Contains(t, res.Missed[0], "SIGKILL pe 0")
-	require.Contains(t, res.Missed[0], "the PE's process is gone")
+	require.Contains(t, res.Missed[0], "the process is gone")
 	require.Len(t, res.Injected, 1)
 	require.Contains(t, res.Injected[0], "SIGKILL pe 1")
 	require.NoError(t, impostor.Process.Signal(syscall.Signal(0)), "the impostor was signalled")

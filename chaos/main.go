@@ -19,9 +19,13 @@ import (
 const Usage = `usage: gochare chaos [flags]
   a seeded reliability campaign: real jobs, one at a time, with PEs killed,
   stopped or paused; each must end with its failure-free digest
-  --preset full|ci        full (default): stencil3d, leanmd, lulesh jobs of a
-                          few seconds on 3-5 PEs, every failure kind, 100 runs;
-                          ci: the smallest jobs on 3 PEs, 9 runs, no SIGSTOP
+  --preset full|ci|loggers
+                          full (default): stencil3d, leanmd, lulesh jobs of a
+                          few seconds on 3-5 PEs, every kind of PE failure,
+                          100 runs; ci: the smallest jobs on 3 PEs, 9 runs,
+                          some with loggers, one logger killed; loggers: full's jobs with loggers (every
+                          setup), loggers killed or stopped, 2-3 PEs killed
+                          at once, PEs killed, 24 runs
   --runs N                number of runs (default: the preset's)
   --seed S                seed of the plan (default: a random one, printed)
   --only LIST             do only these runs of the plan: "37", "3,8",
@@ -30,7 +34,13 @@ const Usage = `usage: gochare chaos [flags]
   --ft P,Q                protocols (default: none,fulldet,partialdet)
   --pes LIST              PE counts, "3,4,5" or "3-5" (default: the preset's)
   --kinds K,...           failure kinds: step, two, recovery, checkpoint,
-                          external, stop, pause (default: the preset's)
+                          external, stop, pause, logger, logger-pe,
+                          logger-stop, many (default: the preset's)
+  --loggers S,...         logger setups runs draw from: none, plain
+                          (--loggers K), event (--event-logger), quota
+                          (--log-quota, 10-100 % of the unbounded run's
+                          log_peak_bytes), both (default: the preset's;
+                          none in full)
   --out DIR               write runs.jsonl, baselines.jsonl, summary.md,
                           campaign.json and logs/ there as the campaign goes
                           (default chaos-results; "" for none)
@@ -48,9 +58,10 @@ const Usage = `usage: gochare chaos [flags]
 `
 
 // Summary is the part of gochare's usage text about `gochare chaos`.
-const Summary = `  gochare chaos [--preset full|ci] [--runs N] [--seed S] [--out DIR] [--only I] ...
-      a seeded reliability campaign: real jobs with PEs killed, stopped or
-      paused at chosen moments; each must end with its failure-free digest
+const Summary = `  gochare chaos [--preset full|ci|loggers] [--runs N] [--seed S] [--out DIR] [--only I] ...
+      a seeded reliability campaign: real jobs with PEs or loggers killed,
+      stopped or paused at chosen moments; each must end with its
+      failure-free digest or a designed error
       (gochare chaos --help lists the flags)
 `
 
@@ -92,6 +103,7 @@ func parseArgs(args []string) (invocation, error) {
 	protocols := fs.String("ft", "", "")
 	pes := fs.String("pes", "", "")
 	kinds := fs.String("kinds", "", "")
+	loggers := fs.String("loggers", "", "")
 	fs.StringVar(&inv.out, "out", "chaos-results", "")
 	factor := fs.Float64("timeout-factor", 0, "")
 	slack := fs.Duration("timeout-slack", -1, "")
@@ -154,6 +166,14 @@ func parseArgs(args []string) (invocation, error) {
 			return inv, err
 		}
 	}
+	if set["loggers"] {
+		if cfg.Loggers, err = filterOrdered(AllLoggerSetups, *loggers, "--loggers"); err != nil {
+			return inv, err
+		}
+		if slices.Equal(cfg.Loggers, []LoggerSetup{LoggersNone}) {
+			cfg.Loggers = nil
+		}
+	}
 	if set["timeout-factor"] {
 		if *factor <= 0 {
 			return inv, fmt.Errorf("%w: --timeout-factor %g: want > 0", ErrConfig, *factor)
@@ -205,8 +225,8 @@ func Main(ctx context.Context, args []string, stdout io.Writer, exe string) (int
 	if out != "" {
 		where = "record in " + out
 	}
-	fmt.Fprintf(stdout, "gochare chaos: preset %s, seed %d, %d runs (%s; PEs %s; kinds %s), %s\n",
-		cfg.Preset, cfg.Seed, planned, strings.Join(cfg.Protocols, ","), intList(cfg.PEs), kindList(cfg.Kinds), where)
+	fmt.Fprintf(stdout, "gochare chaos: preset %s, seed %d, %d runs (%s; PEs %s; kinds %s; loggers %s), %s\n",
+		cfg.Preset, cfg.Seed, planned, strings.Join(cfg.Protocols, ","), intList(cfg.PEs), kindList(cfg.Kinds), loggerList(cfg.Loggers), where)
 	res, err := Execute(ctx, cfg, Options{
 		Exe: exe, Program: "gochare", Indices: indices, Out: out, Command: inv.command,
 		Dump: inv.dump, Progress: NewProgress(stdout, inv.every),

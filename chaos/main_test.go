@@ -61,13 +61,20 @@ func fakePE(scenario string) {
 // "started PEs" line (in the "impostor" scenario PE 0's pid is
 // CHAOS_TEST_IMPOSTOR, a process that is not its child), and a "PE
 // failed" line as each PE ends; once all have ended it prints a result
-// line and exits 0. In the "hang" scenario the PEs never end.
+// line and exits 0. In the "hang" scenario the PEs never end. In the
+// "logger" scenario it also starts one fake logger after the PEs, prints
+// the "started loggers" line (one pid, unquoted, as the launcher logs
+// it), a "logger failed; the job goes on" line when it ends and a
+// "logger failed after the job's end" line for it at the end.
 func fakeLauncher(scenario string) int {
 	n, _ := strconv.Atoi(os.Getenv(pesEnv))
 	var cmds []*exec.Cmd
 	var pids []string
 	if scenario == "impostor" {
 		pids = append(pids, os.Getenv(impostorEnv))
+	}
+	if scenario == "logger" {
+		n++
 	}
 	for range n {
 		cmd := exec.Command(os.Args[0])
@@ -88,7 +95,19 @@ func fakeLauncher(scenario string) int {
 		cmds = append(cmds, cmd)
 		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
 	}
+	var logger *exec.Cmd
+	if scenario == "logger" {
+		logger, cmds = cmds[len(cmds)-1], cmds[:len(cmds)-1]
+		pids = pids[:len(pids)-1]
+	}
 	fmt.Fprintf(os.Stderr, "level=INFO msg=\"started PEs\" app=fake pes=%d pids=\"[%s]\" coordinator=127.0.0.1:1\n", len(pids), strings.Join(pids, " "))
+	if logger != nil {
+		fmt.Fprintf(os.Stderr, "level=INFO msg=\"started loggers\" loggers=1 pids=[%d]\n", logger.Process.Pid)
+		go func() {
+			logger.Wait()
+			fmt.Fprintf(os.Stderr, "level=ERROR msg=\"logger failed; the job goes on\" detail=\"logger 0 (pid %d on vm) was killed by signal 9\" loggers_left=0\n", logger.Process.Pid)
+		}()
+	}
 	fmt.Fprintf(os.Stderr, "level=INFO msg=\"all PEs ready; job begins\" pes=%d ft=none\n", len(pids))
 	ended := make(chan int)
 	for r, cmd := range cmds {
@@ -100,6 +119,11 @@ func fakeLauncher(scenario string) int {
 	for range cmds {
 		r := <-ended
 		fmt.Fprintf(os.Stderr, "level=ERROR msg=\"PE failed\" detail=\"PE %d ended\"\n", r)
+	}
+	if logger != nil {
+		// As the launcher may say of a logger it declared dead and
+		// killed just before the end, whose exit it reaps after.
+		fmt.Fprintf(os.Stderr, "level=WARN msg=\"logger failed after the job's end\" logger=0 detail=\"was killed by signal 9 (killed)\"\n")
 	}
 	fmt.Println(`{"app":"fake","digest":"feed"}`)
 	return 0

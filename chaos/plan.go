@@ -44,10 +44,69 @@ const (
 	// (whether or not the job declared it dead meanwhile: the pause may
 	// outlast the launcher's 5 s heartbeat bound).
 	KindPause Kind = "pause"
+	// KindLogger: the campaign SIGKILLs one of the run's loggers at a
+	// random moment.
+	KindLogger Kind = "logger"
+	// KindLoggerPE: the campaign SIGKILLs a logger at a random moment,
+	// then a PE at once or up to a second after the launcher announced
+	// the logger's failure.
+	KindLoggerPE Kind = "logger-pe"
+	// KindLoggerStop: the campaign SIGSTOPs a logger at a random moment
+	// and never resumes it: a hung logger, which the job must detect.
+	KindLoggerStop Kind = "logger-stop"
+	// KindMany: two or three PEs SIGKILLed at once (all at one step, or
+	// the first at a step and the others as that recovery starts); no two
+	// of them buddies unless the run writes its checkpoints to disk. With
+	// an event logger, when the protocol allows one.
+	KindMany Kind = "many"
 )
 
 // AllKinds are the failure kinds, in the order tables list them.
-var AllKinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal, KindStop, KindPause}
+var AllKinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal, KindStop, KindPause,
+	KindLogger, KindLoggerPE, KindLoggerStop, KindMany}
+
+// PEKinds are the kinds that fail PEs only, which need no logger: the
+// full preset's.
+var PEKinds = AllKinds[:7]
+
+// needsLoggers reports a kind that fails a logger.
+func (k Kind) needsLoggers() bool {
+	return k == KindLogger || k == KindLoggerPE || k == KindLoggerStop
+}
+
+// LoggerSetup is a run's logger flags.
+type LoggerSetup string
+
+const (
+	// LoggersNone: no logger process.
+	LoggersNone LoggerSetup = "none"
+	// LoggersPlain: --loggers K, loggers that hold nothing a recovery
+	// needs (any protocol).
+	LoggersPlain LoggerSetup = "plain"
+	// LoggersEvent: --loggers K --event-logger (fulldet, partialdet).
+	LoggersEvent LoggerSetup = "event"
+	// LoggersQuota: --loggers K --log-quota Q (fulldet, partialdet), Q a
+	// fraction of the largest sender log's high-water mark in the same
+	// configuration without the quota (Run.QuotaFraction).
+	LoggersQuota LoggerSetup = "quota"
+	// LoggersBoth: --loggers K --event-logger --log-quota Q.
+	LoggersBoth LoggerSetup = "both"
+)
+
+// AllLoggerSetups are the logger setups, in the order tables list them.
+var AllLoggerSetups = []LoggerSetup{LoggersNone, LoggersPlain, LoggersEvent, LoggersQuota, LoggersBoth}
+
+// EventLogger reports a setup with --event-logger.
+func (s LoggerSetup) EventLogger() bool { return s == LoggersEvent || s == LoggersBoth }
+
+// Quota reports a setup with --log-quota.
+func (s LoggerSetup) Quota() bool { return s == LoggersQuota || s == LoggersBoth }
+
+// allowed reports whether the launcher takes the setup under protocol:
+// the event logger and the quota need a protocol that logs.
+func (s LoggerSetup) allowed(protocol string) bool {
+	return protocol != "none" || !(s.EventLogger() || s.Quota())
+}
 
 // Protocols are the --ft values, in the order tables list them.
 var Protocols = []string{"none", "fulldet", "partialdet"}
@@ -76,11 +135,17 @@ const (
 	// (1 is the checkpoint of the tasks as created); the launcher injects
 	// it (pe=R,at=checkpoint:E).
 	AtCheckpoint Trigger = "checkpoint"
+	// AtLoggerFailure: DelayMS after the launcher announces the failure
+	// of a logger (the first of the job).
+	AtLoggerFailure Trigger = "logger-failure"
 )
 
 // Failure is one planned failure of a run.
 type Failure struct {
+	// PE is the rank of the PE, or with Logger the number of the logger,
+	// that fails.
 	PE       int     `json:"pe"`
+	Logger   bool    `json:"logger,omitempty"`
 	Signal   Signal  `json:"signal"`
 	Trigger  Trigger `json:"trigger"`
 	Step     uint64  `json:"step,omitempty"`
@@ -94,6 +159,9 @@ type Failure struct {
 
 func (f Failure) String() string {
 	s := "SIG" + string(f.Signal) + " pe " + strconv.Itoa(f.PE)
+	if f.Logger {
+		s = "SIG" + string(f.Signal) + " logger " + strconv.Itoa(f.PE)
+	}
 	switch f.Trigger {
 	case AtStep:
 		s += fmt.Sprintf(" at step %d", f.Step)
@@ -103,6 +171,8 @@ func (f Failure) String() string {
 		s += fmt.Sprintf(" at %.0f%% of the failure-free run time", 100*f.Fraction)
 	case AtCheckpoint:
 		s += fmt.Sprintf(" as checkpoint %d starts", f.Epoch)
+	case AtLoggerFailure:
+		s += fmt.Sprintf(" %d ms after a logger's failure is announced", f.DelayMS)
 	}
 	if f.Signal == SigStop {
 		if f.ResumeMS > 0 {
@@ -130,6 +200,8 @@ type LauncherKills struct {
 // when the campaign must inject it.
 func (l LauncherKills) Spec(f Failure) (string, bool) {
 	switch {
+	case f.Logger:
+		return "", false
 	case f.Trigger == AtCheckpoint:
 		return fmt.Sprintf("pe=%d,at=checkpoint:%d", f.PE, f.Epoch), true
 	case f.Trigger == AtStep && f.Signal == SigKill:
@@ -192,6 +264,10 @@ type Config struct {
 	Protocols []string `json:"protocols"`
 	PEs       []int    `json:"pes"`
 	Kinds     []Kind   `json:"kinds"`
+	// Loggers are the logger setups runs draw from (none: no logger,
+	// except in runs of a kind that fails a logger, which get plain
+	// loggers where no listed setup has one).
+	Loggers []LoggerSetup `json:"loggers,omitempty"`
 	// LauncherKills are the failures handed to the launcher.
 	LauncherKills LauncherKills `json:"launcher_kills"`
 	// A run's deadline is TimeoutFactor × its failure-free run's wall time
@@ -234,11 +310,14 @@ func lulesh(size int, chunk string, iterations int, periods ...int) App {
 }
 
 // Presets are the preset names.
-var Presets = []string{"full", "ci"}
+var Presets = []string{"full", "ci", "loggers"}
 
 // Preset returns the named campaign: full (jobs of a few seconds, 3-5 PEs,
-// every failure kind) or ci (the smallest jobs on 3 PEs, one run per
-// application × protocol, no SIGSTOP: short enough for `go test -race`).
+// every kind of PE failure, no logger), ci (the smallest jobs on 3 PEs,
+// one run per application × protocol, a PE stopped, a logger killed, some
+// runs with loggers: short enough for `go test -race`) or loggers (full's
+// jobs made longer, every logger setup, loggers killed or stopped, several
+// PEs killed at once, PEs killed).
 func Preset(name string) (Config, error) {
 	c := Config{Preset: name, Seed: 1, Protocols: slices.Clone(Protocols), TimeoutFactor: 10, TimeoutSlack: 30 * time.Second, BaselineTimeout: 3 * time.Minute,
 		// A kill as a recovery begins goes to the launcher, which fires it
@@ -248,16 +327,36 @@ func Preset(name string) (Config, error) {
 	case "full":
 		c.Runs = 100
 		c.PEs = []int{3, 4, 5}
-		c.Kinds = slices.Clone(AllKinds)
+		c.Kinds = slices.Clone(PEKinds)
 		c.Apps = []App{
 			stencil3d("64,64,64", "16,16,16", 60, 7, 20),
 			leanmd("3,3,3", "", 40, 30, 4, 10),
 			lulesh(12, "6,6,6", 60, 7, 20),
 		}
+	case "loggers":
+		c.Runs = 24
+		c.PEs = []int{3, 4, 5}
+		c.Kinds = []Kind{KindLogger, KindLoggerPE, KindLoggerStop, KindMany, KindStep, KindRecovery, KindExternal}
+		// Every run has loggers: the runs without are the full preset's.
+		c.Loggers = []LoggerSetup{LoggersPlain, LoggersEvent, LoggersQuota, LoggersBoth}
+		// A logger stopped before it joined holds the job's start for
+		// the launcher's 30 s join timeout.
+		c.TimeoutSlack = 60 * time.Second
+		// Full's jobs, longer (1.5-3 s on a 2-core VM), so that a
+		// logger stopped in the first half of a job with a tuned
+		// heartbeat bound (1 s) is caught while it runs.
+		c.Apps = []App{
+			stencil3d("64,64,64", "16,16,16", 200, 20, 50),
+			leanmd("3,3,3", "", 40, 40, 10, 20),
+			lulesh(12, "6,6,6", 200, 20, 50),
+		}
 	case "ci":
 		c.Runs = 9
 		c.PEs = []int{3}
-		c.Kinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal, KindStop}
+		c.Kinds = []Kind{KindStep, KindTwo, KindRecovery, KindCheckpoint, KindExternal, KindStop, KindLogger}
+		// Loggers in some runs, at the cost of a few logger processes
+		// (and, with a quota, one more failure-free run to measure it).
+		c.Loggers = []LoggerSetup{LoggersNone, LoggersEvent, LoggersQuota, LoggersBoth}
 		c.TimeoutSlack = 60 * time.Second
 		c.Apps = []App{
 			stencil3d("32,32,32", "8,8,8", 16, 4),
@@ -302,6 +401,11 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: failure kind %q: want one of %s", ErrConfig, k, kindList(AllKinds))
 		}
 	}
+	for _, s := range c.Loggers {
+		if !slices.Contains(AllLoggerSetups, s) {
+			return fmt.Errorf("%w: logger setup %q: want one of %s", ErrConfig, s, kindList(AllLoggerSetups))
+		}
+	}
 	for _, a := range c.Apps {
 		if a.LastStep < 1 {
 			return fmt.Errorf("%w: %s offers no sync-point step to kill at", ErrConfig, a.Name)
@@ -318,7 +422,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func kindList(ks []Kind) string {
+func kindList[T ~string](ks []T) string {
 	s := make([]string, len(ks))
 	for i, k := range ks {
 		s[i] = string(k)
@@ -335,15 +439,49 @@ type Run struct {
 	CheckpointEvery int    `json:"checkpoint_every"` // 0: the default (no periodic checkpoint)
 	// Disk: checkpoints also go to disk (--checkpoint-dir), so that the
 	// loss of a PE and its buddy falls back to the latest disk checkpoint.
-	Disk     bool      `json:"disk,omitempty"`
-	Kind     Kind      `json:"kind"`
-	Failures []Failure `json:"failures"`
+	Disk bool `json:"disk,omitempty"`
+	// Setup and Loggers are the run's logger flags (Setup "" or none:
+	// no logger); QuotaFraction, with a quota, is --log-quota as a
+	// fraction of the largest log_peak_bytes of the same configuration
+	// without the quota (Unbounded), and LogQuota the bytes it comes to,
+	// set by the campaign once that run measured them.
+	Setup         LoggerSetup `json:"logger_setup,omitempty"`
+	Loggers       int         `json:"loggers,omitempty"`
+	QuotaFraction float64     `json:"quota_fraction,omitempty"`
+	LogQuota      int64       `json:"log_quota,omitempty"`
+	// HeartbeatTimeout, if set, is the run's --heartbeat-timeout (a
+	// tuned flag of some logger-stop runs, so that the stopped logger is
+	// caught while the job runs); the failure-free run keeps the default.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	Kind             Kind          `json:"kind"`
+	Failures         []Failure     `json:"failures"`
 }
 
 // Key names the run's failure-free configuration, whose digest it must
 // end with.
 func (r Run) Key() string {
-	return fmt.Sprintf("%s/%s/pes=%d/every=%d", r.App, r.Protocol, r.PEs, r.CheckpointEvery)
+	k := fmt.Sprintf("%s/%s/pes=%d/every=%d", r.App, r.Protocol, r.PEs, r.CheckpointEvery)
+	if r.Loggers > 0 {
+		k += fmt.Sprintf("/loggers=%d", r.Loggers)
+		if r.Setup.EventLogger() {
+			k += "/event"
+		}
+		if r.Setup.Quota() {
+			k += fmt.Sprintf("/quota=%.2f", r.QuotaFraction)
+		}
+	}
+	return k
+}
+
+// Unbounded is the failure-free configuration of a run with a quota
+// without it, whose largest sender log's high-water mark the quota is a
+// fraction of.
+func (r Run) Unbounded() Run {
+	u := Run{Index: r.Index, App: r.App, Protocol: r.Protocol, PEs: r.PEs, CheckpointEvery: r.CheckpointEvery, Disk: r.Disk, Loggers: r.Loggers, Setup: LoggersPlain}
+	if r.Setup.EventLogger() {
+		u.Setup = LoggersEvent
+	}
+	return u
 }
 
 func (r Run) String() string {
@@ -351,7 +489,35 @@ func (r Run) String() string {
 	if r.CheckpointEvery > 0 {
 		every = fmt.Sprintf("checkpoint every %d", r.CheckpointEvery)
 	}
-	return fmt.Sprintf("#%d %s %s %d PEs %s, %s", r.Index, r.App, r.Protocol, r.PEs, every, r.Kind)
+	if r.Disk {
+		every += " (and on disk)"
+	}
+	tuned := ""
+	if r.HeartbeatTimeout > 0 {
+		tuned = ", heartbeat timeout " + r.HeartbeatTimeout.String()
+	}
+	return fmt.Sprintf("#%d %s %s %d PEs %s%s%s, %s", r.Index, r.App, r.Protocol, r.PEs, every, r.loggerString(), tuned, r.Kind)
+}
+
+// loggerString describes the run's logger flags ("" for none).
+func (r Run) loggerString() string {
+	if r.Loggers == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(", %d logger", r.Loggers)
+	if r.Loggers > 1 {
+		s += "s"
+	}
+	if r.Setup.EventLogger() {
+		s += ", event logger"
+	}
+	if r.Setup.Quota() {
+		s += fmt.Sprintf(", log quota %.0f%% of the peak", 100*r.QuotaFraction)
+		if r.LogQuota > 0 {
+			s += fmt.Sprintf(" (%d bytes)", r.LogQuota)
+		}
+	}
+	return s
 }
 
 // Streams of the seeded random source: one per run, and one per block of
@@ -360,6 +526,10 @@ const (
 	streamRun   = 1 << 40
 	streamCell  = 2 << 40
 	streamKinds = 3 << 40
+	// streamLoggers: the logger setup of run i and its loggers' failures,
+	// drawn apart so that a configuration with loggers plans the same
+	// PE failures as one without.
+	streamLoggers = 4 << 40
 )
 
 // blockPerm returns the shuffled order of n choices for block b.
@@ -429,8 +599,111 @@ func (c Config) Plan(i int) Run {
 		run.Failures = []Failure{f}
 	case KindPause:
 		run.Failures = []Failure{{PE: pe(), Signal: SigStop, Trigger: AtTime, Fraction: 0.8 * r.Float64(), ResumeMS: 500 + r.IntN(7500)}}
+	case KindMany:
+		var pes []int
+		pes, run.Disk = manyPEs(r, run.PEs, run.Disk)
+		first := kill(pes[0], step())
+		run.Failures = []Failure{first}
+		together := r.IntN(2) == 0
+		for _, p := range pes[1:] {
+			if together {
+				run.Failures = append(run.Failures, kill(p, first.Step))
+			} else {
+				run.Failures = append(run.Failures, Failure{PE: p, Signal: SigKill, Trigger: AtRecovery, Recovery: 1})
+			}
+		}
+	}
+
+	rl := rand.New(rand.NewPCG(c.Seed, streamLoggers|uint64(i)))
+	run.Setup, run.Loggers, run.QuotaFraction = c.loggerSetup(run, rl)
+	if !run.Kind.needsLoggers() {
+		return run
+	}
+	logger := Failure{PE: rl.IntN(run.Loggers), Logger: true, Signal: SigKill, Trigger: AtTime, Fraction: rl.Float64()}
+	switch run.Kind {
+	case KindLogger:
+		run.Failures = []Failure{logger}
+	case KindLoggerPE:
+		then := Failure{PE: rl.IntN(run.PEs), Signal: SigKill, Trigger: AtLoggerFailure}
+		if rl.IntN(2) == 1 {
+			then.DelayMS = 1 + rl.IntN(1000)
+		}
+		run.Failures = []Failure{logger, then}
+	case KindLoggerStop:
+		logger.Signal = SigStop
+		run.Failures = []Failure{logger}
+		// The default bound (5 s) catches a logger stopped in a job of
+		// a second or two only if its PEs wait for it (a quota); half
+		// the runs tune it down so that it is caught while the job runs.
+		if rl.IntN(2) == 0 {
+			run.HeartbeatTimeout = time.Second
+		}
 	}
 	return run
+}
+
+// manyPEs draws the PEs of a KindMany run, 2 or 3 of n (leaving one):
+// no two of them buddies (neighbours in ring order) unless disk, whose
+// checkpoints on disk survive the loss of both copies in memory. When n
+// PEs have no such set, disk comes back true: the run writes its
+// checkpoints to disk.
+func manyPEs(r *rand.Rand, n int, disk bool) ([]int, bool) {
+	k := min(2+r.IntN(2), n-1)
+	if disk {
+		return r.Perm(n)[:k], true
+	}
+	if k <= n/2 {
+		// A random order, each PE taken unless a neighbour is: tried a
+		// bounded number of times.
+		for range 100 {
+			var pes []int
+			for _, p := range r.Perm(n) {
+				if !slices.Contains(pes, (p+1)%n) && !slices.Contains(pes, (p+n-1)%n) {
+					pes = append(pes, p)
+				}
+				if len(pes) == k {
+					return pes, false
+				}
+			}
+		}
+	}
+	return r.Perm(n)[:k], true
+}
+
+// loggerSetup draws the logger flags of run from the configuration's
+// setups the protocol allows: with at least one logger when the run's
+// kind fails a logger (plain loggers if no listed setup has one), with
+// an event logger for KindMany where one is listed. Quotas are 10-100 %
+// of the unbounded high-water mark, in steps of 5 %.
+func (c Config) loggerSetup(run Run, r *rand.Rand) (LoggerSetup, int, float64) {
+	var pool []LoggerSetup
+	for _, s := range c.Loggers {
+		if s.allowed(run.Protocol) && (s != LoggersNone || !run.Kind.needsLoggers()) {
+			pool = append(pool, s)
+		}
+	}
+	if run.Kind == KindMany {
+		if ev := slices.DeleteFunc(slices.Clone(pool), func(s LoggerSetup) bool { return !s.EventLogger() }); len(ev) > 0 {
+			pool = ev
+		}
+	}
+	switch {
+	case len(pool) > 0:
+	case run.Kind.needsLoggers():
+		pool = []LoggerSetup{LoggersPlain}
+	default:
+		return "", 0, 0
+	}
+	s := pool[r.IntN(len(pool))]
+	if s == LoggersNone {
+		return "", 0, 0
+	}
+	loggers := 1 + r.IntN(2)
+	var fraction float64
+	if s.Quota() {
+		fraction = float64(2+r.IntN(19)) / 20
+	}
+	return s, loggers, fraction
 }
 
 // appByName returns the configuration's application.
@@ -452,6 +725,21 @@ func (c Config) BaselineArgs(r Run) []string {
 	if r.Disk {
 		args = append(args, "--checkpoint-dir", c.DiskDir(r))
 	}
+	if r.Loggers > 0 {
+		args = append(args, "--loggers", strconv.Itoa(r.Loggers))
+		if r.Setup.EventLogger() {
+			args = append(args, "--event-logger")
+		}
+		if r.Setup.Quota() {
+			// Not measured yet (a run not done): a value the launcher
+			// refuses, never a run without the quota.
+			quota := "unmeasured"
+			if r.LogQuota > 0 {
+				quota = strconv.FormatInt(r.LogQuota, 10)
+			}
+			args = append(args, "--log-quota", quota)
+		}
+	}
 	args = append(args, "--json")
 	return append(args, app.Args...)
 }
@@ -470,6 +758,9 @@ func (c Config) Args(r Run) (args []string, campaign []Failure) {
 	app, _ := c.appByName(r.App)
 	args = c.BaselineArgs(r)
 	args = args[:len(args)-len(app.Args)]
+	if r.HeartbeatTimeout > 0 {
+		args = append(args, "--heartbeat-timeout", r.HeartbeatTimeout.String())
+	}
 	for _, f := range r.Failures {
 		if spec, ok := c.LauncherKills.Spec(f); ok {
 			args = append(args, "--kill", spec)
@@ -506,11 +797,22 @@ func (c Config) ReplayArgs(i int) []string {
 		if !slices.Equal(c.Kinds, p.Kinds) {
 			args = append(args, "--kinds", kindList(c.Kinds))
 		}
+		if !slices.Equal(c.Loggers, p.Loggers) {
+			args = append(args, "--loggers", loggerList(c.Loggers))
+		}
 	}
 	if p, err := Preset(c.Preset); err != nil || c.LauncherKills != p.LauncherKills {
 		args = append(args, "--launcher-kills", c.LauncherKills.String())
 	}
 	return append(args, "--only", strconv.Itoa(i))
+}
+
+// loggerList names the logger setups ("none" for none).
+func loggerList(ls []LoggerSetup) string {
+	if len(ls) == 0 {
+		return string(LoggersNone)
+	}
+	return kindList(ls)
 }
 
 func intList(ns []int) string {

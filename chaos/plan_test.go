@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,7 +134,7 @@ func TestPlanFailuresValid(t *testing.T) {
 			require.Equal(t, AtTime, r.Failures[0].Trigger)
 		}
 	}
-	require.Len(t, kinds, len(AllKinds))
+	require.Len(t, kinds, len(PEKinds))
 	require.Positive(t, pe0, "PE 0 is never killed")
 	require.Positive(t, atLast, "the last step is never chosen")
 	require.Positive(t, recoveryDelayed)
@@ -214,6 +216,10 @@ func TestReplayArgs(t *testing.T) {
 		{"--seed", "77"},
 		{"--preset", "ci", "--seed", "3", "--runs", "40"},
 		{"--seed", "5", "--apps", "lulesh,stencil3d", "--ft", "partialdet", "--pes", "4-5", "--kinds", "two,stop", "--launcher-kills", "recovery"},
+		{"--preset", "loggers", "--seed", "9"},
+		{"--preset", "loggers", "--seed", "9", "--loggers", "none,quota", "--kinds", "logger-pe,many"},
+		{"--seed", "9", "--loggers", "event,both"},
+		{"--preset", "loggers", "--seed", "9", "--loggers", "none"},
 	} {
 		inv, err := parseArgs(args)
 		require.NoError(t, err, args)
@@ -250,6 +256,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--pes", "2-4"}, "2 PEs: at least 3"},
 		{[]string{"--pes", "5-3"}, `--pes "5-3"`},
 		{[]string{"--kinds", "meteor"}, `--kinds "meteor"`},
+		{[]string{"--loggers", "many"}, `--loggers "many"`},
 		{[]string{"--timeout-factor", "0"}, "--timeout-factor 0"},
 		{[]string{"--only", "x"}, `--only "x"`},
 		{[]string{"--launcher-kills", "all"}, `--launcher-kills "all"`},
@@ -294,5 +301,226 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ci.Validate())
 	require.Contains(t, ci.Kinds, KindStop, "the CI preset has a hung PE, which the heartbeats must catch")
+	require.Contains(t, ci.Kinds, KindLogger, "the CI preset kills a logger")
+	require.Contains(t, ci.Loggers, LoggersEvent)
 	require.True(t, ci.LauncherKills.Recovery, "kills as a recovery begins go to the launcher by default")
+}
+
+func loggersPreset(t *testing.T, seed uint64) Config {
+	t.Helper()
+	c, err := Preset("loggers")
+	require.NoError(t, err)
+	c.Seed = seed
+	require.NoError(t, c.Validate())
+	return c
+}
+
+// TestLoggerPlan: the loggers preset's runs all have loggers, with flags
+// the launcher takes under their protocol (no event logger and no quota
+// under none); every setup, logger count and failure kind comes up;
+// logger failures name a logger the run has; several PEs killed at once
+// are 2 or 3 distinct PEs, never two buddies without disk checkpoints,
+// with an event logger where the protocol allows one.
+func TestLoggerPlan(t *testing.T) {
+	c := loggersPreset(t, 17)
+	setups := map[LoggerSetup]int{}
+	kinds := map[Kind]int{}
+	var tunedHeartbeats, two, logger1, fractionLow, fractionHigh, manyThree, manyTogether, manyAtRecovery, manyDisk, pe0AfterLogger, delayed int
+	for i := range 3000 {
+		r := c.Plan(i)
+		kinds[r.Kind]++
+		setups[r.Setup]++
+		require.Contains(t, []int{1, 2}, r.Loggers, "run %d", i)
+		require.True(t, r.Setup.allowed(r.Protocol), "run %d: %s under %s", i, r.Setup, r.Protocol)
+		if r.Protocol == "none" {
+			require.Equal(t, LoggersPlain, r.Setup, "run %d", i)
+		}
+		if r.Loggers == 2 {
+			two++
+		}
+		if r.Setup.Quota() {
+			require.GreaterOrEqual(t, r.QuotaFraction, 0.1)
+			require.LessOrEqual(t, r.QuotaFraction, 1.0)
+			require.InDelta(t, 0, math.Remainder(r.QuotaFraction*20, 1), 1e-9, "run %d: %g in steps of 5 %%", i, r.QuotaFraction)
+			fractionLow += b2i(r.QuotaFraction < 0.12)
+			fractionHigh += b2i(r.QuotaFraction > 0.98)
+		} else {
+			require.Zero(t, r.QuotaFraction)
+		}
+		require.Zero(t, r.LogQuota, "the plan does not measure")
+		for _, f := range r.Failures {
+			if f.Logger {
+				require.Less(t, f.PE, r.Loggers, "run %d", i)
+				require.Equal(t, AtTime, f.Trigger)
+				logger1 += b2i(f.PE == 1)
+				_, byLauncher := c.LauncherKills.Spec(f)
+				require.False(t, byLauncher, "a logger's failure is the campaign's")
+			} else {
+				require.Less(t, f.PE, r.PEs, "run %d", i)
+			}
+		}
+		switch r.Kind {
+		case KindLogger, KindLoggerStop:
+			require.Len(t, r.Failures, 1)
+			require.True(t, r.Failures[0].Logger)
+			require.Equal(t, map[Kind]Signal{KindLogger: SigKill, KindLoggerStop: SigStop}[r.Kind], r.Failures[0].Signal)
+			require.Zero(t, r.Failures[0].ResumeMS)
+			if r.HeartbeatTimeout > 0 {
+				require.Equal(t, KindLoggerStop, r.Kind)
+				args, _ := c.Args(r)
+				require.Equal(t, "1s", argAfter(args, "--heartbeat-timeout"))
+				require.NotContains(t, c.BaselineArgs(r), "--heartbeat-timeout", "the failure-free run keeps the default")
+				tunedHeartbeats++
+			}
+		case KindLoggerPE:
+			require.Len(t, r.Failures, 2)
+			require.True(t, r.Failures[0].Logger)
+			then := r.Failures[1]
+			require.False(t, then.Logger)
+			require.Equal(t, AtLoggerFailure, then.Trigger)
+			require.Equal(t, SigKill, then.Signal)
+			require.LessOrEqual(t, then.DelayMS, 1000)
+			pe0AfterLogger += b2i(then.PE == 0)
+			delayed += b2i(then.DelayMS > 0)
+		case KindMany:
+			require.GreaterOrEqual(t, len(r.Failures), 2)
+			require.LessOrEqual(t, len(r.Failures), 3)
+			require.Less(t, len(r.Failures), r.PEs, "run %d leaves a survivor", i)
+			if r.Protocol != "none" {
+				require.True(t, r.Setup.EventLogger(), "run %d: several PEs at once with an event logger", i)
+			}
+			var pes []int
+			for _, f := range r.Failures {
+				require.False(t, f.Logger)
+				require.NotContains(t, pes, f.PE, "run %d", i)
+				if !r.Disk {
+					require.NotContains(t, pes, (f.PE+1)%r.PEs, "run %d: buddies without disk checkpoints", i)
+					require.NotContains(t, pes, (f.PE+r.PEs-1)%r.PEs, "run %d: buddies without disk checkpoints", i)
+				}
+				pes = append(pes, f.PE)
+			}
+			first := r.Failures[0]
+			require.Equal(t, AtStep, first.Trigger)
+			for _, f := range r.Failures[1:] {
+				if f.Trigger == AtStep {
+					require.Equal(t, first.Step, f.Step, "run %d: at once", i)
+					manyTogether++
+				} else {
+					require.Equal(t, AtRecovery, f.Trigger)
+					require.Equal(t, 1, f.Recovery)
+					manyAtRecovery++
+				}
+			}
+			manyThree += b2i(len(r.Failures) == 3)
+			manyDisk += b2i(r.Disk)
+		}
+		args, _ := c.Args(r)
+		require.Equal(t, strconv.Itoa(r.Loggers), argAfter(args, "--loggers"), "run %d", i)
+		require.Equal(t, r.Setup.EventLogger(), slices.Contains(args, "--event-logger"), "run %d", i)
+		if r.Setup.Quota() {
+			require.Equal(t, "unmeasured", argAfter(args, "--log-quota"), "a quota not measured is a value the launcher refuses")
+			r.LogQuota = 123456
+			args, _ = c.Args(r)
+			require.Equal(t, "123456", argAfter(args, "--log-quota"))
+		} else {
+			require.NotContains(t, args, "--log-quota")
+		}
+	}
+	require.Len(t, kinds, len(c.Kinds))
+	require.Len(t, setups, len(c.Loggers))
+	for name, n := range map[string]int{"two loggers": two, "logger 1 failing": logger1, "quota 10 %": fractionLow, "quota 100 %": fractionHigh,
+		"three PEs at once": manyThree, "PEs at one step": manyTogether, "PEs as the recovery starts": manyAtRecovery, "several PEs with disk": manyDisk,
+		"PE 0 after a logger": pe0AfterLogger, "a PE a while after a logger": delayed, "tuned heartbeats": tunedHeartbeats} {
+		require.Positive(t, n, name)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func argAfter(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+// TestLoggersLeavePEFailuresAlone: adding the logger dimension to a
+// campaign changes no run's PE failures, PE count or checkpoint flags
+// (a KindMany run may add disk checkpoints), and a campaign without it
+// plans no logger: the full and ci presets plan as they did.
+func TestLoggersLeavePEFailuresAlone(t *testing.T) {
+	c := fullPreset(t, 23)
+	l := c
+	l.Loggers = slices.Clone(AllLoggerSetups)
+	var withLoggers, none int
+	for i := range 500 {
+		a, b := c.Plan(i), l.Plan(i)
+		require.Zero(t, a.Loggers)
+		require.Empty(t, a.Setup)
+		require.NotContains(t, a.Key(), "loggers")
+		require.Equal(t, a.Failures, b.Failures, "run %d", i)
+		require.Equal(t, a.Kind, b.Kind)
+		require.Equal(t, a.PEs, b.PEs)
+		require.Equal(t, a.CheckpointEvery, b.CheckpointEvery)
+		require.Equal(t, a.Disk, b.Disk)
+		if b.Loggers > 0 {
+			withLoggers++
+			require.NotEqual(t, a.Key(), b.Key())
+		} else {
+			none++
+			require.Equal(t, a.Key(), b.Key())
+		}
+	}
+	require.Positive(t, withLoggers)
+	require.Positive(t, none, "none is a setup too")
+}
+
+// TestLoggerKinds: a logger kind in a campaign without a logger setup
+// gets plain loggers; KindMany under fulldet takes the event logger when
+// one is listed.
+func TestLoggerKinds(t *testing.T) {
+	c := fullPreset(t, 3)
+	c.Kinds = []Kind{KindLogger, KindMany}
+	require.NoError(t, c.Validate())
+	for i := range 100 {
+		r := c.Plan(i)
+		switch r.Kind {
+		case KindLogger:
+			require.Equal(t, LoggersPlain, r.Setup)
+			require.Positive(t, r.Loggers)
+		case KindMany:
+			require.Zero(t, r.Loggers, "no setup listed: no logger")
+		}
+	}
+	c.Loggers = []LoggerSetup{LoggersNone, LoggersQuota, LoggersBoth}
+	for i := range 100 {
+		r := c.Plan(i)
+		if r.Kind == KindMany && r.Protocol == "fulldet" {
+			require.Equal(t, LoggersBoth, r.Setup)
+		}
+		if r.Kind == KindLogger && r.Protocol == "none" {
+			require.Equal(t, LoggersPlain, r.Setup, "the listed setups with loggers are refused under none")
+		}
+	}
+}
+
+// TestUnbounded: a run with a quota is measured by the same
+// configuration without it, with the same loggers and event logger.
+func TestUnbounded(t *testing.T) {
+	r := Run{Index: 4, App: "leanmd", Protocol: "partialdet", PEs: 4, CheckpointEvery: 10, Setup: LoggersBoth, Loggers: 2, QuotaFraction: 0.35,
+		Kind: KindLoggerPE, Failures: []Failure{{PE: 1, Logger: true, Signal: SigKill, Trigger: AtTime, Fraction: 0.5}}}
+	require.Equal(t, "leanmd/partialdet/pes=4/every=10/loggers=2/event/quota=0.35", r.Key())
+	u := r.Unbounded()
+	require.Equal(t, "leanmd/partialdet/pes=4/every=10/loggers=2/event", u.Key())
+	require.Empty(t, u.Failures)
+	r.Setup = LoggersQuota
+	require.Equal(t, "leanmd/partialdet/pes=4/every=10/loggers=2", r.Unbounded().Key())
+	require.Equal(t, LoggersPlain, r.Unbounded().Setup)
+	require.Contains(t, r.String(), "2 loggers, log quota 35% of the peak")
+	require.Equal(t, "SIGKILL logger 1 at 50% of the failure-free run time", r.Failures[0].String())
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,8 +14,9 @@ import (
 )
 
 // WriteTables writes the campaign's tables in Markdown: by application ×
-// protocol (with a total), then by failure kind; rows without a run are
-// left out.
+// protocol (with a total), then by failure kind, then by logger setup
+// (when some run had loggers); rows without a run are left out. The
+// errors' count says how many were designed ones.
 func WriteTables(w io.Writer, res *Result) {
 	header := "| runs | right | wrong | error | hang | failure missed |"
 	rule := "|---:|---:|---:|---:|---:|---:|"
@@ -48,6 +50,29 @@ func WriteTables(w io.Writer, res *Result) {
 			fmt.Fprintf(w, "| %s %s\n", k, row(c))
 		}
 	}
+	if slices.ContainsFunc(res.Records, func(r Record) bool { return r.Loggers > 0 }) {
+		fmt.Fprintf(w, "\n| loggers %s\n|---%s\n", header, rule)
+		for _, setup := range append([]LoggerSetup{""}, AllLoggerSetups[1:]...) {
+			var c Counts
+			for _, r := range res.Records {
+				if r.Setup == setup {
+					c.add(r)
+				}
+			}
+			if c.Runs > 0 {
+				fmt.Fprintf(w, "| %s %s\n", cmp.Or(setup, LoggersNone), row(c))
+			}
+		}
+	}
+	if t := res.Totals(); t.Error > 0 {
+		designed := 0
+		for _, r := range res.Records {
+			if r.Class == Error && r.Designed != "" {
+				designed++
+			}
+		}
+		fmt.Fprintf(w, "\nErrors: %d designed (the job stopped saying why, in a case README documents), %d others.\n", designed, t.Error-designed)
+	}
 }
 
 // NonSuccesses returns the records that are not Right, hangs and wrong
@@ -75,6 +100,13 @@ func WriteNonSuccesses(w io.Writer, res *Result) {
 		fmt.Fprintf(w, "- **%s** %s (%.1f s): %s\n", strings.ToUpper(string(r.Class)), r.Run, r.Seconds, oneLine(r.Detail))
 		if r.Note != "" {
 			fmt.Fprintf(w, "  - note: %s\n", r.Note)
+		}
+		if r.Class == Error {
+			if r.Designed != "" {
+				fmt.Fprintf(w, "  - designed error: %s\n", r.Designed)
+			} else {
+				fmt.Fprintf(w, "  - not a designed error\n")
+			}
 		}
 		var planned []string
 		for _, f := range r.Failures {
@@ -215,8 +247,8 @@ func WriteMarkdown(w io.Writer, res *Result) {
 	for _, a := range cfg.Apps {
 		apps = append(apps, a.Name+" "+strings.Join(a.Args, " "))
 	}
-	fmt.Fprintf(w, "\n- preset %s, seed %d; PEs %s; protocols %s; failure kinds %s\n- applications: %s\n- deadline: %g × the failure-free wall time + %s\n\n",
-		cfg.Preset, cfg.Seed, intList(cfg.PEs), strings.Join(cfg.Protocols, ","), kindList(cfg.Kinds), strings.Join(apps, "; "), cfg.TimeoutFactor, cfg.TimeoutSlack)
+	fmt.Fprintf(w, "\n- preset %s, seed %d; PEs %s; protocols %s; failure kinds %s; logger setups %s\n- applications: %s\n- deadline: %g × the failure-free wall time + %s\n\n",
+		cfg.Preset, cfg.Seed, intList(cfg.PEs), strings.Join(cfg.Protocols, ","), kindList(cfg.Kinds), loggerList(cfg.Loggers), strings.Join(apps, "; "), cfg.TimeoutFactor, cfg.TimeoutSlack)
 	WriteTables(w, res)
 	fmt.Fprintf(w, "\n## Non-successes\n\n")
 	WriteNonSuccesses(w, res)

@@ -93,6 +93,38 @@ func TestStoppedLoggerIsKilled(t *testing.T) {
 	require.True(t, gone(loggers[0]))
 }
 
+// A logger hung (stopped) late in a job, before the heartbeats catch it,
+// holds the job's end for the launcher's grace: the launcher then kills
+// it and says so, and the job ends with its result.
+func TestLoggerHungAtTheEndIsSaid(t *testing.T) {
+	j := startJob(t, "run", "stencil3d", "--pes", "2", "--loggers", "1", "--heartbeat-timeout", "1m", "--iterations", "10")
+	loggers := parsePids(t, j.waitLine(t, loggerPidsLine, 30*time.Second)[1])
+	j.waitLine(t, regexp.MustCompile(`logger joined" logger=0`), 30*time.Second)
+	require.NoError(t, syscall.Kill(loggers[0], syscall.SIGSTOP))
+	require.Equal(t, 0, j.wait(t, 3*time.Minute), j.output())
+	j.waitLine(t, regexp.MustCompile(`^reference: match$`), time.Second)
+	j.waitLine(t, regexp.MustCompile(`level=WARN msg="logger did not end after the job's end; killed" logger=0`), time.Second)
+	require.NotContains(t, j.output(), "logger failed")
+	require.True(t, gone(loggers[0]))
+}
+
+// A logger declared dead just before the job's end (stopped, its
+// heartbeats missed, and so every log full with no logger left) is
+// reported once, as it failed: the exit of the process the launcher then
+// killed is not reported again as a failure after the job's end.
+func TestLoggerDeclaredDeadIsNotReportedAgainAtTheEnd(t *testing.T) {
+	j := startJob(t, "run", "lulesh", "--pes", "2", "--ft", "fulldet", "--loggers", "1", "--log-quota", "20000", "--heartbeat-timeout", "1s",
+		"--size", "12", "--chunk", "6,6,6", "--iterations", "400")
+	loggers := parsePids(t, j.waitLine(t, loggerPidsLine, 30*time.Second)[1])
+	j.waitLine(t, regexp.MustCompile(`logger joined" logger=0`), 30*time.Second)
+	require.NoError(t, syscall.Kill(loggers[0], syscall.SIGSTOP))
+	require.Equal(t, 1, j.wait(t, 3*time.Minute), j.output())
+	j.waitLine(t, regexp.MustCompile(`logger failed; the job goes on" detail="logger 0 \(pid \d+ on \S+\) missed heartbeats`), time.Second)
+	j.waitLine(t, regexp.MustCompile(`^gochare: PE \d: logging: the sender log reached its quota and no logger is left to dump to`), time.Second)
+	require.NotContains(t, j.output(), "logger failed after the job's end")
+	require.True(t, gone(loggers[0]))
+}
+
 // gochare pe --logger joins a job started with --external; a logger
 // with a number the job does not have is told why it is refused.
 func TestLoggerStartedByHand(t *testing.T) {

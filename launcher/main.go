@@ -853,7 +853,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		reportMu.Lock()
 		defer reportMu.Unlock()
 		if runOver.Load() {
-			if !lsp.killedByStop(ev.pid) && (ev.state == nil || !ev.state.Exited()) {
+			switch {
+			case slices.Contains(co.deadLoggers, ev.rank):
+				// Declared dead (and killed) during the job, and
+				// said then; its exit came after the end.
+			case lsp.killedByStop(ev.pid):
+				// A hung logger (stopped, say) that the heartbeats
+				// had not caught yet holds the job's end for the
+				// grace: said, so the wait is explained.
+				log.Warn("logger did not end after the job's end; killed", "logger", ev.rank)
+			case ev.state == nil || !ev.state.Exited():
 				log.Warn("logger failed after the job's end", "logger", ev.rank, "detail", describeExit(ev))
 			}
 			return

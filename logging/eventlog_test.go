@@ -2,6 +2,7 @@ package logging
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gochare/gochare/commutative"
@@ -268,4 +269,56 @@ func TestEventLoggerLogMatchesAMap(t *testing.T) {
 			require.Equal(t, wantDets, got[0].Determinants, "seed %d task %d", seed, task)
 		}
 	}
+}
+
+// With every event logger dead the protocol's own rule is back: a record
+// rides, its receivers acknowledge it, and once f+1 PEs hold it, it rides
+// no more. (Before, every record made until the next checkpoint rode on
+// every envelope: a job without periodic checkpoints piggybacked gigabytes
+// after its only logger was killed.)
+func TestEventLoggerAllDeadFallsBackToHolders(t *testing.T) {
+	p := NewFullDet(Config{PE: 0, PEs: 3, EventLogger: true, Loggers: 1})
+	p.HostTask(1)
+	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: 1}})
+	_, ok := p.NextDelivery(1, func(Message) bool { return true })
+	require.True(t, ok)
+	p.EndHandler(1)
+	p.Ready()
+	p.Advance()
+	p.(EventLogging).EventLoggerFailed(0)
+
+	p.Send(1, 2, Message{To: 5})
+	r := p.Ready()
+	require.Empty(t, r.EventLog, "no logger left")
+	require.Len(t, r.Envelopes, 1)
+	sent := r.Envelopes[0]
+	sent.Determinants = slices.Clone(sent.Determinants)
+	require.Len(t, sent.Determinants, 1, "unstable: it rides")
+	require.NotZero(t, sent.Carry, "and its receiver is asked to acknowledge it")
+	p.Advance()
+
+	// The receiver, which knows no logger is left either, acknowledges.
+	q := NewFullDet(Config{PE: 2, PEs: 3, EventLogger: true, Loggers: 1})
+	q.HostTask(5)
+	q.(EventLogging).EventLoggerFailed(0)
+	q.Arrive(sent)
+	var acks []Envelope
+	for _, env := range q.Ready().Envelopes {
+		if env.Kind == EnvelopeAck {
+			acks = append(acks, env)
+		}
+	}
+	require.Len(t, acks, 1)
+	require.Equal(t, PEID(0), acks[0].To)
+	require.Equal(t, sent.Carry, acks[0].Carry)
+
+	// Held by pe0, pe2 and (acknowledged) pe1: f = 2 is met.
+	p.Arrive(acks[0])
+	p.Send(1, 1, Message{To: 6})
+	require.Len(t, p.Ready().Envelopes[0].Determinants, 1, "on two PEs only: it still rides to pe1")
+	p.Advance()
+	p.Arrive(Envelope{Kind: EnvelopeAck, From: 1, To: 0, Determinants: sent.Determinants})
+	p.Send(1, 1, Message{To: 6})
+	require.Empty(t, p.Ready().Envelopes[0].Determinants, "on three PEs: stable")
+	p.Advance()
 }

@@ -776,7 +776,7 @@ func (e *engine) emitMessage(toPE PEID, msg Message, replayed bool) {
 	if toPE != e.pe {
 		slots := len(e.unacked.slots)
 		env.Determinants, env.Progress = e.piggybackFor(toPE)
-		if len(env.Determinants) > 0 && e.el == nil {
+		if len(env.Determinants) > 0 && !e.eventLogged() {
 			env.Carry = e.unacked.add(toPE, slots)
 		} else {
 			e.unacked.slots = e.unacked.slots[:slots]
@@ -1069,11 +1069,21 @@ func (e *engine) sortedProgressTasks() []TaskID {
 	return e.progressTasks
 }
 
+// eventLogged reports whether the event logger decides stability: it is
+// configured and a logger is left. With every logger dead the protocol's
+// own rule is back (records stored on f+1 PEs, counted from receivers'
+// acknowledgements), so that the records stop riding on envelopes once
+// enough PEs hold them, as without an event logger; otherwise every
+// record made until the next checkpoint rode on every envelope, which
+// grows with the square of the job's length (with no periodic
+// checkpoint, until its end).
+func (e *engine) eventLogged() bool { return e.el != nil && e.el.target >= 0 }
+
 // isStable reports whether d survives the failures still allowed (the
 // bound): it is stored on one PE more than that.
 // Under an event logger: a live logger acknowledged it.
 func (e *engine) isStable(d *storedDeterminant) bool {
-	if e.el != nil {
+	if e.eventLogged() {
 		return e.el.stable(d.creator, d.seq)
 	}
 	return int(d.holderCount) > e.bound
@@ -1090,7 +1100,7 @@ func progressCarriesTo(p *storedProgress, to PEID) bool {
 
 // progressStable is isStable for a progress record.
 func (e *engine) progressStable(p *storedProgress) bool {
-	if e.el != nil {
+	if e.eventLogged() {
 		return e.el.stable(p.creator, p.seq)
 	}
 	return len(p.holders) > e.bound
@@ -1250,7 +1260,7 @@ func (e *engine) takeRecords(env Envelope) {
 	}
 	if len(env.Determinants) > 0 || len(env.Progress) > 0 {
 		e.storeReceived(env.Determinants, env.From)
-		if e.el == nil {
+		if !e.eventLogged() {
 			// Under an event logger stability comes from the loggers:
 			// holders are not counted.
 			e.ready.Envelopes = append(e.ready.Envelopes, Envelope{

@@ -799,10 +799,11 @@ func (s *simulator) isStable(receiver commutative.TaskID, rsn uint64) bool {
 			}
 		}
 	}
-	if s.cfg.EventLogger {
+	if s.cfg.EventLogger && (s.loggerDied || slices.Contains(s.loggerAlive, true)) {
 		// Stable: on a live logger. After a logger's death, no PE may
 		// fail before the next checkpoint (the run stops at one), and
-		// nothing the survivors depend on can be lost.
+		// nothing the survivors depend on can be lost. Once every
+		// logger is dead, the protocols' own rule is back (below).
 		return s.loggerDied || s.onLogger(receiver, rsn)
 	}
 	allowed := s.cfg.Failures - s.sinceCheckpoint
