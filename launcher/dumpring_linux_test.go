@@ -43,18 +43,26 @@ func acceptOffer(t *testing.T, logger *net.UnixConn) (*dumpRing, error) {
 	return acceptDumpRing(rd, int(uint32(h[17])|uint32(h[18])<<8|uint32(h[19])<<16|uint32(h[20])<<24))
 }
 
+// ringPair offers a ring on one end of a socket pair and maps it on the
+// other, as a PE and its logger do; both are unmapped when the test ends.
+func ringPair(t *testing.T) (pe, logger *dumpRing) {
+	t.Helper()
+	peEnd, loggerEnd := unixPair(t)
+	pe, err := offerDumpRing(peEnd)
+	require.NoError(t, err)
+	t.Cleanup(pe.unmap)
+	logger, err = acceptOffer(t, loggerEnd)
+	require.NoError(t, err)
+	t.Cleanup(logger.unmap)
+	return pe, logger
+}
+
 // The ring against a naive model: a place is given while what is placed
 // and not consumed, with the end skipped at a wrap, fits in the ring;
 // the logger copies out exactly what the PE wrote, also when the PE used
 // only the start of its place; positions follow the places.
 func TestDumpRing(t *testing.T) {
-	peEnd, loggerEnd := unixPair(t)
-	pe, err := offerDumpRing(peEnd)
-	require.NoError(t, err)
-	defer pe.unmap()
-	logger, err := acceptOffer(t, loggerEnd)
-	require.NoError(t, err)
-	defer logger.unmap()
+	pe, logger := ringPair(t)
 	d := uint64(len(pe.data))
 	type placed struct {
 		want []byte
@@ -115,13 +123,7 @@ func TestDumpRing(t *testing.T) {
 // the PE reads the latest, once per publication by its sequence count,
 // and the logger learns of a wake-up asked once.
 func TestDumpRingAcks(t *testing.T) {
-	peEnd, loggerEnd := unixPair(t)
-	pe, err := offerDumpRing(peEnd)
-	require.NoError(t, err)
-	defer pe.unmap()
-	logger, err := acceptOffer(t, loggerEnd)
-	require.NoError(t, err)
-	defer logger.unmap()
+	pe, logger := ringPair(t)
 	_, _, _, ok := pe.ack()
 	require.False(t, ok, "an acknowledgement before any")
 	var model struct {
@@ -165,13 +167,7 @@ func TestDumpRingAcks(t *testing.T) {
 // logger's latest acknowledgement or is woken (the logger sees the
 // request): it never waits for one already published.
 func TestDumpRingAcksConcurrent(t *testing.T) {
-	peEnd, loggerEnd := unixPair(t)
-	pe, err := offerDumpRing(peEnd)
-	require.NoError(t, err)
-	defer pe.unmap()
-	logger, err := acceptOffer(t, loggerEnd)
-	require.NoError(t, err)
-	defer logger.unmap()
+	pe, logger := ringPair(t)
 	const n = 20000
 	next := make(chan int)         // the PE lets the logger publish i
 	wake := make(chan struct{}, 1) // the socket's acknowledgement
