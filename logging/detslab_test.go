@@ -4,40 +4,74 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/stretchr/testify/require"
 )
 
 // The determinant slab gives distinct records across chunks, and after a
-// reset hands out zeroed records again without allocating.
+// reset hands out zeroed records again without allocating; with its
+// chunks on the heap and in mapped memory (Config.LogOffHeap) alike.
 func TestDetSlabRecords(t *testing.T) {
-	var s detSlab
-	n := 2*detSlabChunk + 3
-	recs := make([]*storedDeterminant, n)
-	for i := range n {
-		r, slot := s.get()
-		require.Equal(t, uint32(i), slot)
-		r.receiver, r.holders = TaskID(i), uint64(i)
-		recs[i] = r
-	}
-	for i, r := range recs {
-		require.Equal(t, TaskID(i), r.receiver)
-		require.Equal(t, uint64(i), r.holders)
-		require.Same(t, r, s.at(uint32(i)))
-	}
-	s.reset()
-	allocs := testing.AllocsPerRun(1, func() {
+	for _, offHeap := range []bool{false, true} {
+		arena := newDetArena(offHeap)
+		var s detSlab
+		n := 2*detSlabChunk + 3
+		recs := make([]*storedDeterminant, n)
 		for i := range n {
-			r, slot := s.get()
-			if *r != (storedDeterminant{slot: slot}) || slot != uint32(i) {
-				t.Fatalf("record %d after reset: %+v", i, r)
-			}
-			r.holders, r.carried, r.flags = 7, 7, detLogged
+			r, slot := s.get(&arena)
+			require.Equal(t, uint32(i), slot)
+			require.Equal(t, storedDeterminant{slot: slot}, *r)
+			r.receiver, r.holders = TaskID(i), uint64(i)
+			recs[i] = r
+		}
+		for i, r := range recs {
+			require.Equal(t, TaskID(i), r.receiver)
+			require.Equal(t, uint64(i), r.holders)
+			require.Same(t, r, s.at(uint32(i)))
 		}
 		s.reset()
-	})
-	require.Zero(t, allocs, "a reset slab allocates nothing for as many records as it held")
+		allocs := testing.AllocsPerRun(1, func() {
+			for i := range n {
+				r, slot := s.get(&arena)
+				if *r != (storedDeterminant{slot: slot}) || slot != uint32(i) {
+					t.Fatalf("record %d after reset: %+v", i, r)
+				}
+				r.holders, r.carried, r.flags = 7, 7, detLogged
+			}
+			s.reset()
+		})
+		require.Zero(t, allocs, "a reset slab allocates nothing for as many records as it held (offHeap %v)", offHeap)
+	}
+}
+
+// Arrays cut from a mapped arena are aligned, zeroed, do not overlap, and
+// grow by arenaAppend keeping their elements; the mapped chunks leave no
+// heap allocation behind for the arrays themselves.
+func TestDetArenaArrays(t *testing.T) {
+	for _, offHeap := range []bool{false, true} {
+		arena := newDetArena(offHeap)
+		require.Equal(t, offHeap && canMap, arena.mapped())
+		var entries []determinantEntry
+		var slots []uint32
+		var seqs []uint64
+		for i := range 100000 {
+			entries = arenaAppend(&arena, entries, determinantEntry{rsn: uint64(i), slot: uint32(i)}, detEntriesMin)
+			slots = arenaAppend(&arena, slots, uint32(3*i), detUnstableMin)
+			seqs = arenaAppend(&arena, seqs, uint64(5*i), detUnstableMin)
+		}
+		for i := range 100000 {
+			require.Equal(t, determinantEntry{rsn: uint64(i), slot: uint32(i)}, entries[i])
+			require.Equal(t, uint32(3*i), slots[i])
+			require.Equal(t, uint64(5*i), seqs[i])
+		}
+		fresh := arenaMake[storedDeterminant](&arena, 10)[:10]
+		for _, r := range fresh {
+			require.Equal(t, storedDeterminant{}, r)
+		}
+		require.Zero(t, uintptr(unsafe.Pointer(&fresh[0]))%8)
+	}
 }
 
 // The determinant store's holder sets (a bit per PE below 64, the others
@@ -56,7 +90,7 @@ func TestDeterminantHoldersAgreeWithList(t *testing.T) {
 		return PEID(rng.IntN(8))
 	}
 	paths := []commutative.Path{{}, commutative.Child(MessageID{Sender: 3, SRN: 4}, 1), commutative.Child(MessageID{Sender: 3, SRN: 5}, 0)}
-	s := newDeterminantStore()
+	s := newDeterminantStore(true)
 	naive := map[uint32][]PEID{}
 	dets := map[uint32]Determinant{}
 	var slots []uint32
@@ -116,5 +150,29 @@ func TestDeterminantHoldersAgreeWithList(t *testing.T) {
 			require.Equal(t, dets[slot], s.determinant(r))
 			require.True(t, s.names(r, dets[slot].Message))
 		}
+	}
+}
+
+// A reception's new determinant is listed in Ready.Determinants with
+// Config.ReportDeterminants only; it rides on the next send either way.
+func TestReportDeterminantsOptIn(t *testing.T) {
+	for _, report := range []bool{false, true} {
+		p := NewFullDet(Config{PE: 0, PEs: 3, ReportDeterminants: report})
+		p.HostTask(1)
+		p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: 1}})
+		d, ok := p.NextDelivery(1, func(Message) bool { return true })
+		require.True(t, ok)
+		p.EndHandler(1)
+		p.Send(1, 2, Message{To: 5})
+		r := p.Ready()
+		want := Determinant{Message: d.Message.ID, Receiver: 1, RSN: 1}
+		if report {
+			require.Equal(t, []NewDeterminant{{Determinant: want, Creator: 0}}, r.Determinants)
+		} else {
+			require.Empty(t, r.Determinants)
+		}
+		require.Len(t, r.Envelopes, 1)
+		require.Equal(t, []Determinant{want}, r.Envelopes[0].Determinants)
+		p.Advance()
 	}
 }

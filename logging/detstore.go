@@ -34,6 +34,10 @@ type determinantStore struct {
 	count     int
 	// slab holds the records themselves.
 	slab detSlab
+	// arena holds the slab's chunks and the tasks' entries (and the
+	// engine's unstable list), off the heap under
+	// Config.LogOffHeap (detmem.go).
+	arena detArena
 	// paths are the records' message paths (storedDeterminant.path): a
 	// record keeps an index, so that the slab holds no pointer. paths[0]
 	// is the empty path, which most messages have; a path equal to the
@@ -70,14 +74,21 @@ type determinantEntry struct {
 	slot uint32 // index in the slab
 }
 
-// detTasksMin is the smallest size of determinantStore.tasks.
-const detTasksMin = 64
+// detTasksMin is the smallest size of determinantStore.tasks,
+// detEntriesMin the smallest capacity of a task's entries.
+const (
+	detTasksMin   = 64
+	detEntriesMin = 16
+)
 
-func newDeterminantStore() determinantStore {
+// newDeterminantStore returns an empty store, its arrays off the heap if
+// offHeap (Config.LogOffHeap).
+func newDeterminantStore(offHeap bool) determinantStore {
 	return determinantStore{
 		tasks:     make([]taskSlot, detTasksMin),
 		taskShift: 64 - uint(bits.TrailingZeros(detTasksMin)),
 		paths:     []commutative.Path{{}},
+		arena:     newDetArena(offHeap),
 	}
 }
 
@@ -281,7 +292,7 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 	if t == nil {
 		t = s.newTask(d.Receiver)
 	}
-	stored, slot := s.slab.get()
+	stored, slot := s.slab.get(&s.arena)
 	stored.receiver, stored.rsn = d.Receiver, d.RSN
 	stored.sender, stored.srn, stored.path = d.Message.Sender, d.Message.SRN, s.internPath(d.Message.CPI)
 	stored.creator, stored.seq = d.Creator, d.Seq
@@ -295,7 +306,7 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 	}
 	entry := determinantEntry{rsn: d.RSN, slot: slot}
 	if n := len(t.entries); n == 0 || t.entries[n-1].rsn < d.RSN {
-		t.entries = append(t.entries, entry)
+		t.entries = arenaAppend(&s.arena, t.entries, entry, detEntriesMin)
 	} else {
 		i, found := t.find(d.RSN)
 		if found {

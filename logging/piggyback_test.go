@@ -248,10 +248,10 @@ func TestPiggybackFromWalkedMatchesNaive(t *testing.T) {
 				e.storeReceived(ds, pick())
 			case op < 13:
 				// An acknowledgement, mostly of a recent determinant.
-				if n := len(e.toIndex); n > 0 {
-					slot := e.toIndex[max(0, n-1-rng.IntN(64))]
+				if n := int(e.determinants.slab.len()); n > 0 {
+					slot := uint32(max(0, n-1-rng.IntN(64)))
 					if rng.IntN(4) == 0 {
-						slot = e.toIndex[rng.IntN(n)]
+						slot = uint32(rng.IntN(n))
 					}
 					e.determinants.addHolder(e.determinants.slab.at(slot), pick())
 				}

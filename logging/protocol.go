@@ -165,6 +165,11 @@ type Config struct {
 	// determinant, and such a task takes none. Delivering an
 	// order-dependent message to a task it names panics.
 	OrderFree func(TaskID) bool
+	// ReportDeterminants lists each determinant this PE creates in
+	// Ready.Determinants (the log simulator's and the trace tests'
+	// record of every reception). The scheduler reads none: without it
+	// a reception appends nothing there.
+	ReportDeterminants bool
 }
 
 // DefaultFailures is the f the runtime runs the protocols with: any two
@@ -263,12 +268,14 @@ type engine struct {
 	// recordedAt is the (highest) RSN recorded for each message a task
 	// received: an index of determinants, so that the pinning test costs
 	// O(1) whatever the number held since the checkpoint. It serves
-	// replays only (isPinned): store queues the slots of the determinants
-	// it stores in toIndex, and isPinned indexes them first, so that the
-	// forward path pays an append per determinant instead of a map entry
-	// keyed by a whole message identity.
+	// replays only (isPinned): isPinned first indexes the determinants
+	// stored since it last did, the slab's slots from indexed on (the
+	// slab hands out slots in order from 0 after each checkpoint), so
+	// that the forward path pays nothing per determinant instead of a map
+	// entry keyed by a whole message identity (or, as before, an append
+	// of its slot to a list that held every determinant of the period).
 	recordedAt map[receivedMessage]uint64
-	toIndex    []uint32
+	indexed    uint32
 	// unstable lists the slots of the determinants this PE still
 	// piggybacks, in creation or arrival order (piggyback reads the
 	// records without looking them up), and some that have become stable
@@ -280,6 +287,9 @@ type engine struct {
 	unstable     []uint32
 	unstableSeq  []uint64
 	unstableNext uint64
+	// unstableDropAt is the length of unstable at which Advance drops
+	// its stable entries (dropStableEntries).
+	unstableDropAt int
 	// walked holds, for each PE p below 64 under Config.Ordered, the
 	// number of the first entry of unstable that piggyback has not
 	// looked at for p since the last failure notice (0: none looked at).
@@ -326,6 +336,8 @@ type engine struct {
 	reuseRecords   bool
 	// ordered: Config.Ordered (see carriesTo).
 	ordered bool
+	// reportDeterminants: Config.ReportDeterminants.
+	reportDeterminants bool
 	// values encodes a logged message's value (Config.Values).
 	values ValueEncoder
 	// orderFree is Config.OrderFree (nil: no task is).
@@ -450,13 +462,14 @@ type detSlab struct {
 
 const detSlabChunk = 1024
 
-// get returns a zeroed record and its slot (at returns it from there).
-func (s *detSlab) get() (*storedDeterminant, uint32) {
+// get returns a zeroed record and its slot (at returns it from there); a
+// new chunk comes from arena.
+func (s *detSlab) get(arena *detArena) (*storedDeterminant, uint32) {
 	if s.chunk < len(s.chunks) && s.next == detSlabChunk {
 		s.chunk, s.next = s.chunk+1, 0
 	}
 	if s.chunk == len(s.chunks) {
-		s.chunks = append(s.chunks, make([]storedDeterminant, detSlabChunk))
+		s.chunks = append(s.chunks, arenaMake[storedDeterminant](arena, detSlabChunk)[:detSlabChunk])
 	}
 	slot := uint32(s.chunk*detSlabChunk + s.next)
 	r := &s.chunks[s.chunk][s.next]
@@ -469,6 +482,10 @@ func (s *detSlab) get() (*storedDeterminant, uint32) {
 func (s *detSlab) at(slot uint32) *storedDeterminant {
 	return &s.chunks[slot/detSlabChunk][slot%detSlabChunk]
 }
+
+// len is the number of records handed out since the last reset: their
+// slots are 0 to len-1.
+func (s *detSlab) len() uint32 { return uint32(s.chunk*detSlabChunk + s.next) }
 
 // reset takes back every record handed out; the caller has forgotten
 // them (get zeroes a record as it hands it out again).
@@ -595,21 +612,22 @@ type hostedTask struct {
 
 func newEngine(kind Kind, cfg Config) *engine {
 	e := &engine{
-		kind:         kind,
-		pe:           cfg.PE,
-		pes:          cfg.PEs,
-		failed:       slices.Clone(cfg.Failed),
-		failures:     cfg.failures(),
-		locate:       cfg.Locate,
-		tasks:        map[TaskID]*hostedTask{},
-		unhosted:     map[TaskID][]Envelope{},
-		determinants: newDeterminantStore(),
-		recordedAt:   map[receivedMessage]uint64{},
-		progress:     map[TaskID]*storedProgress{},
-		reuseRecords: cfg.ReuseRecords,
-		values:       cfg.Values,
-		ordered:      cfg.Ordered && !cfg.EventLogger,
-		orderFree:    cfg.OrderFree,
+		kind:               kind,
+		pe:                 cfg.PE,
+		pes:                cfg.PEs,
+		failed:             slices.Clone(cfg.Failed),
+		failures:           cfg.failures(),
+		locate:             cfg.Locate,
+		tasks:              map[TaskID]*hostedTask{},
+		unhosted:           map[TaskID][]Envelope{},
+		determinants:       newDeterminantStore(cfg.LogOffHeap && kind != KindNone),
+		recordedAt:         map[receivedMessage]uint64{},
+		progress:           map[TaskID]*storedProgress{},
+		reuseRecords:       cfg.ReuseRecords,
+		values:             cfg.Values,
+		ordered:            cfg.Ordered && !cfg.EventLogger,
+		reportDeterminants: cfg.ReportDeterminants,
+		orderFree:          cfg.OrderFree,
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
 	if kind != KindNone {
@@ -822,14 +840,39 @@ func (e *engine) forgetCarried() {
 // on the next envelope of this Ready to each PE that already had one.
 func (e *engine) markUnstable(d *storedDeterminant) {
 	e.unstableNext++
-	e.unstable = append(e.unstable, d.slot)
-	e.unstableSeq = append(e.unstableSeq, e.unstableNext)
+	arena := &e.determinants.arena
+	e.unstable = arenaAppend(arena, e.unstable, d.slot, detUnstableMin)
+	e.unstableSeq = arenaAppend(arena, e.unstableSeq, e.unstableNext, detUnstableMin)
 	if e.el != nil {
 		e.el.noteUnstable(d.slot)
 	}
 	if len(e.carried) > 0 {
 		e.madeUnstable = append(e.madeUnstable, d.slot)
 	}
+}
+
+// dropStableEntries takes the entries of stable determinants out of
+// e.unstable, as piggyback's walk over the whole list does, once the list
+// has doubled since the last time (Advance calls it, between two
+// Readies: never while a failure notice goes over the store). Under
+// Config.Ordered the walks start from e.walked and drop nothing, and the
+// list kept every determinant stored since the checkpoint (on LeanMD at 4
+// PEs ~170,000 entries a PE, 2 MiB, with as much again left behind by
+// its growth), where a few thousand are unstable at any time. Numbers
+// stay with their entries, so e.walked still names the same places.
+func (e *engine) dropStableEntries() {
+	if len(e.unstable) < max(e.unstableDropAt, detUnstableMin) {
+		return
+	}
+	kept := 0
+	for i, slot := range e.unstable {
+		if !e.isStable(e.determinants.slab.at(slot)) {
+			e.unstable[kept], e.unstableSeq[kept] = slot, e.unstableSeq[i]
+			kept++
+		}
+	}
+	e.unstable, e.unstableSeq = e.unstable[:kept], e.unstableSeq[:kept]
+	e.unstableDropAt = max(2*kept, detUnstableMin)
 }
 
 // forgetWalked makes piggyback look at every entry of e.unstable again,
@@ -1330,23 +1373,23 @@ func (e *engine) storedFor(receiver TaskID) *taskDeterminants {
 }
 
 // store keeps a determinant the PE does not hold yet, with holders as
-// its holders, and indexes it; t is its receiver's determinants
-// (storedFor).
+// its holders (indexRecorded indexes it when asked); t is its receiver's
+// determinants (storedFor).
 func (e *engine) store(t *taskDeterminants, d Determinant, holders ...PEID) *storedDeterminant {
-	stored, slot := e.determinants.add(t, d, holders...)
-	e.toIndex = append(e.toIndex, slot)
+	stored, _ := e.determinants.add(t, d, holders...)
 	return stored
 }
 
 // indexRecorded brings recordedAt up to date with the determinants
-// stored since it was last called.
+// stored since it was last called: the slab's slots from e.indexed on.
 func (e *engine) indexRecorded() {
-	for _, slot := range e.toIndex {
+	n := e.determinants.slab.len()
+	for slot := e.indexed; slot < n; slot++ {
 		d := e.determinants.slab.at(slot)
 		received := receivedMessage{d.receiver, e.determinants.message(d)}
 		e.recordedAt[received] = max(e.recordedAt[received], d.rsn)
 	}
-	e.toIndex = e.toIndex[:0]
+	e.indexed = n
 }
 
 // refreshReplayEnd recomputes the last recorded reception position of a
@@ -1491,7 +1534,9 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 		e.logDeterminant(&d)
 		e.markUnstable(e.store(e.storedFor(task), d, e.pe))
 		e.stats.Determinants++
-		e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
+		if e.reportDeterminants {
+			e.ready.Determinants = append(e.ready.Determinants, NewDeterminant{Determinant: d, Creator: e.pe})
+		}
 	}
 	return Delivery{Message: m, RSN: rsn}
 }
@@ -1522,7 +1567,7 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	e.logBytes, e.loggedCount = 0, 0
 	e.determinants.reset()
 	clear(e.recordedAt)
-	e.toIndex = e.toIndex[:0]
+	e.indexed = 0
 	clear(e.progress)
 	e.progressTasks, e.progressSorted = e.progressTasks[:0], 0
 	e.maybeUnstable, e.maybeSorted = e.maybeUnstable[:0], 0
@@ -1754,6 +1799,7 @@ func (e *engine) Advance() {
 	// capacity, which one large Ready leaves for the rest of the run, made
 	// every Advance cost as much as the largest Ready ever was).
 	clear(e.spare.Envelopes)
+	clear(e.spare.Determinants)
 	next := Ready{Envelopes: e.spare.Envelopes[:0], Determinants: e.spare.Determinants[:0]}
 	e.spare = e.ready
 	e.ready = next
@@ -1767,6 +1813,7 @@ func (e *engine) Advance() {
 	}
 	e.forgetCarried()
 	e.lastPayload = nil
+	e.dropStableEntries()
 }
 
 func (e *engine) Stats() Stats {

@@ -113,7 +113,7 @@ func (h *traceHarness) init(d *datadriven.TestData) error {
 	}
 	*h = traceHarness{t: h.t, names: arg.Vals}
 	for p := range pes {
-		h.pes = append(h.pes, New(kind, Config{PE: PEID(p), PEs: pes, Failures: failures}))
+		h.pes = append(h.pes, New(kind, Config{PE: PEID(p), PEs: pes, Failures: failures, ReportDeterminants: true}))
 		h.alive = append(h.alive, true)
 	}
 	var placement []string

@@ -296,9 +296,10 @@ type NewDeterminant struct {
 type Ready struct {
 	// Envelopes must be transmitted, in this order.
 	Envelopes []Envelope
-	// Determinants created since the last Advance (informational: they are
-	// already piggybacked on the envelopes that depend on them, or on an
-	// earlier envelope of this Ready to the same PE).
+	// Determinants created since the last Advance, with
+	// Config.ReportDeterminants only (informational: they are already
+	// piggybacked on the envelopes that depend on them, or on an earlier
+	// envelope of this Ready to the same PE).
 	Determinants []NewDeterminant
 	// RollbackAll (None only) asks the caller to restore every task of the
 	// job from its last checkpoint and drop every message in flight.

@@ -383,8 +383,10 @@ func (s *simulator) newProtocol(p logging.PEID) logging.Protocol {
 		// the envelopes it keeps in flight, as encoding copies them.
 		ReuseRecords: true,
 		Ordered:      s.cfg.Ordered,
-		Locate:       func(task logging.TaskID) logging.PEID { return s.view[p][task] },
-		OrderFree:    s.orderFree(),
+		// flush records every reception's determinant from the Ready.
+		ReportDeterminants: true,
+		Locate:             func(task logging.TaskID) logging.PEID { return s.view[p][task] },
+		OrderFree:          s.orderFree(),
 	})
 }
 
