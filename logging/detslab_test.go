@@ -4,74 +4,40 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"unsafe"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/stretchr/testify/require"
 )
 
 // The determinant slab gives distinct records across chunks, and after a
-// reset hands out zeroed records again without allocating; with its
-// chunks on the heap and in mapped memory (Config.LogOffHeap) alike.
+// reset hands out zeroed records again without allocating.
 func TestDetSlabRecords(t *testing.T) {
-	for _, offHeap := range []bool{false, true} {
-		arena := newDetArena(offHeap)
-		var s detSlab
-		n := 2*detSlabChunk + 3
-		recs := make([]*storedDeterminant, n)
+	var s detSlab
+	n := 2*detSlabChunk + 3
+	recs := make([]*storedDeterminant, n)
+	for i := range n {
+		r, slot := s.get()
+		require.Equal(t, uint32(i), slot)
+		r.receiver, r.holders = TaskID(i), uint64(i)
+		recs[i] = r
+	}
+	for i, r := range recs {
+		require.Equal(t, TaskID(i), r.receiver)
+		require.Equal(t, uint64(i), r.holders)
+		require.Same(t, r, s.at(uint32(i)))
+	}
+	s.reset()
+	allocs := testing.AllocsPerRun(1, func() {
 		for i := range n {
-			r, slot := s.get(&arena)
-			require.Equal(t, uint32(i), slot)
-			require.Equal(t, storedDeterminant{slot: slot}, *r)
-			r.receiver, r.holders = TaskID(i), uint64(i)
-			recs[i] = r
-		}
-		for i, r := range recs {
-			require.Equal(t, TaskID(i), r.receiver)
-			require.Equal(t, uint64(i), r.holders)
-			require.Same(t, r, s.at(uint32(i)))
+			r, slot := s.get()
+			if *r != (storedDeterminant{slot: slot}) || slot != uint32(i) {
+				t.Fatalf("record %d after reset: %+v", i, r)
+			}
+			r.holders, r.carried, r.flags = 7, 7, detLogged
 		}
 		s.reset()
-		allocs := testing.AllocsPerRun(1, func() {
-			for i := range n {
-				r, slot := s.get(&arena)
-				if *r != (storedDeterminant{slot: slot}) || slot != uint32(i) {
-					t.Fatalf("record %d after reset: %+v", i, r)
-				}
-				r.holders, r.carried, r.flags = 7, 7, detLogged
-			}
-			s.reset()
-		})
-		require.Zero(t, allocs, "a reset slab allocates nothing for as many records as it held (offHeap %v)", offHeap)
-	}
-}
-
-// Arrays cut from a mapped arena are aligned, zeroed, do not overlap, and
-// grow by arenaAppend keeping their elements; the mapped chunks leave no
-// heap allocation behind for the arrays themselves.
-func TestDetArenaArrays(t *testing.T) {
-	for _, offHeap := range []bool{false, true} {
-		arena := newDetArena(offHeap)
-		require.Equal(t, offHeap && canMap, arena.mapped())
-		var entries []determinantEntry
-		var slots []uint32
-		var seqs []uint64
-		for i := range 100000 {
-			entries = arenaAppend(&arena, entries, determinantEntry{rsn: uint64(i), slot: uint32(i)}, detEntriesMin)
-			slots = arenaAppend(&arena, slots, uint32(3*i), detUnstableMin)
-			seqs = arenaAppend(&arena, seqs, uint64(5*i), detUnstableMin)
-		}
-		for i := range 100000 {
-			require.Equal(t, determinantEntry{rsn: uint64(i), slot: uint32(i)}, entries[i])
-			require.Equal(t, uint32(3*i), slots[i])
-			require.Equal(t, uint64(5*i), seqs[i])
-		}
-		fresh := arenaMake[storedDeterminant](&arena, 10)[:10]
-		for _, r := range fresh {
-			require.Equal(t, storedDeterminant{}, r)
-		}
-		require.Zero(t, uintptr(unsafe.Pointer(&fresh[0]))%8)
-	}
+	})
+	require.Zero(t, allocs, "a reset slab allocates nothing for as many records as it held")
 }
 
 // The determinant store's holder sets (a bit per PE below 64, the others
@@ -90,7 +56,7 @@ func TestDeterminantHoldersAgreeWithList(t *testing.T) {
 		return PEID(rng.IntN(8))
 	}
 	paths := []commutative.Path{{}, commutative.Child(MessageID{Sender: 3, SRN: 4}, 1), commutative.Child(MessageID{Sender: 3, SRN: 5}, 0)}
-	s := newDeterminantStore(true)
+	s := newDeterminantStore()
 	naive := map[uint32][]PEID{}
 	dets := map[uint32]Determinant{}
 	var slots []uint32

@@ -34,10 +34,6 @@ type determinantStore struct {
 	count     int
 	// slab holds the records themselves.
 	slab detSlab
-	// arena holds the slab's chunks and the tasks' entries (and the
-	// engine's unstable list), off the heap under
-	// Config.LogOffHeap (detmem.go).
-	arena detArena
 	// paths are the records' message paths (storedDeterminant.path): a
 	// record keeps an index, so that the slab holds no pointer. paths[0]
 	// is the empty path, which most messages have; a path equal to the
@@ -74,21 +70,14 @@ type determinantEntry struct {
 	slot uint32 // index in the slab
 }
 
-// detTasksMin is the smallest size of determinantStore.tasks,
-// detEntriesMin the smallest capacity of a task's entries.
-const (
-	detTasksMin   = 64
-	detEntriesMin = 16
-)
+// detTasksMin is the smallest size of determinantStore.tasks.
+const detTasksMin = 64
 
-// newDeterminantStore returns an empty store, its arrays off the heap if
-// offHeap (Config.LogOffHeap).
-func newDeterminantStore(offHeap bool) determinantStore {
+func newDeterminantStore() determinantStore {
 	return determinantStore{
 		tasks:     make([]taskSlot, detTasksMin),
 		taskShift: 64 - uint(bits.TrailingZeros(detTasksMin)),
 		paths:     []commutative.Path{{}},
-		arena:     newDetArena(offHeap),
 	}
 }
 
@@ -292,7 +281,7 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 	if t == nil {
 		t = s.newTask(d.Receiver)
 	}
-	stored, slot := s.slab.get(&s.arena)
+	stored, slot := s.slab.get()
 	stored.receiver, stored.rsn = d.Receiver, d.RSN
 	stored.sender, stored.srn, stored.path = d.Message.Sender, d.Message.SRN, s.internPath(d.Message.CPI)
 	stored.creator, stored.seq = d.Creator, d.Seq
@@ -306,7 +295,7 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 	}
 	entry := determinantEntry{rsn: d.RSN, slot: slot}
 	if n := len(t.entries); n == 0 || t.entries[n-1].rsn < d.RSN {
-		t.entries = arenaAppend(&s.arena, t.entries, entry, detEntriesMin)
+		t.entries = append(t.entries, entry)
 	} else {
 		i, found := t.find(d.RSN)
 		if found {

@@ -17,7 +17,7 @@ import (
 func TestDeterminantStoreAgreesWithMap(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		s := newDeterminantStore(seed%4 >= 2) // arrays on the heap and mapped
+		s := newDeterminantStore()
 		naive := map[determinantKey]Determinant{}
 		next := map[TaskID]uint64{}
 		tasks := 6

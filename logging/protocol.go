@@ -462,14 +462,13 @@ type detSlab struct {
 
 const detSlabChunk = 1024
 
-// get returns a zeroed record and its slot (at returns it from there); a
-// new chunk comes from arena.
-func (s *detSlab) get(arena *detArena) (*storedDeterminant, uint32) {
+// get returns a zeroed record and its slot (at returns it from there).
+func (s *detSlab) get() (*storedDeterminant, uint32) {
 	if s.chunk < len(s.chunks) && s.next == detSlabChunk {
 		s.chunk, s.next = s.chunk+1, 0
 	}
 	if s.chunk == len(s.chunks) {
-		s.chunks = append(s.chunks, arenaMake[storedDeterminant](arena, detSlabChunk)[:detSlabChunk])
+		s.chunks = append(s.chunks, make([]storedDeterminant, detSlabChunk))
 	}
 	slot := uint32(s.chunk*detSlabChunk + s.next)
 	r := &s.chunks[s.chunk][s.next]
@@ -620,7 +619,7 @@ func newEngine(kind Kind, cfg Config) *engine {
 		locate:             cfg.Locate,
 		tasks:              map[TaskID]*hostedTask{},
 		unhosted:           map[TaskID][]Envelope{},
-		determinants:       newDeterminantStore(cfg.LogOffHeap && kind != KindNone),
+		determinants:       newDeterminantStore(),
 		recordedAt:         map[receivedMessage]uint64{},
 		progress:           map[TaskID]*storedProgress{},
 		reuseRecords:       cfg.ReuseRecords,
@@ -840,9 +839,8 @@ func (e *engine) forgetCarried() {
 // on the next envelope of this Ready to each PE that already had one.
 func (e *engine) markUnstable(d *storedDeterminant) {
 	e.unstableNext++
-	arena := &e.determinants.arena
-	e.unstable = arenaAppend(arena, e.unstable, d.slot, detUnstableMin)
-	e.unstableSeq = arenaAppend(arena, e.unstableSeq, e.unstableNext, detUnstableMin)
+	e.unstable = append(e.unstable, d.slot)
+	e.unstableSeq = append(e.unstableSeq, e.unstableNext)
 	if e.el != nil {
 		e.el.noteUnstable(d.slot)
 	}
@@ -851,17 +849,21 @@ func (e *engine) markUnstable(d *storedDeterminant) {
 	}
 }
 
+// unstableDropMin is the shortest unstable list Advance drops stable
+// entries from.
+const unstableDropMin = 1024
+
 // dropStableEntries takes the entries of stable determinants out of
 // e.unstable, as piggyback's walk over the whole list does, once the list
 // has doubled since the last time (Advance calls it, between two
 // Readies: never while a failure notice goes over the store). Under
 // Config.Ordered the walks start from e.walked and drop nothing, and the
 // list kept every determinant stored since the checkpoint (on LeanMD at 4
-// PEs ~170,000 entries a PE, 2 MiB, with as much again left behind by
-// its growth), where a few thousand are unstable at any time. Numbers
-// stay with their entries, so e.walked still names the same places.
+// PEs ~170,000 entries a PE, 2 MiB, and 6.8 MB allocated as it doubled),
+// where a few thousand are unstable at any time. Numbers stay with their
+// entries, so e.walked still names the same places.
 func (e *engine) dropStableEntries() {
-	if len(e.unstable) < max(e.unstableDropAt, detUnstableMin) {
+	if len(e.unstable) < max(e.unstableDropAt, unstableDropMin) {
 		return
 	}
 	kept := 0
@@ -872,7 +874,7 @@ func (e *engine) dropStableEntries() {
 		}
 	}
 	e.unstable, e.unstableSeq = e.unstable[:kept], e.unstableSeq[:kept]
-	e.unstableDropAt = max(2*kept, detUnstableMin)
+	e.unstableDropAt = max(2*kept, unstableDropMin)
 }
 
 // forgetWalked makes piggyback look at every entry of e.unstable again,
