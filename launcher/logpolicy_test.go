@@ -16,10 +16,12 @@ import (
 // The checkpoint policy of `gochare run`: without --checkpoint-every, a
 // job under fulldet or partialdet offers a sync point every
 // coord.DefaultSyncEvery steps, which checkpoints once a PE's sender log
-// holds --log-limit MiB (default 16); --log-limit 0, --ft none and
+// holds --log-limit MiB (default 4); --log-limit 0, --ft none and
 // --checkpoint-every K keep a fixed schedule. Wrong values are usage
 // errors that say why.
 func TestLogLimitFlag(t *testing.T) {
+	// The default the README and the usage text give.
+	require.Equal(t, 4<<20, coord.DefaultLogLimit)
 	for _, c := range []struct {
 		args             []string
 		syncEvery        uint64
