@@ -100,7 +100,7 @@ var (
 	passedLine     = regexp.MustCompile(`sync point of step (\d+) passed without a checkpoint: the largest sender log holds (\d+) bytes \(PE \d+\), under the limit of (\d+)`)
 	checkpointLine = regexp.MustCompile(`sync point of step (\d+) checkpoints: PE \d+'s sender log holds (\d+) bytes, the limit is (\d+)`)
 	committedLine  = regexp.MustCompile(`checkpoint (\d+) staged and copied to buddies`)
-	skippedLine    = regexp.MustCompile(`sync point of step (\d+) skipped: the largest sender log would hold about (\d+) bytes there`)
+	skippedLine    = regexp.MustCompile(`sync points? of steps? (?:\d+ to )?(\d+) skipped: the largest sender log would hold about (\d+) bytes`)
 )
 
 // The default policy on real PE processes with a small --log-limit and a
