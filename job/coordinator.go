@@ -750,10 +750,11 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 // the growth until the sync point after the last one skipped, where the
 // tasks stop next, stays within half the room left under the limit, up
 // to maxSkippedPeriods: a log growing up to twice as fast as it did is
-// then still under the limit there, and the coordinator measures again. A sync point
-// skipped is one the tasks pass by themselves (Resume.Passed), as those
-// a task re-executes: it costs no barrier (the tasks of a step no longer
-// wait for the slowest) and no quiescence rounds. The checkpoints then
+// then still under the limit there, and the coordinator measures again.
+// A sync point skipped is one the tasks pass by themselves
+// (Resume.Passed), as those a task re-executes: it costs no barrier (the
+// tasks of a step no longer wait for the slowest) and no quiescence
+// rounds. The checkpoints then
 // come at the steps they would have come at, as long as the logs grow as
 // they did. With Daly's period (Config.MTBF) only the next sync point
 // is skipped, and only if the period does not run out before it.
@@ -796,7 +797,7 @@ func (c *Coordinator) skipNext(step uint64, logged, after int) (next uint64, at 
 
 // maxSkippedPeriods bounds the sync points skipped at once (skipNext):
 // a log that barely grew may grow later, and the coordinator measures it
-// again at least every maxSkippedPeriods sync periods.
+// again at least once every maxSkippedPeriods+1 sync periods.
 const maxSkippedPeriods = 8
 
 // noteSkipped notes the sync points skipped from step first to step
