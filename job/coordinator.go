@@ -125,8 +125,8 @@ type Coordinator struct {
 
 	// passed is one past the step of the latest sync point the tasks were
 	// resumed from without a checkpoint (Config.LogLimit), 0 if none:
-	// every Resume carries it (Resume.Passed). It may lie one sync period
-	// ahead: the next sync point is skipped (see skipNext).
+	// every Resume carries it (Resume.Passed). It may lie sync periods
+	// ahead: the next sync points are skipped (see skipNext).
 	passed uint64
 	// Skipping sync points under a log limit (skipNext): the sender logs
 	// hold what was sent since step logSince (one past the sync step of
@@ -225,8 +225,9 @@ type Config struct {
 // steps, and the coordinator checkpoints at the first one where a PE's
 // sender log holds DefaultLogLimit bytes or more. The log, and the memory
 // and replay time it costs, thus stays below DefaultLogLimit plus what a PE
-// sends in DefaultSyncEvery steps, and a job whose log stays small pays a
-// barrier every DefaultSyncEvery steps and no checkpoint.
+// sends in DefaultSyncEvery steps, and a job whose log stays small pays no
+// checkpoint and a barrier at the first sync point, then one every few
+// sync periods (the coordinator skips those that would pass: skipNext).
 //
 // 16 MiB, chosen by measurement (docs/benchmarks.md, "Sender log",
 // 2026-11-24 afternoon): every byte of a log longer than any before is
@@ -241,9 +242,21 @@ type Config struct {
 // 1.29-2.03×, at 2 PEs 0.98× and 1.51×. Where a checkpoint's copy costs
 // more than the log it saves it loses: stencil3d at 2 PEs, whose
 // checkpoints cross the transport, 1.45-1.64× against 1.14-1.20× with
-// 256 MiB (give such a job a higher --log-limit). A PE's log and the
-// memory it holds stay below 16 MiB plus what it sends in
-// DefaultSyncEvery steps.
+// 256 MiB (give such a job a higher --log-limit; DefaultLogPerCheckpoint
+// now does).
+//
+// 4 MiB since (docs/benchmarks.md, "pd3"): below the state's rule
+// (DefaultLogPerCheckpoint) the limit only matters to a job whose state
+// is small, whose checkpoint costs little more than a sync point that
+// passes (LeanMD: 0.1 MB of state, 4-26 ms a checkpoint); with 16 MiB such
+// a job wrote 16 MiB plus up to two sync periods of sends into memory new
+// to the process before its first checkpoint (LeanMD 3×3×3 on 4 PEs: a
+// peak of 23.9 MB per PE, with a page clear for each of it: 6.5 % of the
+// job's CPU samples, in clear_page_erms under the log's chunks), and with
+// 4 MiB it checkpoints at every sync point, its log peaks at one period
+// of sends (8.3 MB) and the later periods write into the same chunks.
+// A PE's log and the memory it holds stay below the limit plus what it
+// sends in one or two sync periods (skipNext).
 //
 // DefaultLogPerCheckpoint raises that limit for a job with a large
 // state: a PE's log may grow to that many times the bytes the largest PE
@@ -260,7 +273,7 @@ type Config struct {
 // then holds for its log stays below 8 times its checkpoint, which the
 // PE already holds twice (its own and its buddy's copy).
 const (
-	DefaultLogLimit         = 16 << 20
+	DefaultLogLimit         = 4 << 20
 	DefaultSyncEvery        = 10
 	DefaultLogPerCheckpoint = 8
 )
@@ -542,7 +555,7 @@ func (c *Coordinator) resumeAfterCheckpoint() []Command {
 	c.roundOpen = false
 	if c.skipAfter > c.passed {
 		c.passed = c.skipAfter
-		c.note("sync point of step %d skipped: the largest sender log would hold about %d bytes there", c.skipAfter-1, c.skipAt)
+		c.noteSkipped(c.stagedFrom-1+c.cfg.SyncEvery, c.skipAfter-1, c.skipAt)
 	}
 	c.skipAfter = 0
 	cmds := []Command{toEvery(Resume{Passed: c.passed})}
@@ -668,7 +681,7 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 			c.note("sync point of step %d passed without a checkpoint: the largest sender log holds %d bytes (PE %d), under the limit of %d", syncStep, maxLog, maxLogPE, limit)
 			if next, at, ok := c.skipNext(syncStep, maxLog, maxLog); ok {
 				c.passed = max(c.passed, next+1)
-				c.note("sync point of step %d skipped: the largest sender log would hold about %d bytes there", next, at)
+				c.noteSkipped(syncStep+c.cfg.SyncEvery, next, at)
 			}
 			return []Command{toEvery(Resume{Passed: c.passed})}
 		} else {
@@ -724,19 +737,27 @@ func (c *Coordinator) OnIdle(pe int, st IdleStatus) []Command {
 }
 
 // skipNext decides whether the tasks waiting at the sync point of step
-// may go on past the next one too, that of step next (Config.SyncEvery
-// later): only when that one would pass without a checkpoint anyway.
-// The logs grew to logged bytes (the largest) in the steps since they
-// last started empty (logSince), and hold after bytes once the tasks go
-// on (logged, or 0 after a checkpoint); at the same rate they would
-// hold at there, and the sync point is skipped if that is under the
-// limit by a 32nd. A sync point skipped is one the tasks pass by
-// themselves (Resume.Passed), as those a task re-executes: it costs no
-// barrier (the tasks of a step no longer wait for the slowest) and no
-// quiescence rounds. The checkpoints then come at the steps they would
-// have come at; a log that grows faster than it did lets a PE's log pass
-// the limit by up to two sync periods' worth before the next checkpoint,
-// instead of one.
+// may go on past the next ones too, up to that of step next (a multiple
+// of Config.SyncEvery later): only over sync points that would pass
+// without a checkpoint anyway. The logs grew to logged bytes (the
+// largest) in the steps since they last started empty (logSince), and
+// hold after bytes once the tasks go on (logged, or 0 after a
+// checkpoint); at the same rate they would hold at at the sync point of
+// step next. The next sync point is skipped if the logs would be under
+// the limit there by a 32nd of a period's growth (a log that grows
+// faster than it did then passes the limit by up to two periods' growth
+// before the next checkpoint, instead of one); more are skipped while
+// the growth until the sync point after the last one skipped, where the
+// tasks stop next, stays within half the room left under the limit, up
+// to maxSkippedPeriods: a log growing up to twice as fast as it did is
+// then still under the limit there, and the coordinator measures again.
+// A sync point skipped is one the tasks pass by themselves
+// (Resume.Passed), as those a task re-executes: it costs no barrier (the
+// tasks of a step no longer wait for the slowest) and no quiescence
+// rounds. The checkpoints then
+// come at the steps they would have come at, as long as the logs grow as
+// they did. With Daly's period (Config.MTBF) only the next sync point
+// is skipped, and only if the period does not run out before it.
 func (c *Coordinator) skipNext(step uint64, logged, after int) (next uint64, at int, ok bool) {
 	k := c.cfg.SyncEvery
 	if k == 0 || c.cfg.LogLimit <= 0 || c.cfg.Balancer != "" || c.forceCheckpoint || !c.logKnown || step+1 <= c.logSince {
@@ -745,9 +766,11 @@ func (c *Coordinator) skipNext(step uint64, logged, after int) (next uint64, at 
 	steps := step + 1 - c.logSince
 	perPeriod := uint64(logged) * k / steps
 	at = after + int(perPeriod)
-	if uint64(at)+perPeriod/32 >= uint64(c.logLimit()) {
+	limit := uint64(c.logLimit())
+	if uint64(at)+perPeriod/32 >= limit {
 		return 0, 0, false
 	}
+	periods := uint64(1)
 	if period, ok := c.dalyPeriod(); ok {
 		// The same for Daly's period, at the pace of the steps since the
 		// last checkpoint ended.
@@ -760,8 +783,31 @@ func (c *Coordinator) skipNext(step uint64, logged, after int) (next uint64, at 
 		if then+timePerPeriod/32 >= period {
 			return 0, 0, false
 		}
+	} else if !c.dalyClock() {
+		// The tasks stop next one period after the last sync point
+		// skipped: periods+1 periods' growth within half the room.
+		periods = maxSkippedPeriods
+		if perPeriod > 0 {
+			periods = min(periods, max(2, (limit-uint64(after))/2/perPeriod)-1)
+		}
+		at = after + int(periods*perPeriod)
 	}
-	return step + k, at, true
+	return step + periods*k, at, true
+}
+
+// maxSkippedPeriods bounds the sync points skipped at once (skipNext):
+// a log that barely grew may grow later, and the coordinator measures it
+// again at least once every maxSkippedPeriods+1 sync periods.
+const maxSkippedPeriods = 8
+
+// noteSkipped notes the sync points skipped from step first to step
+// last, where the largest log would hold about at bytes.
+func (c *Coordinator) noteSkipped(first, last uint64, at int) {
+	if first >= last {
+		c.note("sync point of step %d skipped: the largest sender log would hold about %d bytes there", last, at)
+		return
+	}
+	c.note("sync points of steps %d to %d skipped: the largest sender log would hold about %d bytes at step %d", first, last, at, last)
 }
 
 // logLimit is the log size at which an optional sync point checkpoints:

@@ -34,6 +34,31 @@ func TestSyncPointsThatWouldPassAreSkipped(t *testing.T) {
 	require.Contains(t, c.Notes(), "sync point of step 69 skipped: the largest sender log would hold about 900 bytes there")
 }
 
+// A log far under the limit skips several sync points at once: as many
+// that the growth, as measured, up to the sync point the tasks stop at
+// next fits in half the room left under the limit (and at least the
+// next one if it fits at all), up to maxSkippedPeriods. A log growing up
+// to twice as fast as measured is still under the limit where the tasks
+// stop next.
+func TestSyncPointsFarUnderTheLimitAreSkippedTogether(t *testing.T) {
+	const limit = 1000
+	c := runningCoordinatorWith(t, Config{Size: 3, Protocol: logging.KindPartialDet, LogLimit: limit, SyncEvery: 10})
+	// 100 bytes in 10 steps, 900 left: up to step 49, 4 periods (400
+	// bytes), within 450: the sync points of steps 19 to 39 are skipped.
+	require.Equal(t, []any{Resume{Passed: 40}}, events(syncPoint(t, c, 9, map[int]int{0: 100, 1: 0, 2: 0})))
+	require.Contains(t, c.Notes(), "sync points of steps 19 to 39 skipped: the largest sender log would hold about 400 bytes at step 39")
+	// Twice as fast since: 900 bytes at step 49, under the limit. 180 a
+	// period on average: the next would pass it, and the one of step 59
+	// checkpoints.
+	require.Equal(t, []any{Resume{Passed: 50}}, events(syncPoint(t, c, 49, map[int]int{0: 900, 1: 0, 2: 0})))
+	eventOf[TakeCheckpoint](t, syncPoint(t, c, 59, map[int]int{0: 1080, 1: 0, 2: 0}))
+
+	// A log that did not grow: maxSkippedPeriods at most.
+	c = runningCoordinatorWith(t, Config{Size: 3, Protocol: logging.KindPartialDet, LogLimit: limit, SyncEvery: 10})
+	require.Equal(t, []any{Resume{Passed: 10 + maxSkippedPeriods*10}}, events(syncPoint(t, c, 9, map[int]int{0: 0, 1: 0, 2: 0})))
+	require.Contains(t, c.Notes(), "sync points of steps 19 to 89 skipped: the largest sender log would hold about 0 bytes at step 89")
+}
+
 // A sync point is skipped only with a 32nd of a period's growth to spare
 // under the limit, never without the sync period, with a balancer, or
 // when the logs must be checkpointed (a logger died with entries).
@@ -80,7 +105,11 @@ func TestNoSkippingAfterAFailureUntilACheckpoint(t *testing.T) {
 	cp, _ := eventOf[TakeCheckpoint](t, syncPoint(t, c, 29, map[int]int{0: limit, 1: 0}))
 	cmds := commit(t, c, cp.Epoch)
 	require.Equal(t, []any{Resume{Passed: 20}}, events(cmds), "not skipped: the growth before the checkpoint is not known")
-	require.Equal(t, []any{Resume{Passed: 50}}, events(syncPoint(t, c, 39, map[int]int{0: 100, 1: 0})), "100 bytes in the 10 steps since the checkpoint")
+	// 100 bytes in the 10 steps since the checkpoint: up to step 79,
+	// four periods' growth fits in half the 900 bytes left, and the sync
+	// points of steps 49 to 69 are skipped.
+	require.Equal(t, []any{Resume{Passed: 70}}, events(syncPoint(t, c, 39, map[int]int{0: 100, 1: 0})))
+	require.Contains(t, c.Notes(), "sync points of steps 49 to 69 skipped: the largest sender log would hold about 400 bytes at step 69")
 
 	// A failure while a checkpoint that would skip is taken: the
 	// checkpoint is abandoned, and the one after skips nothing.

@@ -16,10 +16,12 @@ import (
 // The checkpoint policy of `gochare run`: without --checkpoint-every, a
 // job under fulldet or partialdet offers a sync point every
 // coord.DefaultSyncEvery steps, which checkpoints once a PE's sender log
-// holds --log-limit MiB (default 16); --log-limit 0, --ft none and
+// holds --log-limit MiB (default 4); --log-limit 0, --ft none and
 // --checkpoint-every K keep a fixed schedule. Wrong values are usage
 // errors that say why.
 func TestLogLimitFlag(t *testing.T) {
+	// The default the README and the usage text give.
+	require.Equal(t, 4<<20, coord.DefaultLogLimit)
 	for _, c := range []struct {
 		args             []string
 		syncEvery        uint64
@@ -98,7 +100,7 @@ var (
 	passedLine     = regexp.MustCompile(`sync point of step (\d+) passed without a checkpoint: the largest sender log holds (\d+) bytes \(PE \d+\), under the limit of (\d+)`)
 	checkpointLine = regexp.MustCompile(`sync point of step (\d+) checkpoints: PE \d+'s sender log holds (\d+) bytes, the limit is (\d+)`)
 	committedLine  = regexp.MustCompile(`checkpoint (\d+) staged and copied to buddies`)
-	skippedLine    = regexp.MustCompile(`sync point of step (\d+) skipped: the largest sender log would hold about (\d+) bytes there`)
+	skippedLine    = regexp.MustCompile(`sync points? of steps? (?:\d+ to )?(\d+) skipped: the largest sender log would hold about (\d+) bytes`)
 )
 
 // The default policy on real PE processes with a small --log-limit and a

@@ -79,7 +79,7 @@ const usageHead = `usage:
                                 or partialdet: the sender log size (MiB,
                                 on any PE) at which a sync point
                                 checkpoints; the others pass without one
-                                (default: 16, or 8 times the largest
+                                (default: 4, or 8 times the largest
                                 PE's share of the last checkpoint if more;
                                 0: only the initial checkpoint)
         --mtbf D                without --checkpoint-every, under fulldet
