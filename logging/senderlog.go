@@ -23,7 +23,9 @@ import (
 //
 // The garbage collector scans neither (no pointers inside), so its mark
 // work does not grow with the log, and a message costs one copy of its
-// payload and no allocation. With Config.LogOffHeap (the scheduler's PEs)
+// payload and no allocation; the messages of a multicast (one payload to
+// several tasks, sent one after the other) cost one copy of it in all
+// (add). With Config.LogOffHeap (the scheduler's PEs)
 // the chunks are mapped outside the Go heap (logmem.go), so that the
 // collector's goal does not grow with the log either. Before, the log was
 // a []Message whose payloads were the caller's own allocations: every
