@@ -746,17 +746,17 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 		var shared int
 		msg, shared = e.log.add(msg, toPE, e.values)
 		size := msg.wireSize()
-		// The log's size counts a payload shared with the message
-		// before (a multicast's, see senderLog.add) once: it is the
-		// memory the log holds. LoggedBytes, and the quota, which
-		// dumps every entry with its payload, count it per message.
+		// The log's size and LoggedBytes count a payload shared with
+		// the message before (a multicast's, see senderLog.add) once:
+		// it is the memory the log holds. The quota, which dumps
+		// every entry with its payload, counts it per message.
 		e.logBytes += size - shared
 		if e.quota == nil {
 			e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, e.logBytes)
 		}
 		e.loggedCount++
 		e.stats.Logged++
-		e.stats.LoggedBytes += size
+		e.stats.LoggedBytes += size - shared
 		e.logged(size)
 	}
 	e.emitMessage(toPE, msg, false)

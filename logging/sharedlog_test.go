@@ -87,7 +87,7 @@ func TestMulticastThroughDumpsReleasesAndCheckpoints(t *testing.T) {
 						payload[j] = byte(r + j)
 					}
 					from := TaskID(7 + r%2)
-					logBefore := e.logBytes
+					logBefore, loggedBefore := e.logBytes, e.stats.LoggedBytes
 					copies := 1 + rng.IntN(4)
 					wire := 0
 					for k := range copies {
@@ -101,6 +101,7 @@ func TestMulticastThroughDumpsReleasesAndCheckpoints(t *testing.T) {
 						sent = append(sent, m)
 					}
 					require.Equal(t, wire-(copies-1)*len(payload), e.logBytes-logBefore, "a multicast's payload counts once")
+					require.Equal(t, wire-(copies-1)*len(payload), e.stats.LoggedBytes-loggedBefore)
 					envs := e.Ready().Envelopes
 					for k := 1; k < copies; k++ {
 						require.Same(t, &envs[0].Message.Payload[0], &envs[k].Message.Payload[0])
