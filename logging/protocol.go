@@ -342,6 +342,9 @@ type engine struct {
 	// orderFree is Config.OrderFree (nil: no task is).
 	orderFree func(TaskID) bool
 
+	// lastSender is the task of the last send logged (see Send).
+	lastSender TaskID
+
 	stats Stats
 
 	// quota bounds the log's memory (quota.go; nil without a quota);
@@ -742,6 +745,10 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 	if e.Logged(from, toPE, msg.To) {
 		if msg.Value != nil && e.values == nil {
 			panic(fmt.Sprintf("logging: pe%d: a message with a value to log and no Config.Values", e.pe))
+		}
+		if from != e.lastSender {
+			e.log.forget() // another task's sends share nothing with these
+			e.lastSender = from
 		}
 		var shared int
 		msg, shared = e.log.add(msg, toPE, e.values)
@@ -1526,7 +1533,13 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 	return Delivery{Message: m, RSN: rsn}
 }
 
-func (e *engine) EndHandler(task TaskID) bool { return e.task(task).counters.EndReception() }
+func (e *engine) EndHandler(task TaskID) bool {
+	// Only the sends of one handler share a payload in the log (a
+	// multicast): which handlers run in one Ready depends on timing,
+	// and the log's counts must not.
+	e.log.forget()
+	return e.task(task).counters.EndReception()
+}
 
 func (e *engine) Checkpoint() []TaskCheckpoint {
 	ids := e.hostedIDs()

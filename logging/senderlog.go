@@ -100,8 +100,8 @@ type lastPayload struct {
 }
 
 // forget stops add from sharing the payload logged last with the next
-// message (the engine calls it at the end of each Ready: only the sends
-// of one Ready share).
+// message (the engine calls it at the end of each handler and Ready, and
+// when another task sends: only the sends of one handler share).
 func (l *senderLog) forget() { l.last = lastPayload{} }
 
 // len is the number of messages logged.
@@ -232,7 +232,8 @@ func (l *senderLog) space(need int) int {
 }
 
 // add logs msg, sent to toPE, and returns msg with its Payload pointing
-// at the logged copy, and the number of payload bytes it did not copy. A
+// at the logged copy, and the number of payload bytes it shares with the
+// message before (see below; for the counts of the log's size). A
 // message that carries its value (Message.Value) is encoded by values
 // straight into the log, and returned with the encoding as its payload
 // and no value.
@@ -260,9 +261,16 @@ func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) (Message, i
 	if msg.Value != nil {
 		payloadLen = values.ValueSize(msg.Handler, msg.Value)
 	}
+	// same: the payload is the last one's, which the counts take as
+	// shared even when this entry goes to the next chunk, where it must
+	// be copied again (at most one payload per chunk): so they do not
+	// depend on where the chunks end, which differs with the protocol
+	// (PartialDet's entries carry requirements) and the quota.
+	same := false
 	if s := l.last; s.ok && msg.Value == nil && payloadLen >= sharePayloadMin && int(s.n) == payloadLen && int(s.chunk) == l.cur {
 		c := l.chunks[l.cur]
-		if cap(c)-len(c) >= pathLen+len(req) && bytes.Equal(c[s.off:int(s.off)+payloadLen], msg.Payload) {
+		same = bytes.Equal(c[s.off:int(s.off)+payloadLen], msg.Payload)
+		if same && cap(c)-len(c) >= pathLen+len(req) {
 			off := len(c)
 			c = msg.ID.CPI.AppendEncoded(c)
 			c = append(c, req...)
@@ -310,6 +318,9 @@ func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) (Message, i
 	}
 	l.append(msg, toPE, logEntry{chunk: int32(ci), off: int32(off), pathLen: int32(pathLen), requiresLen: int32(len(req)),
 		payloadLen: int32(payloadLen), payloadOff: int32(off + pathLen + len(req))})
+	if same {
+		return msg, payloadLen
+	}
 	return msg, 0
 }
 
