@@ -1,7 +1,6 @@
 package logging
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -342,9 +341,9 @@ type engine struct {
 	values ValueEncoder
 	// orderFree is Config.OrderFree (nil: no task is).
 	orderFree func(TaskID) bool
-	// lastPayload is the logged copy of the payload of the last message
-	// of this Ready that Send logged (see sharePayload).
-	lastPayload []byte
+
+	// lastSender is the task of the last send logged (see Send).
+	lastSender TaskID
 
 	stats Stats
 
@@ -747,41 +746,32 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 		if msg.Value != nil && e.values == nil {
 			panic(fmt.Sprintf("logging: pe%d: a message with a value to log and no Config.Values", e.pe))
 		}
-		msg = e.log.add(msg, toPE, e.values)
-		msg.Payload = e.sharePayload(msg.Payload)
+		if from != e.lastSender {
+			e.log.forget() // another task's sends share nothing with these
+			e.lastSender = from
+		}
+		var shared int
+		msg, shared = e.log.add(msg, toPE, e.values)
 		size := msg.wireSize()
-		e.logBytes += size
+		// The log's size and LoggedBytes count a payload shared with
+		// the message before (a multicast's, see senderLog.add) once:
+		// it is the memory the log holds. The quota, which dumps
+		// every entry with its payload, counts it per message.
+		e.logBytes += size - shared
 		if e.quota == nil {
 			e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, e.logBytes)
 		}
 		e.loggedCount++
 		e.stats.Logged++
-		e.stats.LoggedBytes += size
+		e.stats.LoggedBytes += size - shared
 		e.logged(size)
 	}
 	e.emitMessage(toPE, msg, false)
 	return msg.ID
 }
 
-// sharePayload returns the logged copy of the payload of the previous
-// message logged in this Ready instead of payload, the logged copy of
-// this one's, if their bytes are the same: the envelopes of a multicast
-// then carry one slice, which the scheduler sends once per batch (as it
-// does under None, where the envelopes keep the caller's one payload).
-// Each send logs a copy of its own, so the copies of one multicast
-// otherwise went to the network once per envelope. Both copies live
-// until the next checkpoint; only the envelopes of the current Ready get
-// the shared one, and a release of log memory to the quota forgets it
-// (applyDumpActions).
-func (e *engine) sharePayload(payload []byte) []byte {
-	if len(payload) >= sharePayloadMin && bytes.Equal(payload, e.lastPayload) {
-		return e.lastPayload
-	}
-	e.lastPayload = payload
-	return payload
-}
-
-// sharePayloadMin is the smallest payload sharePayload compares.
+// sharePayloadMin is the smallest payload the sender log compares with
+// the one logged before it, to share it (senderLog.add).
 const sharePayloadMin = 64
 
 // emitMessage queues an application envelope. The send may depend on any
@@ -1543,7 +1533,13 @@ func (e *engine) deliver(task TaskID, t *hostedTask, m Message) Delivery {
 	return Delivery{Message: m, RSN: rsn}
 }
 
-func (e *engine) EndHandler(task TaskID) bool { return e.task(task).counters.EndReception() }
+func (e *engine) EndHandler(task TaskID) bool {
+	// Only the sends of one handler share a payload in the log (a
+	// multicast): which handlers run in one Ready depends on timing,
+	// and the log's counts must not.
+	e.log.forget()
+	return e.task(task).counters.EndReception()
+}
 
 func (e *engine) Checkpoint() []TaskCheckpoint {
 	ids := e.hostedIDs()
@@ -1564,7 +1560,6 @@ func (e *engine) Checkpoint() []TaskCheckpoint {
 	}
 	clear(e.movedIn)
 	e.log.reset()
-	e.lastPayload = nil
 	e.quotaCheckpoint()
 	e.logBytes, e.loggedCount = 0, 0
 	e.determinants.reset()
@@ -1814,7 +1809,7 @@ func (e *engine) Advance() {
 		e.carriedRecords = records{}
 	}
 	e.forgetCarried()
-	e.lastPayload = nil
+	e.log.forget()
 	e.dropStableEntries()
 }
 

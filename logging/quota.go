@@ -264,7 +264,6 @@ func (e *engine) applyDumpActions() {
 			e.dumpsDue = append(e.dumpsDue, a)
 		case Release:
 			e.log.release(a.To)
-			e.lastPayload = nil // it may lie in memory given back
 		}
 	}
 }
@@ -547,8 +546,8 @@ func (l *senderLog) appendEntry(b []byte, i int) []byte {
 		uint64(e.regionSize), uint64(e.toPE), uint64(e.pathLen), uint64(e.requiresLen), uint64(e.payloadLen)} {
 		b = binary.AppendUvarint(b, v)
 	}
-	n := int(e.pathLen) + int(e.requiresLen) + int(e.payloadLen)
-	return append(b, l.chunks[e.chunk][int(e.off):int(e.off)+n]...)
+	b = append(b, l.head(e)...)
+	return append(b, l.payload(e)...)
 }
 
 // DumpMemory hands out memory for dumped entries outside the Go heap, in
@@ -689,7 +688,8 @@ func DecodeDumped(b []byte) ([]DumpedEntry, error) {
 		le := logEntry{sender: TaskID(v[0]), srn: v[1], to: TaskID(v[2]), key: v[3], handler: uint32(v[4]),
 			order: commutative.Order(v[5]), regionSize: int32(v[6]), toPE: PEID(v[7]),
 			pathLen: int32(v[8]), requiresLen: int32(v[9]), payloadLen: int32(v[10])}
-		m, err := le.rebuild(b[:n:n])
+		h := int(v[8] + v[9])
+		m, err := le.rebuild(b[:h:h], b[h:n:n])
 		if err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %w", ErrBadDump, len(out), err)
 		}

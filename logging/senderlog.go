@@ -1,6 +1,7 @@
 package logging
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -22,7 +23,9 @@ import (
 //
 // The garbage collector scans neither (no pointers inside), so its mark
 // work does not grow with the log, and a message costs one copy of its
-// payload and no allocation. With Config.LogOffHeap (the scheduler's PEs)
+// payload and no allocation; the messages of a multicast (one payload to
+// several tasks, sent one after the other) cost one copy of it in all
+// (add). With Config.LogOffHeap (the scheduler's PEs)
 // the chunks are mapped outside the Go heap (logmem.go), so that the
 // collector's goal does not grow with the log either. Before, the log was
 // a []Message whose payloads were the caller's own allocations: every
@@ -41,8 +44,11 @@ import (
 // logBlock is the number of entries in a block.
 const logBlock = 4096
 
-// logEntry is a logged message without its variable parts, which are at
-// [off, off+n) of chunk (path, then requires, then payload).
+// logEntry is a logged message without its variable parts: its path and
+// requires are at [off, off+pathLen+requiresLen) of chunk, its payload at
+// [payloadOff, payloadOff+payloadLen) of the same chunk, either right
+// after them or, for a payload with the same bytes as the one logged just
+// before it (a multicast's), that earlier copy (see add).
 type logEntry struct {
 	sender      TaskID
 	srn         uint64
@@ -57,6 +63,7 @@ type logEntry struct {
 	pathLen     int32
 	requiresLen int32
 	payloadLen  int32
+	payloadOff  int32
 }
 
 type senderLog struct {
@@ -78,7 +85,24 @@ type senderLog struct {
 	// as long as the chunks held stay within keepBytes (0: none kept).
 	free      [][]byte
 	keepBytes int
+	// last is where the payload of the last message logged lies, for add
+	// to share (ok false: none to share, after a reset or forget, or when
+	// that message's payload was an encoded value or shorter than
+	// sharePayloadMin).
+	last lastPayload
 }
+
+// lastPayload is the position of a payload in the log's current chunk.
+type lastPayload struct {
+	ok         bool
+	chunk, off int32
+	n          int32
+}
+
+// forget stops add from sharing the payload logged last with the next
+// message (the engine calls it at the end of each handler and Ready, and
+// when another task sends: only the sends of one handler share).
+func (l *senderLog) forget() { l.last = lastPayload{} }
 
 // len is the number of messages logged.
 func (l *senderLog) len() int { return l.n }
@@ -108,6 +132,7 @@ func (l *senderLog) reset() {
 		l.chunks = l.chunks[:l.cur+1]
 	}
 	l.cur, l.n = 0, 0
+	l.last = lastPayload{}
 	for i := range l.chunks {
 		l.chunks[i] = l.chunks[i][:0]
 	}
@@ -207,10 +232,21 @@ func (l *senderLog) space(need int) int {
 }
 
 // add logs msg, sent to toPE, and returns msg with its Payload pointing
-// at the logged copy. A message that carries its value (Message.Value)
-// is encoded by values straight into the log, and returned with the
-// encoding as its payload and no value.
-func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) Message {
+// at the logged copy, and the number of payload bytes it shares with the
+// message before (see below; for the counts of the log's size). A
+// message that carries its value (Message.Value) is encoded by values
+// straight into the log, and returned with the encoding as its payload
+// and no value.
+//
+// A payload of sharePayloadMin bytes or more with the same bytes as the
+// payload of the message logged just before it (a multicast: the same
+// bytes to several tasks), which still lies in the chunk this message's
+// path and requires go to, is not copied again: the entry's payload is
+// that copy, and the envelopes of the multicast carry one slice, which
+// the scheduler sends once per batch. Both entries are in one chunk, so
+// releases, which free whole chunks below the first entry kept, never
+// free a payload an entry kept refers to.
+func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) (Message, int) {
 	req := l.scratch[:0]
 	for _, d := range msg.Requires {
 		req = binary.AppendUvarint(req, uint64(d.Task))
@@ -225,12 +261,34 @@ func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) Message {
 	if msg.Value != nil {
 		payloadLen = values.ValueSize(msg.Handler, msg.Value)
 	}
+	// same: the payload is the last one's, which the counts take as
+	// shared even when this entry goes to the next chunk, where it must
+	// be copied again (at most one payload per chunk): so they do not
+	// depend on where the chunks end, which differs with the protocol
+	// (PartialDet's entries carry requirements) and the quota.
+	same := false
+	if s := l.last; s.ok && msg.Value == nil && payloadLen >= sharePayloadMin && int(s.n) == payloadLen && int(s.chunk) == l.cur {
+		c := l.chunks[l.cur]
+		same = bytes.Equal(c[s.off:int(s.off)+payloadLen], msg.Payload)
+		if same && cap(c)-len(c) >= pathLen+len(req) {
+			off := len(c)
+			c = msg.ID.CPI.AppendEncoded(c)
+			c = append(c, req...)
+			l.chunks[l.cur] = c
+			end := int(s.off) + payloadLen
+			msg.Payload = c[s.off:end:end]
+			l.append(msg, toPE, logEntry{chunk: s.chunk, off: int32(off), pathLen: int32(pathLen), requiresLen: int32(len(req)),
+				payloadLen: int32(payloadLen), payloadOff: s.off})
+			return msg, payloadLen
+		}
+	}
 	need := pathLen + len(req) + payloadLen
 	ci := l.space(need)
 	c := l.chunks[ci]
 	off := len(c)
 	c = msg.ID.CPI.AppendEncoded(c)
 	c = append(c, req...)
+	l.last = lastPayload{}
 	if msg.Value != nil {
 		at := len(c)
 		encoded, err := values.AppendValue(c, msg.Handler, msg.Value)
@@ -250,22 +308,32 @@ func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) Message {
 		msg.Value = nil
 	} else {
 		c = append(c, msg.Payload...)
+		if payloadLen >= sharePayloadMin {
+			l.last = lastPayload{ok: true, chunk: int32(ci), off: int32(off + pathLen + len(req)), n: int32(payloadLen)}
+		}
 	}
 	l.chunks[ci] = c
 	if payloadLen > 0 {
 		msg.Payload = c[off+pathLen+len(req) : len(c) : len(c)]
 	}
+	l.append(msg, toPE, logEntry{chunk: int32(ci), off: int32(off), pathLen: int32(pathLen), requiresLen: int32(len(req)),
+		payloadLen: int32(payloadLen), payloadOff: int32(off + pathLen + len(req))})
+	if same {
+		return msg, payloadLen
+	}
+	return msg, 0
+}
+
+// append adds the entry of msg, whose variable parts e locates.
+func (l *senderLog) append(msg Message, toPE PEID, e logEntry) {
 	b := l.n / logBlock
 	if b == len(l.blocks) {
 		l.blocks = append(l.blocks, make([]logEntry, 0, logBlock))
 	}
-	l.blocks[b] = append(l.blocks[b], logEntry{
-		sender: msg.ID.Sender, srn: msg.ID.SRN, to: msg.To, key: msg.Key, handler: msg.Handler,
-		order: msg.Annotation.Order, regionSize: int32(msg.Annotation.RegionSize), toPE: toPE,
-		chunk: int32(ci), off: int32(off), pathLen: int32(pathLen), requiresLen: int32(len(req)), payloadLen: int32(payloadLen),
-	})
+	e.sender, e.srn, e.to, e.key, e.handler = msg.ID.Sender, msg.ID.SRN, msg.To, msg.Key, msg.Handler
+	e.order, e.regionSize, e.toPE = msg.Annotation.Order, int32(msg.Annotation.RegionSize), toPE
+	l.blocks[b] = append(l.blocks[b], e)
 	l.n++
-	return msg
 }
 
 // entry is the i-th logged message's fixed part.
@@ -278,21 +346,30 @@ func (l *senderLog) message(i int) Message {
 		panic(fmt.Sprintf("logging: sender log entry %d was released (%d are)", i, l.released))
 	}
 	e := l.entry(i)
-	c := l.chunks[e.chunk]
-	end := int(e.off) + int(e.pathLen) + int(e.requiresLen) + int(e.payloadLen)
-	m, err := e.rebuild(c[e.off:end:end])
+	m, err := e.rebuild(l.head(e), l.payload(e))
 	if err != nil {
 		panic(fmt.Sprintf("logging: sender log entry %d: %v", i, err))
 	}
 	return m
 }
 
-// rebuild makes the message of e from its variable parts (path, then
-// requires, then payload, as add copied them); the payload points into
-// raw.
-func (e *logEntry) rebuild(raw []byte) (Message, error) {
-	if len(raw) != int(e.pathLen)+int(e.requiresLen)+int(e.payloadLen) || e.pathLen < 0 || e.requiresLen < 0 || e.payloadLen < 0 {
-		return Message{}, fmt.Errorf("entry of %d bytes, want %d+%d+%d", len(raw), e.pathLen, e.requiresLen, e.payloadLen)
+// head is entry e's path and requires, in the log.
+func (l *senderLog) head(e *logEntry) []byte {
+	end := int(e.off) + int(e.pathLen) + int(e.requiresLen)
+	return l.chunks[e.chunk][e.off:end:end]
+}
+
+// payload is entry e's payload, in the log.
+func (l *senderLog) payload(e *logEntry) []byte {
+	end := int(e.payloadOff) + int(e.payloadLen)
+	return l.chunks[e.chunk][e.payloadOff:end:end]
+}
+
+// rebuild makes the message of e from its variable parts: raw, its path
+// then its requires, and payload, which the message's payload points to.
+func (e *logEntry) rebuild(raw, payload []byte) (Message, error) {
+	if len(raw) != int(e.pathLen)+int(e.requiresLen) || len(payload) != int(e.payloadLen) || e.pathLen < 0 || e.requiresLen < 0 || e.payloadLen < 0 {
+		return Message{}, fmt.Errorf("entry of %d+%d bytes, want %d+%d+%d", len(raw), len(payload), e.pathLen, e.requiresLen, e.payloadLen)
 	}
 	path, err := parsePath(raw[:e.pathLen])
 	if err != nil {
@@ -325,10 +402,8 @@ func (e *logEntry) rebuild(raw []byte) (Message, error) {
 		req = req[v[3]:]
 		m.Requires = append(m.Requires, d)
 	}
-	at += int(e.requiresLen)
 	if e.payloadLen > 0 {
-		end := at + int(e.payloadLen)
-		m.Payload = raw[at:end:end]
+		m.Payload = payload
 	}
 	return m, nil
 }

@@ -325,7 +325,8 @@ type Stats struct {
 	PiggybackedBytes int
 	LoggedBytes      int
 	// Logged counts the messages copied into the sender log since the
-	// protocol started (LoggedBytes their bytes): messages to other PEs,
+	// protocol started (LoggedBytes their bytes, a multicast's payload,
+	// which the log holds once, counted once): messages to other PEs,
 	// and to tasks that moved in, under FullDet and PartialDet.
 	Logged int
 	// LogBytes and LoggedMessages are the current size of the sender log.

@@ -17,7 +17,8 @@ import (
 // Advances. An envelope thus takes one round whatever its size: the
 // network is uniform, the PEs are in lockstep. Payloads are not carried
 // (the pattern's sizes are added to the log bytes, which grow by exactly
-// a payload's length per message).
+// a payload's length per message, or none for a multicast's copies after
+// the first: Send.Multicast).
 type Engine struct {
 	pat    Pattern
 	kind   logging.Kind
@@ -116,10 +117,19 @@ func (e *Engine) send(pe, t int, stage uint64) {
 	if stage >= e.tasks[t].limit && stage > 0 {
 		return
 	}
+	// logged: the list's payload is in the log (a multicast's next
+	// copies share it: logging.senderLog.add).
+	logged := false
 	for _, s := range e.pat.Sends(t, stage) {
 		from, to, home := commutative.TaskID(t), commutative.TaskID(s.To), logging.PEID(e.pat.Home(s.To))
+		if !s.Multicast || s.Bytes < 64 {
+			logged = false
+		}
 		if e.protos[pe].Logged(from, home, to) {
-			e.payload[pe] += s.Bytes
+			if !logged {
+				e.payload[pe] += s.Bytes
+			}
+			logged = true
 		}
 		e.protos[pe].Send(from, home, logging.Message{
 			To: to, Handler: s.Handler, Annotation: s.Annotation, Key: s.Stage,

@@ -26,6 +26,9 @@ type Send struct {
 	Annotation commutative.Annotation
 	Stage      uint64
 	Bytes      int
+	// Multicast: the payload is the previous send's of the list (one
+	// payload to several tasks), which the sender log holds once.
+	Multicast bool
 }
 
 // Pattern is a mini-app's communication pattern as the protocols see it:
@@ -222,7 +225,7 @@ func (l *LeanMD) Sends(t int, stage uint64) []Send {
 	if l.isCell(t) && stage%2 == 0 {
 		out := make([]Send, 0, len(l.touching[t]))
 		for _, comp := range l.touching[t] {
-			s := Send{To: comp, Handler: 2, Annotation: commutative.CommutativeAnnotation(2), Stage: stage + 1, Bytes: l.posBytes}
+			s := Send{To: comp, Handler: 2, Annotation: commutative.CommutativeAnnotation(2), Stage: stage + 1, Bytes: l.posBytes, Multicast: len(out) > 0}
 			if (comp-l.cells)%l.h == 0 {
 				s.Handler, s.Annotation = 3, commutative.OrderedAnnotation()
 			}
