@@ -253,8 +253,9 @@ type Config struct {
 // to the process before its first checkpoint (LeanMD 3×3×3 on 4 PEs: a
 // peak of 23.9 MB per PE, with a page clear for each of it: 6.5 % of the
 // job's CPU samples, in clear_page_erms under the log's chunks), and with
-// 4 MiB it checkpoints at every sync point, its log peaks at one period
-// of sends (8.3 MB) and the later periods write into the same chunks.
+// 4 MiB it checkpoints at every sync point or every second one (since a
+// multicast's payload is logged once, a period's log is 3.9 MB), its log
+// peaks at 8.3 MB and the later periods write into the same chunks.
 // A PE's log and the memory it holds stay below the limit plus what it
 // sends in one or two sync periods (skipNext).
 //
