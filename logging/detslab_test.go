@@ -125,10 +125,7 @@ func TestReportDeterminantsOptIn(t *testing.T) {
 	for _, report := range []bool{false, true} {
 		p := NewFullDet(Config{PE: 0, PEs: 3, ReportDeterminants: report})
 		p.HostTask(1)
-		p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: 1}})
-		d, ok := p.NextDelivery(1, func(Message) bool { return true })
-		require.True(t, ok)
-		p.EndHandler(1)
+		d := receiveOne(t, p)
 		p.Send(1, 2, Message{To: 5})
 		r := p.Ready()
 		want := Determinant{Message: d.Message.ID, Receiver: 1, RSN: 1}

@@ -53,10 +53,7 @@ func TestEventLoggerStability(t *testing.T) {
 	p := NewFullDet(cfg)
 	e := p.(*FullDet).engine
 	p.HostTask(1)
-	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: 1}})
-	d, ok := p.NextDelivery(1, func(Message) bool { return true })
-	require.True(t, ok)
-	p.EndHandler(1)
+	d := receiveOne(t, p)
 	p.Send(1, 2, Message{To: 5})
 	r := p.Ready()
 	require.Len(t, r.EventLog, 1)
@@ -167,10 +164,7 @@ func TestEventLoggerTakeAndStrip(t *testing.T) {
 	p := NewFullDet(Config{PE: 0, PEs: 3, EventLogger: true, Loggers: 1})
 	el := p.(EventLogging)
 	p.HostTask(1)
-	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: 1}})
-	_, ok := p.NextDelivery(1, func(Message) bool { return true })
-	require.True(t, ok)
-	p.EndHandler(1)
+	receiveOne(t, p)
 	p.Send(1, 2, Message{To: 5})
 	p.Send(1, 1, Message{To: 6})
 	require.Equal(t, 2, p.Stats().PiggybackedDeterminants, "both envelopes carry the record when made")
@@ -191,7 +185,7 @@ func TestEventLoggerTakeAndStrip(t *testing.T) {
 
 	// Without the acknowledgement the record rides.
 	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 2}, To: 1}})
-	_, ok = p.NextDelivery(1, func(Message) bool { return true })
+	_, ok := p.NextDelivery(1, func(Message) bool { return true })
 	require.True(t, ok)
 	p.EndHandler(1)
 	p.Send(1, 2, Message{To: 5})
@@ -279,10 +273,7 @@ func TestEventLoggerLogMatchesAMap(t *testing.T) {
 func TestEventLoggerAllDeadFallsBackToHolders(t *testing.T) {
 	p := NewFullDet(Config{PE: 0, PEs: 3, EventLogger: true, Loggers: 1})
 	p.HostTask(1)
-	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: 1}})
-	_, ok := p.NextDelivery(1, func(Message) bool { return true })
-	require.True(t, ok)
-	p.EndHandler(1)
+	receiveOne(t, p)
 	p.Ready()
 	p.Advance()
 	p.(EventLogging).EventLoggerFailed(0)
@@ -321,4 +312,16 @@ func TestEventLoggerAllDeadFallsBackToHolders(t *testing.T) {
 	p.Send(1, 1, Message{To: 6})
 	require.Empty(t, p.Ready().Envelopes[0].Determinants, "on three PEs: stable")
 	p.Advance()
+}
+
+// receiveOne has task 1 of p receive a message from task 7 and handle
+// it, so that the reception makes a determinant, and returns the
+// delivery.
+func receiveOne(t *testing.T, p Protocol) Delivery {
+	t.Helper()
+	p.Arrive(Envelope{Kind: EnvelopeMessage, From: 1, To: 0, Message: Message{ID: commutative.MessageID{Sender: 7, SRN: 1}, To: 1}})
+	d, ok := p.NextDelivery(1, func(Message) bool { return true })
+	require.True(t, ok)
+	p.EndHandler(1)
+	return d
 }
