@@ -4,20 +4,24 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/gochare/gochare/commutative"
 	"github.com/stretchr/testify/require"
 )
 
-// The determinant slab gives distinct records across chunks, and after a
-// reset hands out zeroed records again without allocating.
+// The determinant slab gives distinct records across chunks, each one
+// cache line, and after a reset hands out zeroed records again without
+// allocating.
 func TestDetSlabRecords(t *testing.T) {
+	require.Equal(t, uintptr(64), unsafe.Sizeof(storedDeterminant{}), "a record is one cache line")
 	var s detSlab
 	n := 2*detSlabChunk + 3
 	recs := make([]*storedDeterminant, n)
 	for i := range n {
 		r, slot := s.get()
 		require.Equal(t, uint32(i), slot)
+		require.Zero(t, uintptr(unsafe.Pointer(r))%64, "record %d starts a cache line", i)
 		r.receiver, r.holders = TaskID(i), uint64(i)
 		recs[i] = r
 	}

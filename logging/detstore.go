@@ -43,8 +43,20 @@ type determinantStore struct {
 	// set cannot hold: PEs from 64 on, and logger PEs (a recovery
 	// envelope's sender).
 	moreHolders map[uint32][]PEID
+	// stamps are the records' event logger stamps by slot, up to the
+	// last slot stored with one (a slot past the end has none): without
+	// an event logger the array stays empty, and the records hold only
+	// what the forward path reads (storedDeterminant).
+	stamps []detStamp
 	// spare are the arrays of tasks forgotten by reset, for reuse.
 	spare []*taskDeterminants
+}
+
+// detStamp is a determinant's event logger stamp (Determinant.Creator,
+// Seq).
+type detStamp struct {
+	seq     uint64
+	creator PEID
 }
 
 type taskSlot struct {
@@ -181,13 +193,39 @@ func (s *determinantStore) get(k determinantKey) (*storedDeterminant, bool) {
 
 // determinant returns the determinant d records.
 func (s *determinantStore) determinant(d *storedDeterminant) Determinant {
+	stamp := s.stamp(d.slot)
 	return Determinant{
 		Message:  MessageID{Sender: d.sender, SRN: d.srn, CPI: s.paths[d.path]},
 		Receiver: d.receiver,
 		RSN:      d.rsn,
-		Creator:  d.creator,
-		Seq:      d.seq,
+		Creator:  stamp.creator,
+		Seq:      stamp.seq,
 	}
+}
+
+// stamp returns the event logger stamp of the record at slot (zero if it
+// has none).
+func (s *determinantStore) stamp(slot uint32) detStamp {
+	if slot < uint32(len(s.stamps)) {
+		return s.stamps[slot]
+	}
+	return detStamp{}
+}
+
+// setStamp keeps the stamp of the record at slot, the last one handed
+// out.
+func (s *determinantStore) setStamp(slot uint32, stamp detStamp) {
+	if slot < uint32(len(s.stamps)) {
+		s.stamps[slot] = stamp
+		return
+	}
+	if stamp == (detStamp{}) {
+		return
+	}
+	n := len(s.stamps)
+	s.stamps = slices.Grow(s.stamps, int(slot)+1-n)[:slot+1]
+	clear(s.stamps[n:])
+	s.stamps[slot] = stamp
 }
 
 // message returns the message d records the reception of.
@@ -284,7 +322,7 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 	stored, slot := s.slab.get()
 	stored.receiver, stored.rsn = d.Receiver, d.RSN
 	stored.sender, stored.srn, stored.path = d.Message.Sender, d.Message.SRN, s.internPath(d.Message.CPI)
-	stored.creator, stored.seq = d.Creator, d.Seq
+	s.setStamp(slot, detStamp{seq: d.Seq, creator: d.Creator})
 	for _, pe := range holders {
 		if bit := uint64(1) << (uint32(pe) & 63); uint32(pe) < 64 && stored.holders&bit == 0 {
 			stored.holders |= bit
@@ -296,14 +334,19 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 	entry := determinantEntry{rsn: d.RSN, slot: slot}
 	if n := len(t.entries); n == 0 || t.entries[n-1].rsn < d.RSN {
 		t.entries = append(t.entries, entry)
+		if n == 0 {
+			t.first = d.RSN
+		}
 	} else {
 		i, found := t.find(d.RSN)
 		if found {
 			panic("logging: determinantStore.add of a position already stored")
 		}
 		t.entries = slices.Insert(t.entries, i, entry)
+		if i == 0 {
+			t.first = d.RSN
+		}
 	}
-	t.first = t.entries[0].rsn
 	s.count++
 	return stored, slot
 }
@@ -375,4 +418,6 @@ func (s *determinantStore) reset() {
 	clear(s.paths[1:])
 	s.paths = s.paths[:1]
 	clear(s.moreHolders)
+	clear(s.stamps)
+	s.stamps = s.stamps[:0]
 }

@@ -409,14 +409,16 @@ type receivedMessage struct {
 // a bit set of the PEs below 64 with any other in a side table
 // (determinantStore.moreHolders). determinantStore.determinant gives the
 // Determinant back.
+//
+// A record is 64 bytes, one cache line of the slab's chunks (which are
+// larger than a page, so line-aligned), with the fields a duplicate
+// arrival and a walk of piggyback read first: storeReceived, for a
+// determinant it holds already, compares the message and tests the
+// sender's holder bit; piggyback tests holders and carried bits. At 72
+// bytes every record straddled two lines. The event logger's stamp
+// (Determinant.Creator, Seq), zero without one, is kept by slot beside
+// the slab (determinantStore.stamps).
 type storedDeterminant struct {
-	receiver TaskID
-	rsn      uint64
-	sender   TaskID
-	srn      uint64
-	// seq and creator are the event logger's stamp (Determinant.Seq,
-	// Creator).
-	seq uint64
 	// holders has bit p set for each PE p below 64 known to store the
 	// determinant, this one included; the others are in the store's
 	// moreHolders (flag detMoreHolders). A holder stays until the next
@@ -425,16 +427,19 @@ type storedDeterminant struct {
 	// carried has bit p set once the determinant rode to PE p (p < 64;
 	// Config.Ordered only; see carriesTo).
 	carried uint64
-	creator PEID
+	sender  TaskID
+	srn     uint64
 	// path is the message's path: an index in determinantStore.paths,
 	// 0 for the empty path.
 	path uint32
-	// slot is the record's place in the slab (detSlab.at).
-	slot uint32
 	// holderCount is the number of holders (at most maxHolderCount:
 	// isStable compares it with the bound, which is far below).
 	holderCount uint16
 	flags       uint8
+	// slot is the record's place in the slab (detSlab.at).
+	slot     uint32
+	receiver TaskID
+	rsn      uint64
 }
 
 // maxHolderCount caps storedDeterminant.holderCount.
@@ -1119,7 +1124,8 @@ func (e *engine) eventLogged() bool { return e.el != nil && e.el.target >= 0 }
 // Under an event logger: a live logger acknowledged it.
 func (e *engine) isStable(d *storedDeterminant) bool {
 	if e.eventLogged() {
-		return e.el.stable(d.creator, d.seq)
+		stamp := e.determinants.stamp(d.slot)
+		return e.el.stable(stamp.creator, stamp.seq)
 	}
 	return int(d.holderCount) > e.bound
 }
