@@ -71,6 +71,14 @@ type taskDeterminants struct {
 	// written, are in the cache).
 	first   uint64
 	entries []determinantEntry
+	// dense: the entries are every RSN from first to first+len-1 (each
+	// appended at the next RSN, as FullDet records them), so that
+	// whether an RSN is stored and where a new one goes follow from
+	// first and the length. A new determinant, about half the arrivals
+	// at 4 PEs, then reads no entry: the last one, written a step
+	// before, was a cache miss on most (docs/benchmarks.md, "fd6
+	// (2026-11-28)").
+	dense bool
 	// host is the task when this PE hosts it (engine.hostedTask sets
 	// it, nil otherwise): a determinant stored for it may extend its
 	// replay (storeReceived), which costs no look-up in engine.tasks.
@@ -151,6 +159,12 @@ func (s *determinantStore) growTasks() {
 func (t *taskDeterminants) find(rsn uint64) (int, bool) {
 	if off := rsn - t.first; off < uint64(len(t.entries)) && t.entries[off].rsn == rsn {
 		return int(off), true
+	}
+	if t.dense {
+		if rsn < t.first {
+			return 0, false
+		}
+		return len(t.entries), false
 	}
 	return t.search(rsn)
 }
@@ -332,12 +346,16 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 		}
 	}
 	entry := determinantEntry{rsn: d.RSN, slot: slot}
-	if n := len(t.entries); n == 0 || t.entries[n-1].rsn < d.RSN {
+	switch n := len(t.entries); {
+	case n == 0:
 		t.entries = append(t.entries, entry)
-		if n == 0 {
-			t.first = d.RSN
-		}
-	} else {
+		t.first, t.dense = d.RSN, true
+	case t.dense && d.RSN == t.first+uint64(n):
+		t.entries = append(t.entries, entry)
+	case t.dense && d.RSN > t.first+uint64(n), !t.dense && t.entries[n-1].rsn < d.RSN:
+		t.entries = append(t.entries, entry)
+		t.dense = false
+	default:
 		i, found := t.find(d.RSN)
 		if found {
 			panic("logging: determinantStore.add of a position already stored")
@@ -346,6 +364,7 @@ func (s *determinantStore) add(t *taskDeterminants, d Determinant, holders ...PE
 		if i == 0 {
 			t.first = d.RSN
 		}
+		t.dense = false
 	}
 	s.count++
 	return stored, slot
@@ -407,7 +426,7 @@ func (s *determinantStore) all() iter.Seq[*storedDeterminant] {
 func (s *determinantStore) reset() {
 	for i, slot := range s.tasks {
 		if t := slot.t; t != nil {
-			t.entries, t.host = t.entries[:0], nil
+			t.entries, t.host, t.dense = t.entries[:0], nil, false
 			s.spare = append(s.spare, t)
 			s.tasks[i] = taskSlot{}
 		}

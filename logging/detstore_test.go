@@ -11,7 +11,8 @@ import (
 // The determinant store agrees with a map keyed by (receiver, RSN) under
 // additions in order, with gaps and out of order, and across resets: the
 // same records found, the same highest RSN per task, the same records
-// listed in (receiver, RSN) order. Odd seeds spread over enough tasks
+// listed in (receiver, RSN) order; a task marked dense holds every RSN
+// from its first on. Odd seeds spread over enough tasks
 // (identities as the scheduler makes them, a collection in the top bits)
 // for the table of tasks to grow.
 func TestDeterminantStoreAgreesWithMap(t *testing.T) {
@@ -72,6 +73,13 @@ func TestDeterminantStoreAgreesWithMap(t *testing.T) {
 				}
 				require.Equal(t, keys, listed)
 				require.Equal(t, len(naive), s.len())
+				for _, slot := range s.tasks {
+					if td := slot.t; td != nil && td.dense {
+						for i, e := range td.entries {
+							require.Equal(t, td.first+uint64(i), e.rsn, "seed %d step %d: task %d marked dense", seed, step, slot.task)
+						}
+					}
+				}
 				for i := range tasks + 1 {
 					require.Equal(t, last[taskOf(i)], s.lastRSN(taskOf(i)))
 				}
