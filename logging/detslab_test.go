@@ -15,6 +15,9 @@ import (
 // allocating.
 func TestDetSlabRecords(t *testing.T) {
 	require.Equal(t, uintptr(64), unsafe.Sizeof(storedDeterminant{}), "a record is one cache line")
+	require.Equal(t, uintptr(64), unsafe.Sizeof(taskSlot{}), "a slot of the store's table of tasks is one cache line")
+	e := newEngine(KindFullDet, Config{PE: 0, PEs: 4})
+	require.Zero(t, uintptr(unsafe.Pointer(&e.determinants.tasks[0]))%64, "the table of tasks starts a cache line")
 	var s detSlab
 	n := 2*detSlabChunk + 3
 	recs := make([]*storedDeterminant, n)

@@ -27,7 +27,12 @@ type determinantStore struct {
 	// top bits, from taskShift). The Go map it replaces, behind a
 	// direct-mapped cache of 256 tasks, missed the cache often on
 	// LeanMD's few hundred receivers (docs/benchmarks.md, "fd4
-	// (2026-11-28)"). Entries leave only all at once (reset).
+	// (2026-11-28)"). Entries leave only all at once (reset). A slot
+	// holds the task's taskDeterminants itself, in one cache line: with
+	// a pointer to them, an arrival missed the cache on the slot and
+	// again on the struct (docs/benchmarks.md, "fd6 (2026-11-28)"). So
+	// a *taskDeterminants that of or newTask returns is good until the
+	// next newTask, which may move the table.
 	tasks     []taskSlot
 	taskShift uint
 	taskCount int
@@ -48,8 +53,9 @@ type determinantStore struct {
 	// an event logger the array stays empty, and the records hold only
 	// what the forward path reads (storedDeterminant).
 	stamps []detStamp
-	// spare are the arrays of tasks forgotten by reset, for reuse.
-	spare []*taskDeterminants
+	// spare are the entry arrays of tasks forgotten by reset, for
+	// reuse.
+	spare [][]determinantEntry
 }
 
 // detStamp is a determinant's event logger stamp (Determinant.Creator,
@@ -59,9 +65,11 @@ type detStamp struct {
 	creator PEID
 }
 
+// taskSlot is a slot of determinantStore.tasks, 64 bytes.
 type taskSlot struct {
 	task TaskID
-	t    *taskDeterminants // nil: a free slot
+	t    taskDeterminants
+	used bool // false: a free slot
 }
 
 type taskDeterminants struct {
@@ -90,8 +98,11 @@ type determinantEntry struct {
 	slot uint32 // index in the slab
 }
 
-// detTasksMin is the smallest size of determinantStore.tasks.
-const detTasksMin = 64
+// detTasksMin is the smallest size of determinantStore.tasks: 32 KiB,
+// which the Go allocator gives as a large object, page-aligned, so that
+// each slot is a cache line; a smaller array of a type with pointers
+// starts after an allocation header, and every slot straddled two lines.
+const detTasksMin = 512
 
 func newDeterminantStore() determinantStore {
 	return determinantStore{
@@ -106,41 +117,43 @@ func (s *determinantStore) taskHome(task TaskID) uint64 {
 	return (uint64(task) * 0x9e3779b97f4a7c15) >> s.taskShift
 }
 
-// of returns receiver's determinants, or nil.
+// of returns receiver's determinants, or nil (good until the next
+// newTask).
 func (s *determinantStore) of(receiver TaskID) *taskDeterminants {
 	mask := uint64(len(s.tasks) - 1)
 	for i := s.taskHome(receiver); ; i = (i + 1) & mask {
 		slot := &s.tasks[i]
-		if slot.t == nil || slot.task == receiver {
-			return slot.t
+		if !slot.used {
+			return nil
+		}
+		if slot.task == receiver {
+			return &slot.t
 		}
 	}
 }
 
 // newTask adds receiver, which the store has no determinant of, and
-// returns its (empty) determinants.
+// returns its (empty) determinants, good until the next newTask.
 func (s *determinantStore) newTask(receiver TaskID) *taskDeterminants {
 	if 2*(s.taskCount+1) > len(s.tasks) {
 		s.growTasks()
 	}
-	var t *taskDeterminants
+	var t taskDeterminants
 	if n := len(s.spare); n > 0 {
-		t, s.spare = s.spare[n-1], s.spare[:n-1]
-	} else {
-		t = &taskDeterminants{}
+		t.entries, s.spare = s.spare[n-1], s.spare[:n-1]
 	}
-	s.insertTask(receiver, t)
 	s.taskCount++
-	return t
+	return s.insertTask(receiver, t)
 }
 
-func (s *determinantStore) insertTask(task TaskID, t *taskDeterminants) {
+func (s *determinantStore) insertTask(task TaskID, t taskDeterminants) *taskDeterminants {
 	mask := uint64(len(s.tasks) - 1)
 	i := s.taskHome(task)
-	for s.tasks[i].t != nil {
+	for s.tasks[i].used {
 		i = (i + 1) & mask
 	}
-	s.tasks[i] = taskSlot{task, t}
+	s.tasks[i] = taskSlot{task: task, t: t, used: true}
+	return &s.tasks[i].t
 }
 
 // growTasks doubles s.tasks.
@@ -148,8 +161,8 @@ func (s *determinantStore) growTasks() {
 	old := s.tasks
 	s.tasks = make([]taskSlot, 2*len(old))
 	s.taskShift--
-	for _, slot := range old {
-		if slot.t != nil {
+	for i := range old {
+		if slot := &old[i]; slot.used {
 			s.insertTask(slot.task, slot.t)
 		}
 	}
@@ -385,8 +398,8 @@ func (s *determinantStore) len() int { return s.count }
 // receivers returns the tasks the store holds determinants of, sorted.
 func (s *determinantStore) receivers() []TaskID {
 	out := make([]TaskID, 0, s.taskCount)
-	for _, slot := range s.tasks {
-		if slot.t != nil {
+	for i := range s.tasks {
+		if slot := &s.tasks[i]; slot.used {
 			out = append(out, slot.task)
 		}
 	}
@@ -424,11 +437,10 @@ func (s *determinantStore) all() iter.Seq[*storedDeterminant] {
 
 // reset forgets every record (at a checkpoint), keeping the arrays.
 func (s *determinantStore) reset() {
-	for i, slot := range s.tasks {
-		if t := slot.t; t != nil {
-			t.entries, t.host, t.dense = t.entries[:0], nil, false
-			s.spare = append(s.spare, t)
-			s.tasks[i] = taskSlot{}
+	for i := range s.tasks {
+		if slot := &s.tasks[i]; slot.used {
+			s.spare = append(s.spare, slot.t.entries[:0])
+			*slot = taskSlot{}
 		}
 	}
 	s.taskCount = 0

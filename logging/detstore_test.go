@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -73,8 +74,9 @@ func TestDeterminantStoreAgreesWithMap(t *testing.T) {
 				}
 				require.Equal(t, keys, listed)
 				require.Equal(t, len(naive), s.len())
+				require.Zero(t, uintptr(unsafe.Pointer(&s.tasks[0]))%64, "the table of tasks starts a cache line")
 				for _, slot := range s.tasks {
-					if td := slot.t; td != nil && td.dense {
+					if td := slot.t; slot.used && td.dense {
 						for i, e := range td.entries {
 							require.Equal(t, td.first+uint64(i), e.rsn, "seed %d step %d: task %d marked dense", seed, step, slot.task)
 						}
