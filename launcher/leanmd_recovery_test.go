@@ -36,3 +36,27 @@ func TestLeanMDKilledPEUnderPartialDetEndsWithCleanDigest(t *testing.T) {
 	runKilled(t, regexp.MustCompile(`^digest: ([0-9a-f]{16})$`), 5, 7,
 		"leanmd", "--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "10", "--steps", "12", "--migrate-every", "10")
 }
+
+// Three rollbacks under none, the first interrupted: PE 1 dies at step
+// 6 (checkpoints at steps 4 and 9), PE 4 as soon as the rollback for it
+// starts, and PE 0 when the tasks, rolled back a second time, reach step
+// 8. PE 2 restores, and adopts into its own copy, tasks of PE 1 in the
+// first rollback; the second places some of them on PE 0 and PE 3. The
+// third, for PE 0 alone, used to restore those on PE 2 from its own copy
+// as well as on PE 3, and the job went quiescent with messages sent to
+// the other copy ("no task called Exit").
+func TestLeanMDThirdRollbackAfterAnInterruptedOne(t *testing.T) {
+	digest := regexp.MustCompile(`^digest: ([0-9a-f]{16})$`)
+	base := []string{"run", "leanmd", "--pes", "5", "--ft", "none", "--checkpoint-every", "5",
+		"--cells", "3,3,3", "--kaway", "1,1,1", "--atoms", "10", "--steps", "12", "--migrate-every", "10"}
+	clean := startJob(t, base...)
+	require.Equal(t, 0, clean.wait(t, time.Minute), clean.output())
+	want := clean.waitLine(t, digest, time.Second)[1]
+
+	j := startJob(t, append(base, "--kill", "pe=1,at=step:6", "--kill", "pe=4,at=recovery:1", "--kill", "pe=0,at=step:8")...)
+	require.Equal(t, 0, j.wait(t, time.Minute), j.output())
+	for gen, pe := range []int{1, 4, 0} {
+		j.waitLine(t, regexp.MustCompile(fmt.Sprintf(`PE %d failed: every task rolls back to checkpoint 2 \(generation %d\)`, pe, gen+1)), time.Second)
+	}
+	require.Equal(t, want, j.waitLine(t, digest, time.Second)[1], "digest after three rollbacks, output:\n%s", j.output())
+}

@@ -256,3 +256,28 @@ func (s *Store) AdoptOwn(epoch uint64, records []TaskRecord) error {
 	s.committed.ownBytes = recordsBytes(sorted)
 	return nil
 }
+
+// ReleaseOwn drops from this PE's own copy of the committed epoch the
+// records of the tasks release names: tasks it adopted in a recovery
+// that a later recovery's plan placed on another PE. The own copy is
+// what a rollback restores, so it must hold only the tasks whose
+// checkpoint this PE holds; a record it kept would restore its task a
+// second time, here as well as where the plan put it. Buddy copies are
+// not touched.
+func (s *Store) ReleaseOwn(epoch uint64, release func(TaskRef) bool) error {
+	if epoch == 0 || epoch != s.committed.epoch {
+		return fmt.Errorf("%w: releasing tasks of epoch %d, committed epoch is %d", ErrEpoch, epoch, s.committed.epoch)
+	}
+	kept := make([]TaskRecord, 0, len(s.committed.own))
+	for _, r := range s.committed.own {
+		if !release(r.Ref()) {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == len(s.committed.own) {
+		return nil
+	}
+	s.committed.own = kept
+	s.committed.ownBytes = recordsBytes(kept)
+	return nil
+}

@@ -219,6 +219,33 @@ func TestAdoptOwnAddsRestoredTasks(t *testing.T) {
 	}
 }
 
+// ReleaseOwn drops adopted records from the own copy, and only those.
+func TestReleaseOwnDropsTasksPlacedElsewhere(t *testing.T) {
+	s := NewStore()
+	must(t, s.Stage(3, []TaskRecord{{Collection: 0, Lin: 1, Task: []byte("a")}}))
+	must(t, s.StageBuddy(2, 3, []TaskRecord{{Collection: 0, Lin: 5, Task: []byte("b")}}))
+	must(t, s.Commit(3))
+	must(t, s.AdoptOwn(3, []TaskRecord{{Collection: 0, Lin: 5, Task: []byte("b")}, {Collection: 1, Lin: 0, Task: []byte("cc")}}))
+	if err := s.ReleaseOwn(2, func(TaskRef) bool { return true }); !errors.Is(err, ErrEpoch) {
+		t.Fatalf("release at an old epoch: %v, want ErrEpoch", err)
+	}
+	elsewhere := TaskRef{Collection: 0, Lin: 5}
+	must(t, s.ReleaseOwn(3, func(r TaskRef) bool { return r == elsewhere }))
+	own, _ := s.Own(3)
+	if len(own) != 2 || own[0].Ref() != (TaskRef{Collection: 0, Lin: 1}) || own[1].Ref() != (TaskRef{Collection: 1, Lin: 0}) {
+		t.Fatalf("own after the release: %v", own)
+	}
+	if _, ok := s.OwnRecord(elsewhere); ok {
+		t.Fatal("the released task is still in the own copy")
+	}
+	if r, ok := s.BuddyRecord(2, elsewhere); !ok || string(r.Task) != "b" {
+		t.Fatalf("the buddy copy must keep its record: %v %v", r, ok)
+	}
+	if m := s.Memory(); m.Own != 3 || m.Buddy != 1 {
+		t.Fatalf("memory after the release: %+v, want 3 own and 1 buddy bytes", m)
+	}
+}
+
 // AnyRecord finds a task's record in the own copy or any ward's copy.
 func TestStoreAnyRecord(t *testing.T) {
 	s := NewStore()

@@ -86,6 +86,22 @@ func (pe *PE) rollback(ev job.Rollback) {
 		}
 	}
 	pe.markFailed(ev.Failed, ev.Relocations)
+	// Such a task is no longer this PE's to restore: its record leaves
+	// the own copy (after markFailed, which may send it from there), or a
+	// later rollback whose plan no longer names it would restore it here
+	// as well as on the PE this plan put it on.
+	elsewhere := map[migrate.TaskRef]bool{}
+	for _, r := range ev.Relocations {
+		if r.ToPE != pe.cfg.Rank {
+			elsewhere[r.Task] = true
+		}
+	}
+	if _, ok := pe.store.Own(ev.Epoch); ok && len(elsewhere) > 0 {
+		if err := pe.store.ReleaseOwn(ev.Epoch, func(t migrate.TaskRef) bool { return elsewhere[t] }); err != nil {
+			pe.cfg.Control.Fail(err)
+			return
+		}
+	}
 	pe.receiveEarly()
 	pe.reportRestored()
 }

@@ -157,6 +157,36 @@ func EventLoggerScenario(seed uint64) Config {
 	return cfg
 }
 
+// RollbackCascadeScenario is a cascade of rollbacks under None (the
+// chaos campaigns' "many" kind, made to strike at the moments that
+// matter): LeanMD on 5 PEs with a checkpoint every 2 steps, also on
+// disk; a PE dies at a step, its buddy's successor (not its buddy) right
+// after it handled the first Rollback, so that rollback is interrupted
+// and replaced by a second, and a third PE, the first one's ward, once
+// the tasks run again after the second (at the same step, or after a
+// Resume or a quiescence probe), before the next checkpoint: a third
+// rollback from the same checkpoint, in memory, whose plan names only
+// that PE's tasks. The ranks are rotated by the seed; the network is the
+// seed's Scenario's.
+func RollbackCascadeScenario(seed uint64) Config {
+	rng := newRand(seed, 14)
+	wl := Workloads[2] // leanmd
+	cfg := Config{Seed: seed, App: wl.App, Args: wl.Args, PEs: 5, Protocol: logging.KindNone,
+		CheckpointEvery: 2, Disk: true, Net: Scenario(seed).Net}
+	shift := rng.IntN(cfg.PEs)
+	rank := func(pe int) int { return (pe + shift) % cfg.PEs }
+	step := 3 + uint64(rng.IntN(3))
+	third := Fault{PE: rank(0), AtStep: step}
+	switch rng.IntN(3) {
+	case 1:
+		third = Fault{PE: rank(0), AfterEvent: "Resume", Nth: 1 + int(step)/2 + rng.IntN(2)}
+	case 2:
+		third = Fault{PE: rank(0), AfterEvent: "Probe", Nth: 1 + rng.IntN(40)}
+	}
+	cfg.Faults = []Fault{{PE: rank(1), AtStep: step}, {PE: rank(4), AfterEvent: "Rollback", Nth: 1}, third}
+	return cfg
+}
+
 // FewTasks is the workload a third of the runs of 3 or 4 PEs with a log
 // limit take instead of theirs (Scenario): stencil3d with 2 chunks, so
 // that some PEs host no task of a collection with sync points.
