@@ -9,11 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A mapped chunk is faulted in 2 MiB at a time as the log reaches it,
-// not when it is mapped: a period that logs 1 MiB into a 4 MiB chunk
-// leaves the chunk's second half untouched, and the log faults that half
-// in, whole, once a message reaches it. A DumpMemory chunk is faulted in
-// whole when mapped.
+// A mapped chunk is faulted in a huge page at a time as the log reaches
+// it, not when it is mapped: a period that logs 1 MiB into a 4 MiB chunk
+// leaves the chunk's second huge page untouched, and the log faults that
+// one in, whole, once a message reaches it. A DumpMemory chunk is faulted
+// in whole when mapped.
 func TestMappedChunkFaultsInAsTheLogReachesIt(t *testing.T) {
 	probe, err := unix.Mmap(-1, 0, hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	require.NoError(t, err)
@@ -49,11 +49,11 @@ func TestMappedChunkFaultsInAsTheLogReachesIt(t *testing.T) {
 	require.Len(t, l.chunks, 1)
 	c := l.chunks[0]
 	require.Equal(t, mappedChunk, cap(c))
-	require.Equal(t, hugePage/pageSize, resident(c, 0, hugePage), "the 2 MiB the log reached are faulted in whole")
-	require.Zero(t, resident(c, hugePage, mappedChunk), "the 2 MiB the log has not reached cost no memory")
+	require.Equal(t, hugePage/pageSize, resident(c, 0, hugePage), "the huge page the log reached is faulted in whole")
+	require.Zero(t, resident(c, hugePage, mappedChunk), "the huge page the log has not reached costs no memory")
 
 	add(2) // the log reaches 2 MiB and 2000 bytes
-	require.Equal(t, mappedChunk/pageSize, resident(c, 0, mappedChunk), "the second half is faulted in once a message reaches it")
+	require.Equal(t, mappedChunk/pageSize, resident(c, 0, mappedChunk), "the second huge page is faulted in once a message reaches it")
 
 	// A period that reuses the chunk finds it faulted in.
 	l.reset()

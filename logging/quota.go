@@ -566,7 +566,7 @@ const DumpSlab = mappedChunk
 // NewDumpMemory returns an empty DumpMemory.
 func NewDumpMemory() *DumpMemory {
 	m := newLogMemory(true)
-	m.wholeHuge = true
+	m.faultWhole = true
 	return &DumpMemory{m}
 }
 

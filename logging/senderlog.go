@@ -334,10 +334,11 @@ func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) (Message, i
 }
 
 // reach faults chunk c in up to byte end (excluded) before the log
-// writes there: a mapped chunk is faulted in 2 MiB at a time as the log
-// reaches it (logMemory.fault), not when it is mapped, so the part of a
-// period's last chunk the period never reaches costs no memory and no
-// clearing (a 4 MiB chunk holding 0.4 MiB costs 2 MiB, not 4).
+// writes there: a mapped chunk is faulted in a huge page (2 MiB) at a
+// time as the log reaches it (logMemory.fault), not when it is mapped, so
+// the part of a period's last chunk the period never reaches costs no
+// memory and no clearing (a 4 MiB chunk holding 0.4 MiB costs one huge
+// page, not two).
 func (l *senderLog) reach(c []byte, end int) {
 	if l.mem.owner == nil {
 		return
