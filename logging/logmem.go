@@ -21,7 +21,10 @@ import (
 //     goal stays near what the PE really keeps, and the short-lived
 //     allocations are made again and again in the same warm memory;
 //   - a mapped chunk is asked to be backed by huge pages, so writing the
-//     log costs one fault per 2 MiB instead of one per 4 KiB.
+//     log costs one fault per 2 MiB instead of one per 4 KiB; the log
+//     faults it in a huge page at a time, in one call each, as it
+//     reaches it (fault), and only as far as it reaches (DumpMemory's
+//     chunks are faulted in whole when mapped).
 //
 // A mapped chunk is unmapped when a checkpoint finds it unused for a whole
 // period (the log shrank), and every one when the log itself is garbage
@@ -53,6 +56,10 @@ type logMemory struct {
 	// mappedChunk (a log under a quota: quotaChunk); a mapped chunk
 	// smaller than a huge page is mapped with small pages.
 	size int
+	// faultWhole faults a mapped chunk in whole when it is mapped
+	// (DumpMemory's: a logger writes its chunks whole); otherwise the log
+	// faults it in as it reaches it (fault).
+	faultWhole bool
 }
 
 type memOwner struct{ maps *mappings }
@@ -92,7 +99,7 @@ func (m logMemory) chunk(need int) []byte {
 		if m.size > 0 && need <= m.size {
 			size = m.size
 		}
-		if c, region, ok := mapChunk(size); ok {
+		if c, region, ok := mapChunk(size, m.faultWhole); ok {
 			ms := m.owner.maps
 			ms.mu.Lock()
 			ms.regions[&c[:1][0]] = region
@@ -106,6 +113,25 @@ func (m logMemory) chunk(need int) []byte {
 		return make([]byte, 0, max(m.size, need))
 	}
 	return make([]byte, 0, max(heapChunk, need))
+}
+
+// fault faults in chunk c, a huge page (2 MiB) at a time, from byte from
+// (where the pages before are faulted in) to the huge page that holds
+// byte end-1, and returns how far c is faulted in then: in one call per
+// huge page rather than as the log writes it (where the kernel has no
+// huge page to give, one fault per 4 KiB costs about twice as much:
+// docs/benchmarks.md, "Checkpoint cost"). Only a mapped chunk of whole
+// huge pages is faulted in so; any other faults as it is written (it
+// returns cap(c)).
+func (m logMemory) fault(c []byte, from, end int) int {
+	if m.owner == nil || m.faultWhole || cap(c)%hugePage != 0 || addrOf(c[:1])%hugePage != 0 {
+		return cap(c)
+	}
+	to := min((end+hugePage-1)/hugePage*hugePage, cap(c))
+	if to > from {
+		populate(c[from:to:to])
+	}
+	return max(to, from)
 }
 
 // release gives back a chunk no slice refers to any more.

@@ -564,7 +564,11 @@ type DumpMemory struct{ mem logMemory }
 const DumpSlab = mappedChunk
 
 // NewDumpMemory returns an empty DumpMemory.
-func NewDumpMemory() *DumpMemory { return &DumpMemory{newLogMemory(true)} }
+func NewDumpMemory() *DumpMemory {
+	m := newLogMemory(true)
+	m.faultWhole = true
+	return &DumpMemory{m}
+}
 
 // Chunk returns a chunk of at least n bytes (len its capacity).
 func (m *DumpMemory) Chunk(n int) []byte {

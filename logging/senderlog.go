@@ -90,6 +90,10 @@ type senderLog struct {
 	// that message's payload was an encoded value or shorter than
 	// sharePayloadMin).
 	last lastPayload
+	// faulted is how far the chunk that starts at faultedAt (the one
+	// being filled) is faulted in (reach).
+	faultedAt uintptr
+	faulted   int
 }
 
 // lastPayload is the position of a payload in the log's current chunk.
@@ -133,6 +137,7 @@ func (l *senderLog) reset() {
 	}
 	l.cur, l.n = 0, 0
 	l.last = lastPayload{}
+	l.faultedAt, l.faulted = 0, 0
 	for i := range l.chunks {
 		l.chunks[i] = l.chunks[i][:0]
 	}
@@ -203,6 +208,7 @@ func (l *senderLog) space(need int) int {
 		c := l.reused(need)
 		if c == nil {
 			c = l.mem.chunk(need)
+			l.faultedAt = 0
 		}
 		l.chunks = append(l.chunks, c)
 		return 0
@@ -220,6 +226,7 @@ func (l *senderLog) space(need int) int {
 	c := l.reused(need)
 	if c == nil {
 		c = l.mem.chunk(need)
+		l.faultedAt = 0
 	}
 	if l.cur == len(l.chunks) {
 		l.chunks = append(l.chunks, c)
@@ -272,6 +279,7 @@ func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) (Message, i
 		same = bytes.Equal(c[s.off:int(s.off)+payloadLen], msg.Payload)
 		if same && cap(c)-len(c) >= pathLen+len(req) {
 			off := len(c)
+			l.reach(c, off+pathLen+len(req))
 			c = msg.ID.CPI.AppendEncoded(c)
 			c = append(c, req...)
 			l.chunks[l.cur] = c
@@ -286,6 +294,7 @@ func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) (Message, i
 	ci := l.space(need)
 	c := l.chunks[ci]
 	off := len(c)
+	l.reach(c, off+need)
 	c = msg.ID.CPI.AppendEncoded(c)
 	c = append(c, req...)
 	l.last = lastPayload{}
@@ -322,6 +331,24 @@ func (l *senderLog) add(msg Message, toPE PEID, values ValueEncoder) (Message, i
 		return msg, payloadLen
 	}
 	return msg, 0
+}
+
+// reach faults chunk c in up to byte end (excluded) before the log
+// writes there: a mapped chunk is faulted in a huge page (2 MiB) at a
+// time as the log reaches it (logMemory.fault), not when it is mapped, so
+// the part of a period's last chunk the period never reaches costs no
+// memory and no clearing (a 4 MiB chunk holding 0.4 MiB costs one huge
+// page, not two).
+func (l *senderLog) reach(c []byte, end int) {
+	if l.mem.owner == nil {
+		return
+	}
+	if at := addrOf(c[:1]); at != l.faultedAt {
+		l.faultedAt, l.faulted = at, 0
+	}
+	if end > l.faulted {
+		l.faulted = l.mem.fault(c, l.faulted, end)
+	}
 }
 
 // append adds the entry of msg, whose variable parts e locates.
