@@ -1,0 +1,174 @@
+package logging
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Under a quota, a multicast (one payload to several tasks, sent by one
+// handler) is counted and dumped as the log holds it: its payload once.
+// Checked against naive versions over random multicasts, acknowledgement
+// delays and chunk ends: the quota's memory is at every step at least
+// the bytes of the entries not released with each payload the log holds
+// counted once (more only for an entry that shares the payload of one
+// dumped before it was logged, which counts in full, as its dump carries
+// it again), and never past the quota; every dump decodes to the messages sent, its
+// first entry carrying its payload; every entry picked out of the run
+// alone (PickDumped) decodes to its message; and the bytes dumped are
+// those of the entries with each multicast's payload once.
+func TestLogQuotaDumpsAMulticastsPayloadOnce(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		const quota = 24 << 10
+		e := newEngine(KindPartialDet, Config{PE: 0, PEs: 2, LogQuota: quota, Loggers: 1})
+		e.HostTask(1)
+		var sent []Message
+		var dumps, unacked []DumpBatch
+		perMessage, carried := 0, 0
+		// heldNaive is the bytes of the entries not released (as
+		// messages), each payload the log holds (chunk, offset) once.
+		heldNaive := func() int {
+			seen := map[[2]int32]bool{}
+			n := 0
+			for i := e.log.released; i < e.log.len(); i++ {
+				en := e.log.entry(i)
+				n += e.log.message(i).wireSize()
+				if k := [2]int32{en.chunk, en.payloadOff}; seen[k] && en.payloadLen > 0 {
+					n -= int(en.payloadLen)
+				}
+				seen[[2]int32{en.chunk, en.payloadOff}] = true
+			}
+			return n
+		}
+		for h := 0; h < 300; h++ {
+			ok, err := e.LogRoom()
+			require.NoError(t, err)
+			if !ok {
+				require.NotEmpty(t, unacked, "seed %d: no room and nothing to wait for", seed)
+			}
+			for !ok {
+				d := unacked[0]
+				unacked = unacked[1:]
+				e.DumpAcked(d.Logger, d.Epoch, d.To)
+				ok, err = e.LogRoom()
+				require.NoError(t, err)
+			}
+			// One handler: a multicast of 1-6 messages, now and then a
+			// message of its own between two.
+			// The first is the largest a handler sends (the log keeps
+			// room for the largest burst it has seen).
+			payload := make([]byte, 64+rng.IntN(1500))
+			copies, first := 1+rng.IntN(6), h == 0
+			if first {
+				payload, copies = make([]byte, 1564), 6
+			}
+			for j := range payload {
+				payload[j] = byte(rng.Uint32())
+			}
+			for k := range copies {
+				p := payload
+				if k > 0 && (first || rng.IntN(8) == 0) {
+					p = append([]byte(nil), payload...)
+					p[0] += byte(k)
+				}
+				m := Message{To: TaskID(2 + k), Handler: 3, Key: uint64(h), Payload: p}
+				m.ID = e.Send(1, 1, m)
+				sent = append(sent, m)
+				perMessage += len(p)
+				require.GreaterOrEqual(t, e.DumpStats().InMemory, heldNaive(), "seed %d", seed)
+				require.LessOrEqual(t, e.DumpStats().InMemory, quota, "seed %d handler %d copy %d: burst %d max %d inflight %d due %d", seed, h, k, e.quota.burst, e.quota.maxBurst, e.quota.d.InFlight(), len(e.dumpsDue))
+			}
+			e.Ready()
+			e.Advance()
+			for _, d := range e.TakeDumps() {
+				dumps = append(dumps, DumpBatch{Logger: d.Logger, Epoch: d.Epoch, From: d.From, To: d.To, Payload: append([]byte(nil), d.Payload...)})
+				unacked = append(unacked, d)
+			}
+			for len(unacked) > 0 && rng.IntN(3) == 0 {
+				e.DumpAcked(unacked[0].Logger, unacked[0].Epoch, unacked[0].To)
+				unacked = unacked[1:]
+				require.GreaterOrEqual(t, e.DumpStats().InMemory, heldNaive(), "seed %d", seed)
+			}
+		}
+		require.Greater(t, len(dumps), 10)
+		var run []byte
+		for _, d := range dumps {
+			got, err := DecodeDumped(d.Payload)
+			require.NoError(t, err)
+			require.Len(t, got, d.To-d.From)
+			for k, g := range got {
+				want := sent[d.From+k]
+				require.Equal(t, want.ID, g.Message.ID)
+				require.Equal(t, want.To, g.Message.To)
+				require.Equal(t, want.Payload, g.Message.Payload)
+				if k == 0 || !e.log.sharesPrevious(d.From+k) {
+					carried += len(want.Payload)
+				}
+			}
+			run = append(run, d.Payload...)
+		}
+		to := dumps[len(dumps)-1].To
+		for i := range to {
+			parts, rest, err := PickDumped(nil, run, 0, []int{i})
+			require.NoError(t, err)
+			require.Empty(t, rest)
+			var picked []byte
+			for _, p := range parts {
+				picked = append(picked, p...)
+			}
+			got, err := DecodeDumped(picked)
+			require.NoError(t, err, "seed %d entry %d", seed, i)
+			require.Len(t, got, 1)
+			require.Equal(t, sent[i].ID, got[0].Message.ID)
+			require.Equal(t, sent[i].Payload, got[0].Message.Payload)
+		}
+		// Every other entry picked: sharers apart from their payload.
+		var need []int
+		for i := 1; i < to; i += 2 {
+			need = append(need, i)
+		}
+		parts, rest, err := PickDumped(nil, run, 0, need)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+		var picked []byte
+		for _, p := range parts {
+			picked = append(picked, p...)
+		}
+		got, err := DecodeDumped(picked)
+		require.NoError(t, err)
+		require.Len(t, got, len(need))
+		for k, i := range need {
+			require.Equal(t, sent[i].Payload, got[k].Message.Payload)
+		}
+		require.Less(t, carried, perMessage*3/4, "seed %d: multicasts' payloads dumped once", seed)
+		require.Less(t, len(run), perMessage, "seed %d", seed)
+	}
+}
+
+// A dump whose first entry says its payload is the one before, and one
+// whose shared payload has another length than the one before, are
+// refused.
+func TestDecodeDumpedRefusesASharedPayloadWithoutOne(t *testing.T) {
+	var l senderLog
+	l.add(Message{To: 2, Payload: make([]byte, 100)}, 1, nil)
+	l.add(Message{To: 3, Payload: make([]byte, 100)}, 1, nil)
+	require.True(t, l.sharesPrevious(1))
+	alone := l.appendDumped(nil, 1, true)
+	_, err := CountDumped(alone)
+	require.ErrorIs(t, err, ErrBadDump)
+	_, err = DecodeDumped(alone)
+	require.ErrorIs(t, err, ErrBadDump)
+	both := l.appendDumped(l.appendDumped(nil, 0, false), 1, true)
+	n, err := CountDumped(both)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	got, err := DecodeDumped(both)
+	require.NoError(t, err)
+	require.Equal(t, got[0].Message.Payload, got[1].Message.Payload)
+	l.add(Message{To: 4, Payload: make([]byte, 80)}, 1, nil)
+	wrong := l.appendDumped(l.appendDumped(nil, 0, false), 2, true)
+	_, err = DecodeDumped(wrong)
+	require.ErrorIs(t, err, ErrBadDump)
+}
