@@ -264,7 +264,7 @@ func (e *engine) logged(size int) {
 		q.burst += size
 		q.d.Logged(size)
 	}
-	e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, q.d.Stats().InMemory)
+	e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, q.d.inMemory())
 	e.applyDumpActions()
 }
 
@@ -296,12 +296,12 @@ func (e *engine) LogRoom() (bool, error) {
 		q.tune()
 	}
 	e.closeBurst()
-	st := q.d.Stats()
-	if st.InMemory+q.maxBurst <= q.d.cfg.Quota {
+	inMemory := q.d.inMemory()
+	if inMemory+q.maxBurst <= q.d.cfg.Quota {
 		return true, nil
 	}
 	if !q.d.Live() {
-		return false, fmt.Errorf("%w: PE %d holds %d bytes of %d", ErrNoLoggerLeft, e.pe, st.InMemory, q.d.cfg.Quota)
+		return false, fmt.Errorf("%w: PE %d holds %d bytes of %d", ErrNoLoggerLeft, e.pe, inMemory, q.d.cfg.Quota)
 	}
 	if q.d.InFlight() == 0 && len(e.dumpsDue) == 0 {
 		// Nothing on its way to a logger that could make room: the log
@@ -348,7 +348,7 @@ func (e *engine) AtSync(tasks int) {
 		return
 	}
 	q.resumeTasks = tasks
-	if q.draining || q.d.Stats().InMemory+q.resumeNeed() <= q.d.cfg.Quota {
+	if q.draining || q.d.inMemory()+q.resumeNeed() <= q.d.cfg.Quota {
 		return
 	}
 	q.draining = true
@@ -644,7 +644,7 @@ var ErrBadDump = errors.New("logging: malformed dumped log entries")
 func CountDumped(b []byte) (int, error) {
 	n := 0
 	for len(b) > 0 {
-		f, err := dumpedFraming(b, n > 0)
+		f, err := dumpedSize(b, n > 0)
 		if err != nil {
 			return 0, fmt.Errorf("%w (entry %d)", err, n)
 		}
@@ -735,28 +735,72 @@ func dumpedFraming(b []byte, after bool) (dumpedEntry, error) {
 		f.fields[j] = x
 		f.fieldsLen += k
 	}
+	return f, f.check(b, after)
+}
+
+// skipDumpedFields returns the length of the first n uvarints of b (0:
+// one is malformed or cut), without their values.
+func skipDumpedFields(b []byte, n int) int {
+	at := 0
+	for range n {
+		end := min(len(b), at+binary.MaxVarintLen64)
+		k := at
+		for k < end && b[k] >= 0x80 {
+			k++
+		}
+		if k == end || (k-at == binary.MaxVarintLen64-1 && b[k] > 1) {
+			return 0
+		}
+		at = k + 1
+	}
+	return at
+}
+
+// dumpedSize is the framing of the first dumped entry of b as
+// dumpedFraming reads it, without the values of the fields before the
+// lengths (what a logger's walk over the dumps needs).
+func dumpedSize(b []byte, after bool) (dumpedEntry, error) {
+	var f dumpedEntry
+	f.fieldsLen = skipDumpedFields(b, 8)
+	if f.fieldsLen == 0 {
+		return f, fmt.Errorf("%w: bad field", ErrBadDump)
+	}
+	for j := 8; j < len(f.fields); j++ {
+		x, k := binary.Uvarint(b[f.fieldsLen:])
+		if k <= 0 {
+			return f, fmt.Errorf("%w: bad field %d", ErrBadDump, j)
+		}
+		f.fields[j] = x
+		f.fieldsLen += k
+	}
+	return f, f.check(b, after)
+}
+
+// check checks the lengths of f, the framing read from the start of b,
+// and sets its size.
+func (f *dumpedEntry) check(b []byte, after bool) error {
 	f.same = f.fields[10]&sameFlag != 0
 	if f.same && !after {
-		return f, fmt.Errorf("%w: the first entry shares the payload of none", ErrBadDump)
+		return fmt.Errorf("%w: the first entry shares the payload of none", ErrBadDump)
 	}
 	lengths := [3]uint64{f.fields[8], f.fields[9], f.fields[10] >> 1}
 	size := uint64(0)
 	for k, x := range lengths {
 		if x > 1<<31 {
-			return f, fmt.Errorf("%w: length %d", ErrBadDump, x)
+			return fmt.Errorf("%w: length %d", ErrBadDump, x)
 		}
 		if k < 2 || !f.same {
 			size += x
 		}
 	}
 	if size > uint64(len(b)-f.fieldsLen) {
-		return f, fmt.Errorf("%w: %d bytes, %d left", ErrBadDump, size, len(b)-f.fieldsLen)
+		return fmt.Errorf("%w: %d bytes, %d left", ErrBadDump, size, len(b)-f.fieldsLen)
 	}
 	if !f.same {
 		f.payloadLen = int(lengths[2])
 	}
 	f.size = f.fieldsLen + int(size)
-	return f, nil
+	return nil
 }
 
 // DecodeDumped decodes the entries of a DumpBatch's Payload; their

@@ -172,3 +172,57 @@ func TestDecodeDumpedRefusesASharedPayloadWithoutOne(t *testing.T) {
 	_, err = DecodeDumped(wrong)
 	require.ErrorIs(t, err, ErrBadDump)
 }
+
+// The logger's walk over dumped entries (dumpedSize, which skips the
+// fields before the lengths) agrees with the full read (dumpedFraming) on
+// valid dumps and on random damage to them: the same sizes, the same
+// refusals.
+func TestDumpedSizeAgreesWithTheFullRead(t *testing.T) {
+	var l senderLog
+	rng := rand.New(rand.NewPCG(3, 4))
+	payload := make([]byte, 200)
+	for i := range 40 {
+		m := Message{ID: MessageID{Sender: TaskID(rng.Uint64() >> uint(rng.IntN(64))), SRN: rng.Uint64() >> uint(rng.IntN(64))},
+			To: TaskID(rng.IntN(1 << 20)), Key: rng.Uint64(), Handler: uint32(rng.IntN(300)), Payload: payload}
+		if rng.IntN(3) == 0 {
+			payload = make([]byte, 64+rng.IntN(300))
+			payload[0] = byte(i)
+		}
+		l.add(m, PEID(rng.IntN(4)), nil)
+	}
+	var dump []byte
+	for i := range l.len() {
+		dump = l.appendDumped(dump, i, i > 0 && l.sharesPrevious(i))
+	}
+	walk := func(b []byte, read func([]byte, bool) (dumpedEntry, error)) []int {
+		var sizes []int
+		for n := 0; len(b) > 0; n++ {
+			f, err := read(b, n > 0)
+			if err != nil {
+				return append(sizes, -1)
+			}
+			sizes = append(sizes, f.size)
+			b = b[f.size:]
+		}
+		return sizes
+	}
+	require.Equal(t, walk(dump, dumpedFraming), walk(dump, dumpedSize))
+	require.NotContains(t, walk(dump, dumpedSize), -1)
+	for range 3000 {
+		b := append([]byte(nil), dump...)
+		for range 1 + rng.IntN(4) {
+			switch rng.IntN(3) {
+			case 0:
+				b[rng.IntN(len(b))] = byte(rng.Uint32())
+			case 1:
+				b[rng.IntN(len(b))] |= 0x80
+			default:
+				b = b[:rng.IntN(len(b))]
+			}
+			if len(b) == 0 {
+				break
+			}
+		}
+		require.Equal(t, walk(b, dumpedFraming), walk(b, dumpedSize))
+	}
+}
