@@ -44,6 +44,9 @@ type Dumper struct {
 	epoch  uint64
 	// end[i] is the byte offset of the end of entry i (prefix sums).
 	end []int64
+	// joined marks the entries logged with Joined: no dump ends right
+	// before one.
+	joined []bool
 	// released and dumped are entry indexes: [0, released) are on
 	// loggers, [released, dumped) in flight to target.
 	released, dumped int
@@ -204,8 +207,28 @@ func (d *Dumper) Fits(size int) (bool, error) {
 
 // Logged records entry Len() of size bytes, appended to the log (the
 // caller logs only what Fits).
-func (d *Dumper) Logged(size int) {
+func (d *Dumper) Logged(size int) { d.logged(size, false) }
+
+// Joined records entry Len() of size bytes, appended to the log, as one
+// that must go in the same dump as the entry before it: it shares that
+// entry's payload (a multicast's, which the log holds once), and size
+// counts its own bytes alone. So no dump, and no release, separates
+// them: what the log holds in memory is exactly the bytes of the entries
+// not released, and a dump carries the payload once. The caller makes
+// sure the entry before was not dumped yet (a dump decided up to the end
+// of the log ends a multicast's sharing).
+func (d *Dumper) Joined(size int) { d.logged(size, true) }
+
+// CanJoin reports whether the next entry may be Joined: the entry before
+// it is not dumped yet.
+func (d *Dumper) CanJoin() bool { return d.dumped < len(d.end) }
+
+func (d *Dumper) logged(size int, joined bool) {
+	if joined && !d.CanJoin() {
+		panic(fmt.Sprintf("logging: entry %d joined to entry %d, which is dumped already", len(d.end), len(d.end)-1))
+	}
 	d.end = append(d.end, d.offset(len(d.end))+int64(size))
+	d.joined = append(d.joined, joined)
 	d.stats.HighWater = max(d.stats.HighWater, d.inMemory())
 	d.dump()
 }
@@ -222,6 +245,9 @@ func (d *Dumper) dump() {
 		from, to := d.dumped, d.dumped+1
 		for to < len(d.end) && int(d.offset(to+1)-d.offset(from)) <= d.cfg.Batch {
 			to++
+		}
+		for to < len(d.end) && d.joined[to] {
+			to++ // the rest of a multicast goes with its payload
 		}
 		bytes := int(d.offset(to) - d.offset(from))
 		d.dumped = to
@@ -284,6 +310,7 @@ func (d *Dumper) LoggerFailed(l int) {
 func (d *Dumper) Checkpoint() {
 	d.epoch++
 	d.end = d.end[:0]
+	d.joined = d.joined[:0]
 	d.released, d.dumped = 0, 0
 	d.held = d.held[:0]
 	d.askedCheckpoint = false

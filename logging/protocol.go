@@ -760,8 +760,8 @@ func (e *engine) Send(from TaskID, toPE PEID, msg Message) MessageID {
 		size := msg.wireSize()
 		// The log's size and LoggedBytes count a payload shared with
 		// the message before (a multicast's, see senderLog.add) once:
-		// it is the memory the log holds. The quota, which dumps
-		// every entry with its payload, counts it per message.
+		// it is the memory the log holds. So does the quota, whose
+		// dumps carry it once too (logged).
 		e.logBytes += size - shared
 		if e.quota == nil {
 			e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, e.logBytes)

@@ -243,15 +243,28 @@ func (e *engine) closeBurst() {
 	q.burst = 0
 }
 
-// logged records an entry of size bytes, appended to the log.
+// logged records the entry just appended to the log, of size bytes as
+// a message. The quota counts the memory the log holds: an entry that
+// shares the payload of the one before it (a multicast's, see
+// senderLog.add) counts without it, and is Joined to it, so that a dump
+// carries the payload once and no release frees it from under the entry
+// (the log keeps the chunk of the first entry it keeps). One whose entry
+// before is dumped already counts in full (its dump carries the payload
+// again).
 func (e *engine) logged(size int) {
 	q := e.quota
 	if q == nil {
 		return
 	}
-	q.burst += size
-	q.d.Logged(size)
-	e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, q.d.Stats().InMemory)
+	if i := e.log.len() - 1; e.log.sharesPrevious(i) && q.d.CanJoin() {
+		size -= int(e.log.entry(i).payloadLen)
+		q.burst += size
+		q.d.Joined(size)
+	} else {
+		q.burst += size
+		q.d.Logged(size)
+	}
+	e.stats.PeakLogBytes = max(e.stats.PeakLogBytes, q.d.inMemory())
 	e.applyDumpActions()
 }
 
@@ -283,12 +296,12 @@ func (e *engine) LogRoom() (bool, error) {
 		q.tune()
 	}
 	e.closeBurst()
-	st := q.d.Stats()
-	if st.InMemory+q.maxBurst <= q.d.cfg.Quota {
+	inMemory := q.d.inMemory()
+	if inMemory+q.maxBurst <= q.d.cfg.Quota {
 		return true, nil
 	}
 	if !q.d.Live() {
-		return false, fmt.Errorf("%w: PE %d holds %d bytes of %d", ErrNoLoggerLeft, e.pe, st.InMemory, q.d.cfg.Quota)
+		return false, fmt.Errorf("%w: PE %d holds %d bytes of %d", ErrNoLoggerLeft, e.pe, inMemory, q.d.cfg.Quota)
 	}
 	if q.d.InFlight() == 0 && len(e.dumpsDue) == 0 {
 		// Nothing on its way to a logger that could make room: the log
@@ -335,7 +348,7 @@ func (e *engine) AtSync(tasks int) {
 		return
 	}
 	q.resumeTasks = tasks
-	if q.draining || q.d.Stats().InMemory+q.resumeNeed() <= q.d.cfg.Quota {
+	if q.draining || q.d.inMemory()+q.resumeNeed() <= q.d.cfg.Quota {
 		return
 	}
 	q.draining = true
@@ -354,7 +367,10 @@ func (e *engine) TakeDumpsIn(buffer func(logger, size int) []byte) []DumpBatch {
 		size := 0
 		for i := d.From; i < d.To; i++ {
 			en := e.log.entry(i)
-			size += 11*binary.MaxVarintLen64 + int(en.pathLen) + int(en.requiresLen) + int(en.payloadLen)
+			size += 11*binary.MaxVarintLen64 + int(en.pathLen) + int(en.requiresLen)
+			if i == d.From || !e.log.sharesPrevious(i) {
+				size += int(en.payloadLen)
+			}
 		}
 		var b []byte
 		if buffer != nil {
@@ -367,7 +383,7 @@ func (e *engine) TakeDumpsIn(buffer func(logger, size int) []byte) []DumpBatch {
 		}
 		b = b[:0]
 		for i := d.From; i < d.To; i++ {
-			b = e.log.appendEntry(b, i)
+			b = e.log.appendDumped(b, i, i > d.From && e.log.sharesPrevious(i))
 		}
 		out = append(out, DumpBatch{Logger: d.Logger, Epoch: d.Epoch, From: d.From, To: d.To, Payload: b})
 	}
@@ -536,18 +552,52 @@ func (e *engine) DropFetched() {
 }
 
 // Dumped entries on the wire: per entry, uvarints sender, srn, to, key,
-// handler, order, region size, toPE, path length, requires length,
-// payload length, then those bytes.
+// handler, order, region size, toPE, path length, requires length, and
+// the payload's length times two plus one if the payload is the entry
+// before's (a multicast's, which a dump carries once: the bytes do not
+// follow), then those bytes. The first entry of a dump, and of an answer
+// to a fetch, carries its payload.
 
-// appendEntry appends entry i, encoded, to b.
-func (l *senderLog) appendEntry(b []byte, i int) []byte {
+// sameFlag is the bit of the payload length field that says the payload
+// is the one of the entry before.
+const sameFlag = 1
+
+// appendEntry appends entry i, encoded with its payload, to b.
+func (l *senderLog) appendEntry(b []byte, i int) []byte { return l.appendDumped(b, i, false) }
+
+// appendDumped appends entry i, encoded, to b; same: its payload is the
+// one of the entry appended just before (sharesPrevious), which it does
+// not repeat.
+func (l *senderLog) appendDumped(b []byte, i int, same bool) []byte {
 	e := l.entry(i)
-	for _, v := range []uint64{uint64(e.sender), e.srn, uint64(e.to), e.key, uint64(e.handler), uint64(e.order),
-		uint64(e.regionSize), uint64(e.toPE), uint64(e.pathLen), uint64(e.requiresLen), uint64(e.payloadLen)} {
-		b = binary.AppendUvarint(b, v)
+	payloadField := uint64(e.payloadLen) << 1
+	if same {
+		payloadField |= sameFlag
 	}
+	b = appendDumpedFields(b, [11]uint64{uint64(e.sender), e.srn, uint64(e.to), e.key, uint64(e.handler), uint64(e.order),
+		uint64(e.regionSize), uint64(e.toPE), uint64(e.pathLen), uint64(e.requiresLen), payloadField})
 	b = append(b, l.head(e)...)
+	if same {
+		return b
+	}
 	return append(b, l.payload(e)...)
+}
+
+func appendDumpedFields(b []byte, v [11]uint64) []byte {
+	for _, x := range v {
+		b = binary.AppendUvarint(b, x)
+	}
+	return b
+}
+
+// sharesPrevious reports whether entry i's payload is the very bytes of
+// entry i-1's (senderLog.add shared them: same chunk, same place).
+func (l *senderLog) sharesPrevious(i int) bool {
+	if i < 1 || i >= l.n {
+		return false
+	}
+	e, p := l.entry(i), l.entry(i-1)
+	return e.payloadLen > 0 && e.chunk == p.chunk && e.payloadOff == p.payloadOff && e.payloadLen == p.payloadLen
 }
 
 // DumpMemory hands out memory for dumped entries outside the Go heap, in
@@ -590,18 +640,19 @@ type DumpedEntry struct {
 var ErrBadDump = errors.New("logging: malformed dumped log entries")
 
 // CountDumped checks the framing of a DumpBatch's Payload (every entry's
-// fixed fields and lengths, the bytes they announce present) and returns
-// how many entries it holds, without building them: what a logger, which
-// only stores and returns the bytes, needs. The PE that fetches them back
+// fixed fields and lengths, the bytes they announce present, a payload
+// that is the entry before's only after one) and returns how many
+// entries it holds, without building them: what a logger, which only
+// stores and returns the bytes, needs. The PE that fetches them back
 // decodes them in full (DecodeDumped) and checks them against its log.
 func CountDumped(b []byte) (int, error) {
 	n := 0
 	for len(b) > 0 {
-		size, err := dumpedSize(b)
+		f, err := dumpedSize(b, n > 0)
 		if err != nil {
 			return 0, fmt.Errorf("%w (entry %d)", err, n)
 		}
-		b = b[size:]
+		b = b[f.size:]
 		n++
 	}
 	return n, nil
@@ -613,30 +664,51 @@ func CountDumped(b []byte) (int, error) {
 // copied), and returns need's rest, the entries past b's. A recovery
 // fetches back only the entries its restored tasks need (about a
 // quarter of the run on LeanMD): the logger picks them out of the runs
-// it stores, walking their framing as CountDumped does.
+// it stores, walking their framing as CountDumped does. A picked entry
+// whose payload is the entry before's, that entry not picked with it,
+// gets its fields again with the payload's length and that payload (a
+// part of b) after its own bytes: the parts decode on their own.
 func PickDumped(parts [][]byte, b []byte, from int, need []int) ([][]byte, []int, error) {
 	if len(need) > 0 && need[0] < from {
 		return parts, need, fmt.Errorf("%w: entry %d needed from a run that starts at %d", ErrBadDump, need[0], from)
 	}
 	all := b
 	at, start, end := 0, -1, -1 // the part being picked: all[start:end]
+	var payload []byte          // the last payload carried
 	for i := from; len(need) > 0 && len(b) > 0; i++ {
-		size, err := dumpedSize(b)
+		f, err := dumpedFraming(b, i > from)
 		if err != nil {
 			return parts, need, fmt.Errorf("%w (entry %d)", err, i)
 		}
+		if !f.same {
+			payload = b[f.size-f.payloadLen : f.size]
+		}
 		if need[0] == i {
-			if end != at {
+			if f.same && end != at {
+				// Its payload is not in the part: the entry is written
+				// anew with it.
 				if start >= 0 {
 					parts = append(parts, all[start:end:end])
 				}
-				start = at
+				v := f.fields
+				v[10] = uint64(len(payload)) << 1
+				h := appendDumpedFields(nil, v)
+				head := b[f.fieldsLen:f.size]
+				parts = append(parts, h, head, payload)
+				start, end = -1, -1
+			} else {
+				if end != at {
+					if start >= 0 {
+						parts = append(parts, all[start:end:end])
+					}
+					start = at
+				}
+				end = at + f.size
 			}
-			end = at + size
 			need = need[1:]
 		}
-		at += size
-		b = b[size:]
+		at += f.size
+		b = b[f.size:]
 	}
 	if start >= 0 {
 		parts = append(parts, all[start:end:end])
@@ -644,61 +716,124 @@ func PickDumped(parts [][]byte, b []byte, from int, need []int) ([][]byte, []int
 	return parts, need, nil
 }
 
-// dumpedSize is the size of the first dumped entry of b, its framing
-// checked as CountDumped does.
-func dumpedSize(b []byte) (int, error) {
-	at, size := 0, uint64(0)
-	for j := range 11 {
-		x, k := binary.Uvarint(b[at:])
+// dumpedEntry is the framing of a dumped entry: its fields, their
+// encoded length, the entry's whole size, whether its payload is the
+// entry before's (same) and, if not, the payload's length.
+type dumpedEntry struct {
+	fields     [11]uint64
+	fieldsLen  int
+	size       int
+	payloadLen int
+	same       bool
+}
+
+// dumpedFraming reads the framing of the first dumped entry of b, checked
+// as CountDumped says; after: an entry comes before it in the same bytes.
+func dumpedFraming(b []byte, after bool) (dumpedEntry, error) {
+	var f dumpedEntry
+	for j := range f.fields {
+		x, k := binary.Uvarint(b[f.fieldsLen:])
 		if k <= 0 {
-			return 0, fmt.Errorf("%w: bad field %d", ErrBadDump, j)
+			return f, fmt.Errorf("%w: bad field %d", ErrBadDump, j)
 		}
-		at += k
-		if j >= 8 {
-			if x > 1<<31 {
-				return 0, fmt.Errorf("%w: length %d", ErrBadDump, x)
-			}
+		f.fields[j] = x
+		f.fieldsLen += k
+	}
+	return f, f.check(b, after)
+}
+
+// skipDumpedFields returns the length of the first n uvarints of b (0:
+// one is malformed or cut), without their values.
+func skipDumpedFields(b []byte, n int) int {
+	at := 0
+	for range n {
+		end := min(len(b), at+binary.MaxVarintLen64)
+		k := at
+		for k < end && b[k] >= 0x80 {
+			k++
+		}
+		if k == end || (k-at == binary.MaxVarintLen64-1 && b[k] > 1) {
+			return 0
+		}
+		at = k + 1
+	}
+	return at
+}
+
+// dumpedSize is the framing of the first dumped entry of b as
+// dumpedFraming reads it, without the values of the fields before the
+// lengths (what a logger's walk over the dumps needs).
+func dumpedSize(b []byte, after bool) (dumpedEntry, error) {
+	var f dumpedEntry
+	f.fieldsLen = skipDumpedFields(b, 8)
+	if f.fieldsLen == 0 {
+		return f, fmt.Errorf("%w: bad field", ErrBadDump)
+	}
+	for j := 8; j < len(f.fields); j++ {
+		x, k := binary.Uvarint(b[f.fieldsLen:])
+		if k <= 0 {
+			return f, fmt.Errorf("%w: bad field %d", ErrBadDump, j)
+		}
+		f.fields[j] = x
+		f.fieldsLen += k
+	}
+	return f, f.check(b, after)
+}
+
+// check checks the lengths of f, the framing read from the start of b,
+// and sets its size.
+func (f *dumpedEntry) check(b []byte, after bool) error {
+	f.same = f.fields[10]&sameFlag != 0
+	if f.same && !after {
+		return fmt.Errorf("%w: the first entry shares the payload of none", ErrBadDump)
+	}
+	lengths := [3]uint64{f.fields[8], f.fields[9], f.fields[10] >> 1}
+	size := uint64(0)
+	for k, x := range lengths {
+		if x > 1<<31 {
+			return fmt.Errorf("%w: length %d", ErrBadDump, x)
+		}
+		if k < 2 || !f.same {
 			size += x
 		}
 	}
-	if size > uint64(len(b)-at) {
-		return 0, fmt.Errorf("%w: %d bytes, %d left", ErrBadDump, size, len(b)-at)
+	if size > uint64(len(b)-f.fieldsLen) {
+		return fmt.Errorf("%w: %d bytes, %d left", ErrBadDump, size, len(b)-f.fieldsLen)
 	}
-	return at + int(size), nil
+	if !f.same {
+		f.payloadLen = int(lengths[2])
+	}
+	f.size = f.fieldsLen + int(size)
+	return nil
 }
 
 // DecodeDumped decodes the entries of a DumpBatch's Payload; their
 // payloads point into b.
 func DecodeDumped(b []byte) ([]DumpedEntry, error) {
 	var out []DumpedEntry
+	var payload []byte // the last payload carried
 	for len(b) > 0 {
-		var v [11]uint64
-		for j := range v {
-			x, n := binary.Uvarint(b)
-			if n <= 0 {
-				return nil, fmt.Errorf("%w: entry %d: bad field %d", ErrBadDump, len(out), j)
-			}
-			v[j], b = x, b[n:]
+		f, err := dumpedFraming(b, len(out) > 0)
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d", err, len(out))
 		}
-		for _, n := range v[8:] {
-			if n > 1<<31 {
-				return nil, fmt.Errorf("%w: entry %d: length %d", ErrBadDump, len(out), n)
-			}
-		}
-		n := v[8] + v[9] + v[10]
-		if n > uint64(len(b)) {
-			return nil, fmt.Errorf("%w: entry %d: %d bytes, %d left", ErrBadDump, len(out), n, len(b))
+		v := f.fields
+		h := int(v[8] + v[9])
+		raw := b[f.fieldsLen : f.fieldsLen+h : f.fieldsLen+h]
+		if !f.same {
+			payload = b[f.fieldsLen+h : f.size : f.size]
+		} else if uint64(len(payload)) != v[10]>>1 {
+			return nil, fmt.Errorf("%w: entry %d: a payload of %d bytes is the one before, of %d", ErrBadDump, len(out), v[10]>>1, len(payload))
 		}
 		le := logEntry{sender: TaskID(v[0]), srn: v[1], to: TaskID(v[2]), key: v[3], handler: uint32(v[4]),
 			order: commutative.Order(v[5]), regionSize: int32(v[6]), toPE: PEID(v[7]),
-			pathLen: int32(v[8]), requiresLen: int32(v[9]), payloadLen: int32(v[10])}
-		h := int(v[8] + v[9])
-		m, err := le.rebuild(b[:h:h], b[h:n:n])
+			pathLen: int32(v[8]), requiresLen: int32(v[9]), payloadLen: int32(v[10] >> 1)}
+		m, err := le.rebuild(raw, payload)
 		if err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %w", ErrBadDump, len(out), err)
 		}
 		out = append(out, DumpedEntry{Message: m, ToPE: le.toPE})
-		b = b[n:]
+		b = b[f.size:]
 	}
 	return out, nil
 }
