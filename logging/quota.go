@@ -731,15 +731,23 @@ type dumpedEntry struct {
 // as CountDumped says; after: an entry comes before it in the same bytes.
 func dumpedFraming(b []byte, after bool) (dumpedEntry, error) {
 	var f dumpedEntry
-	for j := range f.fields {
+	if err := f.readFields(b, 0); err != nil {
+		return f, err
+	}
+	return f, f.check(b, after)
+}
+
+// readFields reads the fields from the first'th on, from b[f.fieldsLen:].
+func (f *dumpedEntry) readFields(b []byte, first int) error {
+	for j := first; j < len(f.fields); j++ {
 		x, k := binary.Uvarint(b[f.fieldsLen:])
 		if k <= 0 {
-			return f, fmt.Errorf("%w: bad field %d", ErrBadDump, j)
+			return fmt.Errorf("%w: bad field %d", ErrBadDump, j)
 		}
 		f.fields[j] = x
 		f.fieldsLen += k
 	}
-	return f, f.check(b, after)
+	return nil
 }
 
 // skipDumpedFields returns the length of the first n uvarints of b (0:
@@ -769,13 +777,8 @@ func dumpedSize(b []byte, after bool) (dumpedEntry, error) {
 	if f.fieldsLen == 0 {
 		return f, fmt.Errorf("%w: bad field", ErrBadDump)
 	}
-	for j := 8; j < len(f.fields); j++ {
-		x, k := binary.Uvarint(b[f.fieldsLen:])
-		if k <= 0 {
-			return f, fmt.Errorf("%w: bad field %d", ErrBadDump, j)
-		}
-		f.fields[j] = x
-		f.fieldsLen += k
+	if err := f.readFields(b, 8); err != nil {
+		return f, err
 	}
 	return f, f.check(b, after)
 }

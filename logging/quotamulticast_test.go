@@ -111,14 +111,7 @@ func TestLogQuotaDumpsAMulticastsPayloadOnce(t *testing.T) {
 		}
 		to := dumps[len(dumps)-1].To
 		for i := range to {
-			parts, rest, err := PickDumped(nil, run, 0, []int{i})
-			require.NoError(t, err)
-			require.Empty(t, rest)
-			var picked []byte
-			for _, p := range parts {
-				picked = append(picked, p...)
-			}
-			got, err := DecodeDumped(picked)
+			got, err := DecodeDumped(pickDumpedAll(t, run, []int{i}))
 			require.NoError(t, err, "seed %d entry %d", seed, i)
 			require.Len(t, got, 1)
 			require.Equal(t, sent[i].ID, got[0].Message.ID)
@@ -129,14 +122,7 @@ func TestLogQuotaDumpsAMulticastsPayloadOnce(t *testing.T) {
 		for i := 1; i < to; i += 2 {
 			need = append(need, i)
 		}
-		parts, rest, err := PickDumped(nil, run, 0, need)
-		require.NoError(t, err)
-		require.Empty(t, rest)
-		var picked []byte
-		for _, p := range parts {
-			picked = append(picked, p...)
-		}
-		got, err := DecodeDumped(picked)
+		got, err := DecodeDumped(pickDumpedAll(t, run, need))
 		require.NoError(t, err)
 		require.Len(t, got, len(need))
 		for k, i := range need {
@@ -262,4 +248,18 @@ func BenchmarkLogQuotaMulticast(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(dumped)/float64(b.N), "dumped-bytes/op")
+}
+
+// pickDumpedAll picks the entries need of run, a run of dumps that starts
+// at entry 0, and returns the picked parts joined.
+func pickDumpedAll(t *testing.T, run []byte, need []int) []byte {
+	t.Helper()
+	parts, rest, err := PickDumped(nil, run, 0, need)
+	require.NoError(t, err)
+	require.Empty(t, rest)
+	var picked []byte
+	for _, p := range parts {
+		picked = append(picked, p...)
+	}
+	return picked
 }
