@@ -243,6 +243,23 @@ func parsePIDs(list string) ([]int, bool) {
 // which the coordinator starts a recovery.
 func IsFailureNotice(line string) bool { return failedRE.MatchString(line) }
 
+// failedPERE is the PE a launcher's failure notice names, in its detail.
+var failedPERE = regexp.MustCompile(` detail="PE (\d+) `)
+
+// FailedPE returns the rank of the PE a launcher's failure notice
+// (IsFailureNotice) names.
+func FailedPE(line string) (int, bool) {
+	if !IsFailureNotice(line) {
+		return 0, false
+	}
+	m := failedPERE.FindStringSubmatch(line)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
+
 // LateFailure returns the rank of a PE the launcher says failed after the
 // job's exit was requested (the failure came too late to matter).
 func LateFailure(line string) (int, bool) {

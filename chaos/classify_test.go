@@ -95,6 +95,11 @@ func TestLogLines(t *testing.T) {
 	require.False(t, ok)
 
 	require.True(t, IsFailureNotice(`level=ERROR msg="PE failed" detail="PE 1 (pid 31697 on vm) was killed by signal 9 (killed)" after_begin_ms=2451`))
+	rank, ok := FailedPE(`level=ERROR msg="PE failed" detail="PE 12 (pid 31697 on vm) was killed by signal 9 (killed)" after_begin_ms=2451`)
+	require.True(t, ok)
+	require.Equal(t, 12, rank)
+	_, ok = FailedPE(`level=INFO msg="PE 1 failed: restoring 3 tasks on 3 survivors (generation 1)"`)
+	require.False(t, ok)
 	require.False(t, IsFailureNotice(`[pe 2] level=ERROR msg="PE failed" detail="x"`), "a PE's line is not the launcher's notice")
 	require.False(t, IsFailureNotice(`level=INFO msg="PE 1 failed: restoring 3 tasks on 3 survivors (generation 1)"`))
 	require.True(t, IsEarlyFailureNotice(`level=WARN msg="PE failed before it joined the job; started again" detail="PE 0 (pid 19279 on vm) did not join" pid=19301 attempt=1`))
@@ -102,7 +107,7 @@ func TestLogLines(t *testing.T) {
 	require.False(t, IsFailureNotice(`level=WARN msg="PE failed before it joined the job; started again" detail="x"`), "no recovery follows an early failure")
 	require.False(t, IsEarlyFailureNotice(`level=ERROR msg="PE failed" detail="PE 1 (pid 31697 on vm) was killed by signal 9 (killed)"`))
 	late := `level=WARN msg="PE failed after the job's exit was requested; the job ends as decided" pe=2 detail="was killed by signal 9 (killed)"`
-	rank, ok := LateFailure(late)
+	rank, ok = LateFailure(late)
 	require.True(t, ok)
 	require.Equal(t, 2, rank)
 	require.False(t, IsFailureNotice(late), "no recovery follows a failure after the exit")
@@ -122,23 +127,26 @@ func TestLogLines(t *testing.T) {
 
 // A kill whose PE the launcher had already reaped counts as missed
 // because the job ended first when the launcher exited soon after and
-// announced no failure; otherwise it says the process was gone.
+// announced no failure of that PE; otherwise it says the process was
+// gone. A failure of another PE just before the end (a recovery that
+// finished as the job did) does not make it gone.
 func TestReapedPEBeforeTheKill(t *testing.T) {
 	exited := time.Now()
 	f := Failure{PE: 2, Signal: SigKill, Fraction: 0.84}
 	for _, tc := range []struct {
-		name    string
-		before  time.Duration
-		notices int
-		want    string
+		name      string
+		before    time.Duration
+		announced []int
+		want      string
 	}{
-		{"at the end", 50 * time.Millisecond, 0, "the job ended first (its PE had exited, and the launcher 50ms after)"},
-		{"long before the end", 3 * endGrace, 0, "the process is gone (reaped)"},
-		{"with a failure announced", 50 * time.Millisecond, 1, "the process is gone (reaped)"},
+		{"at the end", 50 * time.Millisecond, nil, "the job ended first (its PE had exited, and the launcher 50ms after)"},
+		{"long before the end", 3 * endGrace, nil, "the process is gone (reaped)"},
+		{"with its failure announced", 50 * time.Millisecond, []int{2}, "the process is gone (reaped)"},
+		{"with another PE's failure announced", 50 * time.Millisecond, []int{1}, "the job ended first (its PE had exited, and the launcher 50ms after)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := &jobRun{res: &jobResult{}}
-			j.res.FailureNotices = tc.notices
+			j := &jobRun{res: &jobResult{}, announced: tc.announced}
+			j.res.FailureNotices = len(tc.announced)
 			j.gone = []signalled{{f, exited.Add(-tc.before)}}
 			j.endedFirst(exited)
 			require.Equal(t, []string{f.String() + ": " + tc.want}, j.res.Missed)

@@ -229,8 +229,19 @@ func (j *jobRun) endedFirst(exited time.Time) {
 		}
 		return res.FailureNotices+res.EarlyFailureNotices == 0
 	}
+	// quietOf: the launcher announced no failure of f's process (a
+	// failure of another PE, with its recovery, may have come just
+	// before the job's end).
+	quietOf := func(f Failure) bool {
+		if f.Logger {
+			return quiet(f)
+		}
+		return res.EarlyFailureNotices == 0 && !slices.Contains(j.announced, f.PE)
+	}
 	for _, g := range j.gone {
-		if quiet(g.f) && exited.Sub(g.at) < endGrace {
+		// The process had ended and was reaped: it ended with the job
+		// unless the launcher said it failed or went on well after.
+		if quietOf(g.f) && exited.Sub(g.at) < endGrace {
 			res.Missed = append(res.Missed, fmt.Sprintf("%s: the job ended first (its PE had exited, and the launcher %v after)", g.f, exited.Sub(g.at).Round(time.Millisecond)))
 		} else {
 			res.Missed = append(res.Missed, fmt.Sprintf("%s: the process is gone (reaped)", g.f))
@@ -260,8 +271,10 @@ type jobRun struct {
 	// gone are the failures not carried out because the PE's process had
 	// ended and been reaped, with when: the job was ending, unless the
 	// launcher went on well after (endedFirst).
-	gone     []signalled
-	stopping bool
+	gone []signalled
+	// announced are the PEs the launcher's failure notices named.
+	announced []int
+	stopping  bool
 }
 
 func (j *jobRun) schedule(at time.Time, what string, do func()) {
@@ -374,6 +387,9 @@ func (j *jobRun) line(l outputLine) {
 	}
 	if IsFailureNotice(l.text) && !j.stopping {
 		j.res.FailureNotices++
+		if rank, ok := FailedPE(l.text); ok {
+			j.announced = append(j.announced, rank)
+		}
 		for _, f := range j.spec.Failures {
 			if f.Trigger == AtRecovery && f.Recovery == j.res.FailureNotices {
 				j.scheduleFailure(time.Now().Add(time.Duration(f.DelayMS)*time.Millisecond), f)
