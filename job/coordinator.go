@@ -204,6 +204,11 @@ type Config struct {
 	// recovered by replay, and a logger's death is handled as with
 	// Dumping (loggers.go).
 	EventLogger bool
+	// Failures is the protocols' f (logging.Config.Failures), the one
+	// every PE runs (scheduler.Config.Failures): more PE failures since
+	// the last committed checkpoint roll every task back to it
+	// (recoverFrom). 0: logging.DefaultFailures.
+	Failures int
 	// LogPerCheckpoint, when > 0 with a LogLimit, raises the limit to
 	// LogPerCheckpoint times the bytes the largest PE staged in the last
 	// committed checkpoint, when that is higher (see logLimit and

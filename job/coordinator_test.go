@@ -2,6 +2,7 @@ package job
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -446,5 +447,35 @@ func TestBuddiesFailingBeforeEveryPECommittedRollBackToDiskOnce(t *testing.T) {
 			_, done := c.Done()
 			require.False(t, done)
 		})
+	}
+}
+
+// With f = 1 (Config.Failures) one failure since the checkpoint is
+// recovered by replay, and a second one rolls every task back to the
+// checkpoint, with the reason in the notes; with the default f = 2 the
+// second is recovered by replay too.
+func TestFailureBoundOneRollsBackAtTheSecondFailure(t *testing.T) {
+	for _, kind := range []logging.Kind{logging.KindFullDet, logging.KindPartialDet} {
+		restored := func(c *Coordinator) {
+			for _, p := range []int{0, 2, 3} {
+				c.OnRestored(p, 1, Progress{Step: 7, Offered: true})
+			}
+			confirmCopies(c, 1)
+		}
+		c := runningCoordinatorWith(t, Config{Size: 4, Protocol: kind, Failures: 1})
+		eventOf[Recover](t, c.OnFailure(1))
+		restored(c)
+		rb, _ := eventOf[Rollback](t, c.OnFailure(2))
+		require.Equal(t, []int{1, 2}, rb.Failed, "both PEs failed since the checkpoint")
+		_, done := c.Done()
+		require.False(t, done, "%v: the job goes on from the checkpoint", kind)
+		notes := strings.Join(c.Notes(), "\n")
+		require.Contains(t, notes, "PE 2 failed: logging: more PE failures since the last checkpoint than the protocol survives: 2 PEs failed since the last checkpoint")
+		require.Contains(t, notes, "(f=1); every task rolls back to checkpoint 1 instead")
+
+		def := runningCoordinatorWith(t, Config{Size: 4, Protocol: kind})
+		eventOf[Recover](t, def.OnFailure(1))
+		restored(def)
+		eventOf[Recover](t, def.OnFailure(2))
 	}
 }

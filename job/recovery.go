@@ -202,7 +202,7 @@ func (c *Coordinator) recoverFrom(pe int) []Command {
 	// and replaying only the failed PEs' tasks could go wrong unseen.
 	// Every task goes back to the checkpoint instead, which needs no
 	// record.
-	if err := logging.CheckFailures(c.cfg.Protocol, logging.Config{PEs: c.cfg.Size, EventLogger: c.cfg.EventLogger}, c.failuresSinceCommit); err != nil {
+	if err := logging.CheckFailures(c.cfg.Protocol, logging.Config{PEs: c.cfg.Size, Failures: c.cfg.Failures, EventLogger: c.cfg.EventLogger}, c.failuresSinceCommit); err != nil {
 		c.note("PE %d failed: %v; every task rolls back to checkpoint %d instead", pe, err, c.committed)
 		return c.rollback(pe)
 	}

@@ -100,6 +100,9 @@ type coordinatorConfig struct {
 	// EventLogger makes the loggers event loggers (--event-logger,
 	// eventlogstream.go).
 	EventLogger bool
+	// Failures is the protocol's f (--failures; 0: the default), given
+	// to every PE in its Setup and to the job's coordinator.
+	Failures int
 }
 
 // coordinator is the launcher's process side of one job: it admits the
@@ -578,6 +581,7 @@ func (c *coordinator) maybeSetup() {
 			TraceFile: c.cfg.TraceFile, HeartbeatTimeoutMs: c.cfg.HeartbeatTimeout.Milliseconds(), RecordDir: c.cfg.RecordDir,
 			CheckAnnotations: uint32(c.cfg.CheckAnnotations),
 			LogQuota:         int64(c.cfg.LogQuota), LoggerAddrs: c.loggerAddrs(), EventLogger: c.cfg.EventLogger,
+			Failures: uint32(c.cfg.Failures),
 		}}})
 		// From now on both sides send heartbeats, and silence counts.
 		p.out.startHeartbeats(heartbeatInterval(c.cfg.HeartbeatTimeout))
@@ -909,7 +913,7 @@ func (c *coordinator) newCore() *coord.Coordinator {
 		CheckpointDir: c.cfg.CheckpointDir, Spread: c.cfg.Spread,
 		Resumed:  c.cfg.Restart != nil && c.cfg.RestartEpoch > coord.InitialEpoch,
 		Balancer: c.cfg.Balancer, LogLimit: c.cfg.LogLimit, SyncEvery: c.cfg.CheckpointEvery, Loggers: c.cfg.Loggers,
-		Dumping: c.cfg.LogQuota > 0, EventLogger: c.cfg.EventLogger,
+		Dumping: c.cfg.LogQuota > 0, EventLogger: c.cfg.EventLogger, Failures: c.cfg.Failures,
 		LogPerCheckpoint: c.cfg.LogPerCheckpoint, MTBF: c.cfg.MTBF, Now: c.sinceStart,
 	})
 	for _, l := range c.deadLoggers {

@@ -68,6 +68,16 @@ const usageHead = `usage:
                                 (default 60s)
         --ft PROTOCOL           fault tolerance: none (checkpoint/restart),
                                 fulldet or partialdet (default partialdet)
+        --failures F            under fulldet or partialdet without
+                                --event-logger: the failures f between two
+                                checkpoints recovered by replaying only
+                                the failed PEs' tasks (default 2; 1 to 8,
+                                and below --pes). A determinant or
+                                progress record rides on messages until
+                                f+1 PEs hold it: f=1 costs less on the
+                                forward path; one failure more since the
+                                last checkpoint rolls every task back to
+                                it (the log says why)
         --checkpoint-every K    checkpoint at every K-th sync point (step) of
                                 the application (0: only the initial
                                 checkpoint). Default with fulldet and
@@ -378,6 +388,9 @@ type runOptions struct {
 	logQuota int
 	// eventLogger is --event-logger.
 	eventLogger bool
+	// failures is --failures, the protocol's f (0: not given, the
+	// default logging.DefaultFailures).
+	failures int
 	// checkAnnotations is --check-annotations: the number of other orders
 	// each commutative region is re-run in (0: no check).
 	checkAnnotations int
@@ -494,6 +507,16 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 			default:
 				o.checkpointDir = v
 			}
+		case "failures":
+			v, err := valueOf(&i, "--failures")
+			if err != nil {
+				return o, nil, err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return o, nil, fmt.Errorf("%w: --failures %q: want a number of PE failures from 1 to %d", errUsage, v, logging.MaxFailures)
+			}
+			o.failures = n
 		case "log-quota":
 			v, err := valueOf(&i, "--log-quota")
 			if err != nil {
@@ -587,6 +610,15 @@ func splitRunArgs(args []string) (runOptions, []string, error) {
 	if o.eventLogger {
 		if err := logging.CheckEventLogger(o.protocol, o.loggers); err != nil {
 			return o, nil, fmt.Errorf("%w: --event-logger (with --ft %s, --loggers %d): %w", errUsage, protocolName(o.protocol), o.loggers, err)
+		}
+	}
+	if o.failures > 0 {
+		if err := logging.CheckFailureBound(o.protocol, o.eventLogger, o.pes, o.failures); err != nil {
+			with := fmt.Sprintf("--ft %s, --pes %d", protocolName(o.protocol), o.pes)
+			if o.eventLogger {
+				with += ", --event-logger"
+			}
+			return o, nil, fmt.Errorf("%w: --failures %d (with %s): %w", errUsage, o.failures, with, err)
 		}
 	}
 	if o.logLimitSet && o.logLimitMiB > 0 && o.protocol == logging.KindNone {
@@ -766,7 +798,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, log *s
 		Layout: layout, CheckpointEvery: syncEvery, LogLimit: logLimit, LogPerCheckpoint: logPerCheckpoint, MTBF: o.mtbf, CheckpointDir: o.checkpointDir,
 		Spread: o.spread, Kills: kills, Restart: restart, RestartEpoch: restartEpoch, Balancer: o.balancer, TraceFile: o.traceFile,
 		RecordDir: o.recordDir,
-		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), LogQuota: o.logQuota, EventLogger: o.eventLogger, CheckAnnotations: o.checkAnnotations, TLS: coordinatorTLS,
+		Transport: o.transport, HandlerDigest: job.Digest(), Loggers: o.loggers, LoggerSpawned: make([]bool, o.loggers), LogQuota: o.logQuota, EventLogger: o.eventLogger, Failures: o.failures, CheckAnnotations: o.checkAnnotations, TLS: coordinatorTLS,
 	}
 	if o.external {
 		addr := reachableAddr(ln.Addr().(*net.TCPAddr))

@@ -412,7 +412,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 	}
 	pe, err := scheduler.New(scheduler.Config{
 		LogQuota: int(setup.LogQuota), Loggers: len(setup.LoggerAddrs), Dumps: dumpSink, DeadLoggers: deadLoggers,
-		EventLogger: setup.EventLogger, EventLog: eventSink,
+		EventLogger: setup.EventLogger, EventLog: eventSink, Failures: int(setup.Failures),
 		Rank: o.Rank, Size: o.Size, JobID: setup.JobId, App: app, Args: setup.Args, Protocol: kind,
 		Net: ep, Control: control, Logger: o.Log, Stderr: o.Stderr,
 		CheckpointEvery: setup.CheckpointEvery, OnStep: onStep, MeasureLoad: setup.MeasureLoad, Trace: trace,

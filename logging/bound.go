@@ -36,3 +36,40 @@ func CheckFailures(kind Kind, cfg Config, failed int) error {
 	return fmt.Errorf("%w: %d PEs failed since the last checkpoint, %v keeps each record on %d PEs (f=%d)",
 		ErrTooManyFailures, failed, kind, cfg.failures()+1, cfg.failures())
 }
+
+// MaxFailures is the largest f a job may ask for (Config.Failures): a
+// record rides on envelopes until f+1 PEs hold it, so the forward cost
+// grows with f; a job expecting more PE failures between two checkpoints
+// than that checkpoints more often, or runs an event logger (which has
+// no f).
+const MaxFailures = 8
+
+// ErrFailureBoundConfig reports a failure bound asked for where none can
+// apply or out of its range.
+var ErrFailureBoundConfig = errors.New("logging: bad failure bound")
+
+// CheckFailureBound says whether f is a failure bound a job of pes PEs
+// running protocol kind (with an event logger if eventLogger) can be
+// given (Config.Failures). f must be from 1 to MaxFailures and below pes
+// (at least 1): a record on every PE already survives the failure of all
+// but one, so a larger f would ask for more than every PE's copy (the
+// protocol would act as with pes-1; the default, DefaultFailures, is
+// clamped that way on fewer PEs, see engine.updateBound). None and an
+// event logger have no f: None keeps no record and rolls every task back
+// at any failure, and with an event logger a record is stable once a
+// logger acknowledges it, whatever the number of PE failures.
+func CheckFailureBound(kind Kind, eventLogger bool, pes, f int) error {
+	switch {
+	case kind == KindNone:
+		return fmt.Errorf("%w: checkpoint/restart (None) keeps no record and rolls every task back at any failure", ErrFailureBoundConfig)
+	case eventLogger:
+		return fmt.Errorf("%w: with an event logger a record is stable once a logger holds it, and any number of PE failures is survived", ErrFailureBoundConfig)
+	case f < 1:
+		return fmt.Errorf("%w: f=%d, want at least 1", ErrFailureBoundConfig, f)
+	case f > MaxFailures:
+		return fmt.Errorf("%w: f=%d, at most %d", ErrFailureBoundConfig, f, MaxFailures)
+	case f > max(pes-1, 1):
+		return fmt.Errorf("%w: f=%d on %d PEs, at most %d: a record on every PE already survives all failures but the last PE's", ErrFailureBoundConfig, f, pes, max(pes-1, 1))
+	}
+	return nil
+}

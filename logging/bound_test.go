@@ -155,3 +155,29 @@ func TestFailureResendsWhatTheFailedPEMayNotHaveForwarded(t *testing.T) {
 	require.Len(t, resent, 2, "t2's log for its restore, and the message PE 1 had to forward to t1")
 	require.Contains(t, resent, stale)
 }
+
+func TestCheckFailureBound(t *testing.T) {
+	for _, kind := range []Kind{KindFullDet, KindPartialDet} {
+		require.NoError(t, CheckFailureBound(kind, false, 4, 1))
+		require.NoError(t, CheckFailureBound(kind, false, 4, 3))
+		require.NoError(t, CheckFailureBound(kind, false, 2, 1))
+		require.NoError(t, CheckFailureBound(kind, false, 1, 1), "a 1-PE job may still ask for f=1")
+		require.NoError(t, CheckFailureBound(kind, false, 100, MaxFailures))
+		for _, c := range []struct {
+			pes, f int
+			want   string
+		}{
+			{4, 0, "f=0, want at least 1"},
+			{4, -1, "f=-1, want at least 1"},
+			{100, MaxFailures + 1, "f=9, at most 8"},
+			{4, 4, "f=4 on 4 PEs, at most 3"},
+			{2, 2, "f=2 on 2 PEs, at most 1"},
+		} {
+			err := CheckFailureBound(kind, false, c.pes, c.f)
+			require.ErrorIs(t, err, ErrFailureBoundConfig)
+			require.ErrorContains(t, err, c.want)
+		}
+		require.ErrorIs(t, CheckFailureBound(kind, true, 4, 1), ErrFailureBoundConfig, "an event logger has no f")
+	}
+	require.ErrorIs(t, CheckFailureBound(KindNone, false, 4, 1), ErrFailureBoundConfig, "None keeps no record")
+}

@@ -144,8 +144,8 @@ func (pe *PE) forward(env logging.Envelope, to int) {
 }
 
 // newProtocol is this PE's protocol instance, configured as the simulator
-// of package logging/logtest runs it: f = logging.DefaultFailures, and
-// Locate from the tasks' places this PE knows. The PEs failed so far, and
+// of package logging/logtest runs it: f = Config.Failures (0:
+// logging.DefaultFailures), and Locate from the tasks' places this PE knows. The PEs failed so far, and
 // those of failing (a rollback's), count as failed for it from the start:
 // a later recovery must not wait for their recovery envelopes.
 func (pe *PE) newProtocol(failing ...int) logging.Protocol {
@@ -164,7 +164,7 @@ func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 	// transport (scheduler/transport), batches are sent in the order of
 	// the Readies, and every envelope from a live PE is given to Arrive
 	// or Forward (one early for a recovery is kept until then).
-	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Locate: pe.locate, Failed: failed, LogOffHeap: true, ReuseRecords: true, Ordered: true, Values: logValues{pe},
+	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Failures: pe.cfg.Failures, Locate: pe.locate, Failed: failed, LogOffHeap: true, ReuseRecords: true, Ordered: true, Values: logValues{pe},
 		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase(), EventLogger: pe.cfg.EventLogger,
 		OrderFree: pe.orderFree})
 }

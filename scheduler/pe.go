@@ -138,6 +138,10 @@ type Config struct {
 	// (eventlog.go).
 	EventLogger bool
 	EventLog    EventLogSink
+	// Failures is the protocol's f (logging.Config.Failures): a record is
+	// stable once f+1 PEs hold it. Every PE of a job and its coordinator
+	// (job.Config.Failures) must have the same. 0: logging.DefaultFailures.
+	Failures int
 }
 
 // What a PE accepts through Net.Post, besides the coordinator's events

@@ -1525,7 +1525,11 @@ type Setup struct {
 	// EventLogger (--event-logger) makes the loggers at LoggerAddrs event
 	// loggers for the protocol's records: the PE opens a record stream to
 	// each (launcher/eventlogstream.go).
-	EventLogger   bool `protobuf:"varint,30,opt,name=event_logger,json=eventLogger,proto3" json:"event_logger,omitempty"`
+	EventLogger bool `protobuf:"varint,30,opt,name=event_logger,json=eventLogger,proto3" json:"event_logger,omitempty"`
+	// Failures is the protocol's failure bound f (--failures; 0: the
+	// default, logging.DefaultFailures): a record is stable once f+1 PEs
+	// hold it. The coordinator runs the same f.
+	Failures      uint32 `protobuf:"varint,31,opt,name=failures,proto3" json:"failures,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1677,6 +1681,13 @@ func (x *Setup) GetEventLogger() bool {
 		return x.EventLogger
 	}
 	return false
+}
+
+func (x *Setup) GetFailures() uint32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
 }
 
 // LoggerSetup admits a logger (the logger's Setup): from it on, both sides
@@ -3751,7 +3762,7 @@ const file_control_proto_rawDesc = "" +
 	"\ttransport\x18\a \x01(\tR\ttransport\x12\x16\n" +
 	"\x06logger\x18\b \x01(\bR\x06logger\"!\n" +
 	"\aRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xa1\x04\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xbd\x04\n" +
 	"\x05Setup\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x15\n" +
@@ -3773,7 +3784,8 @@ const file_control_proto_rawDesc = "" +
 	"\x11check_annotations\x18\x14 \x01(\rR\x10checkAnnotations\x12\x1b\n" +
 	"\tlog_quota\x18\x15 \x01(\x03R\blogQuota\x12!\n" +
 	"\flogger_addrs\x18\x16 \x03(\tR\vloggerAddrs\x12!\n" +
-	"\fevent_logger\x18\x1e \x01(\bR\veventLogger\"n\n" +
+	"\fevent_logger\x18\x1e \x01(\bR\veventLogger\x12\x1a\n" +
+	"\bfailures\x18\x1f \x01(\rR\bfailures\"n\n" +
 	"\vLoggerSetup\x12\x16\n" +
 	"\x06logger\x18\x01 \x01(\x05R\x06logger\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x120\n" +
