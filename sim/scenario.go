@@ -157,6 +157,31 @@ func EventLoggerScenario(seed uint64) Config {
 	return cfg
 }
 
+// FailureBoundScenario is Scenario(seed) under FullDet or PartialDet
+// with f = 1 (Config.Failures, gochare run --failures 1) on 3 or 4 PEs,
+// and one or two PEs killed, each at a step or at a time: one failure
+// since the last checkpoint is recovered by replaying the failed PE's
+// tasks, and a second one since that checkpoint rolls every task back to
+// it (logging.CheckFailures), which a checkpoint between the two
+// avoids. The draws come from a source of their own; the network,
+// workload and checkpoints are the seed's Scenario's.
+func FailureBoundScenario(seed uint64) Config {
+	cfg := Scenario(seed)
+	rng := newRand(seed, 15)
+	cfg.PEs = 3 + rng.IntN(2)
+	cfg.Protocol = []logging.Kind{logging.KindFullDet, logging.KindPartialDet}[rng.IntN(2)]
+	cfg.Failures = 1
+	cfg.Faults = nil
+	for _, pe := range rng.Perm(cfg.PEs)[:1+rng.IntN(2)] {
+		f := Fault{PE: pe, AtStep: 1 + uint64(rng.IntN(6))}
+		if rng.IntN(3) == 0 {
+			f = Fault{PE: pe, At: time.Duration(rng.Int64N(int64(300 * time.Millisecond)))}
+		}
+		cfg.Faults = append(cfg.Faults, f)
+	}
+	return cfg
+}
+
 // RollbackCascadeScenario is a cascade of rollbacks under None (the
 // chaos campaigns' "many" kind, made to strike at the moments that
 // matter): LeanMD on 5 PEs with a checkpoint every 2 steps, also on
@@ -336,8 +361,12 @@ func (c Config) Describe() string {
 			loggers += fmt.Sprintf(", log quota %d bytes", c.LogQuota)
 		}
 	}
-	return fmt.Sprintf("%s %q on %d PEs%s, %v, %s, balancer %q, disk %v, net %+v, faults [%s]",
-		c.App.Name, c.Args, c.PEs, loggers, c.Protocol, sync, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
+	protocol := c.Protocol.String()
+	if c.Failures != 0 {
+		protocol += fmt.Sprintf(" f=%d", c.Failures)
+	}
+	return fmt.Sprintf("%s %q on %d PEs%s, %s, %s, balancer %q, disk %v, net %+v, faults [%s]",
+		c.App.Name, c.Args, c.PEs, loggers, protocol, sync, c.Balancer, c.Disk || c.CheckpointDir != "", c.Net, strings.Join(faults, "; "))
 }
 
 // timing matches the output lines that report times, which differ

@@ -55,6 +55,9 @@ type Config struct {
 	// delay as EventLoggerLink says.
 	EventLogger     bool
 	EventLoggerLink LoggerLink
+	// Failures is the protocols' f, the same on every PE and the
+	// coordinator (gochare run --failures; 0: logging.DefaultFailures).
+	Failures int
 	// LogQuota, if above 0 (with Loggers), bounds each PE's sender log:
 	// the PEs dump to simulated loggers (loggers.go), and Dumping is set.
 	LogQuota int
@@ -240,7 +243,7 @@ func Run(cfg Config) (Result, error) {
 	w.main = migrate.TaskRef{Collection: int(mt.Collection), Lin: jb.Collections()[mt.Collection].Shape.Linear(mt.Index)}
 	w.coord = job.NewCoordinator(job.Config{Size: cfg.PEs, Protocol: cfg.Protocol, Layout: scheduler.Layout(jb, cfg.PEs),
 		Balancer: cfg.Balancer, CheckpointDir: cfg.CheckpointDir, LogLimit: cfg.LogLimit, SyncEvery: cfg.CheckpointEvery, Loggers: cfg.Loggers, Dumping: cfg.Dumping,
-		EventLogger: cfg.EventLogger})
+		EventLogger: cfg.EventLogger, Failures: cfg.Failures})
 	w.pes = make([]*simPE, cfg.PEs)
 	if cfg.LogQuota > 0 {
 		w.loggers = newSimLoggers(w)
@@ -276,7 +279,7 @@ func Run(cfg Config) (Result, error) {
 			eventLog = simEventLog{s: w.eventLoggers, p: p}
 		}
 		pe, err := scheduler.New(scheduler.Config{
-			LogQuota: cfg.LogQuota, Loggers: cfg.Loggers, Dumps: dumps, EventLogger: cfg.EventLogger, EventLog: eventLog,
+			LogQuota: cfg.LogQuota, Loggers: cfg.Loggers, Dumps: dumps, EventLogger: cfg.EventLogger, EventLog: eventLog, Failures: cfg.Failures,
 			Rank: r, Size: cfg.PEs, JobID: 1, App: cfg.App, Args: cfg.Args, Protocol: cfg.Protocol,
 			CheckpointEvery: cfg.CheckpointEvery, Net: (*simNet)(p), Control: (*simControl)(p),
 			OnStep:  p.onStep,

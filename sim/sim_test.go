@@ -22,6 +22,7 @@ var (
 	genFlag            = flag.Bool("gen", false, "run the seeds' GenScenario (a generated program of sim/gen as the workload)")
 	loggersFlag        = flag.Bool("loggers", false, "run the seeds' LoggerScenario (loggers, one of which dies)")
 	eventLoggerFlag    = flag.Bool("event-logger", false, "run the seeds' EventLoggerScenario (event loggers, 1-3 simultaneous kills)")
+	failureBoundFlag   = flag.Bool("failure-bound", false, "run the seeds' FailureBoundScenario (f = 1, one or two kills)")
 	cascadeFlag        = flag.Bool("cascade", false, "run the seeds' RollbackCascadeScenario (three rollbacks under None, the second interrupting the first)")
 	beforeLogLimitFlag = flag.Bool("before-log-limit", false, "with -seed: run the seed's scenario as drawn before LogLimit was (ScenarioBeforeLogLimit; with -gen, GenScenarioBeforeLogLimit)")
 )
@@ -47,7 +48,7 @@ type scenarioKind struct {
 	// base: BaseScenario; gen: GenScenario; beforeLogLimit: Scenario or
 	// GenScenario as drawn before LogLimit was; loggers: LoggerScenario;
 	// cascade: RollbackCascadeScenario.
-	base, gen, beforeLogLimit, loggers, eventLogger, cascade bool
+	base, gen, beforeLogLimit, loggers, eventLogger, cascade, failureBound bool
 }
 
 // runSeed runs one seed and checks it.
@@ -68,6 +69,8 @@ func runSeed(t testing.TB, seed uint64, kind scenarioKind, trace bool) (Config, 
 		cfg, replay = EventLoggerScenario(seed), " -event-logger"
 	case kind.cascade:
 		cfg, replay = RollbackCascadeScenario(seed), " -cascade"
+	case kind.failureBound:
+		cfg, replay = FailureBoundScenario(seed), " -failure-bound"
 	}
 	if trace {
 		cfg.Trace = os.Stdout
@@ -92,7 +95,7 @@ func runSeed(t testing.TB, seed uint64, kind scenarioKind, trace bool) (Config, 
 // failure).
 func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
-		cfg, res, err := runSeed(t, *seedFlag, scenarioKind{base: *baseFlag, gen: *genFlag, beforeLogLimit: *beforeLogLimitFlag, loggers: *loggersFlag, eventLogger: *eventLoggerFlag, cascade: *cascadeFlag}, testing.Verbose())
+		cfg, res, err := runSeed(t, *seedFlag, scenarioKind{base: *baseFlag, gen: *genFlag, beforeLogLimit: *beforeLogLimitFlag, loggers: *loggersFlag, eventLogger: *eventLoggerFlag, cascade: *cascadeFlag, failureBound: *failureBoundFlag}, testing.Verbose())
 		if kb, ok := knownBugOf(cfg, res, err); ok && !*strictFlag {
 			t.Skipf("known bug %q:\n%v", kb.name, err)
 		}
@@ -123,7 +126,7 @@ func TestSim(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				cfg, res, err := runSeed(t, s, scenarioKind{gen: *genFlag, loggers: *loggersFlag, eventLogger: *eventLoggerFlag, cascade: *cascadeFlag}, false)
+				cfg, res, err := runSeed(t, s, scenarioKind{gen: *genFlag, loggers: *loggersFlag, eventLogger: *eventLoggerFlag, cascade: *cascadeFlag, failureBound: *failureBoundFlag}, false)
 				results <- result{s, cfg, res, err}
 			}
 		}()
@@ -358,4 +361,42 @@ func TestSimEventLoggerThreeKills(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, replayed, 5, "runs recover three simultaneous kills by replay")
+}
+
+// TestSimFailureBound runs FailureBoundScenario (-failure-bound): f = 1
+// on every PE and the coordinator, one or two kills. Every run ends with
+// the failure-free results; some recover two kills since one checkpoint
+// by rolling every task back (the coordinator's note says why), and
+// some recover every kill by replaying only the failed PEs' tasks.
+func TestSimFailureBound(t *testing.T) {
+	if *seedFlag != 0 || *failureBoundFlag || *seedsFlag != 0 {
+		t.Skip("TestSim runs these flags (-failure-bound for f = 1)")
+	}
+	n := uint64(max(defaultSeeds/10, 30))
+	var rolledBack, replayed int
+	for seed := uint64(1); seed <= n; seed++ {
+		cfg, res, err := runSeed(t, seed, scenarioKind{failureBound: true}, false)
+		if kb, ok := knownBugOf(cfg, res, err); ok {
+			t.Logf("seed %d: known bug %q", seed, kb.name)
+			continue
+		}
+		require.NoError(t, err)
+		tooMany := slices.ContainsFunc(res.Notes, func(l string) bool {
+			return strings.Contains(l, "more PE failures since the last checkpoint than the protocol survives") && strings.Contains(l, "(f=1); every task rolls back")
+		})
+		restored, rolled := 0, 0
+		for _, st := range res.Stats {
+			restored += st.Restored
+			rolled += st.RolledBack
+		}
+		switch {
+		case tooMany:
+			rolledBack++
+		case restored > 0 && rolled == 0:
+			replayed++
+		}
+	}
+	t.Logf("%d seeds: %d rolled every task back at a second failure since a checkpoint, %d recovered by replaying only the failed PEs' tasks", n, rolledBack, replayed)
+	require.Positive(t, rolledBack, "some runs fail twice between two checkpoints")
+	require.Positive(t, replayed, "some runs recover by replaying only the failed PEs' tasks")
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gochare/gochare/logging"
 )
 
 // Protocols are the --ft values, in the order they are reported.
@@ -48,6 +50,9 @@ type Config struct {
 	// fulldet and partialdet (0: all survivors).
 	Spreads []int    `json:"spreads"`
 	Timeout Duration `json:"timeout"`
+	// Failures is the failure bound f of the fulldet and partialdet jobs
+	// (gochare run --failures; 0: the default).
+	Failures int `json:"failures,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes as "24h0m0s".
@@ -141,6 +146,9 @@ func (c Config) Args(k Case) ([]string, error) {
 	a := c.Apps[i]
 	args := []string{"run", a.Name, "--pes", strconv.Itoa(c.PEs), "--ft", k.Protocol,
 		"--checkpoint-every", strconv.Itoa(a.CheckpointEvery), "--json"}
+	if c.Failures > 0 && k.Protocol != "none" {
+		args = append(args, "--failures", strconv.Itoa(c.Failures))
+	}
 	if k.Failure {
 		args = append(args, "--kill", fmt.Sprintf("pe=1,at=step:%d", a.KillStep()), "--restore-spread", strconv.Itoa(k.Spread))
 	}
@@ -161,6 +169,11 @@ func (c Config) validate() error {
 	for _, a := range c.Apps {
 		if a.CheckpointEvery < 2 || a.Steps < 3*a.CheckpointEvery {
 			return fmt.Errorf("evaluation: %s: %d steps, checkpoint every %d: want a period of at least 2 and at least 3 periods", a.Name, a.Steps, a.CheckpointEvery)
+		}
+	}
+	if c.Failures != 0 {
+		if err := logging.CheckFailureBound(logging.KindFullDet, false, c.PEs, c.Failures); err != nil {
+			return fmt.Errorf("evaluation: --failures: %w", err)
 		}
 	}
 	for _, k := range c.Spreads {
@@ -230,6 +243,7 @@ func Main(args []string, stdout io.Writer, exe string) (int, error) {
 	reps := fs.Int("reps", 0, "repetitions of every case (default: the preset's)")
 	pes := fs.Int("pes", 0, "PE processes per job (default 4)")
 	apps := fs.String("apps", "", "comma-separated applications to run (default: stencil3d,leanmd,lulesh)")
+	failures := fs.Int("failures", 0, "failure bound f of the fulldet and partialdet jobs (gochare run --failures; default: the runtime's, 2)")
 	if err := parseFlags(fs, args); err != nil {
 		return 2, err
 	}
@@ -254,6 +268,7 @@ func Main(args []string, stdout io.Writer, exe string) (int, error) {
 	if *pes > 0 {
 		cfg.PEs = *pes
 	}
+	cfg.Failures = *failures
 	if cfg.Apps, err = pickApps(cfg.Apps, *apps, func(a AppConfig) string { return a.Name }); err != nil {
 		return 2, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gochare/gochare/internal/testbin"
+	"github.com/gochare/gochare/logging"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
@@ -224,6 +225,19 @@ func TestCasesInterleaved(t *testing.T) {
 	args, err := cfg.Args(Case{App: "stencil3d", Protocol: "partialdet", Failure: true, Spread: 2})
 	require.NoError(t, err)
 	require.Equal(t, "run stencil3d --pes 4 --ft partialdet --checkpoint-every 20 --json --kill pe=1,at=step:30 --restore-spread 2 --grid 64,64,64 --chunk 16,16,16 --iterations 60", strings.Join(args, " "))
+	cfg.Failures = 1
+	args, err = cfg.Args(Case{App: "stencil3d", Protocol: "fulldet"})
+	require.NoError(t, err)
+	require.Equal(t, "run stencil3d --pes 4 --ft fulldet --checkpoint-every 20 --json --failures 1 --grid 64,64,64 --chunk 16,16,16 --iterations 60", strings.Join(args, " "))
+	args, err = cfg.Args(Case{App: "stencil3d", Protocol: "none"})
+	require.NoError(t, err)
+	require.NotContains(t, args, "--failures", "none has no f")
+	cfg.Exe = "gochare"
+	require.NoError(t, cfg.validate())
+	cfg.Failures = 4
+	require.ErrorIs(t, cfg.validate(), logging.ErrFailureBoundConfig, "f=4 on 4 PEs")
+	_, err = Main([]string{"--failures", "0x"}, &bytes.Buffer{}, testbin.Gochare(t))
+	require.Error(t, err)
 	_, err = Main([]string{"--quick", "--full"}, &bytes.Buffer{}, testbin.Gochare(t))
 	require.Error(t, err)
 	_, err = Main([]string{"--apps", "nope"}, &bytes.Buffer{}, testbin.Gochare(t))
