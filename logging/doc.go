@@ -43,19 +43,21 @@
 //
 // # The failure bound
 //
-// f is Config.Failures, DefaultFailures (2) unless set, as the runtime runs
-// the protocols. Any f PE failures between two coordinated checkpoints are
-// survived, at the same time or one during the recovery from another: a
-// record some PE depends on without storing it was on f+1 PEs (or on all
-// live ones), one of which is alive. One more failure may take the last
-// copy of a record and make a restored task replay a reception otherwise
-// than the first time, a wrong result nothing would show: CheckFailures
-// says which failure that is, and the job's coordinator stops the job
-// there with its error. A checkpoint discards every record and starts the
-// count again. f is a choice of cost: with f=2 records travel until two
-// other PEs store them, and a PE that receives one carries it on too until
-// it knows a third holder, which multiplies the records an envelope
-// carries by 2.4 to 3.5 against f=1 on the mini-apps (4 PEs in process).
+// f is Config.Failures, DefaultFailures (2) unless set; a job chooses it
+// (gochare run --failures, CheckFailureBound says which values it may). Any
+// f PE failures between two coordinated checkpoints are survived, at the
+// same time or one during the recovery from another: a record some PE
+// depends on without storing it was on f+1 PEs (or on all live ones), one
+// of which is alive. One more failure may take the last copy of a record
+// and make a restored task replay a reception otherwise than the first
+// time, a wrong result nothing would show: CheckFailures says which failure
+// that is, and the job's coordinator rolls every task back to the
+// checkpoint there instead (a rollback needs no record). A checkpoint
+// discards every record and starts the count again. f is a choice of cost:
+// with f=2 records travel until two other PEs store them, and a PE that
+// receives one carries it on too until it knows a third holder, which
+// multiplies the records an envelope carries by 2.4 to 3.5 against f=1 on
+// the mini-apps (4 PEs in process).
 //
 // With an event logger (Config.EventLogger, eventlog.go) there is no f:
 // a record is stable once a logger process has acknowledged it, records

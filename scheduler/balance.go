@@ -143,10 +143,10 @@ func (pe *PE) forward(env logging.Envelope, to int) {
 	pe.proto.Forward(env, logging.PEID(to))
 }
 
-// newProtocol is this PE's protocol instance, configured as the simulator
-// of package logging/logtest runs it: f = Config.Failures (0:
-// logging.DefaultFailures), and Locate from the tasks' places this PE knows. The PEs failed so far, and
-// those of failing (a rollback's), count as failed for it from the start:
+// newProtocol is this PE's protocol instance, configured as the
+// simulator of package logging/logtest runs it: f = Config.Failures (0:
+// logging.DefaultFailures), and Locate from the tasks' places this PE
+// knows. The PEs failed so far, and those of failing (a rollback's), count as failed for it from the start:
 // a later recovery must not wait for their recovery envelopes.
 func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 	var failed []logging.PEID
