@@ -95,6 +95,9 @@ func TestFailureBoundOne(t *testing.T) {
 			})
 			t.Run("two kills with the default", func(t *testing.T) {
 				restored, rolledBack, j := run(t, twoKills...)
+				for _, pe := range []int{1, 2} {
+					j.waitLine(t, regexp.MustCompile(fmt.Sprintf(`PE failed.*PE %d .*killed by signal 9`, pe)), time.Second)
+				}
 				require.Positive(t, restored)
 				require.Zero(t, rolledBack, "f = 2 recovers two failures by replay")
 				require.NotContains(t, j.output(), "more PE failures since the last checkpoint")
