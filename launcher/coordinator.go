@@ -403,7 +403,7 @@ func (c *coordinator) run(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The tracer is set once the coordinator is made.
-	c.timeline = timeline{log: c.cfg.Log, trace: c.cfg.trace, pes: c.cfg.Size, protocol: c.cfg.Protocol}
+	c.timeline = timeline{log: c.cfg.Log, trace: c.cfg.trace, pes: c.cfg.Size, protocol: c.cfg.Protocol, failures: c.cfg.Failures}
 	go c.acceptLoop(ctx)
 	defer c.ln.Close()
 	defer c.reportUnfiredKills()

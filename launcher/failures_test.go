@@ -81,6 +81,7 @@ func TestFailureBoundOne(t *testing.T) {
 			}
 			t.Run("one kill", func(t *testing.T) {
 				restored, rolledBack, j := run(t, "--failures", "1", "--kill", "pe=1,at=step:27")
+				j.waitLine(t, regexp.MustCompile(`msg="all PEs ready; job begins" pes=4 ft=`+ft+` failures=1$`), time.Second)
 				require.Positive(t, restored, "PE 1's tasks are restored")
 				require.Zero(t, rolledBack, "no survivor rolls back")
 				require.NotRegexp(t, tooManyLine, j.output())

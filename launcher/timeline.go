@@ -23,6 +23,8 @@ type timeline struct {
 	trace    *tracer
 	pes      int
 	protocol logging.Kind
+	// failures is the job's f if given (--failures), else 0.
+	failures int
 
 	// began is when the job began (or resumed, restarted from disk);
 	// checkpointAt when the last TakeCheckpoint went out; failedAt when
@@ -38,13 +40,17 @@ type timeline struct {
 // disk resumed.
 func (t *timeline) started(now time.Time, resumed bool) {
 	t.began = now
+	attrs := []any{"pes", t.pes, "ft", protocolName(t.protocol)}
+	if t.failures > 0 {
+		attrs = append(attrs, "failures", t.failures)
+	}
 	if resumed {
 		t.trace.instant("job resumes", "job")
-		t.log.Info("all PEs ready; job resumes from the disk checkpoint", "pes", t.pes, "ft", protocolName(t.protocol))
+		t.log.Info("all PEs ready; job resumes from the disk checkpoint", attrs...)
 		return
 	}
 	t.trace.instant("job begins", "job")
-	t.log.Info("all PEs ready; job begins", "pes", t.pes, "ft", protocolName(t.protocol))
+	t.log.Info("all PEs ready; job begins", attrs...)
 }
 
 // failed notes that PE rank was declared dead (detail says how).
