@@ -71,8 +71,8 @@ const usageHead = `usage:
         --failures F            under fulldet or partialdet without
                                 --event-logger: the failures f between two
                                 checkpoints recovered by replaying only
-                                the failed PEs' tasks (default 2; 1 to 8,
-                                and below --pes). A determinant or
+                                the failed PEs' tasks (default 2; from 1
+                                to 8, and below --pes). A determinant or
                                 progress record rides on messages until
                                 f+1 PEs hold it: f=1 costs less on the
                                 forward path; one failure more since the

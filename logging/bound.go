@@ -50,11 +50,11 @@ var ErrFailureBoundConfig = errors.New("logging: bad failure bound")
 
 // CheckFailureBound says whether f is a failure bound a job of pes PEs
 // running protocol kind (with an event logger if eventLogger) can be
-// given (Config.Failures). f must be from 1 to MaxFailures and below pes
-// (at least 1): a record on every PE already survives the failure of all
-// but one, so a larger f would ask for more than every PE's copy (the
-// protocol would act as with pes-1; the default, DefaultFailures, is
-// clamped that way on fewer PEs, see engine.updateBound). None and an
+// given (Config.Failures). f must be from 1 to MaxFailures and below pes:
+// a record on every PE already survives the failure of all but one, so a
+// larger f would ask for more than every PE's copy (the protocol would
+// act as with pes-1; the default, DefaultFailures, is clamped that way
+// on fewer PEs, see engine.updateBound), and on one PE there is no f. None and an
 // event logger have no f: None keeps no record and rolls every task back
 // at any failure, and with an event logger a record is stable once a
 // logger acknowledges it, whatever the number of PE failures.
@@ -68,8 +68,10 @@ func CheckFailureBound(kind Kind, eventLogger bool, pes, f int) error {
 		return fmt.Errorf("%w: f=%d, want at least 1", ErrFailureBoundConfig, f)
 	case f > MaxFailures:
 		return fmt.Errorf("%w: f=%d, at most %d", ErrFailureBoundConfig, f, MaxFailures)
-	case f > max(pes-1, 1):
-		return fmt.Errorf("%w: f=%d on %d PEs, at most %d: a record on every PE already survives all failures but the last PE's", ErrFailureBoundConfig, f, pes, max(pes-1, 1))
+	case pes < 2:
+		return fmt.Errorf("%w: on %d PE no other PE can hold a record", ErrFailureBoundConfig, pes)
+	case f > pes-1:
+		return fmt.Errorf("%w: f=%d on %d PEs, at most %d: a record on every PE already survives all failures but the last PE's", ErrFailureBoundConfig, f, pes, pes-1)
 	}
 	return nil
 }

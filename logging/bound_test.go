@@ -161,7 +161,6 @@ func TestCheckFailureBound(t *testing.T) {
 		require.NoError(t, CheckFailureBound(kind, false, 4, 1))
 		require.NoError(t, CheckFailureBound(kind, false, 4, 3))
 		require.NoError(t, CheckFailureBound(kind, false, 2, 1))
-		require.NoError(t, CheckFailureBound(kind, false, 1, 1), "a 1-PE job may still ask for f=1")
 		require.NoError(t, CheckFailureBound(kind, false, 100, MaxFailures))
 		for _, c := range []struct {
 			pes, f int
@@ -172,6 +171,7 @@ func TestCheckFailureBound(t *testing.T) {
 			{100, MaxFailures + 1, "f=9, at most 8"},
 			{4, 4, "f=4 on 4 PEs, at most 3"},
 			{2, 2, "f=2 on 2 PEs, at most 1"},
+			{1, 1, "on 1 PE no other PE can hold a record"},
 		} {
 			err := CheckFailureBound(kind, false, c.pes, c.f)
 			require.ErrorIs(t, err, ErrFailureBoundConfig)
