@@ -49,6 +49,9 @@ const Usage = `usage: gochare chaos [flags]
   --timeout-slack D       (default 30s, ci 60s)
   --fail-on-error         exit non-zero on errors too (wrong digests and
                           hangs always do)
+  --failures F            the failure bound f of the fulldet and partialdet
+                          runs without an event logger (gochare run
+                          --failures; default: the runtime's, 2)
   --launcher-kills LIST   let the launcher inject these itself: recovery
                           (at=recovery:N), signal (signal=STOP)
   --progress-every N      without a terminal, a progress line every N runs
@@ -111,6 +114,7 @@ func parseArgs(args []string) (invocation, error) {
 	launcherKills := fs.String("launcher-kills", "", "")
 	fs.IntVar(&inv.every, "progress-every", 10, "")
 	noDump := fs.Bool("no-dump", false, "")
+	failures := fs.Int("failures", 0, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			inv.help = true
@@ -190,6 +194,12 @@ func parseArgs(args []string) (invocation, error) {
 		if cfg.LauncherKills, err = ParseLauncherKills(*launcherKills); err != nil {
 			return inv, err
 		}
+	}
+	if set["failures"] {
+		if *failures < 1 {
+			return inv, fmt.Errorf("%w: --failures %d: want 1 to %d", ErrConfig, *failures, maxFailures)
+		}
+		cfg.Failures = *failures
 	}
 	if err := cfg.Validate(); err != nil {
 		return inv, err

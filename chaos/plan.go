@@ -276,7 +276,15 @@ type Config struct {
 	TimeoutSlack  time.Duration `json:"timeout_slack"`
 	// BaselineTimeout bounds a failure-free run.
 	BaselineTimeout time.Duration `json:"baseline_timeout"`
+	// Failures, if above 0, is the failure bound f of the runs under
+	// fulldet or partialdet without an event logger (gochare run
+	// --failures; 0: the runtime's default).
+	Failures int `json:"failures,omitempty"`
 }
+
+// maxFailures is the largest f gochare run --failures takes
+// (logging.MaxFailures; this package imports the standard library only).
+const maxFailures = 8
 
 // lastStep is the last sync-point step an application offers: stencil3d
 // offers steps 0..iterations-2 (none after its last sweep), leanmd
@@ -394,6 +402,16 @@ func (c Config) Validate() error {
 		// Two failures must leave a survivor.
 		if n < 3 {
 			return fmt.Errorf("%w: %d PEs: at least 3 (two failures must leave a survivor)", ErrConfig, n)
+		}
+	}
+	if c.Failures != 0 {
+		if c.Failures < 0 || c.Failures > maxFailures {
+			return fmt.Errorf("%w: --failures %d: want 1 to %d", ErrConfig, c.Failures, maxFailures)
+		}
+		for _, n := range c.PEs {
+			if c.Failures >= n {
+				return fmt.Errorf("%w: --failures %d with %d PEs: f must be below the PE count", ErrConfig, c.Failures, n)
+			}
 		}
 	}
 	for _, k := range c.Kinds {
@@ -722,6 +740,9 @@ func (c Config) BaselineArgs(r Run) []string {
 	if r.CheckpointEvery > 0 {
 		args = append(args, "--checkpoint-every", strconv.Itoa(r.CheckpointEvery))
 	}
+	if c.Failures > 0 && r.Protocol != "none" && !r.Setup.EventLogger() {
+		args = append(args, "--failures", strconv.Itoa(c.Failures))
+	}
 	if r.Disk {
 		args = append(args, "--checkpoint-dir", c.DiskDir(r))
 	}
@@ -803,6 +824,9 @@ func (c Config) ReplayArgs(i int) []string {
 	}
 	if p, err := Preset(c.Preset); err != nil || c.LauncherKills != p.LauncherKills {
 		args = append(args, "--launcher-kills", c.LauncherKills.String())
+	}
+	if c.Failures > 0 {
+		args = append(args, "--failures", strconv.Itoa(c.Failures))
 	}
 	return append(args, "--only", strconv.Itoa(i))
 }

@@ -163,6 +163,18 @@ func TestArgs(t *testing.T) {
 	require.Equal(t, []string{"run", "lulesh", "--pes", "4", "--ft", "fulldet", "--checkpoint-every", "7", "--json",
 		"--size", "12", "--chunk", "6,6,6", "--iterations", "60"}, c.BaselineArgs(run))
 
+	c.Failures = 1
+	require.Equal(t, []string{"run", "lulesh", "--pes", "4", "--ft", "fulldet", "--checkpoint-every", "7", "--failures", "1", "--json",
+		"--size", "12", "--chunk", "6,6,6", "--iterations", "60"}, c.BaselineArgs(run), "--failures under fulldet")
+	require.NotContains(t, c.BaselineArgs(Run{App: "lulesh", Protocol: "none", PEs: 4}), "--failures", "none has no f")
+	require.NotContains(t, c.BaselineArgs(Run{App: "lulesh", Protocol: "partialdet", PEs: 4, Loggers: 1, Setup: LoggersEvent}), "--failures",
+		"an event logger has no f")
+	require.Contains(t, c.ReplayArgs(3), "--failures")
+	require.NoError(t, c.Validate())
+	c.Failures = 3
+	require.ErrorIs(t, c.Validate(), ErrConfig, "f=3 with the preset's 3 PEs")
+	c.Failures = 0
+
 	c.LauncherKills = LauncherKills{Recovery: true, Signal: true}
 	args, campaign = c.Args(run)
 	require.Empty(t, campaign)
@@ -236,6 +248,13 @@ func TestReplayArgs(t *testing.T) {
 			require.Equal(t, wantCampaign, gotCampaign)
 		}
 	}
+	// --failures is passed on, and replayed.
+	f, err := parseArgs([]string{"--seed", "5", "--failures", "1"})
+	require.NoError(t, err)
+	require.Equal(t, 1, f.cfg.Failures)
+	again, err := parseArgs(f.cfg.ReplayArgs(2)[1:])
+	require.NoError(t, err)
+	require.Equal(t, 1, again.cfg.Failures)
 	// The listed order of --apps does not change the plan.
 	a, err := parseArgs([]string{"--seed", "5", "--apps", "lulesh,stencil3d"})
 	require.NoError(t, err)
@@ -258,6 +277,9 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--kinds", "meteor"}, `--kinds "meteor"`},
 		{[]string{"--loggers", "many"}, `--loggers "many"`},
 		{[]string{"--timeout-factor", "0"}, "--timeout-factor 0"},
+		{[]string{"--failures", "0"}, "--failures 0: want 1 to 8"},
+		{[]string{"--failures", "9"}, "--failures 9: want 1 to 8"},
+		{[]string{"--failures", "3", "--pes", "3"}, "--failures 3 with 3 PEs"},
 		{[]string{"--only", "x"}, `--only "x"`},
 		{[]string{"--launcher-kills", "all"}, `--launcher-kills "all"`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
