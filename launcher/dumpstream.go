@@ -43,8 +43,9 @@ import (
 // ring of shared memory first and places its dumps there, sending their
 // headers alone (kinds 6 and 5, dumpring_linux.go); the logger then
 // publishes its acknowledgements in the ring and writes one on the
-// socket only when the PE asked to be woken. All integers
-// little-endian. A
+// socket only when the PE asked to be woken. A dump the PE handed over
+// in the ring (kind 7, dumpTo) the PE acknowledges itself, and the
+// logger not at all. All integers little-endian. A
 // connection that breaks the handshake, or sends a malformed dump, is
 // closed and logged by the logger; a PE that loses its connection to a
 // logger (or cannot open one) takes that logger for dead
