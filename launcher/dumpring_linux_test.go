@@ -315,3 +315,87 @@ func TestDumpRingWakesAWaitingPE(t *testing.T) {
 	}
 	require.Positive(t, srv.store.held())
 }
+
+// A dump placed in the ring is handed over: the PE acknowledges it at
+// once, without the logger, and tells the logger of the dumps handed
+// over together, once they fill a quarter of the ring or before anything
+// else goes on the connection (a fetch gets them all back); the logger
+// acknowledges none of them. Behind a dump through the socket, whose
+// acknowledgement is the logger's, no dump is handed over until that
+// acknowledgement comes.
+func TestDumpsHandedOverInTheRing(t *testing.T) {
+	srv, c, got := dumpPair(t)
+	first := dumpOf(t, 0, 3, 0, 4)
+	c.Dump(first) // dials: through the socket, no ring yet
+	k := c.links[0]
+	waitFor(t, "the link up", k.ringAcks.Load)
+	var acks []scheduler.DumpAcked
+	waitFor(t, "the first acknowledged by the logger", func() bool {
+		acks = c.TakeDumpAcks(acks[:0])
+		return len(acks) > 0 && acks[len(acks)-1].To == first.To
+	})
+	held := len(first.Payload)
+	require.Equal(t, held, srv.store.held())
+
+	// Small dumps: each acknowledged at once, none told yet.
+	at := first.To
+	var handed [][]byte
+	for i := range 5 {
+		before := len(got.all())
+		d := dumpOf(t, 0, 3, at, 10+i)
+		at = d.To
+		c.Dump(d)
+		handed = append(handed, d.Payload)
+		acks = c.TakeDumpAcks(acks[:0])
+		require.Equal(t, []scheduler.DumpAcked{{Logger: 0, Epoch: 3, To: d.To}}, acks, "acknowledged by the PE")
+		require.IsType(t, scheduler.DumpAcksPending{}, got.all()[before], "a PE that waits is told")
+		require.False(t, k.unacked.Load())
+	}
+	k.mu.Lock()
+	untold := k.untoldBytes
+	k.mu.Unlock()
+	require.Equal(t, len(slices.Concat(handed...)), untold)
+	require.Equal(t, held, srv.store.held(), "the logger not told yet")
+	// A fetch tells the logger first.
+	back, err := c.Fetch(0, 3, first.To, at)
+	require.NoError(t, err)
+	require.Equal(t, slices.Concat(handed...), back)
+	held += len(back)
+	require.Equal(t, held, srv.store.held())
+
+	// Dumps past a quarter of the ring: the logger is told of them
+	// without a fetch.
+	for untold = 0; untold < dumpRingTell; {
+		d := dumpOf(t, 0, 3, at, 200)
+		at = d.To
+		c.Dump(d)
+		untold += len(d.Payload)
+		acks = c.TakeDumpAcks(acks[:0])
+		require.Equal(t, []scheduler.DumpAcked{{Logger: 0, Epoch: 3, To: d.To}}, acks)
+	}
+	held += untold
+	waitFor(t, "the logger told", func() bool { return srv.store.held() == held })
+
+	// Behind a dump through the socket (copied, placed after one
+	// encoded in the ring: it would be consumed before it), the logger
+	// acknowledges.
+	copied := dumpOf(t, 0, 3, at, 30)
+	encoded := dumpOf(t, 0, 3, copied.To, 20)
+	buf := c.DumpBuffer(0, len(encoded.Payload))
+	require.NotNil(t, buf)
+	c.DumpAll([]logging.DumpBatch{copied, {Logger: 0, Epoch: 3, From: encoded.From, To: encoded.To, Payload: append(buf, encoded.Payload...)}})
+	waitFor(t, "the logger's acknowledgement", func() bool {
+		acks = c.TakeDumpAcks(acks[:0])
+		return len(acks) > 0 && acks[len(acks)-1].To == encoded.To
+	})
+	k.mu.Lock()
+	require.False(t, k.sockUnacked)
+	k.mu.Unlock()
+	next := dumpOf(t, 0, 3, encoded.To, 5)
+	c.Dump(next)
+	acks = c.TakeDumpAcks(acks[:0])
+	require.Equal(t, []scheduler.DumpAcked{{Logger: 0, Epoch: 3, To: next.To}}, acks, "handed over again")
+	back, err = c.Fetch(0, 3, copied.From, next.To)
+	require.NoError(t, err)
+	require.Equal(t, slices.Concat(copied.Payload, encoded.Payload, next.Payload), back)
+}

@@ -13,7 +13,7 @@ import (
 // it, not when it is mapped: a period that logs 1 MiB into a 4 MiB chunk
 // leaves the chunk's second huge page untouched, and the log faults that
 // one in, whole, once a message reaches it. A DumpMemory chunk is faulted
-// in whole when mapped.
+// in the same way, as its user fills it (DumpMemory.Fault).
 func TestMappedChunkFaultsInAsTheLogReachesIt(t *testing.T) {
 	probe, err := unix.Mmap(-1, 0, hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	require.NoError(t, err)
@@ -62,8 +62,17 @@ func TestMappedChunkFaultsInAsTheLogReachesIt(t *testing.T) {
 	require.Equal(t, mappedChunk/pageSize, resident(c, 0, mappedChunk))
 	require.Equal(t, payload, l.message(0).Payload)
 
+	// A DumpMemory chunk is faulted in as its user fills it (Fault), a
+	// huge page at a time.
 	dumps := NewDumpMemory()
 	d := dumps.Chunk(1)
-	require.Equal(t, len(d)/pageSize, resident(d, 0, len(d)), "a dump chunk is faulted in whole")
+	require.Equal(t, mappedChunk, len(d))
+	require.Zero(t, resident(d, 0, len(d)), "a dump chunk is not faulted in when mapped")
+	require.Equal(t, hugePage, dumps.Fault(d, 0, 1000))
+	require.Equal(t, hugePage/pageSize, resident(d, 0, hugePage), "the huge page reached is faulted in whole")
+	require.Zero(t, resident(d, hugePage, len(d)))
+	require.Equal(t, hugePage, dumps.Fault(d, hugePage, hugePage), "nothing more to fault in")
+	require.Equal(t, 2*hugePage, dumps.Fault(d, hugePage, hugePage+1))
+	require.Equal(t, 2*hugePage/pageSize, resident(d, 0, len(d)))
 	dumps.Release(d)
 }

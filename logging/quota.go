@@ -615,9 +615,18 @@ const DumpSlab = mappedChunk
 
 // NewDumpMemory returns an empty DumpMemory.
 func NewDumpMemory() *DumpMemory {
-	m := newLogMemory(true)
-	m.faultWhole = true
-	return &DumpMemory{m}
+	return &DumpMemory{newLogMemory(true)}
+}
+
+// Fault faults in chunk c (from Chunk) from byte from, up to which it is
+// faulted in, to the huge page that holds byte end-1, in one call per
+// huge page rather than page by page as it is written, and returns how
+// far c is faulted in then (cap(c) for a chunk that is not of whole huge
+// pages, or not mapped: it faults as it is written). A chunk is not
+// faulted in when it is mapped: a logger fills the last of a period's
+// chunks partly.
+func (m *DumpMemory) Fault(c []byte, from, end int) int {
+	return m.mem.fault(c, from, end)
 }
 
 // Chunk returns a chunk of at least n bytes (len its capacity).

@@ -405,6 +405,12 @@ type PE struct {
 	ackBuf           []logging.EventLogAck
 	// dumpAckBuf takes the dump sink's acknowledgements (quota.go).
 	dumpAckBuf []DumpAcked
+	// quotaOf is pe.proto's LogQuota, and the others what cfg.Dumps
+	// implements, or nil (quotaInterfaces).
+	quotaOf       logging.LogQuota
+	dumpBufferer  DumpBufferer
+	dumpBatcher   DumpBatcher
+	dumpAckSource DumpAckSource
 	// Under a log quota a resume starts its tasks one by one as the log
 	// has room (quota.go: resumeWhenRoom): resumeQueue are those still
 	// to start, resumeTasks those started, heldEvents the coordinator's

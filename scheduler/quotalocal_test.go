@@ -47,6 +47,7 @@ func TestDumpBetweenHandlers(t *testing.T) {
 	proto := logging.NewFullDet(logging.Config{PE: 1, PEs: 2, LogQuota: quota, Loggers: 1})
 	sink := &countSink{}
 	pe := PE{cfg: Config{LogQuota: quota, Loggers: 1, Dumps: sink}, proto: proto}
+	pe.quotaInterfaces()
 	proto.HostTask(7)
 	q := proto.(logging.LogQuota)
 	for i := 0; !q.DumpsPressing(); i++ {
