@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"path/filepath"
@@ -318,7 +319,7 @@ func TestDumpRingWakesAWaitingPE(t *testing.T) {
 
 // A dump placed in the ring is handed over: the PE acknowledges it at
 // once, without the logger, and tells the logger of the dumps handed
-// over together, once they fill a quarter of the ring or before anything
+// over together, once they fill half of the ring or before anything
 // else goes on the connection (a fetch gets them all back); the logger
 // acknowledges none of them. Behind a dump through the socket, whose
 // acknowledgement is the logger's, no dump is handed over until that
@@ -363,7 +364,7 @@ func TestDumpsHandedOverInTheRing(t *testing.T) {
 	held += len(back)
 	require.Equal(t, held, srv.store.held())
 
-	// Dumps past a quarter of the ring: the logger is told of them
+	// Dumps past half of the ring: the logger is told of them
 	// without a fetch.
 	for untold = 0; untold < dumpRingTell; {
 		d := dumpOf(t, 0, 3, at, 200)
@@ -398,4 +399,46 @@ func TestDumpsHandedOverInTheRing(t *testing.T) {
 	back, err = c.Fetch(0, 3, copied.From, next.To)
 	require.NoError(t, err)
 	require.Equal(t, slices.Concat(copied.Payload, encoded.Payload, next.Payload), back)
+}
+
+// A PE dials the logger it dumps to first (its rank modulo the loggers,
+// or the next live one) before its first dump, so that the first dump
+// finds the ring and is handed over at once, not sent through the
+// socket to wait for the logger's acknowledgement; the other loggers
+// are dialed at their first dump.
+func TestDumpClientDialsAhead(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var addrs []string
+	var srvs []*dumpServer
+	for l := range 3 {
+		srv, err := listenDumps(l, 5, "127.0.0.1", secret, nil, log)
+		require.NoError(t, err)
+		t.Cleanup(srv.close)
+		srvs = append(srvs, srv)
+		addrs = append(addrs, srv.addr())
+	}
+	addrs[1] = "" // dead before the job began: PE 4 (4 mod 3 = 1) dumps to logger 2
+	got := &posted{}
+	c := newDumpClient(4, addrs, secret, nil, got.post, log)
+	t.Cleanup(c.close)
+	c.dialAhead()
+	k := c.links[2]
+	waitFor(t, "the link up", k.ringAcks.Load)
+	for _, l := range []int{0, 1} {
+		c.links[l].mu.Lock()
+		conn := c.links[l].conn
+		c.links[l].mu.Unlock()
+		require.Nil(t, conn, "logger %d dialed", l)
+	}
+
+	first := dumpOf(t, 2, 3, 0, 4)
+	c.Dump(first)
+	acks := c.TakeDumpAcks(nil)
+	require.Equal(t, []scheduler.DumpAcked{{Logger: 2, Epoch: 3, To: first.To}}, acks, "handed over at once")
+	require.Zero(t, srvs[2].store.held(), "the logger not told yet")
+	back, err := c.Fetch(2, 3, 0, first.To)
+	require.NoError(t, err)
+	require.Equal(t, first.Payload, back)
+	require.Equal(t, len(first.Payload), srvs[2].store.held())
 }

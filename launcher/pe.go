@@ -385,6 +385,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		}
 		dumps = newDumpClient(o.Rank, setup.LoggerAddrs, o.Secret, dumpTLS, ep.Post, o.Log)
 		defer dumps.close()
+		dumps.dialAhead()
 		dumpSink = dumps
 		for l, a := range setup.LoggerAddrs {
 			if a == "" {
