@@ -385,13 +385,15 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 		}
 		dumps = newDumpClient(o.Rank, setup.LoggerAddrs, o.Secret, dumpTLS, ep.Post, o.Log)
 		defer dumps.close()
-		dumps.dialAhead()
 		dumpSink = dumps
 		for l, a := range setup.LoggerAddrs {
 			if a == "" {
 				deadLoggers = append(deadLoggers, l)
 			}
 		}
+		// The connection to the logger this PE dumps to first, with
+		// its ring, before the first dump.
+		dumps.dialAhead()
 	}
 	var events *eventLogClient
 	var eventSink scheduler.EventLogSink
