@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/gochare/gochare/commutative"
@@ -657,14 +658,50 @@ var ErrBadDump = errors.New("logging: malformed dumped log entries")
 func CountDumped(b []byte) (int, error) {
 	n := 0
 	for len(b) > 0 {
-		f, err := dumpedSize(b, n > 0)
-		if err != nil {
+		size, ok := dumpedEntrySize(b, n > 0)
+		if !ok {
+			_, err := dumpedSize(b, n > 0) // what is wrong
 			return 0, fmt.Errorf("%w (entry %d)", err, n)
 		}
-		b = b[f.size:]
+		b = b[size:]
 		n++
 	}
 	return n, nil
+}
+
+// dumpedEntrySize is the size of the first dumped entry of b, checked as
+// dumpedSize checks it (false: it is not well framed), without a
+// dumpedEntry to fill and return per entry: the walk of CountDumped,
+// which a logger makes over every dump it stores (LeanMD at a tenth of
+// its peak: about 50,000 entries a run, which took the logger about 5
+// ms through dumpedSize).
+func dumpedEntrySize(b []byte, after bool) (int, bool) {
+	at := skipEightFields(b)
+	if at == 0 {
+		return 0, false
+	}
+	var lengths [3]uint64 // path, requirements, payload field
+	for j := range lengths {
+		x, k := binary.Uvarint(b[at:])
+		if k <= 0 {
+			return 0, false
+		}
+		lengths[j] = x
+		at += k
+	}
+	same := lengths[2]&sameFlag != 0
+	lengths[2] >>= 1
+	if (same && !after) || lengths[0] > 1<<31 || lengths[1] > 1<<31 || lengths[2] > 1<<31 {
+		return 0, false
+	}
+	size := lengths[0] + lengths[1]
+	if !same {
+		size += lengths[2]
+	}
+	if size > uint64(len(b)-at) {
+		return 0, false
+	}
+	return at + int(size), true
 }
 
 // PickDumped picks entries need (sorted) out of b, a run of dumped
@@ -775,6 +812,45 @@ func skipDumpedFields(b []byte, n int) int {
 		at = k + 1
 	}
 	return at
+}
+
+// skipEightFields is skipDumpedFields(b, 8): where the eight uvarints
+// end within b's first 24 bytes (almost always: they are the entry's
+// ids, key, handler and sizes), it finds the eighth byte below 0x80
+// there with a few word operations instead of a branch per byte, and
+// checks that no uvarint before it is of 10 bytes or more (9 bytes of
+// 0x80 or more in a row), the only way one of them can be malformed.
+func skipEightFields(b []byte) int {
+	if len(b) < 24 {
+		return skipDumpedFields(b, 8)
+	}
+	ends := stopBytes(binary.LittleEndian.Uint64(b)) | stopBytes(binary.LittleEndian.Uint64(b[8:]))<<8 |
+		stopBytes(binary.LittleEndian.Uint64(b[16:]))<<16
+	if bits.OnesCount32(ends) < 8 {
+		return skipDumpedFields(b, 8)
+	}
+	eighth := ends
+	for range 7 {
+		eighth &= eighth - 1
+	}
+	at := bits.TrailingZeros32(eighth) + 1
+	more := ^ends & (1<<at - 1) // the bytes of 0x80 or more before it
+	long := more
+	for k := 1; k < 9; k++ {
+		long &= more >> k
+	}
+	if long != 0 {
+		return skipDumpedFields(b, 8)
+	}
+	return at
+}
+
+// stopBytes has bit i set where byte i of w (little-endian) is below
+// 0x80: where a uvarint ends.
+func stopBytes(w uint64) uint32 {
+	const high = 0x8080808080808080
+	m := (^w & high) >> 7 // 1 in the low bit of each such byte
+	return uint32((m * 0x0102040810204080) >> 56)
 }
 
 // dumpedSize is the framing of the first dumped entry of b as

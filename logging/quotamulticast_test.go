@@ -2,6 +2,7 @@ package logging
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -192,8 +193,26 @@ func TestDumpedSizeAgreesWithTheFullRead(t *testing.T) {
 		}
 		return sizes
 	}
+	// dumpedEntrySize, CountDumped's walk, as a read of the framing.
+	entrySize := func(b []byte, after bool) (dumpedEntry, error) {
+		size, ok := dumpedEntrySize(b, after)
+		if !ok {
+			return dumpedEntry{}, ErrBadDump
+		}
+		return dumpedEntry{size: size}, nil
+	}
+	count := func(b []byte) int {
+		n, err := CountDumped(b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadDump)
+			return -1
+		}
+		return n
+	}
 	require.Equal(t, walk(dump, dumpedFraming), walk(dump, dumpedSize))
+	require.Equal(t, walk(dump, dumpedFraming), walk(dump, entrySize))
 	require.NotContains(t, walk(dump, dumpedSize), -1)
+	require.Equal(t, l.len(), count(dump))
 	for range 3000 {
 		b := append([]byte(nil), dump...)
 		for range 1 + rng.IntN(4) {
@@ -210,6 +229,78 @@ func TestDumpedSizeAgreesWithTheFullRead(t *testing.T) {
 			}
 		}
 		require.Equal(t, walk(b, dumpedFraming), walk(b, dumpedSize))
+		sizes := walk(b, dumpedFraming)
+		require.Equal(t, sizes, walk(b, entrySize))
+		if slices.Contains(sizes, -1) {
+			require.Equal(t, -1, count(b))
+		} else {
+			require.Equal(t, len(sizes), count(b))
+		}
+	}
+}
+
+// skipEightFields (word operations) agrees with skipDumpedFields (a
+// branch per byte) on random bytes, mostly of 0x80 or more so that long
+// and malformed uvarints come up, and on the same with the last byte of
+// a 10-byte uvarint above 1.
+func TestSkipEightFieldsAgreesWithTheByteWalk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200_000 {
+		b := make([]byte, 16+rng.IntN(24))
+		high := rng.IntN(10) // out of 10: how many bytes have the high bit
+		for i := range b {
+			b[i] = byte(rng.IntN(0x80))
+			if rng.IntN(10) < high {
+				b[i] |= 0x80
+			}
+		}
+		require.Equal(t, skipDumpedFields(b, 8), skipEightFields(b), "% x", b)
+	}
+}
+
+// BenchmarkCountDumped is a logger's check of a dump's framing
+// (CountDumped) on LeanMD-like dumps: multicasts of 1.5 KB payloads to
+// four tasks, a dump a sixteenth of a 436,376-byte quota.
+func BenchmarkCountDumped(b *testing.B) {
+	var l senderLog
+	payload := make([]byte, 1500)
+	var dump []byte
+	for i := 0; len(dump) < 436376/16; i++ {
+		if i%4 == 0 {
+			payload = append([]byte(nil), payload...)
+			payload[0] = byte(i / 4)
+		}
+		l.add(Message{ID: MessageID{Sender: TaskID(2<<32 | i%27), SRN: uint64(1000 + i)}, To: TaskID(3<<32 | i%81), Key: uint64(i / 64),
+			Handler: uint32(i % 7), Payload: payload}, PEID(i%4), nil)
+		dump = l.appendDumped(dump, i, i > 0 && l.sharesPrevious(i))
+	}
+	want := l.len()
+	for _, bc := range []struct {
+		name  string
+		count func([]byte) (int, error)
+	}{
+		{"CountDumped", CountDumped},
+		{"dumpedSize", func(b []byte) (int, error) { // the walk before dumpedEntrySize
+			n := 0
+			for ; len(b) > 0; n++ {
+				f, err := dumpedSize(b, n > 0)
+				if err != nil {
+					return 0, err
+				}
+				b = b[f.size:]
+			}
+			return n, nil
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(dump)))
+			for b.Loop() {
+				if n, err := bc.count(dump); err != nil || n != want {
+					b.Fatalf("%d entries, %v; want %d", n, err, want)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*want), "ns/entry")
+		})
 	}
 }
 
