@@ -442,3 +442,36 @@ func TestDumpClientDialsAhead(t *testing.T) {
 	require.Equal(t, first.Payload, back)
 	require.Equal(t, len(first.Payload), srvs[2].store.held())
 }
+
+// A PE that hands over three rings' worth of dumps, telling the logger
+// at every half ring, gets them all back in order from one fetch, and
+// never lets the ring overrun: the logger copies each half out while the
+// PE fills the other, or, where it is behind, the dumps go through the
+// socket and wait for its acknowledgement.
+func TestDumpsHandedOverPastTheRing(t *testing.T) {
+	srv, c, _ := dumpPair(t)
+	c.dialAhead()
+	k := c.links[0]
+	waitFor(t, "the link up", k.ringAcks.Load)
+	var all [][]byte
+	var acks []scheduler.DumpAcked
+	entries := dumpOf(t, 0, 3, 0, 40).Payload // about 9 KB; the logger checks their framing and count only
+	at, total := 0, 0
+	for total < 3*dumpRingSize {
+		d := logging.DumpBatch{Logger: 0, Epoch: 3, From: at, To: at + 40, Payload: entries}
+		at = d.To
+		c.Dump(d)
+		all = append(all, d.Payload)
+		total += len(d.Payload)
+		acks = c.TakeDumpAcks(acks[:0]) // as the PE after a slice
+		k.mu.Lock()
+		placed := k.ring.head - *k.ring.consumed()
+		k.mu.Unlock()
+		require.LessOrEqual(t, placed, uint64(dumpRingSize-dumpRingData), "the ring overrun")
+	}
+	waitFor(t, "the logger told of all but the last half ring", func() bool { return srv.store.held() > total-dumpRingTell })
+	back, err := c.Fetch(0, 3, 0, at)
+	require.NoError(t, err)
+	require.Equal(t, slices.Concat(all...), back)
+	require.Equal(t, len(back), srv.store.held())
+}
