@@ -57,8 +57,8 @@ func (c *dumpClient) DumpPlaced(int) bool { return false }
 
 func (c *dumpClient) SharedLogMemory() logging.SharedLogMemory { return nil }
 
-func (s *dumpServer) expandPlaced(*dumpRing, []byte, int, uint64, int, uint64) ([]byte, error) {
-	return nil, errors.New("no shared dump memory on this system")
+func (s *dumpServer) expandPlaced(*dumpRing, []byte, int, uint64, int, uint64) ([]byte, int, error) {
+	return nil, 0, errors.New("no shared dump memory on this system")
 }
 
 func acceptSharedLog(*rightsReader, int) ([]byte, error) {

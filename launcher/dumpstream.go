@@ -500,9 +500,10 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			continue
 		}
 		var payload []byte
+		count := -1 // a placed dump's is counted as it is expanded
 		var err error
 		if placed && inRing {
-			if payload, err = s.expandPlaced(ring, sharedLog, pe, epoch, int(n), ringEnd); err != nil {
+			if payload, count, err = s.expandPlaced(ring, sharedLog, pe, epoch, int(n), ringEnd); err != nil {
 				return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
 			}
 		} else if payload = s.store.buffer(pe, epoch, int(n)); inRing {
@@ -514,9 +515,10 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 		}
 		// The logger stores and returns bytes: it checks their framing
 		// only (the PE decodes in full what it fetches back).
-		count, err := logging.CountDumped(payload)
-		if err != nil {
-			return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
+		if count < 0 {
+			if count, err = logging.CountDumped(payload); err != nil {
+				return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
+			}
 		}
 		if count != int(to-from) {
 			return fmt.Errorf("launcher: dump from PE %d: %d entries for [%d, %d)", pe, count, from, to)

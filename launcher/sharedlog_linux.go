@@ -207,23 +207,24 @@ func unmapSharedLog(mem []byte) {
 // expandPlaced stores a placed dump of PE pe, n bytes before position
 // end of its ring, its payloads copied out of the PE's log memory
 // shared, and marks the ring consumed past it (once the payloads are
-// copied: the PE may then reuse their chunks).
-func (s *dumpServer) expandPlaced(ring *dumpRing, shared []byte, pe int, epoch uint64, n int, end uint64) ([]byte, error) {
+// copied: the PE may then reuse their chunks); it returns the dump and
+// the number of its entries.
+func (s *dumpServer) expandPlaced(ring *dumpRing, shared []byte, pe int, epoch uint64, n int, end uint64) ([]byte, int, error) {
 	src, err := ring.view(n, end)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	size, err := logging.PlacedSize(src)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	buf := s.store.buffer(pe, epoch, size)
-	out, err := logging.ExpandPlaced(buf[:0], src, shared)
+	out, count, err := logging.ExpandPlaced(buf[:0], src, shared)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ring.consume(end)
-	return out, nil
+	return out, count, nil
 }
 
 // DumpPlaced reports whether a dump to logger may be placed
@@ -269,5 +270,5 @@ func (s *sharedLog) logStats(log *slog.Logger) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	log.Debug("shared log memory", "slots_fresh", s.fresh, "slots_reused", s.reused, "chunks_refused", s.refused, "placed_dumps", s.placed.Load())
+	log.Info("shared log memory", "slots_fresh", s.fresh, "slots_reused", s.reused, "chunks_refused", s.refused, "placed_dumps", s.placed.Load())
 }

@@ -109,34 +109,41 @@ func PlacedSize(placed []byte) (int, error) {
 
 // ExpandPlaced appends to dst the dump placed (in the placed form)
 // expands to, its payloads copied out of shared, the memory its offsets
-// are in, and returns it: what DecodeDumped and CountDumped read. It
+// are in, and returns it and the number of its entries: what
+// DecodeDumped reads, its framing checked as CountDumped checks it. It
 // fails on a malformed placed dump (an offset outside shared among
 // them), or one that does not expand to the size it announces.
-func ExpandPlaced(dst, placed, shared []byte) ([]byte, error) {
+func ExpandPlaced(dst, placed, shared []byte) ([]byte, int, error) {
 	want, err := PlacedSize(placed)
 	if err != nil {
-		return dst, err
+		return dst, 0, err
 	}
 	start := len(dst)
 	src := placed[4:]
-	for n := 0; len(src) > 0; n++ {
+	n := 0
+	for ; len(src) > 0; n++ {
 		tag := src[0]
 		src = src[1:]
 		var f dumpedEntry
-		if err := f.readFields(src, 0); err != nil {
-			return dst, fmt.Errorf("%w (placed entry %d)", err, n)
+		// The fields before the lengths are copied, not read (as a
+		// logger's walk over a dump, dumpedSize).
+		if f.fieldsLen = skipDumpedFields(src, 8); f.fieldsLen == 0 {
+			return dst, n, fmt.Errorf("%w: bad field (placed entry %d)", ErrBadDump, n)
+		}
+		if err := f.readFields(src, 8); err != nil {
+			return dst, n, fmt.Errorf("%w (placed entry %d)", err, n)
 		}
 		f.same = f.fields[10]&sameFlag != 0
 		if f.same && n == 0 {
-			return dst, fmt.Errorf("%w: the first entry shares the payload of none", ErrBadDump)
+			return dst, n, fmt.Errorf("%w: the first entry shares the payload of none", ErrBadDump)
 		}
 		pathLen, requiresLen, payloadLen := f.fields[8], f.fields[9], f.fields[10]>>1
 		if pathLen > 1<<31 || requiresLen > 1<<31 || payloadLen > 1<<31 {
-			return dst, fmt.Errorf("%w: placed entry %d: lengths %d, %d, %d", ErrBadDump, n, pathLen, requiresLen, payloadLen)
+			return dst, n, fmt.Errorf("%w: placed entry %d: lengths %d, %d, %d", ErrBadDump, n, pathLen, requiresLen, payloadLen)
 		}
 		head := f.fieldsLen + int(pathLen+requiresLen)
 		if head > len(src) {
-			return dst, fmt.Errorf("%w: placed entry %d: %d bytes, %d left", ErrBadDump, n, head, len(src))
+			return dst, n, fmt.Errorf("%w: placed entry %d: %d bytes, %d left", ErrBadDump, n, head, len(src))
 		}
 		dst = append(dst, src[:head]...)
 		src = src[head:]
@@ -144,26 +151,26 @@ func ExpandPlaced(dst, placed, shared []byte) ([]byte, error) {
 		case f.same:
 		case tag == placeTagShared:
 			if len(src) < 8 {
-				return dst, fmt.Errorf("%w: placed entry %d: no place", ErrBadDump, n)
+				return dst, n, fmt.Errorf("%w: placed entry %d: no place", ErrBadDump, n)
 			}
 			off := binary.LittleEndian.Uint64(src)
 			src = src[8:]
 			if off > uint64(len(shared)) || payloadLen > uint64(len(shared))-off {
-				return dst, fmt.Errorf("%w: placed entry %d: %d bytes at %d of %d shared", ErrBadDump, n, payloadLen, off, len(shared))
+				return dst, n, fmt.Errorf("%w: placed entry %d: %d bytes at %d of %d shared", ErrBadDump, n, payloadLen, off, len(shared))
 			}
 			dst = append(dst, shared[off:off+payloadLen]...)
 		case tag == placeTagInline:
 			if payloadLen > uint64(len(src)) {
-				return dst, fmt.Errorf("%w: placed entry %d: a payload of %d bytes, %d left", ErrBadDump, n, payloadLen, len(src))
+				return dst, n, fmt.Errorf("%w: placed entry %d: a payload of %d bytes, %d left", ErrBadDump, n, payloadLen, len(src))
 			}
 			dst = append(dst, src[:payloadLen]...)
 			src = src[payloadLen:]
 		default:
-			return dst, fmt.Errorf("%w: placed entry %d: tag %d", ErrBadDump, n, tag)
+			return dst, n, fmt.Errorf("%w: placed entry %d: tag %d", ErrBadDump, n, tag)
 		}
 	}
 	if len(dst)-start != want {
-		return dst, fmt.Errorf("%w: a placed dump expanded to %d bytes, announced %d", ErrBadDump, len(dst)-start, want)
+		return dst, n, fmt.Errorf("%w: a placed dump expanded to %d bytes, announced %d", ErrBadDump, len(dst)-start, want)
 	}
-	return dst, nil
+	return dst, n, nil
 }
