@@ -20,8 +20,8 @@ import (
 // are cut from it, so a dump placed in the ring names where its payloads
 // lie (logging.ExpandPlaced) and the logger copies them out of this
 // memory into its store: the PE copies no payload into the ring (LeanMD
-// at a tenth of its peak: about 48 MB a run, 25 ms of the four PEs'
-// CPU).
+// at a tenth of its peak: about 48 MB a run, about 11 ms of the four
+// PEs' CPU).
 //
 // A chunk the log gives back (Release) may still be named by dumps in
 // the ring that a logger has not read yet: it is handed out again only
