@@ -147,7 +147,6 @@ func (l *senderLog) reset() {
 			}
 			return false
 		})
-		l.cur = 0
 	}
 	l.cur, l.n = 0, 0
 	l.last = lastPayload{}
