@@ -67,6 +67,25 @@ func (r *dumpRing) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.me
 
 func (r *dumpRing) consumed() *uint64 { return r.word(ringConsumed) }
 
+// view returns the len bytes before position end in the ring, where a
+// placed dump lies, without consuming them (logger: consume once its
+// payloads are copied out of the shared log too).
+func (r *dumpRing) view(n int, end uint64) ([]byte, error) {
+	d := uint64(len(r.data))
+	if n <= 0 || end < uint64(n) || (end-uint64(n))%d+uint64(n) > d {
+		return nil, fmt.Errorf("%d bytes before ring position %d: not in a ring of %d", n, end, d)
+	}
+	p := (end - uint64(n)) % d
+	return r.data[p : p+uint64(n) : p+uint64(n)], nil
+}
+
+// consume marks the ring consumed up to position end (logger).
+func (r *dumpRing) consume(end uint64) {
+	if end > atomic.LoadUint64(r.consumed()) {
+		atomic.StoreUint64(r.consumed(), end)
+	}
+}
+
 // publishAck makes the acknowledgement (epoch, to) the latest in the
 // ring's first page (logger) and reports whether the PE asked to be
 // woken (askWake): the logger then writes an acknowledgement on the
@@ -120,8 +139,10 @@ func (r *dumpRing) ack() (seq, epoch uint64, to int, ok bool) {
 func (r *dumpRing) askWake() { atomic.StoreUint64(r.word(ringWake), 1) }
 
 // offerDumpRing makes a PE's ring and hands it to the logger on uc
-// (before anything else is written on it).
-func offerDumpRing(uc *net.UnixConn) (*dumpRing, error) {
+// (before anything else is written on it), with the log memory shared
+// if any (its size in the offer's epoch field, its descriptor after the
+// ring's).
+func offerDumpRing(uc *net.UnixConn, shared *sharedLog) (*dumpRing, error) {
 	fd, err := unix.MemfdCreate("gochare-dumps", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, err
@@ -145,7 +166,12 @@ func offerDumpRing(uc *net.UnixConn) (*dumpRing, error) {
 	var h [dumpHeaderSize]byte
 	h[0] = dumpKindRingOffer
 	binary.LittleEndian.PutUint32(h[17:], dumpRingSize)
-	if _, _, err := uc.WriteMsgUnix(h[:], unix.UnixRights(fd), nil); err != nil {
+	fds := []int{fd}
+	if shared != nil {
+		binary.LittleEndian.PutUint64(h[1:], uint64(len(shared.mem)))
+		fds = append(fds, shared.fd)
+	}
+	if _, _, err := uc.WriteMsgUnix(h[:], unix.UnixRights(fds...), nil); err != nil {
 		unix.Munmap(mem)
 		return nil, err
 	}

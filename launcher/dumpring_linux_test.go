@@ -49,7 +49,7 @@ func acceptOffer(t *testing.T, logger *net.UnixConn) (*dumpRing, error) {
 func ringPair(t *testing.T) (pe, logger *dumpRing) {
 	t.Helper()
 	peEnd, loggerEnd := unixPair(t)
-	pe, err := offerDumpRing(peEnd)
+	pe, err := offerDumpRing(peEnd, nil)
 	require.NoError(t, err)
 	t.Cleanup(pe.unmap)
 	logger, err = acceptOffer(t, loggerEnd)

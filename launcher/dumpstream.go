@@ -72,6 +72,12 @@ const (
 	// placed it in the ring (handed over, dumpClient.dumpTo): the
 	// logger stores it and acknowledges nothing for it.
 	dumpKindRingHandedOver = 7
+	// dumpPlaced marks a dump of kind 5 or 7 in the placed form
+	// (logging.ExpandPlaced): its payloads lie in the log memory the PE
+	// offered with its ring (sharedlog_linux.go; its size in the ring
+	// offer's epoch field, its descriptor after the ring's), and the
+	// logger copies them from there.
+	dumpPlaced = 0x10
 	// maxDump bounds one dump's entries (a Dumper's batch is a sixteenth
 	// of the quota; one entry may be larger).
 	maxDump = 1 << 30
@@ -410,6 +416,8 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 	r := bufio.NewReaderSize(stream, 16<<10)
 	var ring *dumpRing // the PE's, once offered
 	defer func() { ring.unmap() }()
+	var sharedLog []byte // the PE's log memory, offered with the ring
+	defer func() { unmapSharedLog(sharedLog) }()
 	var h [dumpRingHeaderSize]byte
 	var ack [dumpAckSize]byte
 	// An acknowledgement is cumulative: while more of the stream is
@@ -453,7 +461,16 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			if ring, err = acceptDumpRing(rights, int(n)); err != nil {
 				return fmt.Errorf("launcher: PE %d's dump ring: %w", pe, err)
 			}
+			if epoch > 0 {
+				if sharedLog, err = acceptSharedLog(rights, int(min(epoch, 1<<40))); err != nil {
+					return fmt.Errorf("launcher: PE %d's log memory: %w", pe, err)
+				}
+			}
 			continue
+		}
+		placed := h[0]&dumpPlaced != 0 && sharedLog != nil && ring != nil
+		if placed {
+			h[0] &^= dumpPlaced
 		}
 		var ringEnd uint64
 		inRing := (h[0] == dumpKindRing || h[0] == dumpKindRingHandedOver) && ring != nil
@@ -487,8 +504,14 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 			}
 			continue
 		}
-		payload := s.store.buffer(pe, epoch, int(n))
-		if inRing {
+		var payload []byte
+		count := -1 // a placed dump's is counted as it is expanded
+		var err error
+		if placed && inRing {
+			if payload, count, err = s.expandPlaced(ring, sharedLog, pe, epoch, int(n), ringEnd); err != nil {
+				return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
+			}
+		} else if payload = s.store.buffer(pe, epoch, int(n)); inRing {
 			if err := ring.take(payload, ringEnd); err != nil {
 				return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
 			}
@@ -497,9 +520,10 @@ func (s *dumpServer) serve(nc net.Conn, pe int) error {
 		}
 		// The logger stores and returns bytes: it checks their framing
 		// only (the PE decodes in full what it fetches back).
-		count, err := logging.CountDumped(payload)
-		if err != nil {
-			return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
+		if count < 0 {
+			if count, err = logging.CountDumped(payload); err != nil {
+				return fmt.Errorf("launcher: dump from PE %d: %w", pe, err)
+			}
 		}
 		if count != int(to-from) {
 			return fmt.Errorf("launcher: dump from PE %d: %d entries for [%d, %d)", pe, count, from, to)
@@ -701,6 +725,9 @@ type dumpClient struct {
 	ackMu   sync.Mutex
 	acks    []scheduler.DumpAcked
 	pending atomic.Bool
+	// shared is the log memory offered to the loggers on this host
+	// with the rings (nil: none).
+	shared *sharedLog
 }
 
 type dumpLink struct {
@@ -726,10 +753,13 @@ type dumpLink struct {
 	// set with raw, used under mu); heads, iov and outs are the
 	// headers, buffers and dumps of the PE's own vectored write
 	// (dumpTo, on the PE goroutine).
-	ring  *dumpRing
-	heads []byte
-	iov   [][]byte
-	outs  []dumpOut
+	ring *dumpRing
+	// placed is set with ring when the logger took the shared log
+	// memory with it: dumps to it may be placed (DumpPlaced).
+	placed bool
+	heads  []byte
+	iov    [][]byte
+	outs   []dumpOut
 	// untold are the dumps handed over in the ring whose headers are
 	// not written yet, untoldBytes their entries' bytes (under mu): the
 	// logger hears of them together (dumpTo).
@@ -786,6 +816,9 @@ func (o *dumpOut) header(h []byte) []byte {
 		kind := byte(dumpKindRing)
 		if o.handedOver {
 			kind = dumpKindRingHandedOver
+		}
+		if o.Placed {
+			kind |= dumpPlaced
 		}
 		putDumpHeader(h, kind, o.DumpBatch)
 		binary.LittleEndian.PutUint32(h[17:], uint32(o.ringLen))
@@ -929,6 +962,9 @@ func (c *dumpClient) dumpTo(bs []logging.DumpBatch) {
 		if o.ringLen == 0 {
 			handOver = false
 		}
+		if o.Placed {
+			c.shared.countPlaced()
+		}
 		outs = append(outs, o)
 	}
 	selfAcked := false
@@ -936,6 +972,12 @@ func (c *dumpClient) dumpTo(bs []logging.DumpBatch) {
 		for i := range outs {
 			outs[i].handedOver = true
 			k.untoldBytes += outs[i].ringLen
+			if outs[i].Placed {
+				// What the logger copies for it, and what the
+				// shared log waits for.
+				n, _ := logging.PlacedSize(bs[i].Payload)
+				k.untoldBytes += n
+			}
 		}
 		selfAcked = c.ackedLocked(k, scheduler.DumpAcked{Logger: l, Epoch: last.Epoch, To: last.To})
 	} else {
@@ -1152,12 +1194,13 @@ func (c *dumpClient) run(k *dumpLink) {
 		// The entries go through shared memory (before anything
 		// else is written on the connection: k.raw is not set yet).
 		var err error
-		if ring, err = offerDumpRing(uc); err != nil {
+		if ring, err = offerDumpRing(uc, c.shared); err != nil {
 			c.log.Debug("dumps through the socket", "logger", k.logger, "why", err)
 		}
 	}
 	k.conn = nc
 	k.ring = ring
+	k.placed = ring != nil && c.shared != nil
 	k.ringAcks.Store(ring != nil)
 	if k.raw = rawConnOf(nc); k.raw != nil {
 		k.pollable.Store(true) // after k.raw: TakeDumpAcks reads it then
@@ -1461,6 +1504,7 @@ func (c *dumpClient) close() {
 		}
 	}
 	c.wg.Wait()
+	c.shared.logStats(c.log)
 	// The rings stay mapped (1 MiB each, as long as the process): the
 	// PE goroutine may still be encoding a dump into one, which
 	// unmapping would fault.

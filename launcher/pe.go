@@ -384,6 +384,7 @@ func runPE(ctx context.Context, o peOptions) (int, error) {
 			dumpTLS = o.TLS.PeerConfig()
 		}
 		dumps = newDumpClient(o.Rank, setup.LoggerAddrs, o.Secret, dumpTLS, ep.Post, o.Log)
+		dumps.shareLog(int(setup.LogQuota))
 		defer dumps.close()
 		dumpSink = dumps
 		for l, a := range setup.LoggerAddrs {

@@ -72,6 +72,34 @@ type memOwner struct{ maps *mappings }
 type mappings struct {
 	mu      sync.Mutex
 	regions map[*byte][]byte
+	// shared, if set, hands out the chunks first (a log under a quota
+	// with a logger on its host: Config.LogShared); held are the chunks
+	// the log holds of it, by their first byte, given back with release
+	// or, once the log is garbage, by its cleanup.
+	shared SharedLogMemory
+	held   map[*byte][]byte
+}
+
+// SharedLogMemory is memory a log under a quota shares with its loggers
+// on the same host (the launcher's: a memory file each such logger
+// maps). A dump to such a logger names where each payload lies in it
+// (an offset) instead of carrying the bytes, and the logger copies them
+// out: the PE copies nothing. The caller owns the memory and its
+// safety: a chunk given back (Release) may still be read by a logger
+// for the dumps taken before, so the memory must not hand it out again
+// until every logger has read those (or is gone). Its methods may be
+// called from any goroutine (a log's cleanup gives its chunks back).
+type SharedLogMemory interface {
+	// Chunk returns an empty chunk of capacity at least size, or nil
+	// (none free now: the log maps one of its own, whose payloads its
+	// dumps carry).
+	Chunk(size int) []byte
+	// Release gives back a chunk Chunk returned, which the log will
+	// not write again.
+	Release(c []byte)
+	// Offset returns where b's first byte lies in the memory (false:
+	// b is not in it).
+	Offset(b []byte) (uint64, bool)
 }
 
 // count is the number of regions mapped.
@@ -79,6 +107,43 @@ func (ms *mappings) count() int {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	return len(ms.regions)
+}
+
+// setShared makes a mapped log's memory take its chunks from shared
+// first (nil: none).
+func (m logMemory) setShared(shared SharedLogMemory) {
+	if m.owner == nil || shared == nil {
+		return
+	}
+	ms := m.owner.maps
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	ms.shared, ms.held = shared, map[*byte][]byte{}
+}
+
+// sharedOf returns the shared memory chunk c lies in (nil if none).
+func (m logMemory) sharedOf(c []byte) SharedLogMemory {
+	if m.owner == nil || cap(c) == 0 {
+		return nil
+	}
+	ms := m.owner.maps
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if _, ok := ms.held[&c[:1][0]]; ok {
+		return ms.shared
+	}
+	return nil
+}
+
+// shared is the log's shared memory (nil: none).
+func (m logMemory) shared() SharedLogMemory {
+	if m.owner == nil {
+		return nil
+	}
+	ms := m.owner.maps
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.shared
 }
 
 // newLogMemory returns the memory of a log, mapped if offHeap and the
@@ -95,6 +160,18 @@ func newLogMemory(offHeap bool) logMemory {
 // chunk returns an empty chunk of capacity at least need.
 func (m logMemory) chunk(need int) []byte {
 	if m.owner != nil {
+		ms := m.owner.maps
+		ms.mu.Lock()
+		shared := ms.shared
+		ms.mu.Unlock()
+		if shared != nil {
+			if c := shared.Chunk(need); cap(c) >= need && cap(c) > 0 {
+				ms.mu.Lock()
+				ms.held[&c[:1][0]] = c[:cap(c)]
+				ms.mu.Unlock()
+				return c[:0]
+			}
+		}
 		size := (max(mappedChunk, need) + hugePage - 1) / hugePage * hugePage
 		if m.size > 0 && need <= m.size {
 			size = m.size
@@ -143,6 +220,11 @@ func (m logMemory) release(c []byte) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	key := &c[:1][0]
+	if full, ok := ms.held[key]; ok {
+		delete(ms.held, key)
+		ms.shared.Release(full)
+		return
+	}
 	if region, ok := ms.regions[key]; ok {
 		delete(ms.regions, key)
 		unmap(region)
@@ -171,6 +253,10 @@ func (ms *mappings) unmapAll() {
 	for k, r := range ms.regions {
 		unmap(r)
 		delete(ms.regions, k)
+	}
+	for k, c := range ms.held {
+		ms.shared.Release(c)
+		delete(ms.held, k)
 	}
 }
 

@@ -117,6 +117,11 @@ type Config struct {
 	// as always none beyond the next Checkpoint: copy it (encode it) to
 	// send it elsewhere.
 	LogOffHeap bool
+	// LogShared, with LogOffHeap and a LogQuota, gives the sender log
+	// chunks of memory it shares with its loggers (SharedLogMemory): a
+	// dump to a logger that maps it then names where the payloads lie
+	// instead of carrying them (TakeDumpsPlaced). Nil: none.
+	LogShared SharedLogMemory
 	// Values encodes the value of a message given to Send with one
 	// (Message.Value) that Send logs: straight into the sender log, whose
 	// bytes the envelope then carries. Without it Send panics on such a
@@ -633,6 +638,9 @@ func newEngine(kind Kind, cfg Config) *engine {
 		orderFree:          cfg.OrderFree,
 	}
 	e.log.mem = newLogMemory(cfg.LogOffHeap && kind != KindNone)
+	if e.log.mem.owner != nil && cfg.LogQuota > 0 && kind != KindNone {
+		e.log.mem.setShared(cfg.LogShared)
+	}
 	if kind != KindNone {
 		e.quota = newQuota(cfg, &e.log)
 		if cfg.EventLogger {

@@ -41,6 +41,12 @@ type LogQuota interface {
 	// into the log's own buffer: a dump then reaches its logger with no
 	// other copy on the PE.
 	TakeDumpsIn(buffer func(logger, size int) []byte) []DumpBatch
+	// TakeDumpsPlaced is TakeDumpsIn where placed(logger) says that
+	// the dump's logger maps the log's shared memory (Config.LogShared)
+	// and reads the dumps from the buffer buffer gives: a dump encoded
+	// there names where the payloads of shared chunks lie instead of
+	// carrying them (DumpBatch.Placed, see ExpandPlaced).
+	TakeDumpsPlaced(buffer func(logger, size int) []byte, placed func(logger int) bool) []DumpBatch
 	// DumpsPressing reports whether the dumps due should be taken and
 	// sent before the caller's next transmit (between two handlers of a
 	// slice, which transmits at its end): they hold a quarter of what
@@ -108,6 +114,9 @@ type DumpBatch struct {
 	From    int
 	To      int
 	Payload []byte
+	// Placed: Payload is in the placed form (ExpandPlaced), which only
+	// a logger that maps the log's shared memory can read.
+	Placed bool
 }
 
 // DumpFetch is what a recovery fetches back from a logger: the entries
@@ -169,6 +178,10 @@ func quotaChunk(quota int) int {
 	const unit = 64 << 10
 	return min(max((quota/16+unit-1)/unit*unit, unit), mappedChunk)
 }
+
+// QuotaChunk is the size of the sender log's chunks under a quota of
+// quota bytes (what a SharedLogMemory is asked for).
+func QuotaChunk(quota int) int { return quotaChunk(quota) }
 
 // newQuota returns the quota of cfg, nil without one, and sizes the
 // chunks of log for it. With no logger (Config.Loggers 0) nothing can be
@@ -360,11 +373,22 @@ func (e *engine) AtSync(tasks int) {
 func (e *engine) TakeDumps() []DumpBatch { return e.TakeDumpsIn(nil) }
 
 func (e *engine) TakeDumpsIn(buffer func(logger, size int) []byte) []DumpBatch {
+	return e.TakeDumpsPlaced(buffer, nil)
+}
+
+func (e *engine) TakeDumpsPlaced(buffer func(logger, size int) []byte, placed func(logger int) bool) []DumpBatch {
 	if e.quota == nil || len(e.dumpsDue) == 0 {
 		return nil
 	}
 	out := make([]DumpBatch, 0, len(e.dumpsDue))
+	shared := e.log.mem.shared()
 	for _, d := range e.dumpsDue {
+		if shared != nil && buffer != nil && placed != nil && placed(d.Logger) {
+			if b, ok := e.log.appendPlaced(shared, d, buffer); ok {
+				out = append(out, b)
+				continue
+			}
+		}
 		size := 0
 		for i := d.From; i < d.To; i++ {
 			en := e.log.entry(i)
@@ -570,6 +594,16 @@ func (l *senderLog) appendEntry(b []byte, i int) []byte { return l.appendDumped(
 // one of the entry appended just before (sharesPrevious), which it does
 // not repeat.
 func (l *senderLog) appendDumped(b []byte, i int, same bool) []byte {
+	b = l.appendDumpedHead(b, i, same)
+	if same {
+		return b
+	}
+	return append(b, l.payload(l.entry(i))...)
+}
+
+// appendDumpedHead appends entry i's fields, path and requires, encoded
+// as appendDumped does, to b.
+func (l *senderLog) appendDumpedHead(b []byte, i int, same bool) []byte {
 	e := l.entry(i)
 	payloadField := uint64(e.payloadLen) << 1
 	if same {
@@ -577,11 +611,7 @@ func (l *senderLog) appendDumped(b []byte, i int, same bool) []byte {
 	}
 	b = appendDumpedFields(b, [11]uint64{uint64(e.sender), e.srn, uint64(e.to), e.key, uint64(e.handler), uint64(e.order),
 		uint64(e.regionSize), uint64(e.toPE), uint64(e.pathLen), uint64(e.requiresLen), payloadField})
-	b = append(b, l.head(e)...)
-	if same {
-		return b
-	}
-	return append(b, l.payload(e)...)
+	return append(b, l.head(e)...)
 }
 
 func appendDumpedFields(b []byte, v [11]uint64) []byte {

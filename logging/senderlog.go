@@ -135,6 +135,19 @@ func (l *senderLog) reset() {
 		}
 		l.chunks = l.chunks[:l.cur+1]
 	}
+	if l.mem.shared() != nil {
+		// Chunks shared with loggers go back to the shared memory,
+		// which hands them out again only once the loggers have read
+		// what was dumped from them (the dumps of the period that
+		// ended may still be on their way).
+		l.chunks = slices.DeleteFunc(l.chunks, func(c []byte) bool {
+			if l.mem.sharedOf(c) != nil {
+				l.mem.release(c)
+				return true
+			}
+			return false
+		})
+	}
 	l.cur, l.n = 0, 0
 	l.last = lastPayload{}
 	l.faultedAt, l.faulted = 0, 0
@@ -166,7 +179,7 @@ func (l *senderLog) release(to int) int {
 		if c := l.chunks[i]; c != nil {
 			freed += cap(c)
 			l.chunks[i] = nil
-			if l.keepBytes > 0 && l.memBytes()+cap(c) <= l.keepBytes {
+			if l.keepBytes > 0 && l.memBytes()+cap(c) <= l.keepBytes && l.mem.sharedOf(c) == nil {
 				l.free = append(l.free, c[:0])
 				continue
 			}

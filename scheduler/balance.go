@@ -166,7 +166,16 @@ func (pe *PE) newProtocol(failing ...int) logging.Protocol {
 	// or Forward (one early for a recovery is kept until then).
 	return logging.New(pe.cfg.Protocol, logging.Config{PE: logging.PEID(pe.cfg.Rank), PEs: pe.cfg.Size, Failures: pe.cfg.Failures, Locate: pe.locate, Failed: failed, LogOffHeap: true, ReuseRecords: true, Ordered: true, Values: logValues{pe},
 		LogQuota: pe.cfg.LogQuota, Loggers: pe.cfg.Loggers, DumpEpoch: pe.dumpEpochBase(), EventLogger: pe.cfg.EventLogger,
-		OrderFree: pe.orderFree})
+		OrderFree: pe.orderFree, LogShared: pe.logShared()})
+}
+
+// logShared is the memory the sender log shares with the loggers on
+// this host, nil if none (LogSharer).
+func (pe *PE) logShared() logging.SharedLogMemory {
+	if s, ok := pe.cfg.Dumps.(LogSharer); ok && pe.cfg.LogQuota > 0 {
+		return s.SharedLogMemory()
+	}
+	return nil
 }
 
 // orderFree reports whether task id can never receive an order-dependent

@@ -409,6 +409,7 @@ type PE struct {
 	// implements, or nil (quotaInterfaces).
 	quotaOf       logging.LogQuota
 	dumpBufferer  DumpBufferer
+	logSharer     LogSharer
 	dumpBatcher   DumpBatcher
 	dumpAckSource DumpAckSource
 	// Under a log quota a resume starts its tasks one by one as the log

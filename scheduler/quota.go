@@ -69,6 +69,16 @@ type DumpBufferer interface {
 	DumpBuffer(logger, size int) []byte
 }
 
+// LogSharer is a DumpSink that shares memory with the loggers on its
+// host (the launcher's): the sender log cuts its chunks from it
+// (logging.Config.LogShared), and a dump to a logger that maps it
+// (DumpPlaced) names where the payloads lie in it instead of carrying
+// them (logging.LogQuota.TakeDumpsPlaced).
+type LogSharer interface {
+	SharedLogMemory() logging.SharedLogMemory
+	DumpPlaced(logger int) bool
+}
+
 // DumpAckSource is a DumpSink that keeps the acknowledgements it
 // receives for the PE to take between two slices of handlers
 // (TakeDumpAcks, called on the PE goroutine after each slice's transmit;
@@ -138,6 +148,7 @@ func (pe *PE) quota() logging.LogQuota {
 func (pe *PE) quotaInterfaces() {
 	pe.quotaOf, _ = pe.proto.(logging.LogQuota)
 	pe.dumpBufferer, _ = pe.cfg.Dumps.(DumpBufferer)
+	pe.logSharer, _ = pe.cfg.Dumps.(LogSharer)
 	pe.dumpBatcher, _ = pe.cfg.Dumps.(DumpBatcher)
 	pe.dumpAckSource, _ = pe.cfg.Dumps.(DumpAckSource)
 }
@@ -220,7 +231,9 @@ func (pe *PE) sendDumps() {
 		return
 	}
 	var bs []logging.DumpBatch
-	if m := pe.dumpBufferer; m != nil {
+	if m, s := pe.dumpBufferer, pe.logSharer; m != nil && s != nil {
+		bs = q.TakeDumpsPlaced(m.DumpBuffer, s.DumpPlaced)
+	} else if m != nil {
 		bs = q.TakeDumpsIn(m.DumpBuffer)
 	} else {
 		bs = q.TakeDumps()
