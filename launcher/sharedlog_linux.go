@@ -218,6 +218,11 @@ func (s *dumpServer) expandPlaced(ring *dumpRing, shared []byte, pe int, epoch u
 	if err != nil {
 		return nil, 0, err
 	}
+	if size > maxDump {
+		// Bounded as a dump through the socket is, before the store
+		// takes a buffer of that size.
+		return nil, 0, fmt.Errorf("%w: a placed dump expanding to %d bytes (at most %d)", logging.ErrBadDump, size, maxDump)
+	}
 	buf := s.store.buffer(pe, epoch, size)
 	out, count, err := logging.ExpandPlaced(buf[:0], src, shared)
 	if err != nil {

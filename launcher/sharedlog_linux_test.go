@@ -130,3 +130,18 @@ func TestPlacedDumpsOnRealPEs(t *testing.T) {
 	require.Positive(t, placed, "dumps placed")
 	require.Positive(t, reused, "slots handed out again")
 }
+
+// A placed dump that announces more than a dump may hold (maxDump) is
+// refused before the logger's store takes a buffer of that size, and
+// the ring is not marked consumed past it.
+func TestPlacedDumpTooLargeIsRefused(t *testing.T) {
+	pe, logger := ringPair(t)
+	b, end, ok := pe.alloc(16)
+	require.True(t, ok)
+	binary.LittleEndian.PutUint32(b[:4], maxDump+1)
+	s := &dumpServer{}
+	_, _, err := s.expandPlaced(logger, nil, 0, 1, 16, end)
+	require.ErrorIs(t, err, logging.ErrBadDump)
+	require.Contains(t, err.Error(), "at most")
+	require.Less(t, *logger.consumed(), end)
+}
