@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -249,28 +248,36 @@ func (r *dumpRing) unmap() {
 // the one rd received with the offer), after checking that the file is
 // sealed at that size.
 func acceptDumpRing(rd *rightsReader, size int) (*dumpRing, error) {
-	if len(rd.fds) == 0 {
-		return nil, errors.New("a ring offered without its memory")
-	}
-	fd := rd.fds[0]
-	rd.fds = rd.fds[1:]
-	defer unix.Close(fd)
-	if size <= dumpRingData || size > maxDumpRing {
-		return nil, fmt.Errorf("a ring of %d bytes", size)
-	}
-	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
-	if err != nil || seals&(unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL) != unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL {
-		return nil, fmt.Errorf("a ring not sealed (seals %#x, %v)", seals, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Size != int64(size) {
-		return nil, fmt.Errorf("a ring of %d bytes announced as %d (%v)", st.Size, size, err)
-	}
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	mem, err := rd.mapSealed("a ring", size, dumpRingData+1, maxDumpRing, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, err
 	}
 	return &dumpRing{mem: mem, data: mem[dumpRingData:]}, nil
+}
+
+// mapSealed maps the next descriptor rd received, memory a PE offered
+// (what, for the errors), after checking that its size is within
+// [least, most] and that the file is sealed at the size announced: the
+// PE can neither shrink it under the mapping (a fault) nor grow it.
+func (rd *rightsReader) mapSealed(what string, size, least, most, prot, flags int) ([]byte, error) {
+	if len(rd.fds) == 0 {
+		return nil, fmt.Errorf("%s offered without its descriptor", what)
+	}
+	fd := rd.fds[0]
+	rd.fds = rd.fds[1:]
+	defer unix.Close(fd)
+	if size < least || size > most {
+		return nil, fmt.Errorf("%s of %d bytes", what, size)
+	}
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil || seals&(unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL) != unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL {
+		return nil, fmt.Errorf("%s not sealed (seals %#x, %v)", what, seals, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Size != int64(size) {
+		return nil, fmt.Errorf("%s of %d bytes announced as %d (%v)", what, st.Size, size, err)
+	}
+	return unix.Mmap(fd, 0, size, prot, flags)
 }
 
 // rightsReader reads a Unix connection and keeps the descriptors

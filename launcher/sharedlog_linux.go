@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -175,24 +174,7 @@ func (s *sharedLog) Offset(b []byte) (uint64, bool) {
 // its ring (size bytes, the descriptor rd received after the ring's),
 // after checking that the file is sealed at that size.
 func acceptSharedLog(rd *rightsReader, size int) ([]byte, error) {
-	if len(rd.fds) == 0 {
-		return nil, errors.New("a log memory offered without its descriptor")
-	}
-	fd := rd.fds[0]
-	rd.fds = rd.fds[1:]
-	defer unix.Close(fd)
-	if size <= 0 || size > maxSharedLog {
-		return nil, fmt.Errorf("a log memory of %d bytes", size)
-	}
-	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
-	if err != nil || seals&(unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL) != unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL {
-		return nil, fmt.Errorf("a log memory not sealed (seals %#x, %v)", seals, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Size != int64(size) {
-		return nil, fmt.Errorf("a log memory of %d bytes announced as %d (%v)", st.Size, size, err)
-	}
-	return unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	return rd.mapSealed("a log memory", size, 1, maxSharedLog, unix.PROT_READ, unix.MAP_SHARED)
 }
 
 // maxSharedLog bounds the log memory a logger maps for one PE.

@@ -38,20 +38,7 @@ func FuzzExpandPlaced(f *testing.F) {
 	for i := range shared {
 		shared[i] = byte(i * 7)
 	}
-	entry := func(tag byte, payloadLen int, tail []byte) []byte {
-		b := []byte{tag}
-		b = appendDumpedFields(b, [11]uint64{1, 2, 3, 4, 5, 0, 0, 1, 0, 0, uint64(payloadLen) << 1})
-		return append(b, tail...)
-	}
-	placedOf := func(size int, entries ...[]byte) []byte {
-		b := []byte{byte(size), byte(size >> 8), 0, 0}
-		for _, e := range entries {
-			b = append(b, e...)
-		}
-		return b
-	}
-	expanded := func(n int) int { return len(entry(0, n, nil)) - 1 + n }
-	at := func(off uint64) []byte { return []byte{byte(off), byte(off >> 8), 0, 0, 0, 0, 0, 0} }
+	entry, expanded, at := placedEntry, placedExpanded, placedAt
 	f.Add(placedOf(expanded(100), entry(placeTagShared, 100, at(3900))))
 	f.Add(placedOf(expanded(100)+expanded(3), entry(placeTagShared, 100, at(0)), entry(placeTagInline, 3, []byte{1, 2, 3})))
 	f.Add(placedOf(expanded(100), entry(placeTagShared, 100, at(4000))))

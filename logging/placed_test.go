@@ -160,21 +160,7 @@ func TestPlacedDumps(t *testing.T) {
 // announces.
 func TestExpandPlacedRefusesMalformed(t *testing.T) {
 	shared := make([]byte, 4096)
-	entry := func(tag byte, payloadLen int, tail []byte) []byte {
-		b := []byte{tag}
-		b = appendDumpedFields(b, [11]uint64{1, 2, 3, 4, 5, 0, 0, 1, 0, 0, uint64(payloadLen) << 1})
-		return append(b, tail...)
-	}
-	placedOf := func(size int, entries ...[]byte) []byte {
-		b := []byte{byte(size), byte(size >> 8), 0, 0}
-		for _, e := range entries {
-			b = append(b, e...)
-		}
-		return b
-	}
-	// expanded is the size of an entry with a payload of n bytes, dumped.
-	expanded := func(n int) int { return len(entry(0, n, nil)) - 1 + n }
-	at := func(off uint64) []byte { return []byte{byte(off), byte(off >> 8), 0, 0, 0, 0, 0, 0} }
+	entry, placedOf, expanded, at := placedEntry, placedOf, placedExpanded, placedAt
 	good := placedOf(expanded(100), entry(placeTagShared, 100, at(4000-100)))
 	out, n, err := ExpandPlaced(nil, good, shared)
 	require.NoError(t, err)
@@ -194,3 +180,27 @@ func TestExpandPlacedRefusesMalformed(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadDump, name)
 	}
 }
+
+// placedEntry is a placed entry of tag with a payload of payloadLen
+// bytes, tail after its fields (the payload's offset or its bytes).
+func placedEntry(tag byte, payloadLen int, tail []byte) []byte {
+	b := []byte{tag}
+	b = appendDumpedFields(b, [11]uint64{1, 2, 3, 4, 5, 0, 0, 1, 0, 0, uint64(payloadLen) << 1})
+	return append(b, tail...)
+}
+
+// placedOf is a placed dump of entries announcing size bytes expanded.
+func placedOf(size int, entries ...[]byte) []byte {
+	b := []byte{byte(size), byte(size >> 8), 0, 0}
+	for _, e := range entries {
+		b = append(b, e...)
+	}
+	return b
+}
+
+// placedExpanded is the size of a placedEntry with a payload of n bytes,
+// dumped.
+func placedExpanded(n int) int { return len(placedEntry(0, n, nil)) - 1 + n }
+
+// placedAt is a payload's offset in the shared memory, as placed.
+func placedAt(off uint64) []byte { return []byte{byte(off), byte(off >> 8), 0, 0, 0, 0, 0, 0} }
