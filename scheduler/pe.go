@@ -406,10 +406,12 @@ type PE struct {
 	// dumpAckBuf takes the dump sink's acknowledgements (quota.go).
 	dumpAckBuf []DumpAcked
 	// quotaOf is pe.proto's LogQuota, and the others what cfg.Dumps
-	// implements, or nil (quotaInterfaces).
+	// implements, or nil (quotaInterfaces): dumpBuffer and dumpPlaced
+	// its DumpBuffer and DumpPlaced as func values, made once (a method
+	// value passed at each call allocated its closure every time).
 	quotaOf       logging.LogQuota
-	dumpBufferer  DumpBufferer
-	logSharer     LogSharer
+	dumpBuffer    func(logger, size int) []byte
+	dumpPlaced    func(logger int) bool
 	dumpBatcher   DumpBatcher
 	dumpAckSource DumpAckSource
 	// Under a log quota a resume starts its tasks one by one as the log

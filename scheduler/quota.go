@@ -147,8 +147,13 @@ func (pe *PE) quota() logging.LogQuota {
 // (itab lookups). Called whenever pe.proto changes.
 func (pe *PE) quotaInterfaces() {
 	pe.quotaOf, _ = pe.proto.(logging.LogQuota)
-	pe.dumpBufferer, _ = pe.cfg.Dumps.(DumpBufferer)
-	pe.logSharer, _ = pe.cfg.Dumps.(LogSharer)
+	pe.dumpBuffer, pe.dumpPlaced = nil, nil
+	if m, ok := pe.cfg.Dumps.(DumpBufferer); ok {
+		pe.dumpBuffer = m.DumpBuffer
+		if s, ok := pe.cfg.Dumps.(LogSharer); ok {
+			pe.dumpPlaced = s.DumpPlaced
+		}
+	}
 	pe.dumpBatcher, _ = pe.cfg.Dumps.(DumpBatcher)
 	pe.dumpAckSource, _ = pe.cfg.Dumps.(DumpAckSource)
 }
@@ -231,10 +236,10 @@ func (pe *PE) sendDumps() {
 		return
 	}
 	var bs []logging.DumpBatch
-	if m, s := pe.dumpBufferer, pe.logSharer; m != nil && s != nil {
-		bs = q.TakeDumpsPlaced(m.DumpBuffer, s.DumpPlaced)
-	} else if m != nil {
-		bs = q.TakeDumpsIn(m.DumpBuffer)
+	if pe.dumpPlaced != nil {
+		bs = q.TakeDumpsPlaced(pe.dumpBuffer, pe.dumpPlaced)
+	} else if pe.dumpBuffer != nil {
+		bs = q.TakeDumpsIn(pe.dumpBuffer)
 	} else {
 		bs = q.TakeDumps()
 	}
