@@ -34,13 +34,20 @@ func TestWritevAll(t *testing.T) {
 		bufs = append(bufs, b)
 		want = append(want, b...)
 	}
+	// The reader starts after the first call, which must stop at the
+	// full socket (nobody reads yet): read at once, a fast reader could
+	// drain it as the writer fills it, and the test would not see a
+	// partial write.
 	got := make(chan []byte)
-	go func() {
+	read := func() {
 		b, _ := io.ReadAll(r)
 		got <- b
-	}()
+	}
 	n, calls := 0, 0
 	for n < len(want) {
+		if calls == 1 {
+			go read()
+		}
 		// What is left of bufs from byte n on, as writeBuffersNow's
 		// caller passes it again after a partial write.
 		var rest [][]byte
@@ -55,6 +62,9 @@ func TestWritevAll(t *testing.T) {
 		}
 		m := writevAll(w, rest)
 		require.LessOrEqual(t, m, len(want)-n)
+		if calls == 0 {
+			require.Less(t, m, len(want), "the first call stops at the full socket")
+		}
 		n += m
 		calls++
 	}
