@@ -3,6 +3,8 @@ package launcher
 import (
 	"fmt"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +56,10 @@ func unboundedPeak(t *testing.T, args []string) (int, string) {
 // is the unbounded run's; a logger SIGKILLed mid-run (of two) changes
 // neither. The only logger SIGKILLed ends the job with the reason once a
 // log fills again.
+// sharedLogLine is the line a PE whose log memory was shared with its
+// loggers writes at its end.
+var sharedLogLine = regexp.MustCompile(`msg="shared log memory" pe=(\d+) slots_fresh=(\d+) slots_reused=(\d+) chunks_refused=(\d+) placed_dumps=(\d+)`)
+
 func TestLogQuotaOnRealPEs(t *testing.T) {
 	peak, want := unboundedPeak(t, quotaArgs)
 	quota := peak / 10
@@ -101,6 +107,19 @@ func TestLogQuotaOnRealPEs(t *testing.T) {
 				t.Logf("PE %d: log peak %d, dumped %d, blocked %d ms, fetched %d", pe, s.peak, s.dumped, s.blockedMs, s.fetched)
 				require.LessOrEqual(t, s.peak, quota, "PE %d", pe)
 				require.Positive(t, s.dumped, "PE %d", pe)
+			}
+			// The log's memory is shared with a logger on the host
+			// (placed dumps) only without TLS, and only on Linux.
+			shared := sharedLogLine.FindAllStringSubmatch(j.output(), -1)
+			switch {
+			case slices.Contains(tc.extra, "--tls"):
+				require.Empty(t, shared, "log memory shared under TLS")
+			case tc.name == "one logger" && runtime.GOOS == "linux":
+				require.Len(t, shared, 2, j.output())
+				for _, m := range shared {
+					placed, _ := strconv.Atoi(m[5])
+					require.Positive(t, placed, "PE %s placed no dump", m[1])
+				}
 			}
 		})
 	}

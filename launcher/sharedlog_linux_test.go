@@ -105,8 +105,6 @@ func TestSharedLogOfferedWithTheRing(t *testing.T) {
 	require.Equal(t, "the payload", string(mem[off:off+uint64(len(c))]))
 }
 
-var sharedLogLine = regexp.MustCompile(`msg="shared log memory" pe=(\d+) slots_fresh=(\d+) slots_reused=(\d+) chunks_refused=(\d+) placed_dumps=(\d+)`)
-
 // LeanMD under a quota on real PEs with a logger on their host: the
 // logs' chunks are shared with the logger and the dumps are placed
 // (their payloads named, not copied); a PE SIGKILLed after its dumps
